@@ -1,0 +1,402 @@
+"""The vocabulary every stage speaks: GPU, host and training samples.
+
+One validated model serves REST ingest, the in-process monitor, the framework
+adapters and trace replay. Samples are immutable value objects; the parse
+functions turn untrusted JSON-like input into them or raise a
+:class:`SampleError` that names the offending field (``ranks[3].step_time_ms``),
+so every front end can answer a precise 4xx instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+THROTTLE_REASONS: tuple[str, ...] = (
+    "gpu_idle",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal",
+    "hw_thermal",
+    "hw_power_brake",
+)
+
+MAX_STRING_LENGTH = 256
+DEFAULT_MAX_RANKS = 8192
+
+
+class SampleError(ValueError):
+    """Input that does not fit the sample model; ``field`` names where."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one instant, as NVML (or nvidia-smi, or the simulator) saw it."""
+
+    index: int
+    uuid: str | None = None
+    name: str | None = None
+    utilization_percent: float | None = None
+    memory_utilization_percent: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    temperature_celsius: float | None = None
+    power_watts: float | None = None
+    power_limit_watts: float | None = None
+    sm_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    throttle_reasons: tuple[str, ...] | None = None
+    ecc_uncorrected_errors: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """The host at one instant: CPU, load, memory, swap, disk and network rates."""
+
+    cpu_percent: float | None = None
+    cpu_count: int | None = None
+    load1: float | None = None
+    load5: float | None = None
+    load15: float | None = None
+    memory_total_bytes: int | None = None
+    memory_available_bytes: int | None = None
+    swap_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    disk_read_bytes_per_sec: float | None = None
+    disk_write_bytes_per_sec: float | None = None
+    net_rx_bytes_per_sec: float | None = None
+    net_tx_bytes_per_sec: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RankSample:
+    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU."""
+
+    rank: int
+    gpu_index: int | None = None
+    hostname: str | None = None
+    step_time_ms: float | None = None
+    tokens_per_sec: float | None = None
+    data_wait_ms: float | None = None
+    sync_wait_ms: float | None = None
+    all_reduce_wait_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSample:
+    """One training-loop report: the contract's training payload."""
+
+    timestamp: float | None = None
+    workload_kind: str | None = None
+    model_family: str | None = None
+    model_name: str | None = None
+    framework: str | None = None
+    precision: str | None = None
+    hostname: str | None = None
+    global_step: int | None = None
+    step_time_ms: float | None = None
+    tokens_per_sec: float | None = None
+    samples_per_sec: float | None = None
+    mfu: float | None = None
+    tflops: float | None = None
+    avg_seq_len: float | None = None
+    max_seq_len: float | None = None
+    data_wait_ms: float | None = None
+    tokenizer_wait_ms: float | None = None
+    sync_wait_ms: float | None = None
+    all_reduce_wait_ms: float | None = None
+    checkpoint_ms: float | None = None
+    pipeline_bubble_ratio: float | None = None
+    loss: float | None = None
+    grad_norm: float | None = None
+    learning_rate: float | None = None
+    world_size: int | None = None
+    global_batch_size: int | None = None
+    micro_batch_size: int | None = None
+    gradient_accumulation_steps: int | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    ranks: tuple[RankSample, ...] = ()
+
+
+# ------------------------------------------------------------------ field rules
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """How one field is checked: its kind and closed bounds."""
+
+    kind: str  # "str" | "int" | "float"
+    lo: float | None = None
+    hi: float | None = None
+
+
+STR = Rule("str")
+COUNT = Rule("int", 0)  # steps, ranks, indices, byte counts
+SIZE = Rule("int", 1)  # world size, batch sizes, parallel degrees
+NONNEG = Rule("float", 0)  # times and rates
+FRACTION = Rule("float", 0, 1)
+PERCENT = Rule("float", 0, 100)
+FINITE = Rule("float")
+
+GPU_RULES: dict[str, Rule] = {
+    "index": COUNT,
+    "uuid": STR,
+    "name": STR,
+    "utilization_percent": PERCENT,
+    "memory_utilization_percent": PERCENT,
+    "memory_used_bytes": COUNT,
+    "memory_total_bytes": COUNT,
+    "temperature_celsius": Rule("float", -273.15, 1000),
+    "power_watts": NONNEG,
+    "power_limit_watts": NONNEG,
+    "sm_clock_mhz": NONNEG,
+    "max_sm_clock_mhz": NONNEG,
+    "ecc_uncorrected_errors": COUNT,
+}
+
+HOST_RULES: dict[str, Rule] = {
+    "cpu_percent": PERCENT,
+    "cpu_count": SIZE,
+    "load1": NONNEG,
+    "load5": NONNEG,
+    "load15": NONNEG,
+    "memory_total_bytes": COUNT,
+    "memory_available_bytes": COUNT,
+    "swap_total_bytes": COUNT,
+    "swap_used_bytes": COUNT,
+    "disk_read_bytes_per_sec": NONNEG,
+    "disk_write_bytes_per_sec": NONNEG,
+    "net_rx_bytes_per_sec": NONNEG,
+    "net_tx_bytes_per_sec": NONNEG,
+}
+
+RANK_RULES: dict[str, Rule] = {
+    "rank": COUNT,
+    "gpu_index": COUNT,
+    "hostname": STR,
+    "step_time_ms": NONNEG,
+    "tokens_per_sec": NONNEG,
+    "data_wait_ms": NONNEG,
+    "sync_wait_ms": NONNEG,
+    "all_reduce_wait_ms": NONNEG,
+}
+
+TRAINING_RULES: dict[str, Rule] = {
+    "timestamp": NONNEG,
+    "workload_kind": STR,
+    "model_family": STR,
+    "model_name": STR,
+    "framework": STR,
+    "precision": STR,
+    "hostname": STR,
+    "global_step": COUNT,
+    "step_time_ms": NONNEG,
+    "tokens_per_sec": NONNEG,
+    "samples_per_sec": NONNEG,
+    "mfu": FRACTION,
+    "tflops": NONNEG,
+    "avg_seq_len": NONNEG,
+    "max_seq_len": NONNEG,
+    "data_wait_ms": NONNEG,
+    "tokenizer_wait_ms": NONNEG,
+    "sync_wait_ms": NONNEG,
+    "all_reduce_wait_ms": NONNEG,
+    "checkpoint_ms": NONNEG,
+    "pipeline_bubble_ratio": FRACTION,
+    "loss": FINITE,
+    "grad_norm": NONNEG,
+    "learning_rate": NONNEG,
+    "world_size": SIZE,
+    "global_batch_size": SIZE,
+    "micro_batch_size": SIZE,
+    "gradient_accumulation_steps": SIZE,
+    "tensor_parallel_size": SIZE,
+    "pipeline_parallel_size": SIZE,
+    "data_parallel_size": SIZE,
+}
+
+#: Fields that describe a job rather than measure it; a payload of only these is empty.
+TRAINING_IDENTITY_FIELDS = frozenset(
+    name for name, rule in TRAINING_RULES.items() if rule.kind == "str"
+) | {"timestamp", "global_step", "world_size", "global_batch_size", "micro_batch_size",
+     "gradient_accumulation_steps", "tensor_parallel_size", "pipeline_parallel_size",
+     "data_parallel_size"}
+
+TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
+    name for name in TRAINING_RULES if name not in TRAINING_IDENTITY_FIELDS
+)
+
+
+def check_value(field: str, value: Any, rule: Rule) -> Any:
+    """Return ``value`` coerced to the rule's kind, or raise SampleError naming ``field``."""
+    if rule.kind == "str":
+        if not isinstance(value, str):
+            raise SampleError(field, f"must be a string, got {_type_name(value)}")
+        if len(value) > MAX_STRING_LENGTH:
+            raise SampleError(field, f"must be at most {MAX_STRING_LENGTH} characters")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SampleError(field, f"must be a number, got {_type_name(value)}")
+    if rule.kind == "int":
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise SampleError(field, f"must be an integer, got {value!r}")
+            value = int(value)
+    elif not math.isfinite(value):
+        raise SampleError(field, f"must be finite, got {value!r}")
+    else:
+        value = float(value)
+    if rule.lo is not None and value < rule.lo:
+        raise SampleError(field, f"must be >= {_bound(rule.lo)}, got {value!r}")
+    if rule.hi is not None and value > rule.hi:
+        raise SampleError(field, f"must be <= {_bound(rule.hi)}, got {value!r}")
+    return value
+
+
+def _bound(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
+
+
+def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[str, Any]:
+    """Validate the known fields of ``data``; unknown keys and nulls are ignored."""
+    if not isinstance(data, Mapping):
+        raise SampleError(prefix.rstrip("."), f"must be an object, got {_type_name(data)}")
+    out: dict[str, Any] = {}
+    for name, rule in rules.items():
+        value = data.get(name)
+        if value is not None:
+            out[name] = check_value(prefix + name, value, rule)
+    return out
+
+
+# ----------------------------------------------------------------- parsers
+
+
+def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
+    """Build a GpuSample from a JSON object; ``index`` is required."""
+    values = _checked_fields(data, GPU_RULES, where + ".")
+    if "index" not in values:
+        raise SampleError(where + ".index", "is required")
+    reasons = data.get("throttle_reasons")
+    if reasons is not None:
+        values["throttle_reasons"] = _parse_reasons(reasons, where + ".throttle_reasons")
+    return GpuSample(**values)
+
+
+def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
+    if not isinstance(reasons, (list, tuple)):
+        raise SampleError(field, f"must be an array, got {_type_name(reasons)}")
+    seen = set()
+    for i, reason in enumerate(reasons):
+        if reason not in THROTTLE_REASONS:
+            raise SampleError(
+                f"{field}[{i}]", f"unknown reason {reason!r}; known: {', '.join(THROTTLE_REASONS)}"
+            )
+        seen.add(reason)
+    return tuple(r for r in THROTTLE_REASONS if r in seen)
+
+
+def parse_gpus(data: Any, field: str = "gpus") -> tuple[GpuSample, ...]:
+    """Build the GPU list of a trace line; indices must be unique."""
+    if not isinstance(data, (list, tuple)):
+        raise SampleError(field, f"must be an array, got {_type_name(data)}")
+    gpus = tuple(parse_gpu(item, f"{field}[{i}]") for i, item in enumerate(data))
+    indices = [g.index for g in gpus]
+    if len(set(indices)) != len(indices):
+        raise SampleError(field, "GPU indices must be unique")
+    return tuple(sorted(gpus, key=lambda g: g.index))
+
+
+def parse_host(data: Any, field: str = "host") -> HostSample:
+    """Build a HostSample from a JSON object."""
+    return HostSample(**_checked_fields(data, HOST_RULES, field + "."))
+
+
+def parse_rank(data: Any, where: str) -> RankSample:
+    """Build a RankSample; ``rank`` is required."""
+    values = _checked_fields(data, RANK_RULES, where + ".")
+    if "rank" not in values:
+        raise SampleError(where + ".rank", "is required")
+    return RankSample(**values)
+
+
+def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSample:
+    """Build a TrainingSample from the contract's training payload.
+
+    Raises SampleError naming the field for a non-object body, a wrong type, a
+    non-finite or out-of-range value, a bad or duplicate rank entry, more than
+    ``max_ranks`` ranks, ``avg_seq_len > max_seq_len``, or no measurement at all.
+    """
+    if not isinstance(data, Mapping):
+        raise SampleError("", f"body must be a JSON object, got {_type_name(data)}")
+    values = _checked_fields(data, TRAINING_RULES, "")
+    ranks = data.get("ranks")
+    if ranks is not None:
+        values["ranks"] = _parse_ranks(ranks, max_ranks)
+    avg, longest = values.get("avg_seq_len"), values.get("max_seq_len")
+    if avg is not None and longest is not None and avg > longest:
+        raise SampleError("avg_seq_len", f"must be <= max_seq_len ({longest!r}), got {avg!r}")
+    if not values.get("ranks") and not any(k in values for k in TRAINING_MEASUREMENT_FIELDS):
+        raise SampleError(
+            "", "payload has no measurement (e.g. step_time_ms, tokens_per_sec or ranks)"
+        )
+    return TrainingSample(**values)
+
+
+def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
+    if not isinstance(ranks, (list, tuple)):
+        raise SampleError("ranks", f"must be an array, got {_type_name(ranks)}")
+    if len(ranks) > max_ranks:
+        raise SampleError("ranks", f"has {len(ranks)} entries; at most {max_ranks} are accepted")
+    parsed = tuple(parse_rank(item, f"ranks[{i}]") for i, item in enumerate(ranks))
+    seen: set[int] = set()
+    for i, r in enumerate(parsed):
+        if r.rank in seen:
+            raise SampleError(f"ranks[{i}].rank", f"duplicate rank {r.rank}")
+        seen.add(r.rank)
+    return tuple(sorted(parsed, key=lambda r: r.rank))
+
+
+# --------------------------------------------------------------- to JSON
+
+
+def to_dict(sample: Any) -> dict[str, Any]:
+    """A sample as a JSON-ready dict, leaving out unknown (None) fields."""
+    out: dict[str, Any] = {}
+    for f in fields(sample):
+        value = getattr(sample, f.name)
+        if value is None:
+            continue
+        if f.name == "ranks":
+            value = [to_dict(r) for r in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
