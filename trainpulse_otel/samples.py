@@ -384,6 +384,20 @@ def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
     return tuple(sorted(parsed, key=lambda r: r.rank))
 
 
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """The whole world at one tick: what the diagnostic window holds.
+
+    Produced by the in-process metric reader from collected OTel metrics, or by
+    replay from recorded samples through the same conversion.
+    """
+
+    ts: float
+    gpus: tuple[GpuSample, ...] = ()
+    host: HostSample | None = None
+    training: TrainingSample | None = None
+
+
 # --------------------------------------------------------------- to JSON
 
 

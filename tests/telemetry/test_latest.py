@@ -1,0 +1,50 @@
+"""Latest samples: job reports replace, ranks merge by rank, both expire."""
+
+from trainpulse_otel.samples import RankSample, TrainingSample
+from trainpulse_otel.telemetry.latest import LatestSamples
+
+
+def _rank(r, ms=100.0):
+    return RankSample(rank=r, step_time_ms=ms)
+
+
+def test_missing_timestamp_is_stamped_with_receipt_time():
+    latest = LatestSamples()
+    stored = latest.put_training(TrainingSample(step_time_ms=5.0), now=50.0)
+    assert stored.timestamp == 50.0
+
+
+def test_job_report_replaces_the_previous_one_whole():
+    latest = LatestSamples()
+    latest.put_training(TrainingSample(step_time_ms=5.0, checkpoint_ms=30_000.0), now=1.0)
+    latest.put_training(TrainingSample(step_time_ms=6.0), now=2.0)
+    assert latest.current().training.checkpoint_ms is None  # a one-off field does not linger
+
+
+def test_ranks_merge_across_reports_and_rank_only_reports_keep_the_job_view():
+    latest = LatestSamples()
+    latest.put_training(TrainingSample(step_time_ms=5.0, ranks=(_rank(0), _rank(1))), now=1.0)
+    latest.put_training(TrainingSample(ranks=(_rank(1, 120.0), _rank(2))), now=2.0)
+    t = latest.current().training
+    assert t.step_time_ms == 5.0
+    assert [(r.rank, r.step_time_ms) for r in t.ranks] == [(0, 100.0), (1, 120.0), (2, 100.0)]
+
+
+def test_stale_ranks_and_jobs_expire():
+    latest = LatestSamples(stale_after_s=10.0)
+    latest.put_training(TrainingSample(step_time_ms=5.0, ranks=(_rank(0), _rank(1))), now=0.0)
+    latest.put_training(TrainingSample(ranks=(_rank(1),)), now=8.0)
+    latest.expire(now=12.0)
+    t = latest.current().training
+    assert [r.rank for r in t.ranks] == [1] and t.step_time_ms is None
+    latest.expire(now=30.0)
+    assert latest.current().training is None
+
+
+def test_observations_are_cached_until_a_change():
+    latest = LatestSamples()
+    latest.put_training(TrainingSample(step_time_ms=5.0), now=0.0)
+    first = latest.observations()
+    assert latest.observations() is first
+    latest.put_training(TrainingSample(step_time_ms=6.0), now=1.0)
+    assert latest.observations() is not first

@@ -1,0 +1,96 @@
+"""Record → replay reproduces the daemon's frames; bad trace lines are reported and skipped."""
+
+import json
+
+from trainpulse_otel.collect.base import Collected
+from trainpulse_otel.collect.trace import TraceError, read_trace
+from trainpulse_otel.config import Settings
+from trainpulse_otel.engine import Engine
+from trainpulse_otel.replay import group_ticks, replay
+from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
+
+
+class ScriptedCollector:
+    """Varying GPU and host samples, one set per tick."""
+
+    name = "scripted"
+
+    def collect(self, now: float) -> Collected:
+        k = int(now) % 7
+        gpus = tuple(GpuSample(index=i, utilization_percent=90.0 + k + i / 8, temperature_celsius=60.0 + k,
+                               sm_clock_mhz=1980.0 - 10 * k, throttle_reasons=("gpu_idle",) if k == 3 else ())
+                     for i in range(4))
+        return Collected(gpus=gpus, host=HostSample(cpu_percent=10.0 + k, memory_available_bytes=10**9 + k))
+
+    def close(self) -> None:
+        pass
+
+
+def _training(step: int) -> TrainingSample:
+    return TrainingSample(global_step=step, step_time_ms=1000.0 + step, model_name="m",
+                          ranks=tuple(RankSample(rank=r, gpu_index=r, step_time_ms=990.0 + r + step) for r in range(4)))
+
+
+def _record(tmp_path, ticks=40):
+    path = tmp_path / "trace.jsonl"
+    clock = [1_764_400_000.0]
+    engine = Engine(Settings(record=str(path), history_size=1000), [ScriptedCollector()], "scripted",
+                    clock=lambda: clock[0])
+    for i in range(ticks):
+        if i % 3 == 0:  # training reports arrive every third tick, between ticks
+            engine.ingest(_training(i))
+        engine.tick()
+        clock[0] += 1.0
+    frames = engine.window.frames()
+    engine.close()
+    return path, frames
+
+
+def test_replay_reproduces_the_live_frames_exactly(tmp_path):
+    path, live = _record(tmp_path)
+    replayed = []
+    with open(path, "rb") as fh:
+        result = replay(read_trace(fh, []), on_frame=replayed.append)
+    assert result.ticks == len(live) == 40
+    assert replayed == list(live)
+
+
+def test_training_is_recorded_only_when_new(tmp_path):
+    path, _ = _record(tmp_path, ticks=9)
+    kinds = [next(k for k in ("gpus", "host", "training") if k in json.loads(line))
+             for line in path.read_text().splitlines()]
+    assert kinds.count("gpus") == 9 and kinds.count("training") == 3
+
+
+def test_malformed_lines_are_reported_with_their_number_and_skipped(tmp_path):
+    path, live = _record(tmp_path, ticks=5)
+    lines = path.read_text().splitlines()
+    lines.insert(2, "{not json")
+    lines.insert(4, json.dumps({"ts": 5, "gpus": [{"index": 0}], "host": {}}))
+    lines.insert(6, json.dumps({"ts": "yesterday", "host": {}}))
+    lines.insert(8, json.dumps({"ts": 1, "training": {"step_time_ms": -4}}))
+    raw = [ln.encode() for ln in lines] + [b"\xff\xfe broken utf-8"]
+    errors: list[TraceError] = []
+    result = replay(read_trace(raw, errors), errors)
+    assert [e.lineno for e in errors] == [3, 5, 7, 9, len(raw)]
+    assert "training.step_time_ms" in str(errors[3])
+    assert result.ticks == 5
+
+
+def test_grouping_follows_the_daemon_cadence():
+    from trainpulse_otel.collect.trace import TraceRecord
+
+    recs = [TraceRecord(1, 10.0, "gpus", ()), TraceRecord(2, 10.0, "host", HostSample()),
+            TraceRecord(3, 10.3, "training", TrainingSample(step_time_ms=1)),
+            TraceRecord(4, 10.6, "training", TrainingSample(step_time_ms=2)),
+            TraceRecord(5, 10.9, "gpus", ()),  # second GPU reading: new tick
+            TraceRecord(6, 12.5, "training", TrainingSample(step_time_ms=3))]  # > interval later: new tick
+    assert [[r.lineno for r in g] for g in group_ticks(recs, 1.0)] == [[1, 2, 3, 4], [5], [6]]
+
+
+def test_replay_json_shape(tmp_path):
+    path, _ = _record(tmp_path, ticks=3)
+    with open(path, "rb") as fh:
+        out = replay(read_trace(fh, [])).to_dict()
+    assert set(out) == {"timeline", "diagnosis"}
+    assert set(out["diagnosis"]) == {"health", "signals", "root_causes"}

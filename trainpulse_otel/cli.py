@@ -1,0 +1,250 @@
+"""The ``trainpulse`` command line: daemon | top | snapshot | replay.
+
+Go-style single-dash flags (``-mode sim -interval 1s``) and ``--mode`` both
+work. Every settings flag comes from :data:`trainpulse_otel.config.OPTIONS`.
+Errors are one line on stderr and exit code 2 — no tracebacks for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, NoReturn, Sequence
+
+from . import __version__
+from .config import OPTIONS, ConfigError, Settings, load_settings
+
+log = logging.getLogger("trainpulse_otel.cli")
+
+#: Flags shown for collecting commands; the rest of OPTIONS stay config/env only.
+COLLECT_FLAGS = (
+    "addr", "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format",
+    "metrics_namespace", "auth_token", "max_body_bytes", "stale_after", "warmup", "smi_timeout",
+)
+SIM_WARMUP_S = 180.0
+
+
+class UsageError(Exception):
+    """A command-line mistake: printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} -h')")
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str]) -> None:
+    parser.add_argument("-config", "--config", metavar="FILE", help="JSON config file")
+    for option in OPTIONS:
+        if option.key not in keys:
+            continue
+        flag = option.key.replace("_", "-")
+        parser.add_argument(
+            f"-{flag}", f"--{flag}", dest=option.key, metavar=option.metavar, default=None,
+            help=f"{option.help} (default: {_show_default(option.default)})",
+        )
+
+
+def _show_default(value: Any) -> str:
+    if isinstance(value, float):
+        from .config import format_duration
+
+        return format_duration(value)
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse tree for every command."""
+    parser = _Parser(prog="trainpulse", allow_abbrev=False,
+                     description="OpenTelemetry-native predictive diagnostics for AI training jobs.")
+    parser.add_argument("-version", "--version", action="version", version=f"trainpulse {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    for name, help_text in (
+        ("daemon", "collect continuously, diagnose, serve the HTTP API and export"),
+        ("top", "live terminal view, collecting locally or following a daemon"),
+        ("snapshot", "collect for the warm-up window and print the snapshot JSON"),
+    ):
+        sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
+        _add_setting_flags(sub, COLLECT_FLAGS)
+        if name == "top":
+            sub.add_argument("-remote", "--remote", metavar="URL", help="follow a running daemon's API")
+            sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
+    rep = commands.add_parser("replay", help="diagnose a recorded trace", allow_abbrev=False,
+                              description="Run the diagnostic pipeline over a JSONL trace, without sleeping.")
+    rep.add_argument("file", metavar="FILE", help="trace recorded with -record (JSON Lines)")
+    rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
+    _add_setting_flags(rep, ("interval", "history_size", "log_level", "log_format", "stale_after"))
+    return parser
+
+
+# ------------------------------------------------------------------ commands
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    flags = {o.key: getattr(args, o.key, None) for o in OPTIONS}
+    return load_settings(flags=flags, config_path=args.config)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from .api import ApiServer, create_app
+    from .collect.modes import build_collectors
+    from .engine import Engine
+
+    settings = _settings(args)
+    _configure(settings)
+    mode, collectors = build_collectors(settings)
+    engine = Engine(settings, collectors, mode)
+    try:
+        server = ApiServer(create_app(engine), settings.host, settings.port)
+    except OSError as exc:
+        engine.close()
+        raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None
+    stop = threading.Event()
+    _on_signals(lambda: stop.set())
+    server.start()
+    log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, mode, settings.interval)
+    try:
+        engine.run(stop)
+    finally:
+        log.info("shutting down: flushing exporters")
+        server.close()
+        engine.close()
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from .collect.modes import build_collectors
+    from .engine import Engine
+
+    settings = _settings(args)
+    _configure(settings)
+    mode, collectors = build_collectors(settings)
+    clock = VirtualClock(time.time()) if mode == "sim" else time.time
+    engine = Engine(settings, collectors, mode, clock=clock)
+    try:
+        _warm_up(engine, settings, clock)
+        print(json.dumps(engine.snapshot(), indent=2))
+    finally:
+        engine.close()
+    return 0
+
+
+def _warm_up(engine: Any, settings: Settings, clock: Callable[[], float]) -> None:
+    """Tick for the warm-up window: virtual time in sim, real time (at least two ticks) otherwise."""
+    if isinstance(clock, VirtualClock):
+        warmup = settings.warmup or SIM_WARMUP_S
+        for _ in range(max(1, math.ceil(warmup / settings.interval))):
+            engine.tick()
+            clock.advance(settings.interval)
+        return
+    ticks = max(2, math.ceil(settings.warmup / settings.interval) + 1)
+    for i in range(ticks):
+        if i:
+            time.sleep(min(settings.interval, 1.0) if not settings.warmup else settings.interval)
+        engine.tick()
+
+
+class VirtualClock:
+    """A clock that moves only when told: lets sim warm up without sleeping."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def cmd_top(args: argparse.Namespace) -> int:
+    from .dashboard.text import run_top
+
+    settings = _settings(args)
+    _configure(settings, quiet=True)
+    return run_top(settings, remote=args.remote, once=args.once)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .collect.trace import read_trace
+    from .replay import replay
+
+    settings = _settings(args)
+    _configure(settings)
+    errors: list = []
+    try:
+        with open(args.file, "rb") as fh:
+            result = replay(read_trace(fh, errors), errors, interval_s=settings.interval,
+                            history_size=settings.history_size, stale_after_s=settings.stale_after)
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    for error in result.errors:
+        print(f"trainpulse: {args.file}: {error}; skipped", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_timeline(result)
+    return 0
+
+
+def _print_timeline(result: Any) -> None:
+    for t in result.timeline:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t.ts))
+        subject = " ".join(f"{k}={v}" for k, v in t.subject.items())
+        print(f"{stamp}Z  {t.event:<7}  {t.signal:<22} {t.severity:<8} {subject}".rstrip())
+    d = result.diagnosis
+    print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); "
+          f"{len(d.signals)} active signal(s)")
+    for cause in d.root_causes:
+        print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
+        if cause.remediation:
+            print(f"    → {cause.remediation}")
+
+
+# ------------------------------------------------------------------ plumbing
+
+
+def _configure(settings: Settings, quiet: bool = False) -> None:
+    from .logs import configure_logging
+
+    configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level,
+                      settings.log_format)
+
+
+def _on_signals(handler: Callable[[], None]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda _signo, _frame: handler())
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "daemon": cmd_daemon,
+    "top": cmd_top,
+    "snapshot": cmd_snapshot,
+    "replay": cmd_replay,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``trainpulse`` console script."""
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except (UsageError, ConfigError) as exc:
+        prefix = "config error: " if isinstance(exc, ConfigError) else ""
+        print(f"trainpulse: {prefix}{exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

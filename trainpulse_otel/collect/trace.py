@@ -1,0 +1,173 @@
+"""Record and read the contract's JSON Lines trace.
+
+Each line holds ``ts`` and exactly one of ``gpus``, ``host`` or ``training``.
+The writer never takes the daemon down: a full or read-only disk is logged
+(once per failure episode) and recording resumes when writes succeed again.
+The reader validates every line with the one sample model; a malformed line
+is reported with its number and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import dataclass
+from typing import IO, Any, Iterable, Iterator, Union
+
+from ..samples import (
+    DEFAULT_MAX_RANKS,
+    GpuSample,
+    HostSample,
+    SampleError,
+    TrainingSample,
+    parse_gpus,
+    parse_host,
+    parse_training,
+    to_dict,
+)
+
+log = logging.getLogger(__name__)
+
+KINDS = ("gpus", "host", "training")
+#: Longest trace line read; longer lines are reported and skipped (a 4,096-rank payload is ~1 MB).
+MAX_LINE_BYTES = 16 << 20
+
+Payload = Union[tuple[GpuSample, ...], HostSample, TrainingSample]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One valid trace line."""
+
+    lineno: int
+    ts: float
+    kind: str  # "gpus" | "host" | "training"
+    payload: Payload
+
+
+@dataclass(frozen=True, slots=True)
+class TraceError:
+    """One skipped line and why."""
+
+    lineno: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.lineno}: {self.message}"
+
+
+class TraceWriter:
+    """Appends one tick at a time to a JSONL trace file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fh: IO[str] | None = None
+        self._failing = False
+
+    def write_tick(
+        self,
+        ts: float,
+        gpus: Iterable[GpuSample] | None,
+        host: HostSample | None,
+        training: TrainingSample | None,
+    ) -> None:
+        """Write the tick's GPU and host samples, and the training sample if it is new."""
+        lines = []
+        gpus = tuple(gpus or ())
+        if gpus:
+            lines.append(encode_line(ts, "gpus", gpus))
+        if host is not None:
+            lines.append(encode_line(ts, "host", host))
+        if training is not None:
+            lines.append(encode_line(ts, "training", training))
+        if lines:
+            self._write("".join(lines))
+
+    def _write(self, text: str) -> None:
+        try:
+            if self._fh is None:
+                self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across ticks
+            self._fh.write(text)
+            self._fh.flush()
+        except OSError as exc:
+            if not self._failing:
+                log.error("recording to %s failed: %s; the daemon goes on and will retry", self.path, exc)
+            self._failing = True
+            self._reset()
+            return
+        if self._failing:
+            log.info("recording to %s resumed", self.path)
+            self._failing = False
+
+    def _reset(self) -> None:
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except OSError:
+                pass
+        self._fh = None
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        self._reset()
+
+
+def encode_line(ts: float, kind: str, payload: Payload) -> str:
+    """One trace line (with its newline) for a payload."""
+    body: Any = [to_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
+    return json.dumps({"ts": ts, kind: body}, separators=(",", ":"), allow_nan=False) + "\n"
+
+
+def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
+    """Parse and validate one line; raises ValueError with the reason."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("a trace line must be a JSON object")
+    ts = data.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts) or ts < 0:
+        raise ValueError("ts: must be a finite unix time in seconds")
+    kinds = [k for k in KINDS if k in data]
+    if len(kinds) != 1:
+        raise ValueError(f"must hold exactly one of {', '.join(KINDS)}; found {len(kinds)}")
+    kind = kinds[0]
+    try:
+        payload: Payload
+        if kind == "gpus":
+            payload = parse_gpus(data[kind])
+        elif kind == "host":
+            payload = parse_host(data[kind])
+        else:
+            payload = parse_training(data[kind], max_ranks=max_ranks)
+    except SampleError as exc:
+        field = f"{kind}.{exc.field}" if exc.field and not exc.field.startswith(kind) else (exc.field or kind)
+        raise ValueError(f"{field}: {exc.message}") from None
+    return TraceRecord(lineno, float(ts), kind, payload)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number")
+
+
+def read_trace(lines: Iterable[Union[str, bytes]], errors: list[TraceError]) -> Iterator[TraceRecord]:
+    """Yield the valid records of a trace; each bad line is appended to ``errors``."""
+    for lineno, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            if len(raw) > MAX_LINE_BYTES:
+                errors.append(TraceError(lineno, f"longer than {MAX_LINE_BYTES} bytes"))
+                continue
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                errors.append(TraceError(lineno, f"not valid UTF-8 (byte {exc.start})"))
+                continue
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            yield decode_line(text, lineno)
+        except ValueError as exc:
+            errors.append(TraceError(lineno, str(exc)))

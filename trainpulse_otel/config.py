@@ -1,0 +1,322 @@
+"""Settings: defaults < config file < ``TRAINPULSE_*`` environment < command-line flags.
+
+Every key is declared once in :data:`OPTIONS` with its parser, default and
+help; the CLI builds its flags from the same table. An unknown key or a bad
+value raises :class:`ConfigError` naming the key, which the CLI prints as one
+line and exits 2. Durations are Go-style (``500ms``, ``1s``, ``2m``, ``1h30m``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+ENV_PREFIX = "TRAINPULSE_"
+MODES = ("auto", "nvml", "nvidia-smi", "sim", "none")
+
+
+class ConfigError(ValueError):
+    """A configuration key with a bad value, or an unknown key."""
+
+    def __init__(self, key: str, message: str, source: str = "") -> None:
+        where = f" (from {source})" if source else ""
+        super().__init__(f"{key}: {message}{where}")
+        self.key = key
+
+
+# ------------------------------------------------------------------ durations
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Parse a Go duration (``1h2m3.5s``, ``500ms``) into seconds.
+
+    Like Go's ``time.ParseDuration``: a unit is required except for ``0``.
+    """
+    s = text.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s.lstrip("+-")
+    if s == "0":
+        return 0.0
+    if not s:
+        raise ValueError(f"invalid duration {text!r}")
+    total, pos = 0.0, 0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if m is None:
+            hint = "missing unit" if re.fullmatch(r"[\d.]+", s[pos:]) else "invalid"
+            raise ValueError(f"{hint} in duration {text!r} (use e.g. 500ms, 1s, 2m)")
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest Go-style spelling of a duration in seconds (for help and docs)."""
+    if seconds and seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g}m"
+    return f"{seconds:g}s"
+
+
+# -------------------------------------------------------------------- parsers
+
+
+def _duration(minimum: float) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        if isinstance(value, bool):
+            raise ValueError(f"must be a duration like 1s, got {value!r}")
+        seconds = float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
+        if not math.isfinite(seconds) or seconds < minimum:
+            raise ValueError(f"must be at least {format_duration(minimum)}, got {value!r}")
+        return seconds
+
+    return parse
+
+
+def _int(minimum: int, maximum: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        if isinstance(value, bool):
+            raise ValueError(f"must be an integer, got {value!r}")
+        try:
+            number = int(value) if not isinstance(value, float) or value.is_integer() else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None:
+            raise ValueError(f"must be an integer, got {value!r}")
+        if not minimum <= number <= maximum:
+            raise ValueError(f"must be between {minimum} and {maximum}, got {number}")
+        return number
+
+    return parse
+
+
+def _choice(*choices: str) -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        text = str(value).strip().lower()
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}; got {value!r}")
+        return text
+
+    return parse
+
+
+def _text(pattern: str | None = None, what: str = "") -> Callable[[Any], str]:
+    def parse(value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {value!r}")
+        if pattern is not None and not re.fullmatch(pattern, value):
+            raise ValueError(f"must be {what}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value in (None, "") else parse(value)
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"must be true or false, got {value!r}")
+
+
+def _addr(value: Any) -> str:
+    text = _text()(value)
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be HOST:PORT, got {value!r}")
+    return text
+
+
+def _object(keys: Mapping[str, Callable[[Any], Any]]) -> Callable[[Any], dict[str, Any]]:
+    """An object with known keys, each parsed; a JSON string is accepted (env and flags)."""
+
+    def parse(value: Any) -> dict[str, Any]:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"must be a JSON object: {exc.msg}") from None
+        if not isinstance(value, Mapping):
+            raise ValueError(f"must be an object, got {value!r}")
+        out = {}
+        for key, item in value.items():
+            if key not in keys:
+                raise ValueError(f"unknown key {key!r}; known: {', '.join(sorted(keys))}")
+            try:
+                out[key] = keys[key](item)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+        return out
+
+    return parse
+
+
+def _headers(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError("must be an object of strings")
+    return dict(value)
+
+
+OTLP_KEYS: dict[str, Callable[[Any], Any]] = {
+    "endpoint": _text(),
+    "protocol": _choice("grpc", "http/protobuf"),
+    "headers": _headers,
+    "insecure": _bool,
+    "timeout": _duration(0.001),
+    "export_interval": _duration(0.1),
+    "temporality": _choice("cumulative", "delta", "lowmemory"),
+    "profile": _choice("default", "datadog"),
+    "logs": _bool,
+}
+PROMETHEUS_KEYS: dict[str, Callable[[Any], Any]] = {"enabled": _bool}
+
+
+# --------------------------------------------------------------------- table
+
+
+@dataclass(frozen=True)
+class Option:
+    """One configuration key: how it parses, its default, and its help line."""
+
+    key: str
+    parse: Callable[[Any], Any]
+    default: Any
+    help: str
+    metavar: str = "VALUE"
+
+
+def _scenario(value: Any) -> str:
+    text = _text(r"[a-z0-9_]+", "a scenario name")(value)
+    from .collect.scenarios import SCENARIOS  # deferred: the catalogue is only needed to validate
+
+    if text not in SCENARIOS:
+        raise ValueError(f"unknown scenario {text!r}; known: {', '.join(sorted(SCENARIOS))}")
+    return text
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("addr", _addr, "127.0.0.1:9876", "HTTP API listen address", "HOST:PORT"),
+    Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
+    Option("mode", _choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
+    Option("scenario", _scenario, "healthy", "simulation scenario (healthy or a signal name)", "NAME"),
+    Option("history_size", _int(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
+    Option("log_level", _choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
+    Option("log_format", _choice("text", "json"), "text", "log format: text|json", "FORMAT"),
+    Option("metrics_namespace", _text(r"[a-zA-Z_][a-zA-Z0-9_]*", "an identifier"), "trainpulse",
+           "prefix of every metric name", "NAME"),
+    Option("record", _optional(_text()), None, "write a JSONL trace of every tick to FILE", "FILE"),
+    Option("otlp", _optional(_object(OTLP_KEYS)), None, "OTLP export settings (JSON object)", "JSON"),
+    Option("prometheus", _object(PROMETHEUS_KEYS), {"enabled": True}, "Prometheus /metrics settings (JSON object)", "JSON"),
+    Option("auth_token", _optional(_text()), None, "Bearer token required by the API", "TOKEN"),
+    Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
+    Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
+    Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
+    Option("warmup", _duration(0.0), 0.0, "snapshot: collect this long before printing (sim: virtual time)", "DURATION"),
+    Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
+)
+OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration. Build with :func:`load_settings`."""
+
+    addr: str = "127.0.0.1:9876"
+    interval: float = 1.0
+    mode: str = "auto"
+    scenario: str = "healthy"
+    history_size: int = 300
+    log_level: str = "info"
+    log_format: str = "text"
+    metrics_namespace: str = "trainpulse"
+    record: str | None = None
+    otlp: dict[str, Any] | None = None
+    prometheus: dict[str, Any] = field(default_factory=lambda: {"enabled": True})
+    auth_token: str | None = None
+    max_body_bytes: int = 1 << 20
+    max_ranks: int = 8192
+    stale_after: float = 300.0
+    warmup: float = 0.0
+    smi_timeout: float = 5.0
+
+    @property
+    def host(self) -> str:
+        """The listen host of ``addr``."""
+        return self.addr.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        """The listen port of ``addr``."""
+        return int(self.addr.rpartition(":")[2])
+
+
+# -------------------------------------------------------------------- loading
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """Read a JSON config file; errors name the file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise ConfigError("config", f"cannot read {path}: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError("config", f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("config", f"{path} must hold a JSON object")
+    return data
+
+
+def env_values(environ: Mapping[str, str]) -> dict[str, str]:
+    """The ``TRAINPULSE_*`` variables, keyed by config key (``TRAINPULSE_LOG_LEVEL`` → ``log_level``)."""
+    out = {}
+    for name, value in environ.items():
+        if name.startswith(ENV_PREFIX) and name not in NON_SETTING_ENV:
+            out[name[len(ENV_PREFIX):].lower()] = value
+    return out
+
+
+#: TRAINPULSE_* variables that are not settings keys (read by other parts).
+NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT"})
+
+
+def load_settings(
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    config_path: str | None = None,
+) -> Settings:
+    """Resolve settings: defaults < file < environment < flags (None flags are unset)."""
+    environ = os.environ if environ is None else environ
+    config_path = config_path or environ.get("TRAINPULSE_CONFIG")
+    layers: list[tuple[str, Mapping[str, Any]]] = []
+    if config_path:
+        layers.append((config_path, read_config_file(config_path)))
+    layers.append(("environment", env_values(environ)))
+    layers.append(("command line", {k: v for k, v in (flags or {}).items() if v is not None}))
+    values: dict[str, Any] = {}
+    for source, layer in layers:
+        for key, raw in layer.items():
+            option = OPTIONS_BY_KEY.get(key)
+            if option is None:
+                name = ENV_PREFIX + key.upper() if source == "environment" else key
+                raise ConfigError(name, "unknown configuration key", source)
+            try:
+                values[key] = option.parse(raw)
+            except ValueError as exc:
+                raise ConfigError(key, str(exc), source) from None
+    return Settings(**values)

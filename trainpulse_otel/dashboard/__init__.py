@@ -1,0 +1,1 @@
+"""The terminal dashboard (``trainpulse top``): consumes snapshots, never detectors."""

@@ -1,0 +1,1 @@
+"""Diagnosis: the pure stage — window, detectors, correlation, health, root causes."""

@@ -1,0 +1,145 @@
+"""What the diagnostic stage says: signals, root causes, health, and the diagnosis.
+
+These are the only diagnostic types front ends (API, dashboard, publishers)
+import. Their ``to_dict`` forms are the contract's diagnosis shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SIGNALS: tuple[str, ...] = (
+    "dataloader_starvation",
+    "gpu_underutilization",
+    "sync_imbalance",
+    "memory_pressure",
+    "thermal_instability",
+    "throughput_collapse",
+    "low_mfu",
+    "sequence_padding",
+    "tokenizer_stall",
+    "allreduce_wait",
+    "checkpoint_stall",
+    "pipeline_bubble",
+    "rank_straggler",
+    "oom_risk",
+    "thermal_throttle_risk",
+)
+
+ROOT_CAUSES: tuple[str, ...] = (
+    "input_pipeline_bound",
+    "tokenizer_bound",
+    "straggler_rank",
+    "gpu_thermal_throttling",
+    "gpu_power_throttling",
+    "communication_bound",
+    "checkpoint_io_bound",
+    "pipeline_bubbles",
+    "padding_waste",
+    "host_memory_pressure",
+    "gpu_memory_pressure",
+    "compute_inefficiency",
+    "load_imbalance",
+)
+
+WARNING = "warning"
+CRITICAL = "critical"
+SEVERITIES: tuple[str, ...] = (WARNING, CRITICAL)
+
+HEALTHY = "healthy"
+DEGRADED = "degraded"
+STATUS_CRITICAL = "critical"
+
+
+@dataclass(frozen=True)
+class Signal:
+    """An active signal: something measurably wrong, with its evidence."""
+
+    name: str
+    severity: str
+    since: float
+    message: str
+    subject: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "severity": self.severity,
+            "since": self.since,
+            "message": self.message,
+            "subject": dict(self.subject),
+            "evidence": dict(self.evidence),
+        }
+
+
+@dataclass(frozen=True)
+class RootCause:
+    """A ranked explanation of the active signals, with what to do about it."""
+
+    cause: str
+    confidence: float
+    summary: str
+    signals: tuple[str, ...] = ()
+    subject: Mapping[str, Any] = field(default_factory=dict)
+    remediation: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause,
+            "confidence": round(self.confidence, 3),
+            "summary": self.summary,
+            "signals": list(self.signals),
+            "subject": dict(self.subject),
+            "remediation": self.remediation,
+        }
+
+
+@dataclass(frozen=True)
+class Health:
+    """The 0-100 health score and its status."""
+
+    score: float = 100.0
+    status: str = HEALTHY
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"score": round(self.score, 1), "status": self.status}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Health, active signals and ranked root causes at one instant."""
+
+    ts: float = 0.0
+    health: Health = Health()
+    signals: tuple[Signal, ...] = ()
+    root_causes: tuple[RootCause, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "health": self.health.to_dict(),
+            "signals": [s.to_dict() for s in self.signals],
+            "root_causes": [c.to_dict() for c in self.root_causes],
+        }
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A signal raised or cleared: one entry of the timeline and one OTel event."""
+
+    ts: float
+    event: str  # "raised" | "cleared"
+    signal: str
+    severity: str
+    subject: Mapping[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ts": self.ts,
+            "event": self.event,
+            "signal": self.signal,
+            "severity": self.severity,
+            "subject": dict(self.subject),
+        }

@@ -1,0 +1,136 @@
+"""The engine: one tick of the data path, and the loop that repeats it.
+
+collectors → latest samples → OTel instruments → frame reader → window →
+diagnostic pipeline → publisher (gauges + events), plus the optional trace
+recorder. The daemon serves it over HTTP; the in-process TrainingMonitor runs
+one without collectors. The clock is injectable, so `snapshot -mode sim` can
+run a warm-up in virtual time.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Sequence
+
+from .collect.base import Collected, Collector
+from .collect.trace import TraceWriter
+from .config import Settings
+from .diagnose.pipeline import DiagnosticPipeline, PipelineResult
+from .diagnose.window import Window
+from .publish import DiagnosisPublisher
+from .samples import Frame, TrainingSample
+from .snapshot import build_snapshot
+from .telemetry.instruments import register_measurements
+from .telemetry.latest import LatestSamples
+from .telemetry.providers import Telemetry, build_telemetry
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+
+class Engine:
+    """Owns the stages of one TrainPulse pipeline and ticks them."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        collectors: Sequence[Collector] = (),
+        mode: str = "none",
+        clock: Clock = time.time,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.settings = settings
+        self.mode = mode
+        self.collectors = tuple(collectors)
+        self.clock = clock
+        self.latest = LatestSamples(stale_after_s=settings.stale_after)
+        self.window = Window(settings.history_size)
+        self.pipeline = DiagnosticPipeline()
+        self.telemetry = telemetry or build_telemetry(self.window.append, settings.metrics_namespace)
+        register_measurements(self.telemetry.meter, self.latest, settings.metrics_namespace)
+        self.publisher = DiagnosisPublisher(self.telemetry.meter, self.telemetry.logger, settings.metrics_namespace)
+        self.recorder = TraceWriter(settings.record) if settings.record else None
+        self.started_at = clock()
+        self.ticks = 0
+        self._tick_lock = threading.Lock()
+        self._recorded_training: TrainingSample | None = None
+
+    # ------------------------------------------------------------------ inputs
+
+    def ingest(self, sample: TrainingSample) -> TrainingSample:
+        """Take one validated training report (REST, SDK, adapters)."""
+        return self.latest.put_training(sample, self.clock())
+
+    # ------------------------------------------------------------------- ticks
+
+    def tick(self, now: float | None = None) -> PipelineResult:
+        """Collect, read one frame, diagnose it and publish the result."""
+        with self._tick_lock:
+            now = self.clock() if now is None else now
+            for collector in self.collectors:
+                self.latest.put(self._collect(collector, now), now)
+            self.latest.expire(now)
+            self.telemetry.frame_reader.read(now)
+            result = self.pipeline.update(self.window)
+            self.publisher.publish(result)
+            self._record(now)
+            self.ticks += 1
+            return result
+
+    def _collect(self, collector: Collector, now: float) -> Collected:
+        try:
+            return collector.collect(now)
+        except Exception:  # noqa: BLE001 - one broken collector must not stop the others
+            log.exception("collector %s failed; skipping it this tick", collector.name)
+            return Collected()
+
+    def _record(self, now: float) -> None:
+        if self.recorder is None:
+            return
+        current = self.latest.current()
+        training = current.training if current.training is not self._recorded_training else None
+        self._recorded_training = current.training
+        self.recorder.write_tick(now, current.gpus, current.host, training)
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick every ``interval`` until ``stop`` is set; a slow tick skips, never bunches."""
+        interval = self.settings.interval
+        next_at = time.monotonic()
+        while not stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - the loop must outlive a bad tick
+                log.exception("tick failed")
+            next_at += interval
+            delay = next_at - time.monotonic()
+            if delay < 0:
+                next_at = time.monotonic()
+                delay = 0.0
+            stop.wait(delay)
+
+    # ----------------------------------------------------------------- outputs
+
+    @property
+    def frame(self) -> Frame | None:
+        """The newest frame in the window."""
+        return self.window.latest
+
+    def snapshot(self) -> dict:
+        """The contract's snapshot of the newest frame and diagnosis."""
+        return build_snapshot(self.window.latest, self.publisher.diagnosis, self.mode,
+                              collectors=[c.name for c in self.collectors],
+                              uptime_s=self.clock() - self.started_at)
+
+    def close(self) -> None:
+        """Release collectors, close the trace, flush and shut down exporters."""
+        for collector in self.collectors:
+            try:
+                collector.close()
+            except Exception:  # noqa: BLE001
+                log.warning("closing collector %s failed", collector.name, exc_info=True)
+        if self.recorder is not None:
+            self.recorder.close()
+        self.telemetry.shutdown()

@@ -1,0 +1,117 @@
+"""Publish the diagnosis back out as OTel metrics and events.
+
+``trainpulse.health.score`` and ``trainpulse.signal.active{signal,severity}``
+are observable gauges over the latest diagnosis; raised/cleared signals and
+changes of the top root cause are OTel events (log records with an event name).
+These instruments are not in the measurement catalogue, so the diagnostic
+reader ignores them: outputs never feed back into inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterable, Mapping
+
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.metrics import CallbackOptions, Observation
+
+from .diagnose.pipeline import PipelineResult
+from .diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Transition
+
+log = logging.getLogger(__name__)
+
+EVENT_RAISED = "trainpulse.signal.raised"
+EVENT_CLEARED = "trainpulse.signal.cleared"
+EVENT_ROOT_CAUSE = "trainpulse.root_cause"
+
+
+class DiagnosisPublisher:
+    """Holds the latest diagnosis for the output gauges and emits the events."""
+
+    def __init__(self, meter: Any, logger: Any, namespace: str = "trainpulse") -> None:
+        self._diagnosis = Diagnosis()
+        self._logger = logger
+        meter.create_observable_gauge(
+            f"{namespace}.health.score", callbacks=[self._observe_health], unit="1",
+            description="Training health score, 0 (broken) to 100 (healthy).",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.signal.active", callbacks=[self._observe_signals], unit="1",
+            description="1 while the signal is active at this severity, 0 otherwise.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.root_cause.confidence", callbacks=[self._observe_causes], unit="1",
+            description="Confidence of each root cause currently inferred, 0-1 (absent when not inferred).",
+        )
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        return self._diagnosis
+
+    def publish(self, result: PipelineResult) -> None:
+        """Make ``result`` the published diagnosis and emit its events."""
+        self._diagnosis = result.diagnosis
+        for transition in result.transitions:
+            self._emit_transition(transition)
+        if result.top_cause_changed:
+            self._emit_root_cause(result.diagnosis)
+
+    def _observe_health(self, _options: CallbackOptions) -> Iterable[Observation]:
+        health = self._diagnosis.health
+        return [Observation(health.score, {"status": health.status})]
+
+    def _observe_signals(self, _options: CallbackOptions) -> Iterable[Observation]:
+        active = {}
+        for signal in self._diagnosis.signals:
+            if active.get(signal.name) != CRITICAL:
+                active[signal.name] = signal.severity
+        return [
+            Observation(1 if active.get(name) == severity else 0, {"signal": name, "severity": severity})
+            for name in SIGNALS
+            for severity in SEVERITIES
+        ]
+
+    def _observe_causes(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(cause.confidence, {"cause": cause.cause})
+            for cause in self._diagnosis.root_causes
+            if cause.cause in ROOT_CAUSES
+        ]
+
+    def _emit_transition(self, transition: Transition) -> None:
+        raised = transition.event == "raised"
+        severity = SeverityNumber.ERROR if transition.severity == CRITICAL else SeverityNumber.WARN
+        self._emit(
+            EVENT_RAISED if raised else EVENT_CLEARED,
+            transition.ts,
+            transition.message or f"{transition.signal} {transition.event}",
+            severity if raised else SeverityNumber.INFO,
+            {"signal": transition.signal, "severity": transition.severity, **_flatten("subject", transition.subject)},
+        )
+
+    def _emit_root_cause(self, diagnosis: Diagnosis) -> None:
+        top = diagnosis.root_causes[0] if diagnosis.root_causes else None
+        attrs: dict[str, Any] = {"cause": top.cause if top else "none"}
+        if top is not None:
+            attrs.update(confidence=top.confidence, signals=list(top.signals), remediation=top.remediation)
+            attrs.update(_flatten("subject", top.subject))
+        body = top.summary if top else "no root cause: the job looks healthy"
+        self._emit(EVENT_ROOT_CAUSE, diagnosis.ts, body, SeverityNumber.WARN if top else SeverityNumber.INFO, attrs)
+
+    def _emit(self, name: str, ts: float, body: str, severity: SeverityNumber, attrs: Mapping[str, Any]) -> None:
+        try:
+            self._logger.emit(
+                event_name=name,
+                timestamp=int(ts * 1e9),
+                body=body,
+                severity_number=severity,
+                severity_text=severity.name,
+                attributes={"event.name": name, **attrs},
+            )
+        except Exception:  # noqa: BLE001 - telemetry must never break the tick
+            log.warning("emitting event %s failed", name, exc_info=True)
+
+
+def _flatten(prefix: str, mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"rank": 5}`` → ``{"subject.rank": 5}``; lists stay lists (OTel allows homogeneous arrays)."""
+    return {f"{prefix}.{k}": v for k, v in mapping.items() if isinstance(v, (str, int, float, bool, list, tuple))}

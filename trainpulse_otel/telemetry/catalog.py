@@ -1,0 +1,140 @@
+"""The catalogue of measurement instruments: names, units, and the sample field each carries.
+
+This table is the single source of the contract's metric names. The OTel
+Prometheus exporter turns ``<namespace>.<suffix>`` plus the unit into the
+exposed name (``trainpulse.gpu.utilization`` + ``%`` →
+``trainpulse_gpu_utilization_percent``), so the units here are chosen to make
+exactly the contract's names come out.
+
+The same table drives both directions of the one shared conversion in
+:mod:`.conversion`: samples → observations (what the observable gauges report)
+and collected points → :class:`~trainpulse_otel.samples.Frame` (what the
+diagnostic reader builds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GPU = "gpu"
+HOST = "host"
+TRAINING = "training"
+RANK = "rank"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One measurement instrument and the sample field behind it.
+
+    ``scale`` converts the sample's unit to the exported one (MHz → Hz).
+    ``monotonic`` instruments are observable counters, everything else gauges.
+    """
+
+    suffix: str
+    unit: str
+    scope: str
+    field: str
+    description: str
+    scale: float = 1.0
+    monotonic: bool = False
+
+
+def _g(suffix: str, unit: str, field: str, description: str, **kw: object) -> MetricSpec:
+    return MetricSpec(suffix, unit, GPU, field, description, **kw)  # type: ignore[arg-type]
+
+
+def _h(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
+    return MetricSpec(suffix, unit, HOST, field, description)
+
+
+def _t(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
+    return MetricSpec(suffix, unit, TRAINING, field, description)
+
+
+def _r(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
+    return MetricSpec(suffix, unit, RANK, field, description)
+
+
+MEASUREMENTS: tuple[MetricSpec, ...] = (
+    # GPU — attributes gpu.index, gpu.uuid, gpu.name
+    _g("gpu.utilization", "%", "utilization_percent", "Percent of time a kernel was running on the GPU (NVML utilization.gpu)."),
+    _g("gpu.memory.utilization", "%", "memory_utilization_percent", "Percent of time device memory was being read or written."),
+    _g("gpu.memory.used", "By", "memory_used_bytes", "Device memory in use."),
+    _g("gpu.memory.total", "By", "memory_total_bytes", "Device memory installed."),
+    _g("gpu.temperature", "Cel", "temperature_celsius", "GPU core temperature."),
+    _g("gpu.power", "W", "power_watts", "Board power draw."),
+    _g("gpu.power.limit", "W", "power_limit_watts", "Enforced board power limit."),
+    _g("gpu.sm_clock", "Hz", "sm_clock_mhz", "Current SM clock.", scale=1e6),
+    _g("gpu.sm_clock.max", "Hz", "max_sm_clock_mhz", "Maximum SM clock.", scale=1e6),
+    _g("gpu.ecc.uncorrected_errors", "{error}", "ecc_uncorrected_errors",
+       "Uncorrected (volatile) ECC errors since the driver loaded.", monotonic=True),
+    # Host — attributes come from the resource (host.name)
+    _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
+    _h("host.cpu.count", "{cpu}", "cpu_count", "Logical CPUs on the host."),
+    _h("host.load1", "", "load1", "1-minute load average."),
+    _h("host.load5", "", "load5", "5-minute load average."),
+    _h("host.load15", "", "load15", "15-minute load average."),
+    _h("host.memory.total", "By", "memory_total_bytes", "Host memory installed."),
+    _h("host.memory.available", "By", "memory_available_bytes", "Host memory available to new allocations without swapping."),
+    _h("host.swap.total", "By", "swap_total_bytes", "Swap space configured."),
+    _h("host.swap.used", "By", "swap_used_bytes", "Swap space in use."),
+    _h("host.disk.read", "By/s", "disk_read_bytes_per_sec", "Disk read rate, all disks."),
+    _h("host.disk.write", "By/s", "disk_write_bytes_per_sec", "Disk write rate, all disks."),
+    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, all interfaces."),
+    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, all interfaces."),
+    # Training job — attributes model, framework
+    _t("training.timestamp", "s", "timestamp", "Unix time of the latest training report."),
+    _t("training.global_step", "{step}", "global_step", "Optimizer step of the latest training report."),
+    _t("training.step_time", "ms", "step_time_ms", "Wall time of one optimizer step."),
+    _t("training.tokens", "{token}/s", "tokens_per_sec", "Training throughput in tokens per second, whole job."),
+    _t("training.samples", "{sample}/s", "samples_per_sec", "Training throughput in samples per second, whole job."),
+    _t("training.mfu", "1", "mfu", "Model FLOPs utilization, 0-1."),
+    _t("training.tflops", "{TFLOP}/s", "tflops", "Achieved model TFLOP/s per GPU."),
+    _t("training.sequence_length.avg", "{token}", "avg_seq_len", "Mean real (unpadded) sequence length of the batch."),
+    _t("training.sequence_length.max", "{token}", "max_seq_len", "Padded sequence length of the batch."),
+    _t("training.data_wait", "ms", "data_wait_ms", "Time the step waited for the data loader."),
+    _t("training.tokenizer_wait", "ms", "tokenizer_wait_ms", "Time the step waited for tokenization."),
+    _t("training.sync_wait", "ms", "sync_wait_ms", "Time spent waiting for peer ranks at synchronisation points."),
+    _t("training.all_reduce_wait", "ms", "all_reduce_wait_ms", "Time spent in the gradient all-reduce."),
+    _t("training.checkpoint_time", "ms", "checkpoint_ms", "Time the step spent saving a checkpoint."),
+    _t("training.pipeline_bubble_ratio", "1", "pipeline_bubble_ratio", "Idle fraction of the pipeline schedule, 0-1."),
+    _t("training.loss", "1", "loss", "Training loss."),
+    _t("training.grad_norm", "1", "grad_norm", "Gradient norm before clipping."),
+    _t("training.learning_rate", "1", "learning_rate", "Learning rate."),
+    _t("training.world_size", "{rank}", "world_size", "Ranks in the job."),
+    _t("training.global_batch_size", "{sample}", "global_batch_size", "Samples per optimizer step, whole job."),
+    _t("training.micro_batch_size", "{sample}", "micro_batch_size", "Samples per micro-batch per rank."),
+    _t("training.gradient_accumulation_steps", "{step}", "gradient_accumulation_steps", "Micro-batches per optimizer step."),
+    _t("training.tensor_parallel_size", "{rank}", "tensor_parallel_size", "Tensor-parallel degree."),
+    _t("training.pipeline_parallel_size", "{rank}", "pipeline_parallel_size", "Pipeline-parallel degree."),
+    _t("training.data_parallel_size", "{rank}", "data_parallel_size", "Data-parallel degree."),
+    # Per rank — attributes rank, gpu.index, hostname
+    _r("rank.step_time", "ms", "step_time_ms", "The rank's own step time, not counting waits for peers."),
+    _r("rank.tokens", "{token}/s", "tokens_per_sec", "The rank's throughput in tokens per second."),
+    _r("rank.data_wait", "ms", "data_wait_ms", "The rank's wait for its data loader."),
+    _r("rank.sync_wait", "ms", "sync_wait_ms", "The rank's wait for slower peers."),
+    _r("rank.all_reduce_wait", "ms", "all_reduce_wait_ms", "The rank's time in the gradient all-reduce."),
+)
+
+#: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).
+GPU_THROTTLE = MetricSpec(
+    "gpu.throttle.active", "1", GPU, "throttle_reasons",
+    "1 while the clock-event (throttle) reason is active on the GPU, 0 otherwise.",
+)
+#: Always 1; carries the job's descriptive strings as attributes.
+TRAINING_INFO = MetricSpec(
+    "training.info", "1", TRAINING, "",
+    "Always 1; the training job's model, framework, precision and kind as attributes.",
+)
+
+#: Job descriptors carried by ``training.info``: sample field → attribute key.
+TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
+    "model_name": "model",
+    "model_family": "model_family",
+    "framework": "framework",
+    "precision": "precision",
+    "workload_kind": "workload_kind",
+    "hostname": "hostname",
+}
+
+ALL_INPUTS: tuple[MetricSpec, ...] = MEASUREMENTS + (GPU_THROTTLE, TRAINING_INFO)

@@ -1,0 +1,227 @@
+"""The one shared conversion between samples and metric points.
+
+``observe`` turns the latest samples into the points the observable instruments
+report; :class:`FrameAssembler` turns collected points back into a
+:class:`~trainpulse_otel.samples.Frame`. The live path goes
+samples → observe → OTel SDK → MetricsData → assembler; replay goes
+samples → observe → assembler. Because both use these two functions and the
+one catalogue, a replayed frame is the frame the daemon saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Union
+
+from ..samples import (
+    GPU_RULES,
+    HOST_RULES,
+    RANK_RULES,
+    THROTTLE_REASONS,
+    TRAINING_RULES,
+    Frame,
+    GpuSample,
+    HostSample,
+    RankSample,
+    TrainingSample,
+)
+from .catalog import (
+    ALL_INPUTS,
+    GPU,
+    GPU_THROTTLE,
+    HOST,
+    MEASUREMENTS,
+    RANK,
+    TRAINING,
+    TRAINING_INFO,
+    TRAINING_INFO_ATTRIBUTES,
+    MetricSpec,
+)
+
+Number = Union[int, float]
+Attributes = Mapping[str, Union[str, int]]
+Point = tuple[Number, Attributes]
+Observations = dict[str, list[Point]]
+
+_SPECS_BY_SCOPE: dict[str, tuple[MetricSpec, ...]] = {
+    scope: tuple(s for s in MEASUREMENTS if s.scope == scope) for scope in (GPU, HOST, TRAINING, RANK)
+}
+_SPECS_BY_SUFFIX: dict[str, MetricSpec] = {s.suffix: s for s in ALL_INPUTS}
+_INT_FIELDS: dict[str, frozenset[str]] = {
+    scope: frozenset(name for name, rule in rules.items() if rule.kind == "int")
+    for scope, rules in ((GPU, GPU_RULES), (HOST, HOST_RULES), (TRAINING, TRAINING_RULES), (RANK, RANK_RULES))
+}
+
+
+# ------------------------------------------------------------ samples → points
+
+
+def gpu_attributes(gpu: GpuSample) -> dict[str, Union[str, int]]:
+    """Data-point attributes that identify a GPU (``gpu.index``, ``gpu.uuid``, ``gpu.name``)."""
+    attrs: dict[str, Union[str, int]] = {"gpu.index": gpu.index}
+    if gpu.uuid is not None:
+        attrs["gpu.uuid"] = gpu.uuid
+    if gpu.name is not None:
+        attrs["gpu.name"] = gpu.name
+    return attrs
+
+
+def rank_attributes(rank: RankSample) -> dict[str, Union[str, int]]:
+    """Data-point attributes that identify a rank (``rank``, ``gpu.index``, ``hostname``)."""
+    attrs: dict[str, Union[str, int]] = {"rank": rank.rank}
+    if rank.gpu_index is not None:
+        attrs["gpu.index"] = rank.gpu_index
+    if rank.hostname is not None:
+        attrs["hostname"] = rank.hostname
+    return attrs
+
+
+def training_attributes(training: TrainingSample) -> dict[str, str]:
+    """Job attributes put on every job-level training point (``model``, ``framework``)."""
+    attrs = {}
+    if training.model_name is not None:
+        attrs["model"] = training.model_name
+    if training.framework is not None:
+        attrs["framework"] = training.framework
+    return attrs
+
+
+def _add_fields(out: Observations, specs: Iterable[MetricSpec], sample: Any, attrs: Attributes) -> None:
+    for spec in specs:
+        value = getattr(sample, spec.field)
+        if value is not None:
+            out[spec.suffix].append((value * spec.scale if spec.scale != 1.0 else value, attrs))
+
+
+def observe(
+    gpus: Iterable[GpuSample] = (),
+    host: HostSample | None = None,
+    training: TrainingSample | None = None,
+) -> Observations:
+    """Every measurement point for these samples, keyed by instrument suffix."""
+    out: Observations = {spec.suffix: [] for spec in ALL_INPUTS}
+    for gpu in gpus:
+        attrs = gpu_attributes(gpu)
+        _add_fields(out, _SPECS_BY_SCOPE[GPU], gpu, attrs)
+        if gpu.throttle_reasons is not None:
+            active = set(gpu.throttle_reasons)
+            out[GPU_THROTTLE.suffix].extend(
+                (1 if reason in active else 0, {**attrs, "reason": reason}) for reason in THROTTLE_REASONS
+            )
+    if host is not None:
+        _add_fields(out, _SPECS_BY_SCOPE[HOST], host, {})
+    if training is not None:
+        _add_fields(out, _SPECS_BY_SCOPE[TRAINING], training, training_attributes(training))
+        out[TRAINING_INFO.suffix].append((1, _info_attributes(training)))
+        for rank in training.ranks:
+            _add_fields(out, _SPECS_BY_SCOPE[RANK], rank, rank_attributes(rank))
+    return out
+
+
+def _info_attributes(training: TrainingSample) -> dict[str, str]:
+    return {
+        key: getattr(training, field)
+        for field, key in TRAINING_INFO_ATTRIBUTES.items()
+        if getattr(training, field) is not None
+    }
+
+
+# ------------------------------------------------------------ points → frame
+
+
+class FrameAssembler:
+    """Collects metric points (by instrument suffix) and builds one Frame from them."""
+
+    def __init__(self) -> None:
+        self._gpus: dict[int, dict[str, Any]] = {}
+        self._throttle: dict[int, set[str]] = {}
+        self._host: dict[str, Any] = {}
+        self._training: dict[str, Any] = {}
+        self._ranks: dict[int, dict[str, Any]] = {}
+        self._has_training = False
+
+    def add(self, suffix: str, attributes: Attributes, value: Number) -> None:
+        """Take one point; points of instruments outside the catalogue are ignored."""
+        spec = _SPECS_BY_SUFFIX.get(suffix)
+        if spec is None:
+            return
+        if spec is GPU_THROTTLE:
+            self._add_throttle(attributes, value)
+        elif spec is TRAINING_INFO:
+            self._has_training = True
+            for field, key in TRAINING_INFO_ATTRIBUTES.items():
+                if key in attributes:
+                    self._training[field] = str(attributes[key])
+        else:
+            target = self._target(spec.scope, attributes)
+            target[spec.field] = _restore(value, spec, spec.field in _INT_FIELDS[spec.scope])
+
+    def add_observations(self, observations: Observations) -> None:
+        """Take every point of an :func:`observe` result."""
+        for suffix, points in observations.items():
+            for value, attrs in points:
+                self.add(suffix, attrs, value)
+
+    def frame(self, ts: float) -> Frame:
+        """The Frame for everything added so far."""
+        gpus = tuple(self._gpu(index) for index in sorted(self._gpus.keys() | self._throttle.keys()))
+        host = HostSample(**self._host) if self._host else None
+        training = None
+        if self._has_training or self._training or self._ranks:
+            ranks = tuple(RankSample(rank=r, **self._ranks[r]) for r in sorted(self._ranks))
+            training = TrainingSample(**self._training, ranks=ranks)
+        return Frame(ts=ts, gpus=gpus, host=host, training=training)
+
+    def _target(self, scope: str, attributes: Attributes) -> dict[str, Any]:
+        if scope == HOST:
+            return self._host
+        if scope == TRAINING:
+            self._has_training = True
+            return self._training
+        if scope == GPU:
+            return self._gpu_fields(attributes)
+        rank = self._ranks.setdefault(int(attributes["rank"]), {})
+        if "gpu.index" in attributes:
+            rank["gpu_index"] = int(attributes["gpu.index"])
+        if "hostname" in attributes:
+            rank["hostname"] = str(attributes["hostname"])
+        return rank
+
+    def _gpu_fields(self, attributes: Attributes) -> dict[str, Any]:
+        gpu = self._gpus.setdefault(int(attributes["gpu.index"]), {})
+        if "gpu.uuid" in attributes:
+            gpu["uuid"] = str(attributes["gpu.uuid"])
+        if "gpu.name" in attributes:
+            gpu["name"] = str(attributes["gpu.name"])
+        return gpu
+
+    def _add_throttle(self, attributes: Attributes, value: Number) -> None:
+        self._gpu_fields(attributes)
+        active = self._throttle.setdefault(int(attributes["gpu.index"]), set())
+        if value:
+            active.add(str(attributes["reason"]))
+
+    def _gpu(self, index: int) -> GpuSample:
+        fields = self._gpus.get(index, {})
+        reasons = self._throttle.get(index)
+        throttle = None if reasons is None else tuple(r for r in THROTTLE_REASONS if r in reasons)
+        return GpuSample(index=index, throttle_reasons=throttle, **fields)
+
+
+def _restore(value: Number, spec: MetricSpec, is_int: bool) -> Number:
+    if spec.scale != 1.0:
+        value = round(value / spec.scale, 6)
+    if is_int:
+        return int(value)
+    return float(value)
+
+
+def frame_from_samples(
+    ts: float,
+    gpus: Iterable[GpuSample] = (),
+    host: HostSample | None = None,
+    training: TrainingSample | None = None,
+) -> Frame:
+    """The frame the in-process reader would build for these samples (used by replay)."""
+    assembler = FrameAssembler()
+    assembler.add_observations(observe(gpus, host, training))
+    return assembler.frame(ts)

@@ -1,0 +1,115 @@
+"""The latest samples: written by collectors and ingest, read by the observable instruments.
+
+Observable gauges report whatever is here when a reader collects, so nothing is
+paid between reads. Training reports are merged: a report replaces the
+job-level view, while per-rank entries are merged by rank (ranks may report
+separately), and both expire when they stop arriving. The clock is passed in
+(``now``), so replay can drive this with a trace's timestamps.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+from ..collect.base import Collected
+from ..samples import TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from .conversion import Observations, observe
+
+DEFAULT_STALE_AFTER_S = 300.0
+
+
+class LatestSamples:
+    """Thread-safe holder of the newest GPU, host and training samples."""
+
+    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
+        self.stale_after_s = stale_after_s
+        self._lock = threading.Lock()
+        self._gpus: tuple[GpuSample, ...] = ()
+        self._host: HostSample | None = None
+        self._job: TrainingSample | None = None
+        self._job_at = 0.0
+        self._ranks: dict[int, tuple[RankSample, float]] = {}
+        self._training: TrainingSample | None = None
+        self._version = 0
+        self._observed: tuple[int, Observations] | None = None
+
+    @property
+    def version(self) -> int:
+        """Increases on every change; lets readers cache what they derive."""
+        return self._version
+
+    def put(self, collected: Collected, now: float) -> None:
+        """Store what a collector saw; parts it does not see are left as they are."""
+        with self._lock:
+            if collected.gpus is not None:
+                self._gpus = collected.gpus
+            if collected.host is not None:
+                self._host = collected.host
+            self._changed()
+        if collected.training is not None:
+            self.put_training(collected.training, now)
+
+    def put_training(self, sample: TrainingSample, now: float) -> TrainingSample:
+        """Merge one training report received at ``now``; returns it as stored.
+
+        A report without ``timestamp`` is stamped with ``now``. A report that
+        carries only ranks updates those ranks and keeps the job-level view.
+        """
+        if sample.timestamp is None:
+            sample = replace(sample, timestamp=now)
+        with self._lock:
+            for rank in sample.ranks:
+                self._ranks[rank.rank] = (rank, now)
+            if self._job is None or _has_job_measurement(sample):
+                self._job = replace(sample, ranks=())
+                self._job_at = now
+            self._rebuild_training()
+            self._changed()
+        return sample
+
+    def expire(self, now: float) -> None:
+        """Forget training reports and ranks not refreshed within ``stale_after_s``."""
+        horizon = now - self.stale_after_s
+        with self._lock:
+            stale_ranks = [r for r, (_, at) in self._ranks.items() if at < horizon]
+            stale_job = self._job is not None and self._job_at < horizon
+            if not stale_ranks and not stale_job:
+                return
+            for r in stale_ranks:
+                del self._ranks[r]
+            if stale_job:
+                self._job = None
+            self._rebuild_training()
+            self._changed()
+
+    def current(self) -> Collected:
+        """The newest samples, training merged with its ranks."""
+        with self._lock:
+            return Collected(gpus=self._gpus, host=self._host, training=self._training)
+
+    def observations(self) -> Observations:
+        """The measurement points for the current samples, computed once per change."""
+        with self._lock:
+            cached = self._observed
+            if cached is not None and cached[0] == self._version:
+                return cached[1]
+            version, gpus, host, training = self._version, self._gpus, self._host, self._training
+        observed = observe(gpus, host, training)
+        with self._lock:
+            self._observed = (version, observed)
+        return observed
+
+    def _rebuild_training(self) -> None:
+        ranks = tuple(self._ranks[r][0] for r in sorted(self._ranks))
+        if self._job is None and not ranks:
+            self._training = None
+        else:
+            self._training = replace(self._job or TrainingSample(), ranks=ranks)
+
+    def _changed(self) -> None:
+        self._version += 1
+
+
+def _has_job_measurement(sample: TrainingSample) -> bool:
+    return any(getattr(sample, name) is not None for name in TRAINING_MEASUREMENT_FIELDS)

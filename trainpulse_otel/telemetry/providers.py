@@ -1,0 +1,101 @@
+"""OTel providers: one MeterProvider and one LoggerProvider with a proper Resource.
+
+The in-process :class:`FrameReader` is always attached; exporters (Prometheus,
+OTLP) are further readers and log processors on the same providers, so every
+destination sees the same instruments.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+
+from .. import __version__
+from ..samples import Frame
+from .instruments import DEFAULT_NAMESPACE, METER_NAME
+from .reader import FrameReader
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SERVICE_NAME = "trainpulse"
+
+
+def build_resource(extra: Mapping[str, str] | None = None) -> Resource:
+    """SDK defaults + ``OTEL_RESOURCE_ATTRIBUTES``/``OTEL_SERVICE_NAME`` + TrainPulse's own.
+
+    The standard variables win over TrainPulse's defaults: a user who sets
+    ``host.name`` or ``service.name`` there gets what they set.
+    """
+    from_env = OTELResourceDetector().detect().attributes
+    ours: dict[str, str] = {
+        "service.name": DEFAULT_SERVICE_NAME,
+        "service.version": __version__,
+        "host.name": socket.gethostname(),
+        **(extra or {}),
+    }
+    if os.environ.get("OTEL_SERVICE_NAME"):
+        ours.pop("service.name")
+    return Resource.create({k: v for k, v in ours.items() if k not in from_env})
+
+
+@dataclass
+class Telemetry:
+    """The providers, the meter and logger TrainPulse uses, and the frame reader."""
+
+    meter_provider: MeterProvider
+    logger_provider: LoggerProvider
+    frame_reader: FrameReader
+    namespace: str = DEFAULT_NAMESPACE
+    extra_readers: Sequence[MetricReader] = field(default_factory=tuple)
+
+    @property
+    def meter(self):  # noqa: ANN201 - the SDK's Meter type is private
+        """The ``trainpulse_otel`` meter."""
+        return self.meter_provider.get_meter(METER_NAME, __version__)
+
+    @property
+    def logger(self):  # noqa: ANN201 - the logs API is still underscore-private
+        """The ``trainpulse_otel`` logger, for events."""
+        return self.logger_provider.get_logger(METER_NAME, __version__)
+
+    def flush(self, timeout_millis: int = 5_000) -> None:
+        """Push what exporters hold (used on shutdown)."""
+        for flush in (self.meter_provider.force_flush, self.logger_provider.force_flush):
+            try:
+                flush(timeout_millis)
+            except Exception:  # noqa: BLE001 - a failing exporter must not block shutdown
+                log.warning("flushing telemetry failed", exc_info=True)
+
+    def shutdown(self) -> None:
+        """Flush and close every reader and processor."""
+        self.flush()
+        for shutdown in (self.meter_provider.shutdown, self.logger_provider.shutdown):
+            try:
+                shutdown()
+            except Exception:  # noqa: BLE001
+                log.warning("telemetry shutdown failed", exc_info=True)
+
+
+def build_telemetry(
+    on_frame: Callable[[Frame], None],
+    namespace: str = DEFAULT_NAMESPACE,
+    readers: Sequence[MetricReader] = (),
+    log_processors: Sequence[LogRecordProcessor] = (),
+    resource: Resource | None = None,
+) -> Telemetry:
+    """Wire the providers: the frame reader plus any exporter readers and log processors."""
+    resource = resource or build_resource()
+    frame_reader = FrameReader(on_frame, namespace=namespace)
+    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False)
+    logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    for processor in log_processors:
+        logger_provider.add_log_record_processor(processor)
+    return Telemetry(meter_provider, logger_provider, frame_reader, namespace, tuple(readers))
