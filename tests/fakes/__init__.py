@@ -1,0 +1,1 @@
+"""Test doubles for hardware TrainPulse cannot assume: NVML, nvidia-smi."""

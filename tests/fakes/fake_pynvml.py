@@ -1,0 +1,278 @@
+"""A stand-in for ``pynvml`` with the parts of its API TrainPulse uses.
+
+Errors are built the way the real binding builds them: ``NVMLError(value)``
+returns the matching ``NVMLError_*`` subclass, and each subclass takes no
+argument (``NVMLError_NotSupported()``). Functions check the constants they
+are passed, so a collector that asks for the wrong sensor or clock fails here
+as it would on a driver.
+
+Use::
+
+    fake = make_fake_pynvml([FakeGpu(), FakeGpu(unsupported={"nvmlDeviceGetPowerUsage"})])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+"""
+
+from __future__ import annotations
+
+import string
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+ERROR_CODES = {
+    "NVML_ERROR_UNINITIALIZED": 1,
+    "NVML_ERROR_INVALID_ARGUMENT": 2,
+    "NVML_ERROR_NOT_SUPPORTED": 3,
+    "NVML_ERROR_NO_PERMISSION": 4,
+    "NVML_ERROR_DRIVER_NOT_LOADED": 9,
+    "NVML_ERROR_LIBRARY_NOT_FOUND": 12,
+    "NVML_ERROR_FUNCTION_NOT_FOUND": 13,
+    "NVML_ERROR_GPU_IS_LOST": 15,
+    "NVML_ERROR_UNKNOWN": 999,
+}
+_STRINGS = {
+    1: "Uninitialized",
+    2: "Invalid Argument",
+    3: "Not Supported",
+    4: "Insufficient Permissions",
+    9: "Driver Not Loaded",
+    12: "NVML Shared Library Not Found",
+    13: "Function Not Found",
+    15: "GPU is lost",
+    999: "Unknown Error",
+}
+CONSTANTS = {
+    "NVML_SUCCESS": 0,
+    "NVML_TEMPERATURE_GPU": 0,
+    "NVML_CLOCK_GRAPHICS": 0,
+    "NVML_CLOCK_SM": 1,
+    "NVML_CLOCK_MEM": 2,
+    "NVML_MEMORY_ERROR_TYPE_CORRECTED": 0,
+    "NVML_MEMORY_ERROR_TYPE_UNCORRECTED": 1,
+    "NVML_VOLATILE_ECC": 0,
+    "NVML_AGGREGATE_ECC": 1,
+}
+REASON_BITS = {
+    "GpuIdle": 0x1,
+    "ApplicationsClocksSetting": 0x2,
+    "SwPowerCap": 0x4,
+    "HwSlowdown": 0x8,
+    "SyncBoost": 0x10,
+    "SwThermalSlowdown": 0x20,
+    "HwThermalSlowdown": 0x40,
+    "HwPowerBrakeSlowdown": 0x80,
+    "DisplayClockSetting": 0x100,
+}
+EVENT_REASONS_FN = "nvmlDeviceGetCurrentClocksEventReasons"
+THROTTLE_REASONS_FN = "nvmlDeviceGetCurrentClocksThrottleReasons"
+
+
+@dataclass
+class FakeGpu:
+    """One GPU's readings; defaults are an H100 SXM under load.
+
+    ``unsupported``: function names that raise NotSupported.
+    ``errors``: function name -> error code raised instead of a value.
+    ``lost_after``: the GPU answers this many calls, then every call raises
+    GpuIsLost until ``lost`` is set back to False.
+    """
+
+    uuid: str | bytes = "GPU-5c1a4f38-9b2e-4d7a-8f63-0e2b7c9d1a42"
+    name: str | bytes = "NVIDIA H100 80GB HBM3"
+    util_gpu: int = 97
+    util_memory: int = 41
+    memory_used: int = 71_303_168_000
+    memory_total: int = 85_520_809_984
+    temperature: int = 64
+    power_mw: int = 612_345
+    power_limit_mw: int = 700_000
+    sm_clock: int = 1980
+    max_sm_clock: int = 1980
+    reasons: int = 0
+    ecc_uncorrected: int = 0
+    unsupported: set[str] = field(default_factory=set)
+    errors: dict[str, int] = field(default_factory=dict)
+    lost_after: int | None = None
+    lost: bool = False
+    calls: int = 0
+
+
+@dataclass(frozen=True)
+class FakeHandle:
+    """What ``nvmlDeviceGetHandleByIndex`` returns: opaque to the caller."""
+
+    index: int
+
+
+def _error_classes(module: types.ModuleType) -> None:
+    """NVMLError plus one subclass per code, named and built like pynvml's."""
+
+    class NVMLError(Exception):
+        _valClassMapping: dict[int, type] = {}
+
+        def __new__(typ, value):  # noqa: N804 - pynvml's own spelling
+            if typ == NVMLError:
+                typ = NVMLError._valClassMapping.get(value, typ)
+            obj = Exception.__new__(typ)
+            obj.value = value
+            return obj
+
+        def __str__(self) -> str:
+            return _STRINGS.get(self.value, f"NVML Error with code {self.value}")
+
+        def __eq__(self, other: object) -> bool:
+            return self.value == getattr(other, "value", None)
+
+        __hash__ = Exception.__hash__
+
+    def gen_new(val: int) -> Callable[..., Any]:
+        def new(typ, *args):
+            return NVMLError.__new__(typ, val)
+
+        return new
+
+    module.NVMLError = NVMLError
+    for err_name, err_val in ERROR_CODES.items():
+        setattr(module, err_name, err_val)
+        words = string.capwords(err_name.replace("NVML_ERROR_", ""), "_").replace("_", "")
+        cls = type("NVMLError_" + words, (NVMLError,), {"__new__": gen_new(err_val)})
+        setattr(module, cls.__name__, cls)
+        NVMLError._valClassMapping[err_val] = cls
+
+
+class _State:
+    """The fake driver's state: initialised or not, and the GPUs."""
+
+    def __init__(self, gpus: list[FakeGpu], init_error: int | None) -> None:
+        self.gpus = gpus
+        self.init_error = init_error
+        self.initialized = 0
+        self.shutdowns = 0
+
+
+def make_fake_pynvml(
+    gpus: list[FakeGpu] | None = None,
+    *,
+    init_error: int | None = None,
+    event_reasons_api: bool = True,
+) -> types.ModuleType:
+    """A fresh fake ``pynvml`` module.
+
+    ``init_error``: an NVML error code ``nvmlInit`` raises (e.g. 12, library
+    not found). ``event_reasons_api=False`` mimics an older binding that only
+    has ``nvmlDeviceGetCurrentClocksThrottleReasons``.
+    """
+    module = types.ModuleType("pynvml")
+    module.__dict__.update(CONSTANTS)
+    for suffix, bit in REASON_BITS.items():
+        setattr(module, "nvmlClocksThrottleReason" + suffix, bit)
+        if event_reasons_api:
+            setattr(module, "nvmlClocksEventReason" + suffix, bit)
+    _error_classes(module)
+    state = _State(list(gpus or []), init_error)
+    module.state = state
+    _install_functions(module, state, event_reasons_api)
+    return module
+
+
+def _install_functions(module: types.ModuleType, state: _State, event_reasons_api: bool) -> None:
+    err = module.NVMLError
+
+    def check_init() -> None:
+        if not state.initialized:
+            raise err(module.NVML_ERROR_UNINITIALIZED)
+
+    def device(handle: Any, fn: str) -> FakeGpu:
+        check_init()
+        if not isinstance(handle, FakeHandle) or handle.index >= len(state.gpus):
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+        gpu = state.gpus[handle.index]
+        gpu.calls += 1
+        if gpu.lost_after is not None and gpu.calls > gpu.lost_after:
+            gpu.lost, gpu.lost_after = True, None
+        if gpu.lost:
+            raise err(module.NVML_ERROR_GPU_IS_LOST)
+        if fn in gpu.unsupported:
+            raise err(module.NVML_ERROR_NOT_SUPPORTED)
+        if fn in gpu.errors:
+            raise err(gpu.errors[fn])
+        return gpu
+
+    def expect(value: Any, wanted: Any) -> None:
+        if value != wanted:
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlInit() -> None:
+        if state.init_error is not None:
+            raise err(state.init_error)
+        state.initialized += 1
+
+    def nvmlShutdown() -> None:
+        check_init()
+        state.initialized -= 1
+        state.shutdowns += 1
+
+    def nvmlDeviceGetCount() -> int:
+        check_init()
+        return len(state.gpus)
+
+    def nvmlDeviceGetHandleByIndex(index: int) -> FakeHandle:
+        check_init()
+        if not 0 <= index < len(state.gpus):
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+        return FakeHandle(index)
+
+    def nvmlDeviceGetUUID(handle: FakeHandle) -> str | bytes:
+        return device(handle, "nvmlDeviceGetUUID").uuid
+
+    def nvmlDeviceGetName(handle: FakeHandle) -> str | bytes:
+        return device(handle, "nvmlDeviceGetName").name
+
+    def nvmlDeviceGetUtilizationRates(handle: FakeHandle) -> types.SimpleNamespace:
+        g = device(handle, "nvmlDeviceGetUtilizationRates")
+        return types.SimpleNamespace(gpu=g.util_gpu, memory=g.util_memory)
+
+    def nvmlDeviceGetMemoryInfo(handle: FakeHandle) -> types.SimpleNamespace:
+        g = device(handle, "nvmlDeviceGetMemoryInfo")
+        free = g.memory_total - g.memory_used
+        return types.SimpleNamespace(total=g.memory_total, free=free, used=g.memory_used)
+
+    def nvmlDeviceGetTemperature(handle: FakeHandle, sensor: int) -> int:
+        g = device(handle, "nvmlDeviceGetTemperature")
+        expect(sensor, module.NVML_TEMPERATURE_GPU)
+        return g.temperature
+
+    def nvmlDeviceGetPowerUsage(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetPowerUsage").power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
+
+    def nvmlDeviceGetClockInfo(handle: FakeHandle, clock: int) -> int:
+        g = device(handle, "nvmlDeviceGetClockInfo")
+        expect(clock, module.NVML_CLOCK_SM)
+        return g.sm_clock
+
+    def nvmlDeviceGetMaxClockInfo(handle: FakeHandle, clock: int) -> int:
+        g = device(handle, "nvmlDeviceGetMaxClockInfo")
+        expect(clock, module.NVML_CLOCK_SM)
+        return g.max_sm_clock
+
+    def nvmlDeviceGetCurrentClocksEventReasons(handle: FakeHandle) -> int:
+        return device(handle, EVENT_REASONS_FN).reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(handle: FakeHandle) -> int:
+        return device(handle, THROTTLE_REASONS_FN).reasons
+
+    def nvmlDeviceGetTotalEccErrors(handle: FakeHandle, error_type: int, counter: int) -> int:
+        g = device(handle, "nvmlDeviceGetTotalEccErrors")
+        expect(error_type, module.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+        expect(counter, module.NVML_VOLATILE_ECC)
+        return g.ecc_uncorrected
+
+    functions = dict(locals())
+    if not event_reasons_api:
+        del functions[EVENT_REASONS_FN]
+    for name, fn in functions.items():
+        if name.startswith("nvml"):
+            setattr(module, name, fn)

@@ -1,0 +1,188 @@
+"""GPU samples from NVML, one per GPU, through :mod:`._nvml`.
+
+Handles are fetched once (the device count at start): GPUs do not come and go
+under a running training job, and re-enumerating every tick would cost more
+than the whole read. A field the GPU does not support is ``None`` (logged once);
+a GPU that NVML reports as lost is left out of the tick (logged once per
+episode) while the others keep flowing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..samples import GpuSample
+from ._nvml import GpuLost, NvmlSession, decode_reasons
+from .base import Collected
+
+log = logging.getLogger(__name__)
+
+#: nvml.h values, used only if a binding lacks the named constant.
+_NVML_TEMPERATURE_GPU = 0
+_NVML_CLOCK_SM = 1
+_NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+_NVML_VOLATILE_ECC = 0
+
+#: Newer drivers name them clock *events*; the throttle call is the pre-535 name.
+_REASON_FUNCTIONS = (
+    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetCurrentClocksThrottleReasons",
+)
+
+
+@dataclass
+class _Gpu:
+    """One GPU's handle, its identity once read, and whether it is lost now."""
+
+    index: int
+    handle: Any
+    uuid: str | None = None
+    name: str | None = None
+    lost: bool = False
+
+
+def _watts(milliwatts: Any) -> float | None:
+    return None if milliwatts is None else milliwatts / 1000.0
+
+
+def _number(value: Any, kind: type = float) -> Any:
+    return None if value is None else kind(value)
+
+
+def _attr(struct: Any, name: str, kind: type = float) -> Any:
+    return None if struct is None else _number(getattr(struct, name, None), kind)
+
+
+class NvmlCollector:
+    """Reads every GPU NVML can see; ``collect()`` returns ``Collected(gpus=...)``."""
+
+    name = "nvml"
+
+    def __init__(self, session: NvmlSession | None = None) -> None:
+        self._nvml = session or NvmlSession()
+        self._gpus = self._open_gpus() if self._nvml.init() else []
+        self._reason_bits = self._nvml.reason_bits()
+        self._constants = self._read_constants()
+
+    @staticmethod
+    def available() -> bool:
+        """True when NVML starts and sees at least one GPU (for ``-mode auto``)."""
+        session = NvmlSession(probe=True)
+        if not session.init():
+            return False
+        try:
+            return (session.query("nvmlDeviceGetCount", default=0) or 0) > 0
+        finally:
+            session.shutdown()
+
+    @property
+    def gpu_count(self) -> int:
+        """How many GPUs had a handle at start (lost ones included)."""
+        return len(self._gpus)
+
+    def describe(self) -> str:
+        """One line for logs and the snapshot."""
+        return f"nvml: {len(self._gpus)} GPU(s)"
+
+    def collect(self, now: float) -> Collected:
+        """One sample per reachable GPU, in index order; ``now`` is not needed."""
+        samples = (self._read(gpu) for gpu in self._gpus)
+        return Collected(gpus=tuple(s for s in samples if s is not None))
+
+    def close(self) -> None:
+        """Shut NVML down; the collector then returns no GPUs."""
+        self._gpus = []
+        self._nvml.shutdown()
+
+    # ------------------------------------------------------------------ setup
+
+    def _open_gpus(self) -> list[_Gpu]:
+        count = self._nvml.query("nvmlDeviceGetCount", default=0) or 0
+        gpus = []
+        for index in range(count):
+            handle = self._nvml.query("nvmlDeviceGetHandleByIndex", index, field="handle")
+            if handle is None:
+                log.warning("GPU %d has no NVML handle; leaving it out", index)
+                continue
+            gpus.append(_Gpu(index, handle))
+        log.info("NVML sees %d GPU(s)", len(gpus))
+        return gpus
+
+    def _read_constants(self) -> dict[str, int]:
+        c = self._nvml.constant
+        return {
+            "temperature": c("NVML_TEMPERATURE_GPU", _NVML_TEMPERATURE_GPU),
+            "clock_sm": c("NVML_CLOCK_SM", _NVML_CLOCK_SM),
+            "uncorrected": c("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", _NVML_MEMORY_ERROR_TYPE_UNCORRECTED),
+            "volatile": c("NVML_VOLATILE_ECC", _NVML_VOLATILE_ECC),
+        }
+
+    # ------------------------------------------------------------------ reads
+
+    def _read(self, gpu: _Gpu) -> GpuSample | None:
+        """A sample, or None while the GPU is lost (logged once each way)."""
+        try:
+            sample = self._sample(gpu)
+        except GpuLost:
+            if not gpu.lost:
+                gpu.lost = True
+                log.warning("GPU %d (%s) is lost; leaving it out until it answers", gpu.index, gpu.uuid)
+            return None
+        if gpu.lost:
+            gpu.lost = False
+            log.info("GPU %d (%s) answers again", gpu.index, gpu.uuid)
+        return sample
+
+    def _get(self, gpu: _Gpu, fn: str, *args: Any, field: str) -> Any:
+        return self._nvml.query(fn, gpu.handle, *args, gpu=gpu.index, field=field)
+
+    def _sample(self, gpu: _Gpu) -> GpuSample:
+        self._read_identity(gpu)
+        k = self._constants
+        util = self._get(gpu, "nvmlDeviceGetUtilizationRates", field="utilization")
+        memory = self._get(gpu, "nvmlDeviceGetMemoryInfo", field="memory")
+        return GpuSample(
+            index=gpu.index,
+            uuid=gpu.uuid,
+            name=gpu.name,
+            utilization_percent=_attr(util, "gpu"),
+            memory_utilization_percent=_attr(util, "memory"),
+            memory_used_bytes=_attr(memory, "used", int),
+            memory_total_bytes=_attr(memory, "total", int),
+            temperature_celsius=_number(
+                self._get(gpu, "nvmlDeviceGetTemperature", k["temperature"], field="temperature")
+            ),
+            power_watts=_watts(self._get(gpu, "nvmlDeviceGetPowerUsage", field="power")),
+            power_limit_watts=_watts(
+                self._get(gpu, "nvmlDeviceGetEnforcedPowerLimit", field="power_limit")
+            ),
+            sm_clock_mhz=_number(
+                self._get(gpu, "nvmlDeviceGetClockInfo", k["clock_sm"], field="sm_clock")
+            ),
+            max_sm_clock_mhz=_number(
+                self._get(gpu, "nvmlDeviceGetMaxClockInfo", k["clock_sm"], field="max_sm_clock")
+            ),
+            throttle_reasons=self._reasons(gpu),
+            ecc_uncorrected_errors=_number(
+                self._get(gpu, "nvmlDeviceGetTotalEccErrors", k["uncorrected"], k["volatile"],
+                          field="ecc_uncorrected"),
+                int,
+            ),
+        )
+
+    def _read_identity(self, gpu: _Gpu) -> None:
+        """UUID and name never change; read them until known, then never again."""
+        if gpu.uuid is None:
+            gpu.uuid = self._get(gpu, "nvmlDeviceGetUUID", field="uuid")
+        if gpu.name is None:
+            gpu.name = self._get(gpu, "nvmlDeviceGetName", field="name")
+
+    def _reasons(self, gpu: _Gpu) -> tuple[str, ...] | None:
+        """Decoded throttle bits, trying the clock-events call before the old name."""
+        for fn in _REASON_FUNCTIONS:
+            mask = self._get(gpu, fn, field=f"throttle_reasons ({fn})")
+            if mask is not None:
+                return decode_reasons(int(mask), self._reason_bits)
+        return None
