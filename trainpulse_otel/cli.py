@@ -102,7 +102,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     mode, collectors = build_collectors(settings)
     engine = Engine(settings, collectors, mode)
     try:
-        server = ApiServer(create_app(engine), settings.host, settings.port)
+        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks)
+        server = ApiServer(app, settings.host, settings.port)
     except OSError as exc:
         engine.close()
         raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None

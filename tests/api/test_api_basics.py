@@ -30,3 +30,37 @@ def test_unknown_path_is_json_404(served):
 def test_wrong_method_is_json_405(served):
     status, _, body = served.request("DELETE", "/healthz")
     assert status == 405 and "error" in json.loads(body)
+
+
+def _post(served, body, content_type="application/json"):
+    status, _, raw = served.request("POST", "/v1/training", body, {"Content-Type": content_type})
+    return status, json.loads(raw)
+
+
+def test_ingest_accepts_a_valid_payload(served):
+    status, body = _post(served, json.dumps({"step_time_ms": 950.0, "tokens_per_sec": 1e5}).encode())
+    assert status == 202 and body["status"] == "accepted"
+    assert served.engine.latest.current().training.step_time_ms == 950.0
+
+
+def test_ingest_errors_name_the_field(served):
+    cases = [
+        (b"{not json", 400, None),
+        (b'{"step_time_ms": NaN}', 400, None),
+        (b'[1, 2]', 400, None),
+        (json.dumps({"step_time_ms": "slow"}).encode(), 400, "step_time_ms"),
+        (json.dumps({"mfu": 2}).encode(), 400, "mfu"),
+        (json.dumps({"ranks": [{"rank": 0, "step_time_ms": -1}]}).encode(), 400, "ranks[0].step_time_ms"),
+    ]
+    for body, code, field in cases:
+        status, answer = _post(served, body)
+        assert (status, answer["field"]) == (code, field), body
+        assert answer["error"]
+    assert served.engine.latest.current().training is None  # nothing bad got in
+
+
+def test_ingest_rejects_other_content_types_and_huge_bodies(served):
+    status, answer = _post(served, b"step_time_ms=3", "application/x-www-form-urlencoded")
+    assert status == 415 and "content type" in answer["error"]
+    status, answer = _post(served, b'{"step_time_ms": 1, "pad": "' + b"x" * (2 << 20) + b'"}')
+    assert status == 413 and "larger than" in answer["error"]
