@@ -1,0 +1,292 @@
+"""The simulator's fault catalogue: one realistic fault per contract signal.
+
+A scenario is a small declarative description — which *knobs* of the shared
+physical model (:mod:`trainpulse_otel.collect.sim`) move, on which GPUs, from
+when, and how fast — plus what a correct diagnosis of it looks like. Nothing
+here computes a sample: keeping every scenario a handful of :class:`Effect` rows
+applied by one model is what keeps the layers coherent (a throttled GPU really
+runs slower, its rank really is late, its peers really wait) and what keeps the
+scenarios from drifting into twenty hand-written copies of the same loop.
+
+The expectation fields (``expected_signals``, ``allowed_signals``,
+``expected_cause``, ``expected_subject``) are the answer key an evaluation
+harness scores the detectors against; ``duration_s`` is how long to replay a
+scenario for that scoring, and ``exhaust_s`` (for the leak scenarios) is when
+the leaked memory runs out, so a forecast's lead time can be checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+#: Knobs that apply to the whole job (an Effect on them must not name GPUs).
+JOB_KNOBS: Mapping[str, str] = {
+    "data_wait_frac": "share of the step spent waiting for the data loader",
+    "tokenizer_frac": "share of the step spent in on-the-fly tokenization",
+    "kernel_density": "share of compute time the GPU actually runs kernels (launch-bound < 1)",
+    "flop_efficiency": "achieved FLOP rate relative to a well-tuned bf16 step (unfused/fp32 < 1)",
+    "imbalance_cv": "per-rank, per-step spread of work (coefficient of variation)",
+    "allreduce_factor": "multiplier on the gradient all-reduce time (degraded interconnect)",
+    "power_cap_w": "software power limit on every GPU, watts",
+    "checkpoint_every_s": "seconds of training between checkpoint saves",
+    "checkpoint_save_s": "typical length of one blocking checkpoint save, seconds",
+    "host_cpu_percent": "extra host CPU busy percentage points (input workers, launch threads)",
+    "host_memory_leak": "share of the host's available memory leaked; 1 = exhausted (OOM kill)",
+}
+
+#: Knobs set per GPU (and per the rank on that GPU); ``gpus=None`` means every local GPU.
+GPU_KNOBS: Mapping[str, str] = {
+    "cooling_loss": "multiplier on the GPU's thermal resistance (failing fan or cold plate)",
+    "rank_slowdown": "multiplier on the rank's busy time with the GPU starved, not throttled",
+    "gpu_memory_frac": "GPU memory in use as a fraction of total",
+    "gpu_memory_leak": "share of the GPU's free memory leaked; 1 = exhausted (CUDA OOM)",
+}
+
+#: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
+LEAK_KNOBS = frozenset({"host_memory_leak", "gpu_memory_leak"})
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One knob moving from the model's healthy value to ``level``.
+
+    The move starts at ``onset_s`` (the scenario's onset when None) and is
+    linear over ``ramp_s`` seconds — a step when ``ramp_s`` is 0. ``gpus``
+    restricts a per-GPU knob to those local GPU indices (rank i runs on GPU i).
+    """
+
+    knob: str
+    level: float
+    gpus: tuple[int, ...] | None = None
+    onset_s: float | None = None
+    ramp_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.knob not in JOB_KNOBS and self.knob not in GPU_KNOBS:
+            known = ", ".join([*JOB_KNOBS, *GPU_KNOBS])
+            raise ValueError(f"unknown knob {self.knob!r}; known: {known}")
+        if self.gpus is not None and self.knob in JOB_KNOBS:
+            raise ValueError(f"knob {self.knob!r} applies to the whole job; it takes no gpus")
+        if self.ramp_s < 0:
+            raise ValueError(f"ramp_s must be >= 0, got {self.ramp_s!r}")
+
+    def start(self, scenario_onset_s: float) -> float:
+        """When this effect begins, given the scenario's onset."""
+        return scenario_onset_s if self.onset_s is None else self.onset_s
+
+    def progress(self, t: float, scenario_onset_s: float) -> float:
+        """How far (0..1) the knob has moved toward ``level`` at ``t`` seconds."""
+        elapsed = t - self.start(scenario_onset_s)
+        if elapsed < 0:
+            return 0.0
+        if self.ramp_s <= 0:
+            return 1.0
+        return min(1.0, elapsed / self.ramp_s)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named fault: the effects that make it and the diagnosis that should follow."""
+
+    name: str
+    description: str
+    onset_s: float
+    duration_s: float
+    expected_signals: frozenset[str]
+    allowed_signals: frozenset[str]
+    expected_cause: str | None
+    expected_subject: dict[str, int] = field(default_factory=dict)
+    effects: tuple[Effect, ...] = ()
+    #: Overrides of the simulated job's configuration (``sim.JobConfig`` fields),
+    #: in force from the first sample: a mis-configured job, not an event.
+    job: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exhaust_s(self) -> float | None:
+        """When a leak scenario's memory runs out (the OOM kill), else None."""
+        ends = [e.start(self.onset_s) + e.ramp_s for e in self.effects if e.knob in LEAK_KNOBS]
+        return min(ends) if ends else None
+
+
+def _scenario(
+    name: str,
+    description: str,
+    *effects: Effect,
+    cause: str | None,
+    onset_s: float = 90.0,
+    duration_s: float = 300.0,
+    expected: tuple[str, ...] | None = None,
+    allowed: tuple[str, ...] = (),
+    subject: dict[str, int] | None = None,
+    job: Mapping[str, Any] | None = None,
+) -> Scenario:
+    """Build a catalogue entry; a scenario named after a signal expects that signal."""
+    return Scenario(
+        name=name,
+        description=description,
+        onset_s=onset_s,
+        duration_s=duration_s,
+        expected_signals=frozenset((name,) if expected is None else expected),
+        allowed_signals=frozenset(allowed),
+        expected_cause=cause,
+        expected_subject=dict(subject or {}),
+        effects=effects,
+        job=dict(job or {}),
+    )
+
+
+_CATALOGUE: tuple[Scenario, ...] = (
+    _scenario(
+        "healthy",
+        "A well-tuned llama-3-8b pretraining job on 8x H100, with realistic noise and rare glitches.",
+        cause=None,
+        onset_s=0.0,
+        duration_s=3600.0,
+        expected=(),
+    ),
+    _scenario(
+        "dataloader_starvation",
+        "Slow storage and too few loader workers: data wait ramps to ~42% of the step, host CPU saturates.",
+        Effect("data_wait_frac", 0.42, ramp_s=90.0),
+        Effect("host_cpu_percent", 68.0, ramp_s=90.0),
+        cause="input_pipeline_bound",
+        allowed=("gpu_underutilization", "throughput_collapse"),
+    ),
+    _scenario(
+        "gpu_underutilization",
+        "Kernel-launch bound (tiny micro-batches, Python overhead): GPUs run kernels ~42% of the time.",
+        Effect("kernel_density", 0.42, ramp_s=60.0),
+        Effect("host_cpu_percent", 12.0, ramp_s=60.0),
+        cause="compute_inefficiency",
+        allowed=("low_mfu", "throughput_collapse"),
+    ),
+    _scenario(
+        "sync_imbalance",
+        "Data-dependent load imbalance: per-rank work varies ~25% step to step, a different rank is last each time.",
+        Effect("imbalance_cv", 0.25, ramp_s=30.0),
+        cause="load_imbalance",
+        allowed=("gpu_underutilization", "throughput_collapse"),
+    ),
+    _scenario(
+        "memory_pressure",
+        "Allocator fragmentation: GPU memory climbs to ~98% on every GPU; cudaMalloc retries jitter the step.",
+        Effect("gpu_memory_frac", 0.98, ramp_s=120.0),
+        cause="gpu_memory_pressure",
+        allowed=("oom_risk",),
+    ),
+    _scenario(
+        "thermal_instability",
+        "GPU 5's cooling fails: it cycles around its 87 C slowdown point, throttling on and off; its rank lags.",
+        Effect("cooling_loss", 1.75, gpus=(5,), ramp_s=60.0),
+        cause="gpu_thermal_throttling",
+        subject={"gpu_index": 5, "rank": 5},
+        allowed=("rank_straggler", "sync_imbalance", "throughput_collapse", "thermal_throttle_risk"),
+    ),
+    _scenario(
+        "throughput_collapse",
+        "A 350 W power cap lands on every GPU at once: clocks fall to ~1150 MHz and tokens/s by ~40%.",
+        Effect("power_cap_w", 350.0),
+        cause="gpu_power_throttling",
+        allowed=("low_mfu", "gpu_underutilization"),
+    ),
+    _scenario(
+        "low_mfu",
+        "From the start: GPUs are busy but matmuls run unfused/in fp32, so MFU sits near 0.14.",
+        Effect("flop_efficiency", 0.30),
+        cause="compute_inefficiency",
+        onset_s=0.0,
+        duration_s=180.0,
+    ),
+    _scenario(
+        "sequence_padding",
+        "From the start: no sequence packing; documents average ~1200 of 4096 tokens, the rest is padding.",
+        cause="padding_waste",
+        onset_s=0.0,
+        duration_s=180.0,
+        allowed=("low_mfu",),
+        job={"packing": False, "mean_doc_len": 1200.0},
+    ),
+    _scenario(
+        "tokenizer_stall",
+        "On-the-fly tokenization falls behind: tokenizer wait ramps to ~35% of the step, host CPU runs hot.",
+        Effect("tokenizer_frac", 0.35, ramp_s=90.0),
+        Effect("host_cpu_percent", 55.0, ramp_s=90.0),
+        cause="tokenizer_bound",
+        allowed=("gpu_underutilization", "throughput_collapse"),
+    ),
+    _scenario(
+        "allreduce_wait",
+        "NCCL falls back from NVLink to a host path: the all-reduce takes ~4.5x longer on every rank.",
+        Effect("allreduce_factor", 4.5, ramp_s=30.0),
+        cause="communication_bound",
+        allowed=("throughput_collapse", "gpu_underutilization"),
+    ),
+    _scenario(
+        "checkpoint_stall",
+        "Synchronous checkpoints to slow storage: every ~35 s of training a save blocks for 20-33 s.",
+        Effect("checkpoint_every_s", 35.0),
+        Effect("checkpoint_save_s", 26.0),
+        cause="checkpoint_io_bound",
+        onset_s=60.0,
+        duration_s=360.0,
+        allowed=("gpu_underutilization", "throughput_collapse"),
+    ),
+    _scenario(
+        "pipeline_bubble",
+        "From the start: 4 pipeline stages with only 4 micro-batches per step, so ~43% of the schedule idles.",
+        cause="pipeline_bubbles",
+        onset_s=0.0,
+        duration_s=180.0,
+        allowed=("gpu_underutilization", "low_mfu"),
+        job={"pipeline_parallel_size": 4, "micro_batch_size": 4, "gradient_accumulation_steps": 4},
+    ),
+    _scenario(
+        "rank_straggler",
+        "A noisy neighbour on rank 5's CPU cores starves GPU 5: rank 5 runs ~35% slower, its peers wait.",
+        Effect("rank_slowdown", 1.35, gpus=(5,), ramp_s=20.0),
+        Effect("host_cpu_percent", 3.0, ramp_s=20.0),
+        cause="straggler_rank",
+        subject={"rank": 5, "gpu_index": 5},
+        allowed=("sync_imbalance",),
+    ),
+    _scenario(
+        "oom_risk",
+        "32 training processes each grow a Python-side cache (~70 MB/s): host memory runs out, the OOM killer ends the job.",
+        Effect("host_memory_leak", 1.0, ramp_s=690.0),
+        cause="host_memory_pressure",
+        duration_s=900.0,
+        allowed=("memory_pressure",),
+    ),
+    _scenario(
+        "thermal_throttle_risk",
+        "GPU 2's fan is failing: it warms ~1 C every 15 s from ~68 C toward its 87 C slowdown point.",
+        Effect("cooling_loss", 2.0, gpus=(2,), ramp_s=660.0),
+        cause="gpu_thermal_throttling",
+        onset_s=60.0,
+        subject={"gpu_index": 2},
+    ),
+    _scenario(
+        "gpu_memory_leak",
+        "Rank 3 keeps references to old activations: GPU 3's memory grows ~24 MB/s until CUDA runs out.",
+        Effect("gpu_memory_leak", 1.0, gpus=(3,), ramp_s=720.0),
+        cause="gpu_memory_pressure",
+        expected=("oom_risk",),
+        duration_s=900.0,
+        subject={"gpu_index": 3},
+        allowed=("memory_pressure",),
+    ),
+)
+
+#: Every scenario by name; ``healthy`` plus one per contract signal (and extras).
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in _CATALOGUE}
+
+
+def get_scenario(name: str) -> Scenario:
+    """The named scenario, or a ValueError that lists the known names."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}"
+        ) from None
