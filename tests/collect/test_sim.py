@@ -320,7 +320,8 @@ def test_sequence_padding_is_there_from_the_first_sample():
     ratios = [s.avg_seq_len / s.max_seq_len for s in tr]
     assert 0.25 <= median(ratios) <= 0.35 and all(r < 0.45 for r in ratios[:5])
     assert median(s.mfu for s in tr) < 0.2
-    assert median(s.step_time_ms for s in tr) == pytest.approx(median(s.step_time_ms for s in training(run("healthy", 600))), rel=0.05)
+    healthy_step = median(s.step_time_ms for s in training(run("healthy", 600)))
+    assert median(s.step_time_ms for s in tr) == pytest.approx(healthy_step, rel=0.05)  # padding still computes
 
 
 def test_tokenizer_stall_shows_in_tokenizer_wait_not_data_wait():
@@ -337,10 +338,14 @@ def test_tokenizer_stall_shows_in_tokenizer_wait_not_data_wait():
 def test_allreduce_wait_rises_uniformly_on_every_rank():
     name, samples = "allreduce_wait", run("allreduce_wait")
     was, tr = training(samples, *before(name)), training(samples, *late(name))
-    for rank in range(8):
-        ratio = median(s.ranks[rank].all_reduce_wait_ms for s in tr) / median(s.ranks[rank].all_reduce_wait_ms for s in was)
-        assert 3.0 <= ratio <= 5.0
-    assert all(max(r.all_reduce_wait_ms for r in s.ranks) / min(r.all_reduce_wait_ms for r in s.ranks) < 1.03 for s in tr)
+
+    def allreduce(tr: list[TrainingSample], rank: int) -> float:
+        return median(s.ranks[rank].all_reduce_wait_ms for s in tr)
+
+    assert all(3.0 <= allreduce(tr, rank) / allreduce(was, rank) <= 5.0 for rank in range(8))
+    for s in tr:
+        times = [r.all_reduce_wait_ms for r in s.ranks]
+        assert max(times) / min(times) < 1.03  # uniform: no single slow link
     assert drop(name, "step_time_ms") < -0.1  # steps got longer
     util = lambda cs: median(g.utilization_percent for c in cs for g in c.gpus)  # noqa: E731
     assert util(ticks(samples, *late(name))) <= util(ticks(samples, *before(name))) - 4

@@ -252,7 +252,7 @@ _CATALOGUE: tuple[Scenario, ...] = (
     ),
     _scenario(
         "oom_risk",
-        "32 training processes each grow a Python-side cache (~70 MB/s): host memory runs out, the OOM killer ends the job.",
+        "32 training processes each grow a Python-side cache (~70 MB/s) until the OOM killer ends the job.",
         Effect("host_memory_leak", 1.0, ramp_s=690.0),
         cause="host_memory_pressure",
         duration_s=900.0,
