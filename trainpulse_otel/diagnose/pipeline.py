@@ -1,15 +1,26 @@
-"""The diagnostic pipeline: window → detectors → correlation → health → root causes.
+"""The diagnostic pipeline: window → detectors → signal state machine → root causes → health.
 
 Pure: it reads frames and returns findings. The clock is the frame timestamp,
-so a replayed trace gives the same timeline every time.
+so a replayed trace gives the same timeline every time. Incremental: each
+update looks only at the newest frame (every detector keeps its own
+statistics), so a tick costs the same whatever the window holds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
-from .types import Diagnosis, Transition
+from .detectors import Detector, default_detectors
+from .health import HealthScorer
+from .rootcause import infer_root_causes
+from .tick import TickBuilder
+from .tracker import SignalTracker
+from .types import Diagnosis, RootCause, Signal, Transition
 from .window import Window
+
+#: Root causes are re-inferred at least this often while signals are active (evidence moves).
+CAUSE_REFRESH_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -24,8 +35,14 @@ class PipelineResult:
 class DiagnosticPipeline:
     """Turns the window into a Diagnosis after each new frame."""
 
-    def __init__(self) -> None:
+    def __init__(self, detectors: Sequence[Detector] | None = None) -> None:
+        self.detectors: tuple[Detector, ...] = tuple(default_detectors() if detectors is None else detectors)
+        self._ticks = TickBuilder()
+        self._tracker = SignalTracker()
+        self._health = HealthScorer()
         self._diagnosis = Diagnosis()
+        self._causes: tuple[RootCause, ...] = ()
+        self._causes_at = float("-inf")
 
     @property
     def diagnosis(self) -> Diagnosis:
@@ -34,8 +51,43 @@ class DiagnosticPipeline:
 
     def update(self, window: Window) -> PipelineResult:
         """Diagnose the window after its newest frame was appended."""
-        latest = window.latest
-        if latest is None:
+        frame = window.latest
+        if frame is None:
             return PipelineResult(self._diagnosis)
-        self._diagnosis = Diagnosis(ts=latest.ts)
-        return PipelineResult(self._diagnosis)
+        tick = self._ticks.next(frame)
+        tracker = self._tracker
+        for source, detector in enumerate(self.detectors):
+            findings = detector.update(tick)
+            if findings is not None:
+                tracker.observe(source, findings, detector.policy, tick.ts)
+        tracker.expire(tick.ts)
+        transitions = tracker.drain()
+        signals = tracker.signals()
+        top_before = _top(self._causes)
+        causes = self._root_causes(tick.ts, signals, transitions)
+        health = self._health.update(tick.ts, signals)
+        self._diagnosis = Diagnosis(ts=tick.ts, health=health, signals=signals, root_causes=causes)
+        return PipelineResult(self._diagnosis, transitions, _top(causes) != top_before)
+
+    def _root_causes(self, ts: float, signals: tuple[Signal, ...],
+                     transitions: tuple[Transition, ...]) -> tuple[RootCause, ...]:
+        if not signals:
+            self._causes = ()
+        elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
+            self._causes = infer_root_causes(signals, self.facts(), self._ticks.node, ts)
+            self._causes_at = ts
+        return self._causes
+
+    def facts(self) -> dict[str, Any]:
+        """Every detector's latest statistics, merged (for correlation and debugging)."""
+        merged: dict[str, Any] = {}
+        for detector in self.detectors:
+            merged.update(detector.facts())
+        return merged
+
+
+def _top(causes: tuple[RootCause, ...]) -> tuple | None:
+    if not causes:
+        return None
+    top = causes[0]
+    return top.cause, repr(sorted(top.subject.items()))

@@ -1,0 +1,174 @@
+"""Cross-layer correlation: what the active signals and the node's state say together.
+
+The root-cause rules ask questions that no single detector can answer:
+
+- rank → GPU → host: which local GPU a straggling rank runs on, and whether
+  that GPU is throttled (thermal or power reasons, clocks down) or merely idle
+  (starved by its host: CPU contention, a noisy neighbour);
+- GPU throttle reasons → clocks → step time: are most GPUs power-capped with
+  their clocks down while throughput collapsed?
+- data wait → GPU idle → host CPU: is the input pipeline CPU-bound or I/O-bound?
+- checkpoint time → GPU idle → disk writes: do saves block training while the
+  disk writes at several times its normal rate?
+- padding / bubble ratio → MFU: would MFU be normal without the padding or the
+  bubble?
+
+:class:`Evidence` gathers the signals by name and subject, the node's per-GPU
+state and the detectors' latest statistics once per inference, and answers
+these questions with small methods the rules read like sentences.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from .tick import GpuState, NodeState
+from .types import CRITICAL, Signal
+
+#: A GPU that showed a thermal throttle reason within this many seconds counts as thermally throttled.
+THERMAL_RECENT_S = 120.0
+#: Share of recent ticks with a power reason, and clock ratio, for a GPU to count as power-throttled.
+POWER_CAPPED_SHARE = 0.5
+POWER_CLOCK_RATIO = 0.9
+#: MFU that counts as normal for dense LLM training (the ``low_mfu`` warning bound).
+NORMAL_MFU = 0.20
+#: Host CPU percent at which the input pipeline counts as CPU-bound.
+CPU_BOUND_PERCENT = 85.0
+
+
+class Evidence:
+    """Signals, node state and detector statistics, with the cross-layer questions as methods."""
+
+    def __init__(self, signals: Iterable[Signal], facts: Mapping[str, Any], node: NodeState, ts: float) -> None:
+        self.signals = tuple(signals)
+        self.facts = dict(facts)
+        self.node = node
+        self.ts = ts
+        self.by_name: dict[str, list[Signal]] = {}
+        for s in self.signals:
+            self.by_name.setdefault(s.name, []).append(s)
+
+    # ------------------------------------------------------------ signals
+
+    def active(self, name: str) -> list[Signal]:
+        """Active signals of that name."""
+        return self.by_name.get(name, [])
+
+    def has(self, *names: str) -> bool:
+        """True when any of the names is active."""
+        return any(name in self.by_name for name in names)
+
+    def job_signal(self, name: str) -> Signal | None:
+        """The job-wide (subject-less) signal of that name, if active."""
+        for s in self.by_name.get(name, ()):
+            if not s.subject:
+                return s
+        return None
+
+    def gpu_signals(self, *names: str) -> dict[int, list[Signal]]:
+        """Signals about single GPUs, by GPU index."""
+        out: dict[int, list[Signal]] = {}
+        for name in names:
+            for s in self.by_name.get(name, ()):
+                index = s.subject.get("gpu_index")
+                if index is not None and "rank" not in s.subject:
+                    out.setdefault(int(index), []).append(s)
+        return out
+
+    def host_signals(self, *names: str) -> list[Signal]:
+        """Signals about the host (no GPU or rank subject)."""
+        return [s for name in names for s in self.by_name.get(name, ())
+                if "gpu_index" not in s.subject and "rank" not in s.subject and s.subject]
+
+    @staticmethod
+    def severity(signals: Iterable[Signal]) -> str:
+        """The worst severity among ``signals``."""
+        return CRITICAL if any(s.severity == CRITICAL for s in signals) else "warning"
+
+    # ------------------------------------------------------------ ranks ↔ GPUs ↔ hosts
+
+    def local_gpu_of(self, straggler: Signal) -> int | None:
+        """The local GPU a straggling rank runs on (None when it runs on another host)."""
+        index = straggler.subject.get("gpu_index")
+        host = straggler.evidence.get("hostname")
+        if index is None or (host is not None and self.node.hostname is not None and host != self.node.hostname):
+            return None
+        return int(index) if int(index) in self.node.gpus else None
+
+    def stragglers_on(self, gpu: int) -> list[Signal]:
+        """The ``rank_straggler`` signals whose rank runs on local GPU ``gpu``."""
+        return [s for s in self.active("rank_straggler") if self.local_gpu_of(s) == gpu]
+
+    def gpu_subject(self, gpus: Iterable[int]) -> dict[str, Any]:
+        """The subject for a cause local to these GPUs, with the ranks on them."""
+        gpus = sorted(set(gpus))
+        ranks = [self.node.rank_of_gpu[g] for g in gpus if g in self.node.rank_of_gpu]
+        if len(gpus) == 1:
+            subject: dict[str, Any] = {"gpu_index": gpus[0]}
+            if ranks:
+                subject["rank"] = ranks[0]
+            return subject
+        return {"gpu_indices": gpus, "ranks": ranks} if ranks else {"gpu_indices": gpus}
+
+    # ------------------------------------------------------------ GPU state
+
+    def gpu(self, index: int) -> GpuState | None:
+        return self.node.gpus.get(index)
+
+    def thermally_throttled(self, index: int) -> bool:
+        """Did this GPU show a thermal throttle reason recently?"""
+        g = self.node.gpus.get(index)
+        return g is not None and g.last_thermal_ts is not None and self.ts - g.last_thermal_ts <= THERMAL_RECENT_S
+
+    def power_throttled(self, index: int) -> bool:
+        """Is this GPU held down by its power limit (reason present most of the time, clocks down)?"""
+        g = self.node.gpus.get(index)
+        return (g is not None and g.power_capped >= POWER_CAPPED_SHARE
+                and g.clock_ratio is not None and g.clock_ratio <= POWER_CLOCK_RATIO)
+
+    def power_throttled_gpus(self) -> list[int]:
+        return [i for i in self.node.gpus if self.power_throttled(i)]
+
+    def power_limit_cut(self, index: int) -> float:
+        """How much lower the GPU's power limit is than the highest seen (0.5: halved)."""
+        g = self.node.gpus.get(index)
+        if g is None or not g.limit or not g.limit_max:
+            return 0.0
+        return 1.0 - g.limit / g.limit_max
+
+    def median_clock_ratio(self, gpus: Iterable[int]) -> float | None:
+        ratios = sorted(r for r in (self.node.gpus[i].clock_ratio for i in gpus if i in self.node.gpus)
+                        if r is not None)
+        return ratios[len(ratios) // 2] if ratios else None
+
+    def util_vs_peers(self, index: int) -> tuple[float, float] | None:
+        """This GPU's smoothed utilisation and its peers' median."""
+        g = self.node.gpus.get(index)
+        peers = sorted(p.util for i, p in self.node.gpus.items() if i != index and p.util is not None)
+        if g is None or g.util is None or not peers:
+            return None
+        return g.util, peers[len(peers) // 2]
+
+    # ------------------------------------------------------------ job statistics
+
+    def fact(self, name: str) -> Any:
+        return self.facts.get(name)
+
+    def mfu_without(self, waste: float | None) -> float | None:
+        """The MFU the job would reach without a wasted share (padding, bubble)."""
+        mfu = self.facts.get("low_mfu")
+        if mfu is None or waste is None or waste >= 1.0:
+            return None
+        return mfu / (1.0 - waste)
+
+    def explains_mfu(self, waste: float | None) -> bool:
+        """True when removing ``waste`` would bring MFU up to normal."""
+        mfu = self.mfu_without(waste)
+        return mfu is not None and mfu >= NORMAL_MFU
+
+    def host_cpu(self) -> float | None:
+        return self.node.host.cpu
+
+    def cpu_bound(self) -> bool:
+        cpu = self.node.host.cpu
+        return cpu is not None and cpu >= CPU_BOUND_PERCENT

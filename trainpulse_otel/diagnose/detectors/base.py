@@ -1,0 +1,99 @@
+"""The detector interface, and the threshold-plus-baseline judgement most detectors share.
+
+A detector is a small class with incremental state: ``update(tick)`` returns
+its findings when it had new evidence this tick (an empty list: judged, all
+fine) or ``None`` when it had none (no new training report, GPUs paused) — the
+state machine then holds its signals as they are. ``facts()`` exposes the
+latest statistics the root-cause stage correlates across layers.
+
+:class:`Threshold` is the judgement of a value against physical bounds and,
+when given, against the job's own baseline: a value past ``warning`` (or
+``critical``) always counts; a value past only the lower ``early`` floor counts
+when it is also a clear departure from the job's baseline — so a fault that
+ramps up is caught while still small, yet an always-small value never alarms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from ..findings import DEFAULT_POLICY, Finding, Policy
+from ..stats import RobustBaseline
+from ..tick import Tick
+from ..types import CRITICAL, WARNING
+
+#: Findings scoring below this are left out (they would not even hold a signal).
+REPORT_FLOOR = 0.4
+#: Largest score a detector reports: beyond it nothing is learned.
+SCORE_CAP = 5.0
+
+
+class Detector(Protocol):
+    """What the pipeline needs from a detector."""
+
+    name: str
+    signals: tuple[str, ...]
+    policy: Policy
+
+    def update(self, tick: Tick) -> list[Finding] | None: ...
+
+    def facts(self) -> dict[str, Any]: ...
+
+
+class BaseDetector:
+    """Defaults shared by the built-in detectors."""
+
+    name: ClassVar[str] = ""
+    signals: ClassVar[tuple[str, ...]] = ()
+    policy: ClassVar[Policy] = DEFAULT_POLICY
+
+    def facts(self) -> dict[str, Any]:
+        """The latest statistics, for cross-layer correlation (none by default)."""
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """Physical bounds for a value, optionally with an early, baseline-relative floor.
+
+    ``higher_is_worse=False`` flips every comparison (MFU, utilisation).
+    ``early``: a value this bad is enough when it is also ``early_ratio`` times
+    the baseline (``1/early_ratio`` for lower-is-worse) and ``early_z`` sigmas
+    past it.
+    """
+
+    warning: float
+    critical: float
+    higher_is_worse: bool = True
+    early: float | None = None
+    early_ratio: float = 3.0
+    early_z: float = 6.0
+
+    def badness(self, value: float, bound: float) -> float:
+        """How far ``value`` is past ``bound`` as a ratio (>= 1: past it)."""
+        if self.higher_is_worse:
+            return value / bound if bound > 0 else math.inf
+        return bound / value if value > 0 else SCORE_CAP
+
+    def judge(self, value: float, baseline: RobustBaseline | None = None) -> tuple[float, str]:
+        """``(score, severity)`` of ``value`` (see :class:`~..findings.Finding` for the score)."""
+        score = self.badness(value, self.warning)
+        if self.early is not None and baseline is not None and self._departs(value, baseline):
+            score = max(score, self.badness(value, self.early))
+        severity = CRITICAL if self.badness(value, self.critical) >= 1.0 else WARNING
+        return min(score, SCORE_CAP), severity
+
+    def _departs(self, value: float, baseline: RobustBaseline) -> bool:
+        if not baseline.ready:
+            return False
+        if self.higher_is_worse:
+            return value >= self.early_ratio * baseline.loc and baseline.z(value) >= self.early_z
+        return value * self.early_ratio <= baseline.loc and -baseline.z(value) >= self.early_z
+
+
+def percent(x: float) -> str:
+    """``0.234`` → ``"23%"`` (one decimal below 10 %)."""
+    p = 100.0 * x
+    return f"{p:.1f}%" if abs(p) < 10 else f"{p:.0f}%"

@@ -1,0 +1,105 @@
+"""A value per tick or per training report, median-filtered, judged by a :class:`~.base.Threshold`.
+
+Most job-level signals are one number — a share of the step spent waiting, a
+padding ratio, MFU, GPU utilisation — so they share this detector and differ
+only in how they measure and describe. The median of the last five values
+means one GC pause or one slow shard never counts; the optional baseline
+catches a ramp while it is still small.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ...samples import TrainingSample
+from ..findings import Finding
+from ..stats import RecentMedian, RobustBaseline
+from ..tick import Tick
+from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+
+#: Values needed before the median is trusted (a fault from the first sample is seen on the third).
+MIN_VALUES = 3
+
+
+class LevelDetector(BaseDetector):
+    """Judges ``measure(tick)`` against ``threshold``; subclasses say what and how to say it."""
+
+    signal: ClassVar[str] = ""
+    threshold: ClassVar[Threshold]
+    window: ClassVar[int] = 5
+    #: Smallest baseline sigma (in the value's unit): readings are rounded, spread is never zero.
+    min_scale: ClassVar[float] = 0.0
+
+    def __init__(self) -> None:
+        self._recent = RecentMedian(self.window)
+        self._baseline = RobustBaseline(alpha=0.05, warmup=10, min_scale=self.min_scale) \
+            if self.threshold.early is not None else None
+        self.value: float | None = None
+
+    @property
+    def signals(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.signal,)
+
+    def measure(self, tick: Tick) -> float | None:
+        """This tick's value, or None when the tick brings none."""
+        raise NotImplementedError
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        """The message and evidence for a finding at ``value``."""
+        raise NotImplementedError
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        x = self.measure(tick)
+        if x is None:
+            return None
+        value = self._recent.add(x)
+        baseline = self._baseline
+        if len(self._recent) < MIN_VALUES:
+            if baseline is not None:
+                baseline.update(x)
+            return None
+        score, severity = self.threshold.judge(value, baseline)
+        if baseline is not None:
+            baseline.update(x)
+        self.value = value
+        if score < REPORT_FLOOR:
+            return []
+        message, evidence = self.describe(value, tick)
+        if baseline is not None and baseline.ready:
+            evidence["baseline"] = round(baseline.loc, 4)
+        return [Finding(self.signal, score, severity, message, {}, evidence)]
+
+    def facts(self) -> dict[str, Any]:
+        return {} if self.value is None else {self.signal: self.value}
+
+
+class StepShareDetector(LevelDetector):
+    """A wait as a share of the step's wall time, from new training reports."""
+
+    #: The job-level field holding the wait (ms); per-rank means are used when it is missing.
+    field: ClassVar[str] = ""
+    #: What the wait is, for messages ("the data loader").
+    waits_for: ClassVar[str] = ""
+
+    def wait_ms(self, report: TrainingSample) -> float | None:
+        """The step's wait in ms: the job field, else the mean over ranks that report it."""
+        value = getattr(report, self.field)
+        if value is not None:
+            return value
+        waits = [w for w in (getattr(r, self.field) for r in report.ranks) if w is not None]
+        return sum(waits) / len(waits) if waits else None
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        if report is None or not report.step_time_ms:
+            return None
+        wait = self.wait_ms(report)
+        return None if wait is None else min(1.0, wait / report.step_time_ms)
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        report = tick.report or tick.training
+        step = report.step_time_ms if report else None
+        message = f"each step waits {percent(value)} of its time for {self.waits_for}"
+        if step:
+            message += f" ({value * step:.0f} of {step:.0f} ms)"
+        return message, {f"{self.field[:-3]}_share": round(value, 4), "step_time_ms": step}

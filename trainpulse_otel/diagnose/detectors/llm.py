@@ -1,0 +1,61 @@
+"""LLM efficiency: model FLOPs utilisation and sequence padding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tick import Tick
+from .base import Threshold, percent
+from .level import LevelDetector
+
+
+class LowMfu(LevelDetector):
+    """``low_mfu``: the job achieves a small share of the GPUs' peak FLOP rate.
+
+    Statistic: median of the last 5 reported ``mfu``. A physical bound, not a
+    baseline: dense transformer training on current GPUs reaches 0.35–0.55, so
+    below 0.20 is a warning and below 0.10 critical; the signal clears above
+    0.27 (hysteresis). Works from the first sample: a job that never was
+    efficient has no baseline to fall from. Why it is low (padding, idle GPUs,
+    a pipeline bubble, slow kernels) is the root-cause stage's question.
+    """
+
+    name = "mfu"
+    signal = "low_mfu"
+    threshold = Threshold(warning=0.20, critical=0.10, higher_is_worse=False)
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        return None if report is None or report.mfu is None else report.mfu
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        report = tick.report or tick.training
+        evidence: dict[str, Any] = {"mfu": round(value, 4)}
+        if report is not None and report.tflops is not None:
+            evidence["tflops_per_gpu"] = report.tflops
+        return f"MFU is {value:.2f}: the GPUs deliver {percent(value)} of their peak FLOP rate", evidence
+
+
+class SequencePadding(LevelDetector):
+    """``sequence_padding``: much of every batch is padding.
+
+    Statistic: median of the last 5 reports of ``1 - avg_seq_len / max_seq_len``.
+    Warning at 25 % padding, critical at 50 %. Physical, from the first sample.
+    """
+
+    name = "padding"
+    signal = "sequence_padding"
+    threshold = Threshold(warning=0.25, critical=0.50)
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        if report is None or report.avg_seq_len is None or not report.max_seq_len:
+            return None
+        return max(0.0, 1.0 - report.avg_seq_len / report.max_seq_len)
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        report = tick.report or tick.training
+        evidence: dict[str, Any] = {"padding_ratio": round(value, 4)}
+        if report is not None:
+            evidence.update(avg_seq_len=report.avg_seq_len, max_seq_len=report.max_seq_len)
+        return f"{percent(value)} of every batch is padding", evidence

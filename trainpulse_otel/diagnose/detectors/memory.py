@@ -1,0 +1,121 @@
+"""``memory_pressure``: GPU memory close to full or climbing fast, host memory running low."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..findings import Finding, Policy
+from ..tick import Tick
+from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+
+GIB = 1024**3
+#: A GPU's memory is on a plateau when it stayed within this fraction of its total for PLATEAU_S.
+PLATEAU_BAND = 0.01
+PLATEAU_S = 60.0
+
+
+class _Plateau:
+    """The level a GPU's memory last rested at: what steady-state training holds."""
+
+    __slots__ = ("level", "candidate", "since")
+
+    def __init__(self, frac: float, ts: float) -> None:
+        self.level = self.candidate = frac
+        self.since = ts
+
+    def update(self, frac: float, ts: float) -> float:
+        if abs(frac - self.candidate) > PLATEAU_BAND:
+            self.candidate, self.since = frac, ts
+        elif ts - self.since >= PLATEAU_S:
+            self.level = self.candidate
+        if frac < self.level:
+            self.level = frac  # memory was freed: the new floor counts at once
+        return self.level
+
+
+class GpuMemoryPressure(BaseDetector):
+    """``memory_pressure`` on a GPU: memory nearly full, or growing fast past its plateau.
+
+    Statistic per GPU: ``memory_used_bytes / memory_total_bytes``. Warning at
+    95 %, critical at 98 % (the caching allocator starts freeing and retrying,
+    fragmentation makes the next large allocation fail). Also a warning from
+    85 % when memory has grown 8 points above the plateau it rested on (the
+    level it last held for a minute): steady-state training does not grow.
+    Clears below ~92 %. Subject: the GPU.
+    """
+
+    name = "gpu_memory"
+    signals = ("memory_pressure",)
+    policy = Policy(hold=0.97)
+    threshold = Threshold(warning=0.95, critical=0.98)
+    growth = 0.08
+    growth_from = 0.85
+
+    def __init__(self) -> None:
+        self._plateau: dict[int, _Plateau] = {}
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        if not tick.gpus:
+            return None
+        out = []
+        for g in tick.gpus:
+            used, total = g.memory_used_bytes, g.memory_total_bytes
+            if used is None or not total:
+                continue
+            frac = used / total
+            plateau = self._plateau.get(g.index)
+            if plateau is None:
+                plateau = self._plateau[g.index] = _Plateau(frac, tick.ts)
+            base = plateau.update(frac, tick.ts)
+            score, severity = self.threshold.judge(frac)
+            if frac >= self.growth_from:
+                score = max(score, (frac - base) / self.growth)
+            if score >= REPORT_FLOOR:
+                out.append(self._finding(g.index, frac, base, used, total, score, severity))
+        return out
+
+    def _finding(self, index: int, frac: float, base: float, used: int, total: int,
+                 score: float, severity: str) -> Finding:
+        message = f"GPU {index} memory is {percent(frac)} full ({used / GIB:.1f} of {total / GIB:.1f} GiB)"
+        if frac - base >= self.growth / 2:
+            message += f", up from {percent(base)}"
+        evidence = {"used_fraction": round(frac, 4), "plateau_fraction": round(base, 4),
+                    "memory_used_bytes": used, "memory_total_bytes": total}
+        return Finding("memory_pressure", score, severity, message, {"gpu_index": index}, evidence)
+
+
+class HostMemoryPressure(BaseDetector):
+    """``memory_pressure`` on the host: little memory left available.
+
+    Statistic: ``memory_available_bytes / memory_total_bytes``. Warning below
+    10 %, critical below 5 % (the kernel is reclaiming hard and swapping; the
+    OOM killer is next). Clears above 12 %. Subject: the host.
+    """
+
+    name = "host_memory"
+    signals = ("memory_pressure",)
+    policy = Policy(hold=0.10 / 0.12)
+    threshold = Threshold(warning=0.10, critical=0.05, higher_is_worse=False)
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        host = tick.host
+        if host is None or host.memory_available_bytes is None or not host.memory_total_bytes:
+            return None
+        avail = host.memory_available_bytes / host.memory_total_bytes
+        score, severity = self.threshold.judge(avail)
+        if score < REPORT_FLOOR:
+            return []
+        evidence: dict[str, Any] = {"available_fraction": round(avail, 4),
+                                    "memory_available_bytes": host.memory_available_bytes}
+        if host.swap_used_bytes is not None:
+            evidence["swap_used_bytes"] = host.swap_used_bytes
+        message = (f"host memory is {percent(1 - avail)} used: "
+                   f"{host.memory_available_bytes / GIB:.0f} GiB available")
+        return [Finding("memory_pressure", score, severity, message, host_subject(tick), evidence)]
+
+
+def host_subject(tick: Tick) -> dict[str, Any]:
+    """The host a host-level signal is about: the training job's hostname when it is known."""
+    hostname = tick.node.hostname
+    return {"hostname": hostname} if hostname else {}
+

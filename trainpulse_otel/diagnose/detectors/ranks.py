@@ -1,0 +1,210 @@
+"""``rank_straggler``: one rank persistently late at the collective, everyone else waiting for it.
+
+Per rank and per report, the rank's *lateness* is when it reaches the
+collective: its data wait plus its own compute. Producers report per-rank
+``step_time_ms`` in one of two conventions, told apart on every report:
+
+- own busy time (the rank's compute plus its all-reduce, not its wait for
+  peers): then ``step + sync_wait`` is about the same on every rank (everyone
+  leaves the collective together), and lateness = data wait + step − all-reduce;
+- wall time, equal on every rank, with the waits reported separately: then
+  ``step`` itself is about equal, and lateness = step − sync wait − all-reduce.
+
+Whichever of ``step`` and ``step + sync`` varies less across ranks is the
+wall-clock one. Ranks reporting only ``tokens_per_sec`` are timed as its
+inverse.
+
+Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
+
+- relative score = median rank's smoothed lateness / this rank's (capped at 1);
+- individual score = this rank's best smoothed lateness / its current one.
+
+A straggler is a rank at least 10 % slower than the median rank (critical
+from 30 %) *consistently*. Per report each rank's excess over the report's
+median rank (after a median of its last 3 reports: a GC pause is one report)
+is averaged in an EWMA (alpha 0.4), and the average must stand at least 4
+standard errors above zero, the standard error coming from how widely ranks
+scatter around the median in each report (their interquartile range). When
+work is data-dependent, every rank scatters widely and a different one is
+last each step: averages of 20–30 % happen by chance and the error bar is as
+wide. When one rank is slow, the others agree tightly and its excess stands
+far outside. Uniformly slow communication moves every rank alike and leaves
+every excess at zero.
+
+Cost: O(ranks) per report plus two medians over
+ranks — linear from 8 to 4,096 ranks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...samples import RankSample
+from ..findings import Finding, Policy
+from ..stats import median
+from ..tick import Tick
+from ..types import CRITICAL, WARNING
+from .base import REPORT_FLOOR, SCORE_CAP, BaseDetector
+
+SLOWER_WARNING = 0.10
+SLOWER_CRITICAL = 0.30
+#: Standard errors the mean excess must clear: consistent, not occasional, slowness.
+CONSISTENT_T = 4.0
+#: The most an inconsistent excess scores: enough to keep an active signal, not to raise one.
+HOLD_ONLY = 0.9
+EWMA_ALPHA = 0.3
+EXCESS_ALPHA = 0.4
+SPREAD_ALPHA = 0.2
+#: Sigma of the EWMA of a median of 3 consecutive values, per sigma of the values: the i.i.d.
+#: factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values.
+EXCESS_SE = 1.45 * (EXCESS_ALPHA / (2.0 - EXCESS_ALPHA)) ** 0.5
+#: The smallest standard error assumed (0.2 %): a perfectly steady job is not infinitely sure.
+MIN_SE = 0.002
+BEST_FORGET = 1.0005  # the best lateness drifts up 0.05 % a report, so an old best is forgotten
+
+
+def _pstdev(values: list[float]) -> float:
+    n = len(values)
+    mean = sum(values) / n
+    return (sum((v - mean) ** 2 for v in values) / n) ** 0.5
+
+
+def lateness(ranks: tuple[RankSample, ...]) -> tuple[list[float | None], str]:
+    """Each rank's arrival at the collective (ms, or relative units), and the convention used."""
+    steps = [r.step_time_ms for r in ranks]
+    if any(s is None for s in steps):
+        return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks], "tokens"
+    syncs = [r.sync_wait_ms or 0.0 for r in ranks]
+    ars = [r.all_reduce_wait_ms or 0.0 for r in ranks]
+    own_busy = any(syncs) and _pstdev([s + w for s, w in zip(steps, syncs)]) < _pstdev(steps)  # type: ignore[operator]
+    if own_busy:
+        datas = [r.data_wait_ms or 0.0 for r in ranks]
+        return [d + max(0.0, s - a) for d, s, a in zip(datas, steps, ars)], "own_busy"  # type: ignore[operator]
+    return [max(0.0, s - w - a) for s, w, a in zip(steps, syncs, ars)], "wall"  # type: ignore[operator]
+
+
+class RankStraggler(BaseDetector):
+    """Per-rank relative and individual scores; findings for the persistently slow ranks."""
+
+    name = "ranks"
+    signals = ("rank_straggler",)
+    policy = Policy(clear_after_s=30.0)
+
+    def __init__(self) -> None:
+        self._fingerprint: tuple | None = None
+        self.convention = ""
+        self.reference: float | None = None
+        self._reset(())
+
+    def _reset(self, ids: tuple[int, ...]) -> None:
+        n = len(ids)
+        self._ids = ids
+        self._prev1: list[float | None] = [None] * n
+        self._prev2: list[float | None] = [None] * n
+        self._smooth: list[float | None] = [None] * n
+        self._best: list[float | None] = [None] * n
+        self._excess = [0.0] * n
+        self._spread: float | None = None
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        training = tick.training
+        if training is None or len(training.ranks) < 2:
+            return None
+        ranks = training.ranks
+        fingerprint = tuple([r.step_time_ms for r in ranks])  # list first: faster than a generator
+        if tick.report is None and fingerprint == self._fingerprint:
+            return None  # a repeat of the same report: no new evidence
+        self._fingerprint = fingerprint
+        ids = tuple(r.rank for r in ranks)
+        if ids != self._ids:
+            self._reset(ids)
+        late, self.convention = lateness(ranks)
+        present = sorted(x for x in late if x is not None)
+        if len(present) < 2:
+            return None
+        typical = median(present)
+        if typical <= 0:
+            return None
+        self._learn_spread(present, typical)
+        self._fold(late, typical)
+        smooth = [s for s in self._smooth if s is not None]
+        self.reference = ref = median(smooth)
+        return self._findings(ranks, ref) if ref > 0 else []
+
+    def _learn_spread(self, present: list[float], typical: float) -> None:
+        """Smooth how widely ranks scatter around the median in a report (relative IQR as a sigma)."""
+        n = len(present)
+        spread = (present[(3 * n) // 4] - present[n // 4]) / 1.349 / typical
+        prior = self._spread
+        self._spread = spread if prior is None else prior + SPREAD_ALPHA * (spread - prior)
+
+    def _fold(self, late: list[float | None], typical: float) -> None:
+        """Update each rank's median-of-3, lateness EWMA, best, and mean excess over the median rank."""
+        p1, p2, sm, best, mean = self._prev1, self._prev2, self._smooth, self._best, self._excess
+        for i, x in enumerate(late):
+            if x is None:
+                continue
+            a, b = p1[i], p2[i]
+            m3 = x if a is None or b is None else max(min(a, b), min(max(a, b), x))
+            p2[i], p1[i] = a, x
+            s = sm[i]
+            s = m3 if s is None else s + EWMA_ALPHA * (m3 - s)
+            sm[i] = s
+            prior = best[i]
+            best[i] = s if prior is None else min(s, prior * BEST_FORGET)
+            mean[i] += EXCESS_ALPHA * (m3 / typical - 1.0 - mean[i])
+
+    def consistency(self, i: int) -> float:
+        """How many standard errors rank ``i``'s mean excess stands above zero."""
+        return self._excess[i] / max((self._spread or 0.0) * EXCESS_SE, MIN_SE)
+
+    def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
+        out = []
+        floor = REPORT_FLOOR * SLOWER_WARNING
+        for i, slower in enumerate(self._excess):
+            if slower <= floor:
+                continue
+            score = slower / SLOWER_WARNING
+            t = self.consistency(i)
+            if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
+                score = min(HOLD_ONLY, score * (t / CONSISTENT_T) ** 2)
+            score = min(SCORE_CAP, score)
+            if score >= REPORT_FLOOR:
+                out.append(self._finding(ranks[i], i, ref, slower, score))
+        return out
+
+    def _finding(self, rank: RankSample, i: int, ref: float, slower: float, score: float) -> Finding:
+        s = self._smooth[i] or ref
+        best = self._best[i] or s
+        subject: dict[str, Any] = {"rank": rank.rank}
+        if rank.gpu_index is not None:
+            subject["gpu_index"] = rank.gpu_index
+        evidence: dict[str, Any] = {
+            "relative_score": round(min(1.0, ref / s), 3),
+            "individual_score": round(min(1.0, best / s), 3),
+            "slower_than_median": round(slower, 4),
+            "consistency_t": round(self.consistency(i), 1),
+            "convention": self.convention,
+        }
+        if self.convention != "tokens":
+            evidence.update(lateness_ms=round(s, 1), median_lateness_ms=round(ref, 1), peers_wait_ms=round(s - ref, 1))
+        if rank.hostname is not None:
+            evidence["hostname"] = rank.hostname
+        severity = CRITICAL if slower >= SLOWER_CRITICAL else WARNING
+        message = f"rank {rank.rank} is {slower:.0%} slower than the median rank"
+        if self.convention != "tokens":
+            message += f"; the others wait ~{s - ref:.0f} ms for it every step"
+        return Finding("rank_straggler", score, severity, message, subject, evidence)
+
+    def scores(self) -> dict[int, tuple[float, float]]:
+        """``{rank: (relative score, individual score)}`` for every rank seen."""
+        ref = self.reference
+        out = {}
+        for rank, s, best in zip(self._ids, self._smooth, self._best):
+            if s is not None and ref and s > 0:
+                out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
+        return out
+
+    def facts(self) -> dict[str, Any]:
+        individual = [v[1] for v in self.scores().values()]
+        return {"median_individual_score": median(individual)} if individual else {}

@@ -1,0 +1,116 @@
+"""The step's schedule: pipeline-parallel bubbles and blocking checkpoint saves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..findings import Finding, Policy
+from ..stats import decay
+from ..tick import Tick
+from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from .level import LevelDetector
+
+
+class PipelineBubble(LevelDetector):
+    """``pipeline_bubble``: pipeline stages idle while the schedule fills and drains.
+
+    Statistic: median of the last 5 reported ``pipeline_bubble_ratio``; when a
+    job does not report it but runs pipeline parallelism, the 1F1B theory
+    ``(pp - 1) / (m + pp - 1)`` with ``m`` micro-batches per step
+    (``gradient_accumulation_steps``). Warning at 20 %, critical at 35 %.
+    """
+
+    name = "bubble"
+    signal = "pipeline_bubble"
+    threshold = Threshold(warning=0.20, critical=0.35)
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        if report is None:
+            return None
+        if report.pipeline_bubble_ratio is not None:
+            return report.pipeline_bubble_ratio
+        pp, m = report.pipeline_parallel_size, report.gradient_accumulation_steps
+        if pp and pp > 1 and m:
+            return (pp - 1) / (m + pp - 1)
+        return None
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        report = tick.report or tick.training
+        evidence: dict[str, Any] = {"bubble_ratio": round(value, 4)}
+        if report is not None:
+            evidence.update(pipeline_parallel_size=report.pipeline_parallel_size,
+                            micro_batches=report.gradient_accumulation_steps)
+        return f"pipeline stages sit idle {percent(value)} of the schedule", evidence
+
+
+class CheckpointStall(BaseDetector):
+    """``checkpoint_stall``: training blocks while checkpoints are saved.
+
+    Statistic: the share of recent wall time spent blocked in saves, as a
+    leaky integral with a 2-minute memory (``tau_s``). A save counts while it
+    runs — every GPU idle, no step finishing and the disk writing at least 3x
+    its normal rate — and, for producers that only report it, through the
+    ``checkpoint_ms`` of the step that ended it (time already counted is not
+    counted twice). Warning at 10 % (12 s of blocking within ~2 min: a routine
+    few-second save never reaches it), critical at 25 %.
+    """
+
+    name = "checkpoint"
+    signals = ("checkpoint_stall",)
+    policy = Policy(clear_after_s=60.0)
+    threshold = Threshold(warning=0.10, critical=0.25)
+    tau_s = 120.0
+    surge = 3.0
+
+    def __init__(self) -> None:
+        self.share = 0.0
+        self._counted_s = 0.0  # inferred save time since the last report
+        self._ongoing_s = 0.0
+        self._last_save_s = 0.0
+        self._write_surge: float | None = None
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        self.share *= decay(tick.dt, self.tau_s)
+        if self._saving(tick):
+            self.share += tick.dt / self.tau_s
+            self._counted_s += tick.dt
+            self._ongoing_s += tick.dt
+            self._write_surge = tick.node.host.write_surge()
+        elif self._ongoing_s:
+            self._last_save_s, self._ongoing_s = self._ongoing_s, 0.0
+        report = tick.report
+        if report is not None:
+            reported_s = (report.checkpoint_ms or 0.0) / 1000.0
+            if reported_s:
+                self.share += max(0.0, reported_s - self._counted_s) / self.tau_s
+                self._last_save_s = max(reported_s, self._counted_s)
+            self._counted_s = 0.0
+        score, severity = self.threshold.judge(self.share)
+        if score < REPORT_FLOOR:
+            return []
+        return [Finding("checkpoint_stall", score, severity, self._message(), {}, self._evidence())]
+
+    def _saving(self, tick: Tick) -> bool:
+        if not tick.paused or tick.report is not None:
+            return False
+        surge = tick.node.host.write_surge()
+        return surge is None or surge >= self.surge
+
+    def _message(self) -> str:
+        if self._ongoing_s:
+            return f"training blocked {self._ongoing_s:.0f} s so far on a checkpoint save " \
+                   f"({percent(self.share)} of recent time)"
+        return f"checkpoint saves blocked training {percent(self.share)} of recent time " \
+               f"(last save {self._last_save_s:.0f} s)"
+
+    def _evidence(self) -> dict[str, Any]:
+        evidence: dict[str, Any] = {"blocked_share": round(self.share, 4),
+                                    "last_save_s": round(self._last_save_s, 1),
+                                    "saving_now_s": round(self._ongoing_s, 1)}
+        if self._write_surge is not None:
+            evidence["disk_write_vs_normal"] = round(self._write_surge, 1)
+        return evidence
+
+    def facts(self) -> dict[str, Any]:
+        return {"checkpoint_share": self.share, "checkpoint_write_surge": self._write_surge}

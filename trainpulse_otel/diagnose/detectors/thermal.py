@@ -1,0 +1,137 @@
+"""``thermal_instability``: a GPU throttling on heat, or heating fast under unchanged load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..findings import Finding, Policy
+from ..stats import RecentMedian, RobustBaseline, WindowMin, median
+from ..tick import THERMAL_REASONS, GpuState, Tick
+from ..types import CRITICAL, WARNING
+from .base import REPORT_FLOOR, BaseDetector
+
+#: Seconds of history for the rise (and the GPU must have been busy that long).
+RISE_WINDOW_S = 60.0
+#: A rise this much faster than the peers' in RISE_WINDOW_S raises the signal.
+RISE_C = 6.0
+#: Degrees above the GPU's own baseline (and its peers') that keep an active signal.
+EXCESS_C = 6.0
+#: Seconds after the last thermal throttle reason during which the GPU still counts as throttling.
+THROTTLE_MEMORY_S = 30.0
+HARD_REASONS = frozenset(("hw_thermal", "hw_slowdown"))
+
+
+class _GpuTemps:
+    """One GPU's filtered temperature, its busy baseline and its recent minimum."""
+
+    __slots__ = ("recent", "baseline", "low")
+
+    def __init__(self) -> None:
+        self.recent = RecentMedian(3)
+        self.baseline = RobustBaseline(alpha=0.01, warmup=30, band=4.0, adopt=-1, min_scale=0.5)
+        self.low = WindowMin(RISE_WINDOW_S)
+
+
+class ThermalInstability(BaseDetector):
+    """Throttle reasons on a GPU, or a fast rise its peers do not share.
+
+    Statistic per GPU: temperature, median of the last 3 ticks (a one-tick
+    sensor blip never counts). The signal is raised by either
+
+    - thermal throttling: ``sw_thermal``, ``hw_thermal`` or ``hw_slowdown`` among
+      the GPU's throttle reasons (critical while throttled half the time or by
+      a hardware reason); or
+    - a fast rise: the temperature climbed 6 °C more than the peers' median
+      within the last minute while the GPU was busy the whole minute — a fan or
+      cold plate failing, not load (load moves every GPU at once, and a GPU that
+      just resumed after idling is not judged).
+
+    It stays active while the GPU throttled within the last 30 s or runs 4.5 °C
+    or more above its own busy baseline and its peers, and clears a minute
+    after. A slow drift is not instability: ``thermal_throttle_risk`` forecasts
+    it. Subject: the GPU.
+    """
+
+    name = "thermal"
+    signals = ("thermal_instability",)
+    policy = Policy(clear_after_s=60.0)
+
+    def __init__(self) -> None:
+        self._gpus: dict[int, _GpuTemps] = {}
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        if not tick.gpus:
+            return None
+        rows = []
+        for g in tick.gpus:
+            state = tick.node.gpus[g.index]
+            if g.temperature_celsius is None:
+                continue
+            temps = self._gpus.get(g.index)
+            if temps is None:
+                temps = self._gpus[g.index] = _GpuTemps()
+            rows.append(self._measure(temps, state, g.temperature_celsius, tick.ts))
+        if not rows:
+            return None
+        peer_rise = median([r[2] for r in rows if r[2] is not None] or [0.0])
+        peer_excess = median([r[3] for r in rows if r[3] is not None] or [0.0])
+        out = []
+        for state, temp, rise, excess in rows:
+            finding = self._judge(state, temp, rise, excess, peer_rise, peer_excess, tick)
+            if finding is not None:
+                out.append(finding)
+        return out
+
+    def _measure(self, temps: _GpuTemps, state: GpuState, reading: float, ts: float) -> tuple:
+        temp = temps.recent.add(reading)
+        low = temps.low.add(ts, temp)
+        # judged only after a full window of load: a GPU warming up after idling is not unstable
+        if state.busy_for(ts) < RISE_WINDOW_S:
+            return state, temp, None, None
+        base = temps.baseline
+        excess = temp - base.loc if base.ready else None
+        base.update(temp)
+        return state, temp, temp - low, excess
+
+    def _judge(self, state: GpuState, temp: float, rise: float | None, excess: float | None,
+               peer_rise: float, peer_excess: float, tick: Tick) -> Finding | None:
+        throttled = state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts <= THROTTLE_MEMORY_S
+        score = 1.5 if THERMAL_REASONS.intersection(state.reasons) else (1.0 if throttled else 0.0)
+        rel_rise = None if rise is None else rise - max(0.0, peer_rise)
+        rel_excess = None if excess is None else excess - max(0.0, peer_excess)
+        if rel_rise is not None:
+            score = max(score, rel_rise / RISE_C)
+        if rel_excess is not None:
+            score = max(score, min(0.95, rel_excess / EXCESS_C))
+        if score < REPORT_FLOOR:
+            return None
+        hard = bool(HARD_REASONS.intersection(state.reasons))
+        severity = CRITICAL if throttled and (hard or state.thermal >= 0.5) else WARNING
+        return Finding("thermal_instability", score, severity,
+                       self._message(state, temp, throttled, rel_rise, peer_excess),
+                       {"gpu_index": state.index},
+                       self._evidence(state, temp, rel_rise, rel_excess))
+
+    @staticmethod
+    def _message(state: GpuState, temp: float, throttled: bool, rel_rise: float | None, peer_excess: float) -> str:
+        if throttled:
+            reasons = ", ".join(r for r in state.reasons if r in THERMAL_REASONS) or "recently"
+            clock = f"; SM clock at {state.clock_ratio:.0%} of max" if state.clock_ratio is not None else ""
+            return f"GPU {state.index} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
+        if rel_rise is not None and rel_rise >= RISE_C / 2:
+            return f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute " \
+                   f"(now {temp:.0f} °C) under unchanged load"
+        return f"GPU {state.index} runs hot: {temp:.0f} °C, well above its usual temperature and its peers'"
+
+    @staticmethod
+    def _evidence(state: GpuState, temp: float, rel_rise: float | None, rel_excess: float | None) -> dict[str, Any]:
+        evidence: dict[str, Any] = {"temperature_celsius": temp,
+                                    "throttle_reasons": [r for r in state.reasons if r in THERMAL_REASONS],
+                                    "thermal_throttled_share": round(state.thermal, 3)}
+        if rel_rise is not None:
+            evidence["rise_vs_peers_celsius"] = round(rel_rise, 1)
+        if rel_excess is not None:
+            evidence["above_baseline_vs_peers_celsius"] = round(rel_excess, 1)
+        if state.clock_ratio is not None:
+            evidence["sm_clock_ratio"] = round(state.clock_ratio, 3)
+        return evidence

@@ -1,0 +1,121 @@
+"""Throughput against the job's own baseline, and how busy the GPUs are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...samples import TrainingSample
+from ..findings import Finding, Policy
+from ..stats import RecentMedian, RobustBaseline, median
+from ..tick import Tick
+from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from .level import LevelDetector
+
+#: Reports that make the throughput baseline (~20–40 s at one report a second).
+BASELINE_REPORTS = 20
+
+
+class _Rate:
+    """One throughput series: a short median and a baseline that learns only normal values."""
+
+    __slots__ = ("recent", "baseline")
+
+    def __init__(self) -> None:
+        self.recent = RecentMedian(5)
+        self.baseline = RobustBaseline(alpha=0.02, warmup=BASELINE_REPORTS, band=4.0, adopt=+1)
+
+    def add(self, x: float) -> float | None:
+        """Take a value; return the relative drop of the recent median below the baseline."""
+        now = self.recent.add(x)
+        base = self.baseline
+        drop = 1.0 - now / base.loc if base.ready and base.loc > 0 and len(self.recent) >= 3 else None
+        base.update(x)
+        return drop
+
+
+class ThroughputCollapse(BaseDetector):
+    """``throughput_collapse``: the job runs much slower than it did.
+
+    Statistic: the drop of the median of the last 5 reports below the job's
+    own baseline (median of the first 20 reports, then a robust EWMA that
+    ignores values outside 4 sigmas and adopts improvements). Measured on
+    tokens/s and on steps/s (1000 / ``step_time_ms``) and the smaller drop
+    counts: a real slowdown moves both, while shorter documents (tokens) or a
+    batch-size ramp (steps) move only one. Warning at a 30 % drop, critical at
+    50 %. Steps that include a checkpoint save are left to
+    ``checkpoint_stall``. Needs its 20-report baseline first.
+    """
+
+    name = "throughput"
+    signals = ("throughput_collapse",)
+    threshold = Threshold(warning=0.30, critical=0.50)
+
+    def __init__(self) -> None:
+        self._tokens = _Rate()
+        self._steps = _Rate()
+        self.drop: float | None = None
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        report = tick.report
+        if report is None or report.checkpoint_ms:
+            return None
+        drops = [d for d in self._drops(report) if d is not None]
+        if not drops:
+            return None
+        self.drop = drop = min(drops)
+        score, severity = self.threshold.judge(max(0.0, drop))
+        if score < REPORT_FLOOR:
+            return []
+        return [Finding("throughput_collapse", score, severity, self._message(drop), {}, self._evidence(drop))]
+
+    def _drops(self, report: TrainingSample) -> tuple[float | None, float | None]:
+        tokens = self._tokens.add(report.tokens_per_sec) if report.tokens_per_sec else None
+        steps = self._steps.add(1000.0 / report.step_time_ms) if report.step_time_ms else None
+        return tokens, steps
+
+    def _message(self, drop: float) -> str:
+        tokens = self._tokens
+        if tokens.baseline.ready and tokens.recent.value is not None:
+            return (f"throughput fell {percent(drop)} below this job's baseline "
+                    f"({tokens.recent.value:,.0f} vs {tokens.baseline.loc:,.0f} tokens/s)")
+        return f"throughput fell {percent(drop)} below this job's baseline"
+
+    def _evidence(self, drop: float) -> dict[str, Any]:
+        evidence: dict[str, Any] = {"drop": round(drop, 4)}
+        for label, rate in (("tokens_per_sec", self._tokens), ("steps_per_sec", self._steps)):
+            if rate.baseline.ready and rate.recent.value is not None:
+                evidence[label] = round(rate.recent.value, 3)
+                evidence[f"baseline_{label}"] = round(rate.baseline.loc, 3)
+        return evidence
+
+    def facts(self) -> dict[str, Any]:
+        return {} if self.drop is None else {"throughput_drop": self.drop}
+
+
+class GpuUnderutilization(LevelDetector):
+    """``gpu_underutilization``: the job's GPUs spend much of the time without a kernel running.
+
+    Statistic: median over GPUs of NVML utilisation, median of the last 5
+    ticks. Warning below 80 %, critical below 50 %, clears above 85 %
+    (hysteresis) after 20 s. Ticks on which every GPU is idle (a checkpoint
+    save, an evaluation, a dead job) are not judged: training is not running
+    then, which is ``checkpoint_stall``'s business, not this signal's.
+    """
+
+    name = "utilization"
+    signal = "gpu_underutilization"
+    threshold = Threshold(warning=80.0, critical=50.0, higher_is_worse=False)
+    policy = Policy(hold=80.0 / 85.0)
+
+    def measure(self, tick: Tick) -> float | None:
+        if tick.paused:
+            return None
+        utils = [g.utilization_percent for g in tick.gpus if g.utilization_percent is not None]
+        return median(utils) if utils else None
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        utils = {g.index: g.utilization_percent for g in tick.gpus if g.utilization_percent is not None}
+        evidence: dict[str, Any] = {"median_utilization_percent": round(value, 1), "utilization_percent": utils}
+        if tick.node.host.cpu is not None:
+            evidence["host_cpu_percent"] = round(tick.node.host.cpu, 1)
+        return f"GPUs run kernels only {value:.0f}% of the time (median of {len(utils)} GPUs)", evidence

@@ -1,0 +1,224 @@
+"""One tick as the detectors see it: the frame, what is new in it, and the node's smoothed state.
+
+:class:`TickBuilder` turns consecutive frames into :class:`Tick` s. It works out
+once per tick what every detector would otherwise redo:
+
+- ``report`` — the training report if it is *new*. The daemon keeps the latest
+  report in every frame until it goes stale, so a repeated report is not new
+  evidence: reports are told apart by ``timestamp``, ``global_step`` and their
+  measurements.
+- ``paused`` — every GPU idle at once: training is not running (a checkpoint
+  save, an evaluation, a dead job), which is not the same as running badly.
+- ``node`` — :class:`NodeState`, smoothed per-GPU and host state (utilisation,
+  clock ratio, throttle reasons, power against its limit, host CPU and disk
+  writes) that detectors and the cross-layer correlation both read.
+
+The clock is the frame timestamp; nothing here reads the wall clock.
+"""
+
+from __future__ import annotations
+
+from ..samples import Frame, GpuSample, HostSample, TrainingSample
+from .stats import RobustBaseline, decay
+
+THERMAL_REASONS = frozenset(("sw_thermal", "hw_thermal", "hw_slowdown"))
+POWER_REASONS = frozenset(("sw_power_cap", "hw_power_brake"))
+#: A GPU below this utilisation (percent) is idle.
+IDLE_UTIL = 5.0
+#: A GPU at or above this utilisation (percent) is busy: its temperature reflects load.
+BUSY_UTIL = 50.0
+
+
+class GpuState:
+    """One GPU's smoothed state: fractions are EWMAs (~10 s) of 0/1 indicators."""
+
+    __slots__ = (
+        "index", "name", "util", "clock_ratio", "thermal", "power_capped", "power_ratio",
+        "limit", "limit_max", "last_thermal_ts", "busy_since", "temp", "reasons", "mem_frac",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.name: str | None = None
+        self.util: float | None = None
+        self.clock_ratio: float | None = None
+        self.thermal = 0.0
+        self.power_capped = 0.0
+        self.power_ratio: float | None = None
+        self.limit: float | None = None
+        self.limit_max = 0.0
+        self.last_thermal_ts: float | None = None
+        self.busy_since: float | None = None
+        self.temp: float | None = None
+        self.reasons: tuple[str, ...] = ()
+        self.mem_frac: float | None = None
+
+    def busy_for(self, ts: float) -> float:
+        """Seconds this GPU has been continuously busy at ``ts`` (0 when idle)."""
+        return 0.0 if self.busy_since is None else ts - self.busy_since
+
+    def update(self, gpu: GpuSample, ts: float, keep: float) -> None:
+        """Fold in this tick's sample; ``keep`` is the EWMA weight the old state keeps."""
+        self.name = gpu.name or self.name
+        util = gpu.utilization_percent
+        if util is not None:
+            first = self.util is None
+            self.util = util if first else util + (self.util - util) * keep  # type: ignore[operator]
+            if util < BUSY_UTIL:
+                self.busy_since = None
+            elif self.busy_since is None:
+                # busy at first sight: it has been for a while (a trace starts mid-job)
+                self.busy_since = float("-inf") if first else ts
+        clock, top = gpu.sm_clock_mhz, gpu.max_sm_clock_mhz
+        if clock is not None and top and (util is None or util >= BUSY_UTIL):
+            ratio = min(1.0, clock / top)
+            self.clock_ratio = ratio if self.clock_ratio is None else ratio + (self.clock_ratio - ratio) * keep
+        reasons = gpu.throttle_reasons or ()
+        self.reasons = reasons
+        hot = 1.0 if THERMAL_REASONS.intersection(reasons) else 0.0
+        capped = 1.0 if POWER_REASONS.intersection(reasons) else 0.0
+        self.thermal = hot + (self.thermal - hot) * keep
+        self.power_capped = capped + (self.power_capped - capped) * keep
+        if hot:
+            self.last_thermal_ts = ts
+        power, limit = gpu.power_watts, gpu.power_limit_watts
+        if limit:
+            self.limit = limit
+            self.limit_max = max(self.limit_max, limit)
+            if power is not None:
+                ratio = power / limit
+                self.power_ratio = ratio if self.power_ratio is None else ratio + (self.power_ratio - ratio) * keep
+        self.temp = gpu.temperature_celsius
+        used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+        if used is not None and total:
+            self.mem_frac = used / total
+
+
+class HostState:
+    """The host's smoothed CPU and disk-write rate, and its normal write rate."""
+
+    __slots__ = ("cpu", "disk_write", "disk_baseline", "available_frac")
+
+    def __init__(self) -> None:
+        self.cpu: float | None = None
+        self.disk_write: float | None = None
+        self.disk_baseline = RobustBaseline(alpha=0.02, warmup=10, band=6.0, min_scale=1e6)
+        self.available_frac: float | None = None
+
+    def update(self, host: HostSample, keep: float, paused: bool) -> None:
+        """Fold in this tick's host sample; the write baseline learns from training ticks only."""
+        cpu = host.cpu_percent
+        if cpu is not None:
+            self.cpu = cpu if self.cpu is None else cpu + (self.cpu - cpu) * keep
+        write = host.disk_write_bytes_per_sec
+        if write is not None:
+            self.disk_write = write
+            if not paused:
+                self.disk_baseline.update(write)
+        if host.memory_total_bytes and host.memory_available_bytes is not None:
+            self.available_frac = host.memory_available_bytes / host.memory_total_bytes
+
+    def write_surge(self) -> float | None:
+        """Current disk writes over their normal level (None until the baseline is known)."""
+        base = self.disk_baseline
+        if self.disk_write is None or not base.ready:
+            return None
+        return self.disk_write / max(base.loc, 1e6)
+
+
+class NodeState:
+    """Per-GPU and host state, plus which rank runs on which local GPU."""
+
+    __slots__ = ("gpus", "host", "rank_of_gpu", "hostname")
+
+    def __init__(self) -> None:
+        self.gpus: dict[int, GpuState] = {}
+        self.host = HostState()
+        self.rank_of_gpu: dict[int, int] = {}
+        self.hostname: str | None = None
+
+    def gpu(self, index: int) -> GpuState | None:
+        return self.gpus.get(index)
+
+    def learn_ranks(self, training: TrainingSample) -> None:
+        """Map local GPUs to the ranks on them (ranks on other hosts are not on these GPUs)."""
+        self.hostname = training.hostname or self.hostname
+        local = self.hostname
+        mapping: dict[int, int] = {}
+        for r in training.ranks:
+            if r.gpu_index is not None and (r.hostname is None or local is None or r.hostname == local):
+                mapping.setdefault(r.gpu_index, r.rank)
+        if mapping:
+            self.rank_of_gpu = mapping
+
+
+class Tick:
+    """What detectors read at one tick."""
+
+    __slots__ = ("ts", "dt", "frame", "gpus", "host", "training", "report", "paused", "node")
+
+    def __init__(self, ts: float, dt: float, frame: Frame, report: TrainingSample | None,
+                 paused: bool, node: NodeState) -> None:
+        self.ts = ts
+        self.dt = dt
+        self.frame = frame
+        self.gpus = frame.gpus
+        self.host = frame.host
+        self.training = frame.training
+        self.report = report
+        self.paused = paused
+        self.node = node
+
+
+def report_key(training: TrainingSample) -> tuple:
+    """What tells one training report from a repeat of the same one."""
+    return (training.timestamp, training.global_step, training.step_time_ms, training.tokens_per_sec,
+            training.mfu, training.data_wait_ms, len(training.ranks))
+
+
+def all_idle(gpus: tuple[GpuSample, ...]) -> bool:
+    """True when there are GPUs and every one reports utilisation at or below IDLE_UTIL."""
+    if not gpus:
+        return False
+    for g in gpus:
+        u = g.utilization_percent
+        if u is None or u > IDLE_UTIL:
+            return False
+    return True
+
+
+class TickBuilder:
+    """Turns consecutive frames into ticks; owns the node state (``tau_s``: its smoothing)."""
+
+    def __init__(self, tau_s: float = 10.0) -> None:
+        self.node = NodeState()
+        self.tau_s = tau_s
+        self._last_ts: float | None = None
+        self._last_key: tuple | None = None
+
+    def next(self, frame: Frame) -> Tick:
+        """The tick for ``frame`` (frames come in time order)."""
+        ts = frame.ts
+        first = self._last_ts is None
+        dt = 0.0 if first else max(0.0, ts - self._last_ts)  # type: ignore[operator]
+        self._last_ts = ts
+        report = None
+        training = frame.training
+        if training is not None:
+            key = report_key(training)
+            if key != self._last_key:
+                self._last_key = key
+                report = training
+                if training.ranks:
+                    self.node.learn_ranks(training)
+        paused = all_idle(frame.gpus)
+        keep = 0.0 if first else decay(dt, self.tau_s)
+        node = self.node
+        for g in frame.gpus:
+            state = node.gpus.get(g.index)
+            if state is None:
+                state = node.gpus[g.index] = GpuState(g.index)
+            state.update(g, ts, keep)
+        if frame.host is not None:
+            node.host.update(frame.host, keep, paused)
+        return Tick(ts, dt, frame, report, paused, node)
