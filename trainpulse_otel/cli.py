@@ -1,4 +1,4 @@
-"""The ``trainpulse`` command line: daemon | top | snapshot | replay.
+"""The ``trainpulse`` command line: daemon | top | snapshot | replay | eval.
 
 Go-style single-dash flags (``-mode sim -interval 1s``) and ``--mode`` both
 work. Every settings flag comes from :data:`trainpulse_otel.config.OPTIONS`.
@@ -81,7 +81,25 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("file", metavar="FILE", help="trace recorded with -record (JSON Lines)")
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
     _add_setting_flags(rep, ("interval", "history_size", "log_level", "log_format", "stale_after"))
+    _add_eval_parser(commands)
     return parser
+
+
+def _add_eval_parser(commands: Any) -> None:
+    from .evaluate import VARIANTS
+
+    ev = commands.add_parser("eval", help="score the diagnosis on every simulated fault", allow_abbrev=False,
+                             description="Replay every simulation scenario, score detection, latency and the "
+                                         "top root cause, then a long healthy run for false alarms. Exit code 1 "
+                                         "when a figure is missed.")
+    ev.add_argument("-json", "--json", action="store_true", help="print one JSON object")
+    ev.add_argument("-seeds", "--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
+    ev.add_argument("-scenario", "--scenario", action="append", metavar="NAME",
+                    help="only this scenario (repeatable)")
+    ev.add_argument("-variants", "--variants", default="default", metavar="LIST",
+                    help=f"comma-separated job shapes: {', '.join(VARIANTS)}, or all (default: default)")
+    ev.add_argument("-healthy", "--healthy", default="1h", metavar="DURATION",
+                    help="length of the healthy run, 0 to skip (default 1h)")
 
 
 # ------------------------------------------------------------------ commands
@@ -195,6 +213,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from .collect.scenarios import SCENARIOS
+    from .config import parse_duration
+    from .evaluate import VARIANTS, evaluate, format_report
+
+    variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
+    unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
+    if unknown:
+        raise UsageError(f"unknown variant or scenario: {', '.join(unknown)}")
+    if args.seeds < 1:
+        raise UsageError("-seeds must be at least 1")
+    try:
+        healthy_s = parse_duration(args.healthy)
+    except ValueError as exc:
+        raise UsageError(f"-healthy: {exc}") from None
+    report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
+    return 0 if report.passed else 1
+
+
 def _print_timeline(result: Any) -> None:
     for t in result.timeline:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t.ts))
@@ -229,6 +267,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "top": cmd_top,
     "snapshot": cmd_snapshot,
     "replay": cmd_replay,
+    "eval": cmd_eval,
 }
 
 

@@ -25,15 +25,15 @@ class Policy:
     ``raise_evidence``: a pending signal is raised once the sum of
     ``min(score, 3)`` over consecutive observations with ``score >= 1``
     reaches this, and there were at least ``min_observations`` of them — so a
-    marginal fault needs three observations, a blatant one two, and a single
-    noisy one never suffices. ``hold``: an active signal stays active while
+    marginal fault needs three observations, a clear one (score 1.25) two,
+    and a single noisy one never suffices. ``hold``: an active signal stays active while
     its score is at least this (below 1: hysteresis). ``clear_after_s``: it
     clears after its score stayed below ``hold`` this long (hold-down, no
     flapping). ``stale_after_s``: a subject its detector has not judged for
     this long is cleared (the GPU vanished, the job stopped reporting).
     """
 
-    raise_evidence: float = 3.0
+    raise_evidence: float = 2.5
     min_observations: int = 2
     hold: float = 0.75
     clear_after_s: float = 20.0

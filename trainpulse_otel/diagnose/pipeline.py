@@ -37,12 +37,14 @@ class DiagnosticPipeline:
 
     def __init__(self, detectors: Sequence[Detector] | None = None) -> None:
         self.detectors: tuple[Detector, ...] = tuple(default_detectors() if detectors is None else detectors)
+        self._due = [float("-inf")] * len(self.detectors)
         self._ticks = TickBuilder()
         self._tracker = SignalTracker()
         self._health = HealthScorer()
         self._diagnosis = Diagnosis()
         self._causes: tuple[RootCause, ...] = ()
         self._causes_at = float("-inf")
+        self._top: tuple | None = None
 
     @property
     def diagnosis(self) -> Diagnosis:
@@ -55,27 +57,32 @@ class DiagnosticPipeline:
         if frame is None:
             return PipelineResult(self._diagnosis)
         tick = self._ticks.next(frame)
-        tracker = self._tracker
+        ts, tracker, due = tick.ts, self._tracker, self._due
         for source, detector in enumerate(self.detectors):
+            if ts < due[source]:
+                continue
+            if detector.every_s:
+                due[source] = ts + detector.every_s
             findings = detector.update(tick)
             if findings is not None:
-                tracker.observe(source, findings, detector.policy, tick.ts)
+                tracker.observe(source, findings, detector.policy, ts)
         tracker.expire(tick.ts)
         transitions = tracker.drain()
         signals = tracker.signals()
-        top_before = _top(self._causes)
-        causes = self._root_causes(tick.ts, signals, transitions)
-        health = self._health.update(tick.ts, signals)
-        self._diagnosis = Diagnosis(ts=tick.ts, health=health, signals=signals, root_causes=causes)
-        return PipelineResult(self._diagnosis, transitions, _top(causes) != top_before)
+        top_before = self._top
+        causes = self._root_causes(ts, signals, transitions)
+        health = self._health.update(ts, signals)
+        self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes)
+        return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
     def _root_causes(self, ts: float, signals: tuple[Signal, ...],
                      transitions: tuple[Transition, ...]) -> tuple[RootCause, ...]:
         if not signals:
-            self._causes = ()
+            self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
             self._causes = infer_root_causes(signals, self.facts(), self._ticks.node, ts)
             self._causes_at = ts
+            self._top = _top(self._causes)
         return self._causes
 
     def facts(self) -> dict[str, Any]:

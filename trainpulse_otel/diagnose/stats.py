@@ -8,7 +8,7 @@ it one value at a time, so a tick costs the same whatever the window size.
 - :class:`RobustBaseline` — the job's own normal level and spread: a median/MAD
   start, then an EWMA that learns only from values inside its band, so a fault
   never teaches the baseline that the fault is normal.
-- :class:`Trend` — a least-squares line over a sliding time window with running
+- :class:`Trend` — least-squares lines over trailing time windows with prefix
   sums, for forecasts (time to memory exhaustion, to the throttle temperature).
 - :class:`WindowMin` — the minimum over a sliding time window (monotonic deque).
 - :func:`decay` — how much of an exponential memory survives ``dt`` seconds.
@@ -17,6 +17,7 @@ it one value at a time, so a tick costs the same whatever the window size.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections import deque
 
 #: Converts a median absolute deviation to a normal standard deviation.
@@ -52,13 +53,17 @@ class RecentMedian:
     def add(self, x: float) -> float:
         """Take ``x`` and return the median of the last ``size`` values."""
         ring = self._ring
-        if len(ring) < self._size:
+        n = len(ring)
+        if n < self._size:
             ring.append(x)
+            n += 1
         else:
             ring[self._next] = x
-            self._next = (self._next + 1) % self._size
-        self.value = median(ring)
-        return self.value
+            self._next = (self._next + 1) % n
+        s = sorted(ring)
+        value = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+        self.value = value
+        return value
 
     def __len__(self) -> int:
         return len(self._ring)
@@ -123,26 +128,28 @@ class RobustBaseline:
 
 
 class Trend:
-    """Least-squares line through the points of the last ``span_s`` seconds.
+    """Least-squares lines through the last ``span`` seconds of a series, for any span up to ``max_span_s``.
 
-    Running sums make ``add`` and ``fit`` O(1); every few hundred points the
-    sums are rebuilt from the window so rounding cannot drift. Times and values
-    are kept relative to the first point, so unix timestamps and byte counts
-    lose no precision.
-    ``every_s`` thins the points (one per ``every_s`` seconds) so a long window
-    stays small.
+    Points are kept with running prefix sums (n, Σt, Σy, Σt², Σty, Σy²), so
+    adding a point and fitting any trailing window are both O(1) (plus a
+    bisection): one series serves a 15-second and a 10-minute forecast alike.
+    Times and values are stored relative to an origin point, re-based now and
+    then, so unix timestamps and byte counts lose no precision. ``every_s``
+    thins the points to one per ``every_s`` seconds.
     """
 
-    __slots__ = ("span_s", "every_s", "_points", "_origin", "_sums", "_last", "_adds")
+    __slots__ = ("max_span_s", "every_s", "_t", "_y", "_cum", "_head", "_base", "_origin", "_last")
 
-    def __init__(self, span_s: float, every_s: float = 0.0) -> None:
-        self.span_s = span_s
+    def __init__(self, max_span_s: float, every_s: float = 0.0) -> None:
+        self.max_span_s = max_span_s
         self.every_s = every_s
-        self._points: deque[tuple[float, float]] = deque()
+        self._t: list[float] = []
+        self._y: list[float] = []
+        self._cum: list[tuple[float, float, float, float, float, float]] = []
+        self._head = 0
+        self._base = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         self._origin: tuple[float, float] | None = None
-        self._sums = [0.0] * 6  # n, Σt, Σy, Σtt, Σty, Σyy (relative to the origin point)
         self._last = -math.inf
-        self._adds = 0
 
     def add(self, ts: float, y: float) -> None:
         """Add a point at unix time ``ts`` (thinned to one per ``every_s``)."""
@@ -151,58 +158,75 @@ class Trend:
         self._last = ts
         if self._origin is None:
             self._origin = (ts, y)
-        t, y = ts - self._origin[0], y - self._origin[1]
-        points = self._points
-        points.append((t, y))
-        self._sum(t, y, 1.0)
-        while t - points[0][0] > self.span_s:
-            self._sum(*points.popleft(), -1.0)
-        self._adds += 1
-        if self._adds >= 256:
-            self._adds = 0
-            self._sums = [0.0] * 6
-            for t0, y0 in points:
-                self._sum(t0, y0, 1.0)
+        t, v = ts - self._origin[0], y - self._origin[1]
+        n, st, sy, stt, sty, syy = self._cum[-1] if self._cum else self._base
+        self._t.append(t)
+        self._y.append(v)
+        self._cum.append((n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v))
+        times, head = self._t, self._head
+        while t - times[head] > self.max_span_s:
+            self._base = self._cum[head]
+            head += 1
+        self._head = head
+        if head > 256 and 2 * head > len(times):
+            self._compact()
 
-    def _sum(self, t: float, y: float, sign: float) -> None:
-        s = self._sums
-        s[0] += sign
-        s[1] += sign * t
-        s[2] += sign * y
-        s[3] += sign * t * t
-        s[4] += sign * t * y
-        s[5] += sign * y * y
+    def _compact(self) -> None:
+        """Drop the points that left the window; re-base on the oldest point when the sums grew large."""
+        head = self._head
+        del self._t[:head], self._y[:head], self._cum[:head]
+        self._head = 0
+        if self._cum[-1][0] < 100_000:
+            return
+        t0, y0 = self._t[0], self._y[0]
+        self._origin = (self._origin[0] + t0, self._origin[1] + y0)  # type: ignore[index]
+        self._t = [t - t0 for t in self._t]
+        self._y = [v - y0 for v in self._y]
+        self._cum = []
+        n = st = sy = stt = sty = syy = 0.0
+        for t, v in zip(self._t, self._y):
+            n, st, sy, stt, sty, syy = n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v
+            self._cum.append((n, st, sy, stt, sty, syy))
+        self._base = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
     def __len__(self) -> int:
-        return len(self._points)
+        return len(self._t) - self._head
 
-    @property
-    def covered_s(self) -> float:
-        """Seconds between the oldest and newest point."""
-        return self._points[-1][0] - self._points[0][0] if len(self._points) > 1 else 0.0
+    def window(self, span_s: float) -> tuple[int, float, float]:
+        """``(points, seconds covered, change of the raw value)`` over the trailing ``span_s``."""
+        times = self._t
+        if len(times) <= self._head:
+            return 0, 0.0, 0.0
+        i = bisect_left(times, times[-1] - span_s, self._head)
+        return len(times) - i, times[-1] - times[i], self._y[-1] - self._y[i]
 
-    def fit(self) -> tuple[float, float, float] | None:
-        """``(slope per second, fitted value now, r²)``, or None with fewer than 3 points."""
-        n, st, sy, stt, sty, syy = self._sums
+    def fit(self, span_s: float) -> tuple[float, float, float, int] | None:
+        """``(slope per second, fitted value now, r², points)`` over the trailing ``span_s``; None below 3 points."""
+        times = self._t
+        if len(times) - self._head < 3:
+            return None
+        i = bisect_left(times, times[-1] - span_s, self._head)
+        lo = self._base if i == self._head else self._cum[i - 1]
+        hi = self._cum[-1]
+        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, hi))
         if n < 3:
             return None
         sxx = stt - st * st / n
         if sxx <= 0:
             return None
         sxy = sty - st * sy / n
-        slope = sxy / sxx
         syy -= sy * sy / n
+        slope = sxy / sxx
         r2 = min(1.0, sxy * sxy / (sxx * syy)) if syy > 0 else 0.0
-        now = self._points[-1][0]
-        return slope, self._origin[1] + sy / n + slope * (now - st / n), r2  # type: ignore[index]
+        now = sy / n + slope * (times[-1] - st / n)
+        return slope, self._origin[1] + now, r2, int(round(n))  # type: ignore[index]
 
-    def t_stat(self, fit: tuple[float, float, float]) -> float:
-        """The slope's t statistic for a fit from :meth:`fit` (how sure the trend is not noise)."""
-        r2 = fit[2]
-        n = self._sums[0]
-        if r2 >= 1.0:
-            return math.inf
-        return math.sqrt(r2 * (n - 2) / (1.0 - r2))
+
+def t_stat(r2: float, n: int) -> float:
+    """A fitted slope's t statistic from its r² and point count (how sure the trend is not noise)."""
+    if r2 >= 1.0:
+        return math.inf
+    return math.sqrt(r2 * (n - 2) / (1.0 - r2)) if n > 2 else 0.0
 
 
 class WindowMin:

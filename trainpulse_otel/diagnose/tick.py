@@ -75,12 +75,17 @@ class GpuState:
             self.clock_ratio = ratio if self.clock_ratio is None else ratio + (self.clock_ratio - ratio) * keep
         reasons = gpu.throttle_reasons or ()
         self.reasons = reasons
-        hot = 1.0 if THERMAL_REASONS.intersection(reasons) else 0.0
-        capped = 1.0 if POWER_REASONS.intersection(reasons) else 0.0
+        hot = capped = 0.0
+        if reasons:
+            for r in reasons:
+                if r in THERMAL_REASONS:
+                    hot = 1.0
+                elif r in POWER_REASONS:
+                    capped = 1.0
+            if hot:
+                self.last_thermal_ts = ts
         self.thermal = hot + (self.thermal - hot) * keep
         self.power_capped = capped + (self.power_capped - capped) * keep
-        if hot:
-            self.last_thermal_ts = ts
         power, limit = gpu.power_watts, gpu.power_limit_watts
         if limit:
             self.limit = limit

@@ -16,7 +16,7 @@ mentioning an active key scored it 0. A key nobody judged for
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Sequence
 
 from .findings import Finding, Policy
 from .types import CRITICAL, WARNING, Signal, Transition
@@ -57,9 +57,13 @@ class SignalTracker:
 
     # ------------------------------------------------------------ input
 
-    def observe(self, source: int, findings: Iterable[Finding], policy: Policy, ts: float) -> None:
+    def observe(self, source: int, findings: Sequence[Finding], policy: Policy, ts: float) -> None:
         """Apply what detector ``source`` found at ``ts``; its keys it did not mention scored 0."""
-        mine = self._by_source.setdefault(source, set())
+        mine = self._by_source.get(source)
+        if not findings and not mine:
+            return  # the common healthy case: nothing found, nothing pending
+        if mine is None:
+            mine = self._by_source[source] = set()
         seen: set[tuple] = set()
         for f in findings:
             key = f.key
@@ -71,7 +75,7 @@ class SignalTracker:
                 state = self._states[key] = _State(policy, f, ts)
                 mine.add(key)
             self._step(key, state, f, f.score, ts)
-        for key in [k for k in mine if k not in seen]:
+        for key in [k for k in mine if k not in seen] if len(seen) < len(mine) else ():
             state = self._states[key]
             self._step(key, state, state.finding, 0.0, ts)
 

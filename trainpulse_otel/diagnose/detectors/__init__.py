@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .base import BaseDetector, Detector, Threshold
 from .comms import AllreduceWait, SyncImbalance
-from .forecast import OomRisk, ThermalThrottleRisk
+from .forecast import GpuOomRisk, HostOomRisk, ThermalThrottleRisk
 from .inputs import DataloaderStarvation, TokenizerStall
 from .llm import LowMfu, SequencePadding
 from .memory import GpuMemoryPressure, HostMemoryPressure
@@ -34,7 +34,8 @@ BUILTIN_DETECTORS: tuple[type, ...] = (
     SequencePadding,
     CheckpointStall,
     PipelineBubble,
-    OomRisk,
+    GpuOomRisk,
+    HostOomRisk,
     ThermalThrottleRisk,
 )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
 from ..findings import DEFAULT_POLICY, Finding, Policy
@@ -24,18 +25,25 @@ from ..stats import RobustBaseline
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
 
-#: Findings scoring below this are left out (they would not even hold a signal).
+#: Findings scoring below ``policy.hold - REPORT_MARGIN`` (and never below REPORT_FLOOR) are
+#: left out: they could not even hold an active signal, and skipping them keeps healthy ticks cheap.
 REPORT_FLOOR = 0.4
+REPORT_MARGIN = 0.1
 #: Largest score a detector reports: beyond it nothing is learned.
 SCORE_CAP = 5.0
 
 
 class Detector(Protocol):
-    """What the pipeline needs from a detector."""
+    """What the pipeline needs from a detector.
+
+    ``every_s``: the pipeline calls ``update`` at most this often (0: every
+    tick) — slow physics (memory, temperature) needs no per-second look.
+    """
 
     name: str
     signals: tuple[str, ...]
     policy: Policy
+    every_s: float
 
     def update(self, tick: Tick) -> list[Finding] | None: ...
 
@@ -48,6 +56,12 @@ class BaseDetector:
     name: ClassVar[str] = ""
     signals: ClassVar[tuple[str, ...]] = ()
     policy: ClassVar[Policy] = DEFAULT_POLICY
+    every_s: ClassVar[float] = 0.0
+
+    @cached_property
+    def report_floor(self) -> float:
+        """The lowest score worth reporting under this detector's policy."""
+        return max(REPORT_FLOOR, self.policy.hold - REPORT_MARGIN)
 
     def facts(self) -> dict[str, Any]:
         """The latest statistics, for cross-layer correlation (none by default)."""

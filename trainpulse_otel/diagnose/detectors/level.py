@@ -15,7 +15,7 @@ from ...samples import TrainingSample
 from ..findings import Finding
 from ..stats import RecentMedian, RobustBaseline
 from ..tick import Tick
-from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from .base import BaseDetector, Threshold, percent
 
 #: Values needed before the median is trusted (a fault from the first sample is seen on the third).
 MIN_VALUES = 3
@@ -62,7 +62,7 @@ class LevelDetector(BaseDetector):
         if baseline is not None:
             baseline.update(x)
         self.value = value
-        if score < REPORT_FLOOR:
+        if score < self.report_floor:
             return []
         message, evidence = self.describe(value, tick)
         if baseline is not None and baseline.ready:

@@ -6,7 +6,8 @@ from typing import Any
 
 from ..findings import Finding, Policy
 from ..tick import Tick
-from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from ..types import CRITICAL, WARNING
+from .base import SCORE_CAP, BaseDetector, Threshold, percent
 
 GIB = 1024**3
 #: A GPU's memory is on a plateau when it stayed within this fraction of its total for PLATEAU_S.
@@ -36,7 +37,7 @@ class _Plateau:
 class GpuMemoryPressure(BaseDetector):
     """``memory_pressure`` on a GPU: memory nearly full, or growing fast past its plateau.
 
-    Statistic per GPU: ``memory_used_bytes / memory_total_bytes``. Warning at
+    Statistic per GPU, every 2 s: ``memory_used_bytes / memory_total_bytes``. Warning at
     95 %, critical at 98 % (the caching allocator starts freeing and retrying,
     fragmentation makes the next large allocation fail). Also a warning from
     85 % when memory has grown 8 points above the plateau it rested on (the
@@ -47,6 +48,7 @@ class GpuMemoryPressure(BaseDetector):
     name = "gpu_memory"
     signals = ("memory_pressure",)
     policy = Policy(hold=0.97)
+    every_s = 2.0
     threshold = Threshold(warning=0.95, critical=0.98)
     growth = 0.08
     growth_from = 0.85
@@ -58,6 +60,7 @@ class GpuMemoryPressure(BaseDetector):
         if not tick.gpus:
             return None
         out = []
+        floor = self.report_floor
         for g in tick.gpus:
             used, total = g.memory_used_bytes, g.memory_total_bytes
             if used is None or not total:
@@ -67,11 +70,12 @@ class GpuMemoryPressure(BaseDetector):
             if plateau is None:
                 plateau = self._plateau[g.index] = _Plateau(frac, tick.ts)
             base = plateau.update(frac, tick.ts)
-            score, severity = self.threshold.judge(frac)
+            score = frac / self.threshold.warning
             if frac >= self.growth_from:
                 score = max(score, (frac - base) / self.growth)
-            if score >= REPORT_FLOOR:
-                out.append(self._finding(g.index, frac, base, used, total, score, severity))
+            if score >= floor:
+                severity = CRITICAL if frac >= self.threshold.critical else WARNING
+                out.append(self._finding(g.index, frac, base, used, total, min(score, SCORE_CAP), severity))
         return out
 
     def _finding(self, index: int, frac: float, base: float, used: int, total: int,
@@ -95,6 +99,7 @@ class HostMemoryPressure(BaseDetector):
     name = "host_memory"
     signals = ("memory_pressure",)
     policy = Policy(hold=0.10 / 0.12)
+    every_s = 2.0
     threshold = Threshold(warning=0.10, critical=0.05, higher_is_worse=False)
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -103,7 +108,7 @@ class HostMemoryPressure(BaseDetector):
             return None
         avail = host.memory_available_bytes / host.memory_total_bytes
         score, severity = self.threshold.judge(avail)
-        if score < REPORT_FLOOR:
+        if score < self.report_floor:
             return []
         evidence: dict[str, Any] = {"available_fraction": round(avail, 4),
                                     "memory_available_bytes": host.memory_available_bytes}

@@ -10,8 +10,9 @@ collective: its data wait plus its own compute. Producers report per-rank
 - wall time, equal on every rank, with the waits reported separately: then
   ``step`` itself is about equal, and lateness = step − sync wait − all-reduce.
 
-Whichever of ``step`` and ``step + sync`` varies less across ranks is the
-wall-clock one. Ranks reporting only ``tokens_per_sec`` are timed as its
+Whichever of ``step`` and ``data wait + step + sync`` varies less across
+ranks tells the convention; the majority of the last 9 votes (the first 9
+reports, then every 5th) decides, so one odd report (a slow shard delaying every rank's data) does not flip it. Ranks reporting only ``tokens_per_sec`` are timed as its
 inverse.
 
 Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
@@ -22,7 +23,7 @@ Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
 A straggler is a rank at least 10 % slower than the median rank (critical
 from 30 %) *consistently*. Per report each rank's excess over the report's
 median rank (after a median of its last 3 reports: a GC pause is one report)
-is averaged in an EWMA (alpha 0.4), and the average must stand at least 4
+is averaged in an EWMA (alpha 0.5), and the average must stand at least 4
 standard errors above zero, the standard error coming from how widely ranks
 scatter around the median in each report (their interquartile range). When
 work is data-dependent, every rank scatters widely and a different one is
@@ -37,6 +38,7 @@ ranks — linear from 8 to 4,096 ranks.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ...samples import RankSample
@@ -44,16 +46,19 @@ from ..findings import Finding, Policy
 from ..stats import median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
-from .base import REPORT_FLOOR, SCORE_CAP, BaseDetector
+from .base import SCORE_CAP, BaseDetector
 
 SLOWER_WARNING = 0.10
 SLOWER_CRITICAL = 0.30
+#: Votes that decide the per-rank step-time convention: the first 9 reports, then every 5th.
+CONVENTION_VOTES = 9
+VOTE_EVERY = 5
 #: Standard errors the mean excess must clear: consistent, not occasional, slowness.
 CONSISTENT_T = 4.0
 #: The most an inconsistent excess scores: enough to keep an active signal, not to raise one.
 HOLD_ONLY = 0.9
 EWMA_ALPHA = 0.3
-EXCESS_ALPHA = 0.4
+EXCESS_ALPHA = 0.5
 SPREAD_ALPHA = 0.2
 #: Sigma of the EWMA of a median of 3 consecutive values, per sigma of the values: the i.i.d.
 #: factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values.
@@ -69,18 +74,31 @@ def _pstdev(values: list[float]) -> float:
     return (sum((v - mean) ** 2 for v in values) / n) ** 0.5
 
 
-def lateness(ranks: tuple[RankSample, ...]) -> tuple[list[float | None], str]:
-    """Each rank's arrival at the collective (ms, or relative units), and the convention used."""
+def own_busy_vote(ranks: tuple[RankSample, ...]) -> bool | None:
+    """Does this report look like the own-busy convention? (None: it cannot tell.)
+
+    Own busy time: everyone leaves the collective together, so data wait + step
+    + sync wait is about equal across ranks. Wall time: the step itself is.
+    """
     steps = [r.step_time_ms for r in ranks]
     if any(s is None for s in steps):
-        return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks], "tokens"
+        return None
     syncs = [r.sync_wait_ms or 0.0 for r in ranks]
-    ars = [r.all_reduce_wait_ms or 0.0 for r in ranks]
-    own_busy = any(syncs) and _pstdev([s + w for s, w in zip(steps, syncs)]) < _pstdev(steps)  # type: ignore[operator]
+    if not any(syncs):
+        return None
+    leave = [(r.data_wait_ms or 0.0) + s + w for r, s, w in zip(ranks, steps, syncs)]  # type: ignore[operator]
+    return _pstdev(leave) < _pstdev(steps)  # type: ignore[arg-type]
+
+
+def lateness(ranks: tuple[RankSample, ...], own_busy: bool) -> list[float | None]:
+    """Each rank's arrival at the collective (ms; relative units when only tokens/s are known)."""
+    if any(r.step_time_ms is None for r in ranks):
+        return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks]
     if own_busy:
-        datas = [r.data_wait_ms or 0.0 for r in ranks]
-        return [d + max(0.0, s - a) for d, s, a in zip(datas, steps, ars)], "own_busy"  # type: ignore[operator]
-    return [max(0.0, s - w - a) for s, w, a in zip(steps, syncs, ars)], "wall"  # type: ignore[operator]
+        return [(r.data_wait_ms or 0.0) + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
+                for r in ranks]
+    return [max(0.0, r.step_time_ms - (r.sync_wait_ms or 0.0) - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
+            for r in ranks]
 
 
 class RankStraggler(BaseDetector):
@@ -92,6 +110,8 @@ class RankStraggler(BaseDetector):
 
     def __init__(self) -> None:
         self._fingerprint: tuple | None = None
+        self._votes: deque[bool] = deque(maxlen=CONVENTION_VOTES)
+        self._reports = 0
         self.convention = ""
         self.reference: float | None = None
         self._reset(())
@@ -118,7 +138,7 @@ class RankStraggler(BaseDetector):
         ids = tuple(r.rank for r in ranks)
         if ids != self._ids:
             self._reset(ids)
-        late, self.convention = lateness(ranks)
+        late = lateness(ranks, self._own_busy(ranks))
         present = sorted(x for x in late if x is not None)
         if len(present) < 2:
             return None
@@ -130,6 +150,23 @@ class RankStraggler(BaseDetector):
         smooth = [s for s in self._smooth if s is not None]
         self.reference = ref = median(smooth)
         return self._findings(ranks, ref) if ref > 0 else []
+
+    def _own_busy(self, ranks: tuple[RankSample, ...]) -> bool:
+        """The convention the recent reports agree on; switching it restarts the per-rank history."""
+        if ranks[0].step_time_ms is None:
+            self.convention = "tokens"
+            return False
+        self._reports += 1
+        if len(self._votes) < CONVENTION_VOTES or self._reports % VOTE_EVERY == 0:
+            vote = own_busy_vote(ranks)
+            if vote is not None:
+                self._votes.append(vote)
+        own = 2 * sum(self._votes) > len(self._votes)
+        convention = "own_busy" if own else "wall"
+        if self.convention and convention != self.convention:
+            self._reset(self._ids)
+        self.convention = convention
+        return own
 
     def _learn_spread(self, present: list[float], typical: float) -> None:
         """Smooth how widely ranks scatter around the median in a report (relative IQR as a sigma)."""
@@ -160,7 +197,8 @@ class RankStraggler(BaseDetector):
 
     def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
         out = []
-        floor = REPORT_FLOOR * SLOWER_WARNING
+        report_floor = self.report_floor
+        floor = report_floor * SLOWER_WARNING
         for i, slower in enumerate(self._excess):
             if slower <= floor:
                 continue
@@ -169,7 +207,7 @@ class RankStraggler(BaseDetector):
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
                 score = min(HOLD_ONLY, score * (t / CONSISTENT_T) ** 2)
             score = min(SCORE_CAP, score)
-            if score >= REPORT_FLOOR:
+            if score >= report_floor:
                 out.append(self._finding(ranks[i], i, ref, slower, score))
         return out
 
@@ -204,7 +242,3 @@ class RankStraggler(BaseDetector):
             if s is not None and ref and s > 0:
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
         return out
-
-    def facts(self) -> dict[str, Any]:
-        individual = [v[1] for v in self.scores().values()]
-        return {"median_individual_score": median(individual)} if individual else {}

@@ -7,7 +7,7 @@ from typing import Any
 from ..findings import Finding, Policy
 from ..stats import decay
 from ..tick import Tick
-from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from .base import BaseDetector, Threshold, percent
 from .level import LevelDetector
 
 
@@ -87,7 +87,7 @@ class CheckpointStall(BaseDetector):
                 self._last_save_s = max(reported_s, self._counted_s)
             self._counted_s = 0.0
         score, severity = self.threshold.judge(self.share)
-        if score < REPORT_FLOOR:
+        if score < self.report_floor:
             return []
         return [Finding("checkpoint_stall", score, severity, self._message(), {}, self._evidence())]
 

@@ -8,8 +8,10 @@ from ..findings import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, WindowMin, median
 from ..tick import THERMAL_REASONS, GpuState, Tick
 from ..types import CRITICAL, WARNING
-from .base import REPORT_FLOOR, BaseDetector
+from .base import BaseDetector
 
+#: Seconds between judgements: temperature moves on a ~12 s time constant.
+EVERY_S = 2.0
 #: Seconds of history for the rise (and the GPU must have been busy that long).
 RISE_WINDOW_S = 60.0
 #: A rise this much faster than the peers' in RISE_WINDOW_S raises the signal.
@@ -28,15 +30,15 @@ class _GpuTemps:
 
     def __init__(self) -> None:
         self.recent = RecentMedian(3)
-        self.baseline = RobustBaseline(alpha=0.01, warmup=30, band=4.0, adopt=-1, min_scale=0.5)
+        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, adopt=-1, min_scale=0.5)
         self.low = WindowMin(RISE_WINDOW_S)
 
 
 class ThermalInstability(BaseDetector):
     """Throttle reasons on a GPU, or a fast rise its peers do not share.
 
-    Statistic per GPU: temperature, median of the last 3 ticks (a one-tick
-    sensor blip never counts). The signal is raised by either
+    Statistic per GPU, every 2 s: temperature, median of the last 3 readings (a
+    one-tick sensor blip never counts). The signal is raised by either
 
     - thermal throttling: ``sw_thermal``, ``hw_thermal`` or ``hw_slowdown`` among
       the GPU's throttle reasons (critical while throttled half the time or by
@@ -55,6 +57,7 @@ class ThermalInstability(BaseDetector):
     name = "thermal"
     signals = ("thermal_instability",)
     policy = Policy(clear_after_s=60.0)
+    every_s = EVERY_S
 
     def __init__(self) -> None:
         self._gpus: dict[int, _GpuTemps] = {}
@@ -76,8 +79,9 @@ class ThermalInstability(BaseDetector):
         peer_rise = median([r[2] for r in rows if r[2] is not None] or [0.0])
         peer_excess = median([r[3] for r in rows if r[3] is not None] or [0.0])
         out = []
+        floor = self.report_floor
         for state, temp, rise, excess in rows:
-            finding = self._judge(state, temp, rise, excess, peer_rise, peer_excess, tick)
+            finding = self._judge(state, temp, rise, excess, peer_rise, peer_excess, tick, floor)
             if finding is not None:
                 out.append(finding)
         return out
@@ -94,7 +98,7 @@ class ThermalInstability(BaseDetector):
         return state, temp, temp - low, excess
 
     def _judge(self, state: GpuState, temp: float, rise: float | None, excess: float | None,
-               peer_rise: float, peer_excess: float, tick: Tick) -> Finding | None:
+               peer_rise: float, peer_excess: float, tick: Tick, floor: float) -> Finding | None:
         throttled = state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts <= THROTTLE_MEMORY_S
         score = 1.5 if THERMAL_REASONS.intersection(state.reasons) else (1.0 if throttled else 0.0)
         rel_rise = None if rise is None else rise - max(0.0, peer_rise)
@@ -103,7 +107,7 @@ class ThermalInstability(BaseDetector):
             score = max(score, rel_rise / RISE_C)
         if rel_excess is not None:
             score = max(score, min(0.95, rel_excess / EXCESS_C))
-        if score < REPORT_FLOOR:
+        if score < floor:
             return None
         hard = bool(HARD_REASONS.intersection(state.reasons))
         severity = CRITICAL if throttled and (hard or state.thermal >= 0.5) else WARNING

@@ -8,7 +8,7 @@ from ...samples import TrainingSample
 from ..findings import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, median
 from ..tick import Tick
-from .base import REPORT_FLOOR, BaseDetector, Threshold, percent
+from .base import BaseDetector, Threshold, percent
 from .level import LevelDetector
 
 #: Reports that make the throughput baseline (~20–40 s at one report a second).
@@ -64,7 +64,7 @@ class ThroughputCollapse(BaseDetector):
             return None
         self.drop = drop = min(drops)
         score, severity = self.threshold.judge(max(0.0, drop))
-        if score < REPORT_FLOOR:
+        if score < self.report_floor:
             return []
         return [Finding("throughput_collapse", score, severity, self._message(drop), {}, self._evidence(drop))]
 

@@ -1,0 +1,70 @@
+"""Cost of one diagnostic pipeline update per tick, against the cost of building the frame.
+
+For 8, 64, 512 and 4,096 ranks on 8 GPUs: simulated samples go through the
+replay path (samples → points → frame, the baseline) into a 120-frame window,
+then ``DiagnosticPipeline.update`` runs on each. Printed: the median per-tick
+cost over several batches, for the healthy job and for a job with a
+straggler (signals active, root causes inferred), and the ratio to frame
+building measured in the same process. The first 120 ticks of each run
+(baselines warming up) are not timed.
+
+    python bench/pipeline_tick.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from trainpulse_otel.collect.scenarios import SCENARIOS
+from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
+from trainpulse_otel.diagnose.window import Window
+from trainpulse_otel.evaluate import VARIANTS, Variant, sim_records
+from trainpulse_otel.replay import FrameReplayer, group_ticks
+
+WINDOW = 120
+WARMUP_TICKS = 120
+BATCHES = 5
+
+
+def frames_and_build_cost(scenario: str, ranks: int, ticks: int) -> tuple[list, float]:
+    """The frames of a simulated run, and the median seconds per frame built (the baseline)."""
+    variant = Variant("bench", ranks=ranks) if ranks != 8 else VARIANTS["default"]
+    groups = list(group_ticks(sim_records(SCENARIOS[scenario], 0, ticks, variant)))
+    costs, frames = [], []
+    for _ in range(BATCHES):
+        replayer = FrameReplayer()
+        start = time.perf_counter()
+        frames = [replayer.frame(g) for g in groups]
+        costs.append((time.perf_counter() - start) / len(groups))
+    return frames, statistics.median(costs)
+
+
+def update_cost(frames: list) -> float:
+    """Median seconds per pipeline update after the warm-up ticks."""
+    costs = []
+    for _ in range(BATCHES):
+        pipeline, window = DiagnosticPipeline(), Window(WINDOW)
+        timed = 0.0
+        for i, frame in enumerate(frames):
+            window.append(frame)
+            start = time.perf_counter()
+            pipeline.update(window)
+            if i >= WARMUP_TICKS:
+                timed += time.perf_counter() - start
+        costs.append(timed / (len(frames) - WARMUP_TICKS))
+    return statistics.median(costs)
+
+
+def main() -> None:
+    print(f"{'scenario':<16}{'ranks':>6}  {'frame build':>12}  {'pipeline update':>16}  {'ratio':>6}")
+    for scenario in ("healthy", "rank_straggler"):
+        for ranks in (8, 64, 512, 4096):
+            ticks = WARMUP_TICKS + max(40, 4800 // ranks)
+            frames, build = frames_and_build_cost(scenario, ranks, ticks)
+            update = update_cost(frames)
+            print(f"{scenario:<16}{ranks:>6}  {build * 1e3:>9.3f} ms  {update * 1e3:>13.3f} ms  {update / build:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
