@@ -3,7 +3,8 @@
 Both fit straight lines to the recent past over several windows (15 s, 30 s,
 2 min and 10 min for memory; 1 and 3 min for temperature) and take the earliest time
 to the limit among the fits they trust: enough points, a slope that is not
-noise (t statistic >= 6), a line that explains the data (r² — a one-off jump
+noise (t statistic >= 6 for memory, >= 5 for temperature read as whole
+degrees), a line that explains the data (r² — a one-off jump
 in memory is a step, not a trend, and fits a line badly) and a material change
 over the window. The short window sees a sudden leak within seconds; the long
 ones see slow leaks that hide in noise at short range.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..findings import Finding, Policy
-from ..stats import RecentMedian, RobustBaseline, Trend, t_stat
+from ..stats import RobustBaseline, Trend, t_stat
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
 from .base import SCORE_CAP, BaseDetector
@@ -33,13 +34,15 @@ MIN_T_STAT = 6.0
 class Forecaster:
     """A series fitted over several trailing windows; ``eta`` is the earliest trusted time to a limit."""
 
-    __slots__ = ("trend", "spans", "min_r2", "min_change")
+    __slots__ = ("trend", "spans", "min_r2", "min_change", "min_t")
 
-    def __init__(self, spans: tuple[float, ...], every_s: float, min_r2: float, min_change: float) -> None:
+    def __init__(self, spans: tuple[float, ...], every_s: float, min_r2: float, min_change: float,
+                 min_t: float = MIN_T_STAT) -> None:
         self.trend = Trend(max(spans), every_s)
         self.spans = spans
         self.min_r2 = min_r2
         self.min_change = min_change
+        self.min_t = min_t
 
     def add(self, ts: float, y: float) -> None:
         self.trend.add(ts, y)
@@ -57,7 +60,7 @@ class Forecaster:
             if fit is None:
                 continue
             slope, now, r2, n = fit
-            if slope == 0 or r2 < self.min_r2 or t_stat(r2, n) < MIN_T_STAT:
+            if slope == 0 or r2 < self.min_r2 or t_stat(r2, n) < self.min_t:
                 continue
             if abs(slope) * covered < self.min_change:
                 continue
@@ -237,46 +240,56 @@ MIN_THROTTLE_C = 70.0
 
 
 class _GpuHeat:
-    __slots__ = ("recent", "baseline", "forecaster", "throttle_c")
+    __slots__ = ("baseline", "forecaster", "throttle_c")
 
     def __init__(self) -> None:
-        self.recent = RecentMedian(3)
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, adopt=-1, min_scale=0.5)
         self.forecaster = _heat_forecaster()
         self.throttle_c = DEFAULT_THROTTLE_C
 
 
 def _heat_forecaster() -> Forecaster:
-    return Forecaster((60.0, 180.0), ThermalThrottleRisk.every_s, min_r2=0.5, min_change=1.5)
+    return Forecaster((60.0, 180.0), ThermalThrottleRisk.every_s, min_r2=0.5, min_change=1.5, min_t=5.0)
 
 
 class ThermalThrottleRisk(BaseDetector):
     """``thermal_throttle_risk``: a GPU's temperature forecast to reach its throttle point.
 
-    Statistic per GPU, every 4 s: the temperature (median of 3 readings) fitted
-    over 1 and 3 minutes while the GPU is busy; the throttle point is 87 °C, or the
-    lowest temperature this GPU was seen thermally throttled at. Judged only
-    after a minute of load (warming back up after an idle spell is not a risk)
-    when the GPU runs at least 0.5 °C above its own busy baseline, is not already
-    throttling (that is ``thermal_instability``), and rose 1.5 °C or more over
-    the window. Warning
-    when the forecast is under 15 min, critical under 3 min; ``eta_s`` in the
-    evidence. Subject: the GPU.
+    Statistic per GPU: the temperature, read every 2 s and fitted over 1 and 3
+    minutes every 4 s while the GPU is busy (a least-squares fit shrugs off a
+    one-reading sensor blip); the throttle point is 87 °C, or the lowest
+    temperature this GPU was seen thermally throttled at. Judged after a
+    minute of load (warming back up after an idle spell is not a risk), when
+    the fitted temperature is at least 0.5 °C above the GPU's own busy
+    baseline, the GPU is not already throttling (that is
+    ``thermal_instability``), and it rose 1.5 °C or more over the window.
+    Warning when the forecast is under 15 min, critical under 3 min;
+    ``eta_s`` in the evidence. Subject: the GPU.
     """
 
     name = "thermal_risk"
     signals = ("thermal_throttle_risk",)
     policy = Policy(raise_evidence=2.0, clear_after_s=60.0)
-    every_s = 4.0
+    every_s = 2.0
+    evaluate_every_s = 4.0
     horizon_s = 900.0
     critical_s = 180.0
     margin_c = 0.5
 
     def __init__(self) -> None:
         self._gpus: dict[int, _GpuHeat] = {}
+        self._next_eval = float("-inf")
+
+    def throttle_celsius(self, index: int) -> float:
+        """The temperature GPU ``index`` is expected to throttle at."""
+        heat = self._gpus.get(index)
+        return heat.throttle_c if heat is not None else DEFAULT_THROTTLE_C
 
     def update(self, tick: Tick) -> list[Finding] | None:
         self._sample(tick)
+        if tick.ts < self._next_eval:
+            return None
+        self._next_eval = tick.ts + self.evaluate_every_s
         out = []
         for index, heat in self._gpus.items():
             finding = self._judge(index, heat, tick)
@@ -286,13 +299,13 @@ class ThermalThrottleRisk(BaseDetector):
 
     def _sample(self, tick: Tick) -> None:
         for g in tick.gpus:
-            if g.temperature_celsius is None:
+            temp = g.temperature_celsius
+            if temp is None:
                 continue
             state = tick.node.gpus[g.index]
             heat = self._gpus.get(g.index)
             if heat is None:
                 heat = self._gpus[g.index] = _GpuHeat()
-            temp = heat.recent.add(g.temperature_celsius)
             if state.last_thermal_ts == tick.ts:  # throttling now: this is where its slowdown engages
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
             if state.busy_for(tick.ts) < SETTLE_S:  # warming up after idling is not a risk
@@ -308,8 +321,6 @@ class ThermalThrottleRisk(BaseDetector):
             return None
         if state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts < 30.0:
             return None
-        if heat.recent.value is None or heat.recent.value < heat.baseline.loc + self.margin_c:
-            return None  # not above its usual temperature: nothing to forecast
         forecast = heat.forecaster.eta(heat.throttle_c)
         if forecast is None:
             return None

@@ -16,19 +16,24 @@ PLATEAU_S = 60.0
 
 
 class _Plateau:
-    """The level a GPU's memory last rested at: what steady-state training holds."""
+    """The level a GPU's memory last rested at: what steady-state training holds.
 
-    __slots__ = ("level", "candidate", "since")
+    ``confirmed`` once memory has rested somewhere for PLATEAU_S: a trace that
+    starts while a job is still allocating has no plateau to grow from yet.
+    """
+
+    __slots__ = ("level", "candidate", "since", "confirmed")
 
     def __init__(self, frac: float, ts: float) -> None:
         self.level = self.candidate = frac
         self.since = ts
+        self.confirmed = False
 
     def update(self, frac: float, ts: float) -> float:
         if abs(frac - self.candidate) > PLATEAU_BAND:
             self.candidate, self.since = frac, ts
         elif ts - self.since >= PLATEAU_S:
-            self.level = self.candidate
+            self.level, self.confirmed = self.candidate, True
         if frac < self.level:
             self.level = frac  # memory was freed: the new floor counts at once
         return self.level
@@ -40,9 +45,9 @@ class GpuMemoryPressure(BaseDetector):
     Statistic per GPU, every 2 s: ``memory_used_bytes / memory_total_bytes``. Warning at
     95 %, critical at 98 % (the caching allocator starts freeing and retrying,
     fragmentation makes the next large allocation fail). Also a warning from
-    85 % when memory has grown 8 points above the plateau it rested on (the
+    83 % when memory has grown 6 points above the plateau it rested on (the
     level it last held for a minute): steady-state training does not grow.
-    Clears below ~92 %. Subject: the GPU.
+    Clears below ~92 % (and once growth stops). Subject: the GPU.
     """
 
     name = "gpu_memory"
@@ -50,8 +55,8 @@ class GpuMemoryPressure(BaseDetector):
     policy = Policy(hold=0.97)
     every_s = 2.0
     threshold = Threshold(warning=0.95, critical=0.98)
-    growth = 0.08
-    growth_from = 0.85
+    growth = 0.06
+    growth_from = 0.83
 
     def __init__(self) -> None:
         self._plateau: dict[int, _Plateau] = {}
@@ -71,7 +76,7 @@ class GpuMemoryPressure(BaseDetector):
                 plateau = self._plateau[g.index] = _Plateau(frac, tick.ts)
             base = plateau.update(frac, tick.ts)
             score = frac / self.threshold.warning
-            if frac >= self.growth_from:
+            if frac >= self.growth_from and plateau.confirmed:
                 score = max(score, (frac - base) / self.growth)
             if score >= floor:
                 severity = CRITICAL if frac >= self.threshold.critical else WARNING

@@ -12,8 +12,12 @@ from .base import BaseDetector
 
 #: Seconds between judgements: temperature moves on a ~12 s time constant.
 EVERY_S = 2.0
-#: Seconds of history for the rise (and the GPU must have been busy that long).
+#: Seconds of history for the rise.
 RISE_WINDOW_S = 60.0
+#: Seconds of load before a GPU's temperature is judged (it settles within ~3 thermal time constants),
+#: and of settled history before a rise is.
+SETTLE_S = 60.0
+MIN_RISE_SPAN_S = 30.0
 #: A rise this much faster than the peers' in RISE_WINDOW_S raises the signal.
 RISE_C = 6.0
 #: Degrees above the GPU's own baseline (and its peers') that keep an active signal.
@@ -24,29 +28,30 @@ HARD_REASONS = frozenset(("hw_thermal", "hw_slowdown"))
 
 
 class _GpuTemps:
-    """One GPU's filtered temperature, its busy baseline and its recent minimum."""
+    """One GPU's filtered temperature, its busy baseline and its recent minimum since it settled."""
 
-    __slots__ = ("recent", "baseline", "low")
+    __slots__ = ("recent", "baseline", "low", "low_since")
 
     def __init__(self) -> None:
-        self.recent = RecentMedian(3)
+        self.recent = RecentMedian(5)
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, adopt=-1, min_scale=0.5)
         self.low = WindowMin(RISE_WINDOW_S)
+        self.low_since: float | None = None
 
 
 class ThermalInstability(BaseDetector):
     """Throttle reasons on a GPU, or a fast rise its peers do not share.
 
-    Statistic per GPU, every 2 s: temperature, median of the last 3 readings (a
-    one-tick sensor blip never counts). The signal is raised by either
+    Statistic per GPU, every 2 s: temperature, median of the last 5 readings (a
+    sensor blip of a few seconds never counts). The signal is raised by either
 
     - thermal throttling: ``sw_thermal``, ``hw_thermal`` or ``hw_slowdown`` among
       the GPU's throttle reasons (critical while throttled half the time or by
       a hardware reason); or
     - a fast rise: the temperature climbed 6 °C more than the peers' median
-      within the last minute while the GPU was busy the whole minute — a fan or
-      cold plate failing, not load (load moves every GPU at once, and a GPU that
-      just resumed after idling is not judged).
+      within the last minute — a fan or cold plate failing, not load (load moves
+      every GPU at once, and a GPU is judged only after a minute of load, so one
+      warming back up after idling is not).
 
     It stays active while the GPU throttled within the last 30 s or runs 4.5 °C
     or more above its own busy baseline and its peers, and clears a minute
@@ -56,7 +61,7 @@ class ThermalInstability(BaseDetector):
 
     name = "thermal"
     signals = ("thermal_instability",)
-    policy = Policy(clear_after_s=60.0)
+    policy = Policy(min_observations=3, clear_after_s=60.0)
     every_s = EVERY_S
 
     def __init__(self) -> None:
@@ -88,14 +93,17 @@ class ThermalInstability(BaseDetector):
 
     def _measure(self, temps: _GpuTemps, state: GpuState, reading: float, ts: float) -> tuple:
         temp = temps.recent.add(reading)
-        low = temps.low.add(ts, temp)
-        # judged only after a full window of load: a GPU warming up after idling is not unstable
-        if state.busy_for(ts) < RISE_WINDOW_S:
+        if state.busy_for(ts) < SETTLE_S:  # warming up after an idle spell is not instability
+            temps.low, temps.low_since = WindowMin(RISE_WINDOW_S), None
             return state, temp, None, None
+        if temps.low_since is None:
+            temps.low_since = ts
+        low = temps.low.add(ts, temp)
         base = temps.baseline
         excess = temp - base.loc if base.ready else None
         base.update(temp)
-        return state, temp, temp - low, excess
+        rise = temp - low if ts - temps.low_since >= MIN_RISE_SPAN_S else None
+        return state, temp, rise, excess
 
     def _judge(self, state: GpuState, temp: float, rise: float | None, excess: float | None,
                peer_rise: float, peer_excess: float, tick: Tick, floor: float) -> Finding | None:

@@ -1,0 +1,109 @@
+"""Predictive signals: oom_risk (GPU and host) and thermal_throttle_risk, with the ETA in the evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.diagnose.builders import GIB, GPU_TOTAL, T0, Harness, job
+from trainpulse_otel.diagnose.detectors import GpuOomRisk, HostOomRisk, ThermalThrottleRisk
+
+
+def gpu_leak(t: float, start: float = 60.0, per_s: float = 25e6, gpu: int = 3):
+    used = int(0.78 * GPU_TOTAL + max(0.0, t - start) * per_s)
+    return job(t, gpus={gpu: {"memory_used_bytes": min(used, GPU_TOTAL)}})
+
+
+def test_a_gpu_leak_is_forecast_minutes_ahead_with_its_eta():
+    h = Harness(GpuOomRisk()).run(range(200), gpu_leak)
+    raised = h.raised("oom_risk")
+    assert raised and raised[0].subject == {"gpu_index": 3}
+    assert raised[0].ts - T0 <= 60 + 30
+    eta = h.active()[0].evidence["eta_s"]
+    true_eta = (0.995 - 0.78) * GPU_TOTAL / 25e6 - (200 - 1 - 60)
+    assert eta == pytest.approx(true_eta, rel=0.15)
+    assert "will run out in ~" in h.active()[0].message
+
+
+def test_a_one_off_allocation_step_is_not_a_leak():
+    h = Harness(GpuOomRisk()).run(
+        range(300), lambda t: job(t, gpus={3: {"memory_used_bytes": int((0.78 if t < 100 else 0.86) * GPU_TOTAL)}}))
+    assert h.raised() == []
+
+
+def test_stable_gpu_memory_raises_nothing():
+    assert Harness(GpuOomRisk()).run(range(600), job).raised() == []
+
+
+def host_leak(t: float, per_s: float = 2 * GIB, start: float = 60.0):
+    avail = (1400 - max(0.0, t - start) * per_s / GIB) * GIB
+    return job(t, host_changes={"memory_available_bytes": int(max(avail, 6 * GIB))})
+
+
+def test_a_host_leak_is_forecast_within_seconds_and_escalates():
+    h = Harness(HostOomRisk()).run(range(400), host_leak)
+    raised = h.raised("oom_risk")
+    assert raised[0].subject == {"hostname": "node-000"}
+    assert raised[0].ts - T0 <= 60 + 15
+    assert h.active()[0].severity == "critical"  # under 10 min to go
+    true_eta = (1400 - 20.5) / 2 - (400 - 1 - 60)
+    assert h.active()[0].evidence["eta_s"] == pytest.approx(true_eta, rel=0.1)
+
+
+def test_when_the_job_dies_as_forecast_the_signal_says_memory_ran_out():
+    def frame(t):
+        if t < 700:
+            return host_leak(t)
+        return job(t, gpu_changes={"utilization_percent": 0.0, "memory_used_bytes": 512 * 1024**2},
+                   host_changes={"memory_available_bytes": 1800 * GIB}, with_training=False)
+    h = Harness(HostOomRisk()).run(range(800), frame)
+    assert h.cleared() == []
+    signal = h.active()[0]
+    assert "ran out" in signal.message and signal.evidence["eta_s"] == 0.0
+
+
+def test_when_training_resumes_the_post_mortem_clears():
+    def frame(t):
+        if t < 700:
+            return host_leak(t)
+        if t < 760:
+            return job(t, gpu_changes={"utilization_percent": 0.0}, with_training=False,
+                       host_changes={"memory_available_bytes": 1800 * GIB})
+        return job(t, host_changes={"memory_available_bytes": 1800 * GIB})
+    h = Harness(HostOomRisk()).run(range(900), frame)
+    assert h.active() == [] and len(h.cleared()) == 1
+
+
+def test_host_memory_noise_raises_nothing():
+    import math
+
+    wave = lambda t: job(t, host_changes={"memory_available_bytes": int((1400 + 3 * math.sin(t / 200)) * GIB)})  # noqa
+    assert Harness(HostOomRisk()).run(range(900), wave).raised() == []
+
+
+def warming(t: float, start: float = 60.0, per_s: float = 1 / 15):
+    return job(t, gpus={2: {"temperature_celsius": float(round(67.0 + max(0.0, t - start) * per_s))}})
+
+
+def test_a_gpu_warming_toward_its_throttle_point_is_forecast():
+    h = Harness(ThermalThrottleRisk()).run(range(240), warming)
+    raised = h.raised("thermal_throttle_risk")
+    assert raised and raised[0].subject == {"gpu_index": 2}
+    assert raised[0].ts - T0 <= 60 + 60
+    eta = h.active()[0].evidence["eta_s"]
+    assert eta == pytest.approx((87 - 67 - (240 - 60) / 15) * 15, rel=0.3)
+
+
+def test_a_gpu_warming_back_up_after_idling_is_no_risk():
+    def frame(t):
+        if 100 <= t < 140:
+            return job(t, gpus={2: {"utilization_percent": 0.0, "temperature_celsius": 45.0}})
+        return job(t, gpus={2: {"temperature_celsius": float(round(67 - max(0.0, 22 - (t - 140) * 0.5)))}}
+                   if t >= 140 else None)
+    assert Harness(ThermalThrottleRisk()).run(range(300), frame).raised() == []
+
+
+def test_the_throttle_point_is_learned_from_observed_throttling():
+    det = ThermalThrottleRisk()
+    h = Harness(det)
+    h.feed(job(t, gpus={2: {"temperature_celsius": 80.0, "throttle_reasons": ("sw_thermal",)}}) for t in range(12))
+    assert det.throttle_celsius(2) == 80.0 and det.throttle_celsius(7) == 87.0

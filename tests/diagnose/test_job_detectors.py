@@ -1,0 +1,153 @@
+"""Job-level detectors alone on hand-built frames: blips ignored, faults raised fast, recovery clears."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.diagnose.builders import Harness, job
+from trainpulse_otel.diagnose.detectors import (
+    AllreduceWait,
+    CheckpointStall,
+    DataloaderStarvation,
+    GpuUnderutilization,
+    LowMfu,
+    PipelineBubble,
+    SequencePadding,
+    SyncImbalance,
+    ThroughputCollapse,
+    TokenizerStall,
+)
+
+#: (detector, the training change that makes its fault, the signal)
+STEP_SHARES = [
+    (DataloaderStarvation, {"data_wait_ms": 700.0}, "dataloader_starvation"),
+    (TokenizerStall, {"tokenizer_wait_ms": 700.0}, "tokenizer_stall"),
+    (SyncImbalance, {"sync_wait_ms": 500.0}, "sync_imbalance"),
+]
+
+
+@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+def test_a_one_step_spike_is_ignored(detector, fault, signal):
+    h = Harness(detector()).run(range(120), lambda t: job(t, training=fault if t == 60 else None))
+    assert h.raised() == []
+
+
+@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+def test_a_persistent_wait_is_raised_within_seconds_and_clears_after_recovery(detector, fault, signal):
+    h = Harness(detector()).run(range(200), lambda t: job(t, training=fault if 60 <= t < 120 else None))
+    assert 60 < h.first_raise_s(signal) <= 66
+    assert len(h.raised()) == 1 and len(h.cleared()) == 1
+    assert 120 < h.cleared()[0].ts - 1_764_400_000.0 <= 150
+
+
+@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+def test_a_fault_present_from_the_first_sample_is_found(detector, fault, signal):
+    h = Harness(detector()).run(range(30), lambda t: job(t, training=fault))
+    assert h.first_raise_s(signal) <= 5
+
+
+def test_a_data_wait_ramp_is_caught_early_against_the_jobs_baseline():
+    # 4 ms of data wait for a minute, then +10 ms a second: 3 % of the step 14 s in, long before 10 %
+    h = Harness(DataloaderStarvation()).run(
+        range(140), lambda t: job(t, training={"data_wait_ms": 4.0 + max(0.0, t - 60) * 10.0}))
+    first = h.first_raise_s("dataloader_starvation")
+    assert first is not None and first < 60 + 15
+    assert "data loader" in h.raised()[0].message
+
+
+def test_allreduce_wait_counts_the_fastest_ranks_so_a_straggler_is_not_slow_communication():
+    # A framework whose all-reduce timer includes the wait for rank 5: every other rank reports 700 ms.
+    slow_wait = {r: {"all_reduce_wait_ms": 700.0} for r in range(8) if r != 5}
+    h = Harness(AllreduceWait()).run(range(60), lambda t: job(t, rank_changes=slow_wait,
+                                                              training={"all_reduce_wait_ms": 630.0}))
+    assert h.raised() == []
+    slow_comm = Harness(AllreduceWait()).run(range(60), lambda t: job(t, rank={"all_reduce_wait_ms": 500.0}))
+    assert slow_comm.first_raise_s("allreduce_wait") <= 5
+
+
+def test_throughput_collapse_against_the_baseline_and_not_before_it():
+    slow = {"tokens_per_sec": 40000.0, "step_time_ms": 3300.0}
+    h = Harness(ThroughputCollapse()).run(range(150), lambda t: job(t, training=slow if t >= 90 else None))
+    assert 90 < h.first_raise_s("throughput_collapse") <= 96
+    assert h.raised()[0].severity == "warning"
+    assert "below this job's baseline" in h.raised()[0].message
+    from_start = Harness(ThroughputCollapse()).run(range(60), lambda t: job(t, training=slow))
+    assert from_start.raised() == []  # nothing to fall from: low_mfu and friends see such a job
+
+
+def test_throughput_ignores_shorter_documents_when_steps_stay_as_fast():
+    fewer_tokens = {"tokens_per_sec": 30000.0}  # tokens/s fell, steps/s did not: data, not a slowdown
+    h = Harness(ThroughputCollapse()).run(range(150), lambda t: job(t, training=fewer_tokens if t >= 90 else None))
+    assert h.raised() == []
+
+
+def test_gpu_underutilization_is_not_judged_while_every_gpu_is_idle():
+    save = {"utilization_percent": 0.0}
+    h = Harness(GpuUnderutilization()).run(range(200), lambda t: job(t, gpu_changes=save if 60 <= t < 90 else None))
+    assert h.raised() == []
+    starved = Harness(GpuUnderutilization()).run(
+        range(200), lambda t: job(t, gpu_changes={"utilization_percent": 45.0} if t >= 60 else None))
+    assert 60 < starved.first_raise_s("gpu_underutilization") <= 65
+    assert starved.raised()[0].severity == "critical"
+
+
+def test_low_mfu_from_the_first_sample_and_its_hysteresis():
+    h = Harness(LowMfu()).run(range(200), lambda t: job(t, training={"mfu": 0.14 if t < 100 else 0.24}))
+    assert h.first_raise_s("low_mfu") <= 4
+    assert h.cleared() == []  # 0.24 is above the 0.20 bound but inside the hysteresis band
+    ok = Harness(LowMfu()).run(range(60), lambda t: job(t, training={"mfu": 0.25}))
+    assert ok.raised() == []
+
+
+def test_sequence_padding_from_the_first_sample_is_critical():
+    h = Harness(SequencePadding()).run(range(20), lambda t: job(t, training={"avg_seq_len": 1200.0}))
+    raised = h.raised("sequence_padding")
+    assert raised and raised[0].ts - 1_764_400_000.0 <= 4
+    assert h.active()[0].severity == "critical" and h.active()[0].evidence["padding_ratio"] > 0.7
+
+
+def test_pipeline_bubble_from_the_reported_ratio_or_the_schedule():
+    reported = Harness(PipelineBubble()).run(range(20), lambda t: job(t, training={"pipeline_bubble_ratio": 0.43}))
+    assert reported.first_raise_s("pipeline_bubble") <= 4
+    theory = {"pipeline_bubble_ratio": None, "pipeline_parallel_size": 8, "gradient_accumulation_steps": 8}
+    h = Harness(PipelineBubble()).run(range(20), lambda t: job(t, training=theory))
+    assert h.active()[0].evidence["bubble_ratio"] == pytest.approx(7 / 15, abs=1e-3)
+
+
+def _saving(t: float, start: float, length: float, report_ms: bool = True):
+    """A job that blocks on a checkpoint save from ``start`` for ``length`` seconds."""
+    if start <= t < start + length:
+        return job(t, gpu_changes={"utilization_percent": 0.0, "throttle_reasons": ("gpu_idle",)},
+                   host_changes={"disk_write_bytes_per_sec": 4e9}, with_training=False)
+    end = {"checkpoint_ms": length * 1000.0} if report_ms and start + length <= t < start + length + 1 else None
+    return job(t, training=end)
+
+
+def test_a_routine_checkpoint_is_not_a_stall():
+    h = Harness(CheckpointStall()).run(range(300), lambda t: _saving(t, 100, 6))
+    assert h.raised() == []
+
+
+def test_a_long_blocking_save_is_a_stall_seen_while_it_runs():
+    h = Harness(CheckpointStall()).run(range(420), lambda t: _saving(t, 100, 30))
+    first = h.first_raise_s("checkpoint_stall")
+    assert first is not None and first < 130  # raised during the save, not after it
+    assert "so far on a checkpoint save" in h.raised()[0].message
+    assert h.active() == [] and len(h.cleared()) == 1  # once the 2-minute memory has let it go
+
+
+def test_a_reported_checkpoint_time_counts_without_gpu_data():
+    def frame(t):
+        return job(t, with_gpus=False, training={"checkpoint_ms": 30000.0} if t % 40 == 0 and t else None)
+    h = Harness(CheckpointStall()).run(range(200), frame)
+    assert h.raised("checkpoint_stall")
+    assert h.raised()[0].ts - 1_764_400_000.0 <= 45
+
+
+def test_a_repeated_report_is_not_new_evidence():
+    repeated = job(10.0, training={"mfu": 0.1})
+    h = Harness(LowMfu())
+    h.feed([job(0.0), job(1.0)])
+    h.feed(repeated.__class__(ts=repeated.ts + d, gpus=repeated.gpus, host=repeated.host,
+                              training=repeated.training) for d in range(30))
+    assert h.raised() == []  # one low report, repeated by the daemon for 30 s, is still one report

@@ -1,0 +1,109 @@
+"""rank_straggler: one slow rank told from uniformly slow communication and from data-dependent imbalance,
+at 8 and at 4,096 ranks, for both per-rank step-time conventions."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from tests.diagnose.builders import T0, Harness
+from trainpulse_otel.diagnose.detectors import RankStraggler
+from trainpulse_otel.samples import Frame, RankSample, TrainingSample
+
+BUSY_MS = 1700.0
+ALLREDUCE_MS = 105.0
+
+
+def report(t: float, n: int, compute, convention: str = "own_busy", allreduce_ms: float = ALLREDUCE_MS) -> Frame:
+    """A training report with per-rank compute times ``compute(rank, rng)`` in the given convention."""
+    rng = random.Random(hash((t, n)))
+    work = [compute(r, rng) for r in range(n)]
+    data = [4.0 * rng.uniform(0.8, 1.2) for _ in range(n)]
+    arrivals = [d + c for d, c in zip(data, work)]
+    last = max(arrivals)
+    wall = last + allreduce_ms + 12.0
+    ranks = []
+    for r in range(n):
+        sync = last - arrivals[r] + 1.5
+        step = work[r] + allreduce_ms if convention == "own_busy" else wall
+        ranks.append(RankSample(rank=r, gpu_index=r % 8, hostname=f"node-{r // 8:03d}", step_time_ms=step,
+                                data_wait_ms=data[r], sync_wait_ms=sync, all_reduce_wait_ms=allreduce_ms))
+    training = TrainingSample(timestamp=T0 + t, global_step=int(t), hostname="node-000", step_time_ms=wall,
+                              ranks=tuple(ranks))
+    return Frame(ts=T0 + t, training=training)
+
+
+def healthy(r: int, rng: random.Random) -> float:
+    return BUSY_MS * (1.0 + 0.004 * ((r * 7919) % 11 - 5) / 5) * rng.lognormvariate(0.0, 0.008)
+
+
+def slow(rank: int, factor: float, from_t: float, t: float):
+    return lambda r, rng: healthy(r, rng) * (factor if r == rank and t >= from_t else 1.0)
+
+
+@pytest.mark.parametrize("convention", ["own_busy", "wall"])
+def test_one_slow_rank_is_found_with_its_gpu_and_scores(convention):
+    det = RankStraggler()
+    h = Harness(det).run(range(120), lambda t: report(t, 8, slow(5, 1.35, 60, t), convention))
+    raised = h.raised("rank_straggler")
+    assert [dict(x.subject) for x in raised][:1] == [{"rank": 5, "gpu_index": 5}]
+    assert 60 < raised[0].ts - T0 <= 66
+    assert det.convention == convention
+    signal = h.active()[0]
+    assert signal.severity == "critical"
+    assert signal.evidence["relative_score"] == pytest.approx(1 / 1.35, abs=0.03)
+    assert signal.evidence["individual_score"] < 0.8
+    assert 500 < signal.evidence["peers_wait_ms"] < 700
+    assert "rank 5 is 3" in signal.message and "slower than the median rank" in signal.message
+    scores = det.scores()
+    assert min(scores, key=lambda r: scores[r][0]) == 5
+    assert all(0.0 <= rel <= 1.0 and 0.0 <= ind <= 1.0 for rel, ind in scores.values())
+
+
+def test_one_slow_rank_among_4096():
+    h = Harness(RankStraggler()).run(range(40), lambda t: report(t, 4096, slow(1234, 1.3, 10, t)))
+    assert {(x.subject["rank"], x.subject["gpu_index"]) for x in h.raised()} == {(1234, 1234 % 8)}
+    assert h.active()[0].evidence["hostname"] == "node-154"
+
+
+def test_4096_healthy_ranks_raise_nothing():
+    h = Harness(RankStraggler()).run(range(60), lambda t: report(t, 4096, healthy))
+    assert h.raised() == []
+
+
+def test_uniformly_slow_communication_is_not_a_straggler():
+    h = Harness(RankStraggler()).run(
+        range(120), lambda t: report(t, 8, healthy, allreduce_ms=ALLREDUCE_MS * (4.5 if t >= 60 else 1.0)))
+    assert h.raised() == []
+
+
+def test_data_dependent_imbalance_is_not_a_straggler():
+    def imbalanced(r, rng):
+        return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))
+    for seed in range(3):
+        h = Harness(RankStraggler()).run(range(400), lambda t: report(t + 1000 * seed, 8, imbalanced))
+        assert h.raised() == []
+
+
+def test_a_gc_pause_on_one_step_is_not_a_straggler():
+    def pause(t):
+        return lambda r, rng: healthy(r, rng) + (600.0 if r == 3 and t == 50 else 0.0)
+    h = Harness(RankStraggler()).run(range(120), lambda t: report(t, 8, pause(t)))
+    assert h.raised() == []
+
+
+def test_recovery_clears_the_straggler():
+    h = Harness(RankStraggler()).run(range(200), lambda t: report(t, 8, slow(2, 1.4, 30, t) if t < 90 else healthy))
+    assert len(h.raised()) >= 1 and len(h.cleared()) == 1 and h.active() == []
+
+
+def test_ranks_reporting_only_tokens_per_second():
+    def frame(t):
+        f = report(t, 8, slow(6, 1.3, 20, t))
+        ranks = tuple(RankSample(rank=r.rank, gpu_index=r.gpu_index, tokens_per_sec=16384 / (r.step_time_ms / 1000))
+                      for r in f.training.ranks)
+        return Frame(ts=f.ts, training=TrainingSample(timestamp=f.ts, ranks=ranks))
+    h = Harness(RankStraggler()).run(range(60), frame)
+    assert h.raised()[0].subject["rank"] == 6
+    assert "peers_wait_ms" not in h.active()[0].evidence
