@@ -1,0 +1,141 @@
+"""Root-cause ranking: the deepest explanation first, with the right subject and a remediation."""
+
+from __future__ import annotations
+
+from trainpulse_otel.diagnose.rootcause import infer_root_causes
+from trainpulse_otel.diagnose.tick import GpuState, NodeState
+from trainpulse_otel.diagnose.types import ROOT_CAUSES, Signal
+
+TS = 1000.0
+
+
+def node(gpus: int = 8, **per_gpu: dict) -> NodeState:
+    """A node whose GPUs are busy at full clock; ``per_gpu`` sets fields of GPU ``g<index>``."""
+    n = NodeState()
+    n.hostname = "node-000"
+    for i in range(gpus):
+        g = GpuState(i)
+        g.util, g.clock_ratio, g.limit, g.limit_max, g.temp = 96.0, 1.0, 700.0, 700.0, 67.0
+        for key, value in per_gpu.get(f"g{i}", {}).items():
+            setattr(g, key, value)
+        n.gpus[i] = g
+    n.rank_of_gpu = {i: i for i in range(gpus)}
+    return n
+
+
+def sig(name: str, severity: str = "warning", subject: dict | None = None, **evidence) -> Signal:
+    return Signal(name, severity, TS - 30, f"{name} message", subject or {}, evidence)
+
+
+def straggler(rank: int = 5) -> Signal:
+    return sig("rank_straggler", "critical", {"rank": rank, "gpu_index": rank}, slower_than_median=0.35,
+               hostname="node-000")
+
+
+def causes(signals, facts=None, n=None):
+    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS)
+
+
+def test_a_throttled_gpu_making_its_rank_a_straggler_is_thermal_first_then_the_straggler():
+    hot = {"g5": {"last_thermal_ts": TS - 5, "thermal": 0.6, "clock_ratio": 0.74, "temp": 87.0,
+                  "reasons": ("sw_thermal",)}}
+    got = causes([straggler(), sig("sync_imbalance"), sig("thermal_instability", "critical", {"gpu_index": 5})],
+                 n=node(**hot))
+    assert [c.cause for c in got[:2]] == ["gpu_thermal_throttling", "straggler_rank"]
+    assert got[0].subject == {"gpu_index": 5, "rank": 5}
+    assert got[0].confidence > got[1].confidence
+    assert {"thermal_instability", "rank_straggler", "sync_imbalance"} <= set(got[0].signals)
+    assert "GPU 5" in got[0].summary and "cooling" in got[0].remediation
+
+
+def test_a_throttled_straggler_gpu_without_a_thermal_signal_is_still_thermal():
+    hot = {"g5": {"last_thermal_ts": TS - 20, "thermal": 0.3, "clock_ratio": 0.8}}
+    got = causes([straggler(), sig("sync_imbalance")], n=node(**hot))
+    assert got[0].cause == "gpu_thermal_throttling" and got[0].subject["gpu_index"] == 5
+
+
+def test_a_straggler_on_a_healthy_gpu_is_the_straggler_with_the_host_side_hint():
+    got = causes([straggler(), sig("sync_imbalance")], n=node(g5={"util": 73.0}))
+    assert got[0].cause == "straggler_rank" and got[0].subject == {"rank": 5, "gpu_index": 5}
+    assert "not throttled but idles more than its peers" in got[0].summary
+    assert "sync_imbalance" in got[0].signals
+
+
+def test_padding_that_explains_low_mfu_is_padding_waste_not_compute_inefficiency():
+    got = causes([sig("sequence_padding", "critical", padding_ratio=0.71), sig("low_mfu")], facts={"low_mfu": 0.13})
+    assert [c.cause for c in got] == ["padding_waste"]
+    assert got[0].signals == ("sequence_padding", "low_mfu")
+    assert "without the padding it would be ~0.45" in got[0].summary
+
+
+def test_padding_that_cannot_explain_low_mfu_leaves_compute_inefficiency_too():
+    got = causes([sig("sequence_padding", padding_ratio=0.3), sig("low_mfu")], facts={"low_mfu": 0.08})
+    assert {c.cause for c in got} == {"padding_waste", "compute_inefficiency"}
+
+
+def test_power_capping_on_all_gpus_that_collapses_throughput_is_power_throttling():
+    capped = {f"g{i}": {"power_capped": 1.0, "clock_ratio": 0.56, "limit": 350.0} for i in range(8)}
+    got = causes([sig("throughput_collapse"), sig("low_mfu")], facts={"throughput_drop": 0.44}, n=node(**capped))
+    assert [c.cause for c in got] == ["gpu_power_throttling"]
+    assert got[0].subject == {"gpu_indices": list(range(8))}
+    assert "50% below the earlier 700 W" in got[0].summary and "throughput down 44%" in got[0].summary
+
+
+def test_power_capping_with_no_performance_problem_is_no_cause():
+    capped = {f"g{i}": {"power_capped": 1.0, "clock_ratio": 0.9} for i in range(8)}
+    assert causes([sig("thermal_throttle_risk", subject={"gpu_index": 1})], n=node(**capped))[0].cause \
+        == "gpu_thermal_throttling"
+
+
+def test_idle_gpus_with_no_wait_to_blame_are_compute_inefficiency_launch_bound():
+    got = causes([sig("gpu_underutilization", median_utilization_percent=42.0), sig("throughput_collapse")])
+    assert got[0].cause == "compute_inefficiency" and "launch" in got[0].summary
+
+
+def test_data_starvation_explains_idle_gpus_and_reads_the_host_cpu():
+    n = node()
+    n.host.cpu = 96.0
+    got = causes([sig("dataloader_starvation", "critical", data_wait_ms_share=0.42),
+                  sig("gpu_underutilization", median_utilization_percent=56.0)], n=n)
+    assert [c.cause for c in got] == ["input_pipeline_bound"]
+    assert "CPU-bound" in got[0].remediation
+    n.host.cpu = 30.0
+    assert "storage" in causes([sig("dataloader_starvation")], n=n)[0].remediation
+
+
+def test_imbalance_without_a_consistent_straggler_is_load_imbalance():
+    assert causes([sig("sync_imbalance")])[0].cause == "load_imbalance"
+    assert all(c.cause != "load_imbalance" for c in causes([sig("sync_imbalance"), straggler()]))
+
+
+def test_a_gpu_leak_is_gpu_memory_pressure_on_that_gpu_above_its_straggler():
+    leak = sig("oom_risk", "critical", {"gpu_index": 3}, eta_s=300.0, rate_fraction_per_s=0.0003)
+    got = causes([leak, straggler(3)], n=node(g3={"mem_frac": 0.97}))
+    assert got[0].cause == "gpu_memory_pressure" and got[0].subject == {"gpu_index": 3, "rank": 3}
+    assert got[1].cause == "straggler_rank"
+    assert "rank 3" in got[0].remediation
+
+
+def test_a_host_leak_is_host_memory_pressure_with_its_eta():
+    leak = sig("oom_risk", "critical", {"hostname": "node-000"}, eta_s=540.0, rate_fraction_per_s=-0.001)
+    got = causes([leak, sig("memory_pressure", subject={"hostname": "node-000"})])
+    assert got[0].cause == "host_memory_pressure" and got[0].subject == {"hostname": "node-000"}
+    assert "~9 min" in got[0].summary
+
+
+def test_each_waiting_signal_maps_to_its_cause():
+    for signal, cause in [("tokenizer_stall", "tokenizer_bound"), ("allreduce_wait", "communication_bound"),
+                          ("checkpoint_stall", "checkpoint_io_bound"), ("pipeline_bubble", "pipeline_bubbles")]:
+        got = causes([sig(signal), sig("gpu_underutilization", median_utilization_percent=60.0)])
+        assert [c.cause for c in got] == [cause], signal
+        assert got[0].remediation and got[0].confidence > 0.5
+
+
+def test_every_cause_is_a_contract_name_and_no_signals_means_no_causes():
+    everything = [sig(n) for n in ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance",
+                                   "dataloader_starvation", "tokenizer_stall", "allreduce_wait", "checkpoint_stall",
+                                   "pipeline_bubble", "sequence_padding")] + [straggler()]
+    got = causes(everything)
+    assert got and all(c.cause in ROOT_CAUSES for c in got)
+    assert [c.confidence for c in got] == sorted((c.confidence for c in got), reverse=True)
+    assert causes([]) == ()
