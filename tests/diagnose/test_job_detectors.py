@@ -151,3 +151,14 @@ def test_a_repeated_report_is_not_new_evidence():
     h.feed(repeated.__class__(ts=repeated.ts + d, gpus=repeated.gpus, host=repeated.host,
                               training=repeated.training) for d in range(30))
     assert h.raised() == []  # one low report, repeated by the daemon for 30 s, is still one report
+
+
+def test_a_rank_only_report_uses_rank_waits_and_skips_fields_ranks_do_not_carry():
+    def frame(t):
+        f = job(t, rank={"data_wait_ms": 700.0})
+        bare = f.training.__class__(timestamp=f.training.timestamp, step_time_ms=f.training.step_time_ms,
+                                    ranks=f.training.ranks)
+        return f.__class__(ts=f.ts, gpus=f.gpus, host=f.host, training=bare)
+    assert Harness(DataloaderStarvation()).run(range(20), frame).raised("dataloader_starvation")
+    tokenizer = Harness(TokenizerStall()).run(range(20), frame)
+    assert tokenizer.raised() == [] and tokenizer.findings == []  # no tokenizer wait anywhere: nothing judged

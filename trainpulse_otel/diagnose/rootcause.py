@@ -172,21 +172,28 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
     subject = ev.gpu_subject(by_gpu)
     forecast = min((s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9),
                    default=None)
-    where = f"GPU {min(by_gpu)}" if len(by_gpu) == 1 else f"{len(by_gpu)} GPUs"
-    if forecast is not None and forecast.evidence.get("eta_s"):
-        rate = forecast.evidence.get("rate_fraction_per_s", 0.0)
+    where = f"GPU {min(by_gpu)} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
+    if forecast is not None:
         gpu = ev.gpu(int(forecast.subject["gpu_index"]))
-        total = gpu.mem_frac if gpu is not None else None
-        summary = f"{where} memory grows {100 * rate * 60:.1f}% of the device a minute and will run out in " \
-                  f"~{forecast.evidence['eta_s'] / 60:.0f} min" + (f" (now {_pct(total)} full)" if total else "")
+        summary = _forecast_summary(where, forecast, "the device", gpu.mem_frac if gpu is not None else None)
         remedy = REMEDY_GPU_LEAK.format(rank=subject.get("rank", "?")) if len(by_gpu) == 1 else REMEDY_GPU_FULL
     else:
         fracs = [s.evidence.get("used_fraction") for s in signals if s.evidence.get("used_fraction") is not None]
-        summary = f"{where} memory is {_pct(max(fracs) if fracs else None)} full: the allocator is at its limit " \
+        summary = f"{where} is {_pct(max(fracs) if fracs else None)} full: the allocator is at its limit " \
                   "and stalls on retries before it fails"
         remedy = REMEDY_GPU_FULL
     return [Candidate("gpu_memory_pressure", _base(signals, 0.65, 0.8), summary, remedy, signals, explains,
                       subject)]
+
+
+def _forecast_summary(where: str, forecast: Signal, of: str, used: float | None) -> str:
+    """What an ``oom_risk`` forecast says: how fast memory goes and when it runs out (or that it did)."""
+    if forecast.evidence.get("eta_s") == 0.0:
+        return f"{where} ran out and training stopped ({forecast.message})"
+    rate = abs(forecast.evidence.get("rate_fraction_per_s", 0.0))
+    text = f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in " \
+           f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min"
+    return text + (f" ({_pct(used)} in use)" if used is not None else "")
 
 
 REMEDY_HOST_MEMORY = (
@@ -203,14 +210,11 @@ def host_memory(ev: Evidence) -> list[Candidate]:
     if not signals:
         return []
     forecast = next((s for s in signals if s.name == "oom_risk"), None)
-    if forecast is not None and forecast.evidence.get("eta_s") == 0.0:
-        summary = f"host memory ran out and training stopped ({forecast.message})"
-    elif forecast is not None:
-        rate = -forecast.evidence.get("rate_fraction_per_s", 0.0)
-        summary = f"host memory falls {100 * rate * 60:.1f}% of the total a minute and will run out in " \
-                  f"~{forecast.evidence['eta_s'] / 60:.0f} min ({_pct(ev.node.host.available_frac)} available)"
+    available = ev.node.host.available_frac
+    if forecast is not None:
+        summary = _forecast_summary("host memory", forecast, "the total", None if available is None else 1 - available)
     else:
-        summary = f"host memory is nearly exhausted: {_pct(ev.node.host.available_frac)} available"
+        summary = f"host memory is nearly exhausted: {_pct(available)} available"
     explains = _symptoms(ev, "throughput_collapse")
     return [Candidate("host_memory_pressure", _base(signals, 0.65, 0.8), summary, REMEDY_HOST_MEMORY, signals,
                       explains, dict(signals[0].subject))]

@@ -86,7 +86,7 @@ class StepShareDetector(LevelDetector):
         value = getattr(report, self.field)
         if value is not None:
             return value
-        waits = [w for w in (getattr(r, self.field) for r in report.ranks) if w is not None]
+        waits = [w for w in (getattr(r, self.field, None) for r in report.ranks) if w is not None]
         return sum(waits) / len(waits) if waits else None
 
     def measure(self, tick: Tick) -> float | None:
