@@ -273,18 +273,21 @@ def evaluate(scenarios: Sequence[str] | None = None, seeds: int = 1, variants: S
 
 def format_report(report: EvalReport) -> str:
     """The human-readable table and summary line."""
-    lines = [f"{'scenario':<24}{'variant':<12}{'seed':>4}  {'expected → latency':<40}{'top cause':<26}"
-             f"{'ok':<4}extra / early"]
+    lines = [f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
+             f"{'ok':<3}extra / early"]
     for r in report.scenarios:
         lat = ", ".join(f"{k} {_secs(v)}" for k, v in r.latency_s.items()) or "—"
         if r.oom_lead_s is not None:
             lat += f" (lead {r.oom_lead_s:.0f} s)"
         ok = "✓" if r.cause_ok and r.subject_ok else "✗"
         cause = r.top_cause or "none"
-        if r.top_subject:
-            cause += " " + ",".join(f"{k}={v}" for k, v in r.top_subject.items() if not isinstance(v, list))
+        scalar = {k: v for k, v in r.top_subject.items() if not isinstance(v, list)}
+        if scalar:
+            cause += " (" + ", ".join(f"{k}={v}" for k, v in scalar.items()) + ")"
+        elif r.top_subject:
+            cause += f" ({len(next(iter(r.top_subject.values())))} {next(iter(r.top_subject))})"
         noise = ", ".join(r.extra) + (" / " + ", ".join(r.early) if r.early else "")
-        lines.append(f"{r.scenario:<24}{r.variant:<12}{r.seed:>4}  {lat:<40}{cause[:25]:<26}{ok:<4}{noise}")
+        lines.append(f"{r.scenario:<23}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
     for h in report.healthy:
         lines.append(f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
                      + "".join(f"\n    {x['t_s']:.0f} s {x['signal']} {x['subject']}: {x['message']}"

@@ -107,3 +107,14 @@ def test_the_throttle_point_is_learned_from_observed_throttling():
     h = Harness(det)
     h.feed(job(t, gpus={2: {"temperature_celsius": 80.0, "throttle_reasons": ("sw_thermal",)}}) for t in range(12))
     assert det.throttle_celsius(2) == 80.0 and det.throttle_celsius(7) == 87.0
+
+
+def test_a_quick_rebound_after_a_lighter_spell_is_no_risk():
+    def temp(t):  # cools 6 °C over 3 minutes (lighter work), then warms 4 °C in 40 s
+        if t < 100:
+            return 67.0
+        if t < 280:
+            return 67.0 - (t - 100) / 30.0
+        return 61.0 + min(4.0, (t - 280) / 10.0)
+    h = Harness(ThermalThrottleRisk()).run(range(360), lambda t: job(t, gpus={2: {"temperature_celsius": float(round(temp(t)))}}))
+    assert h.raised() == []

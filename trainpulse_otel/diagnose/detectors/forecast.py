@@ -243,7 +243,7 @@ class _GpuHeat:
     __slots__ = ("baseline", "forecaster", "throttle_c")
 
     def __init__(self) -> None:
-        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, adopt=-1, min_scale=0.5)
+        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
         self.forecaster = _heat_forecaster()
         self.throttle_c = DEFAULT_THROTTLE_C
 
@@ -261,7 +261,10 @@ class ThermalThrottleRisk(BaseDetector):
     temperature this GPU was seen thermally throttled at. Judged after a
     minute of load (warming back up after an idle spell is not a risk), when
     the fitted temperature is at least 0.5 °C above the GPU's own busy
-    baseline, the GPU is not already throttling (that is
+    baseline, it heated at least 1 °C more than its peers' median over the
+    last minute (load changes warm every GPU; failing cooling warms one) and is
+    not cooling over the 3-minute window (a rebound after a lighter spell warms
+    fast, briefly), the GPU is not already throttling (that is
     ``thermal_instability``), and it rose 1.5 °C or more over the window.
     Warning when the forecast is under 15 min, critical under 3 min;
     ``eta_s`` in the evidence. Subject: the GPU.
@@ -275,6 +278,7 @@ class ThermalThrottleRisk(BaseDetector):
     horizon_s = 900.0
     critical_s = 180.0
     margin_c = 0.5
+    peer_margin_c = 1.0
 
     def __init__(self) -> None:
         self._gpus: dict[int, _GpuHeat] = {}
@@ -290,12 +294,24 @@ class ThermalThrottleRisk(BaseDetector):
         if tick.ts < self._next_eval:
             return None
         self._next_eval = tick.ts + self.evaluate_every_s
+        rises = {index: self._rise(heat) for index, heat in self._gpus.items()}
+        known = sorted(r for r in rises.values() if r is not None)
+        peers = known[len(known) // 2] if len(known) > 2 else 0.0
         out = []
         for index, heat in self._gpus.items():
+            rise = rises[index]
+            if rise is None or rise - max(0.0, peers) < self.peer_margin_c:
+                continue  # not heating faster than its peers: a change of load, not of cooling
             finding = self._judge(index, heat, tick)
             if finding is not None:
                 out.append(finding)
         return out
+
+    @staticmethod
+    def _rise(heat: _GpuHeat) -> float | None:
+        """The GPU's fitted temperature change over the last minute."""
+        fit = heat.forecaster.trend.fit(60.0)
+        return None if fit is None else fit[0] * 60.0
 
     def _sample(self, tick: Tick) -> None:
         for g in tick.gpus:
@@ -327,6 +343,9 @@ class ThermalThrottleRisk(BaseDetector):
         eta, slope, now, window = forecast
         if slope <= 0 or now < heat.baseline.loc + self.margin_c:
             return None
+        longest = heat.forecaster.trend.fit(heat.forecaster.spans[-1])
+        if longest is not None and longest[0] <= 0:
+            return None  # cooling over minutes, warming over seconds: a rebound of load, not a trend
         score = min(SCORE_CAP, self.horizon_s / max(eta, 1.0))
         if score < self.report_floor:
             return None

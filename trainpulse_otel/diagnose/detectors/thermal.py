@@ -34,7 +34,7 @@ class _GpuTemps:
 
     def __init__(self) -> None:
         self.recent = RecentMedian(5)
-        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, adopt=-1, min_scale=0.5)
+        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
         self.low = WindowMin(RISE_WINDOW_S)
         self.low_since: float | None = None
 
