@@ -16,6 +16,7 @@ more, and it keeps the tick cheap.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..findings import Finding, Policy
@@ -233,6 +234,8 @@ class HostOomRisk(_OomRisk):
 
 #: Where a GPU's thermal slowdown engages when it has never been seen throttling (H100/A100 SXM ~87–90 °C).
 DEFAULT_THROTTLE_C = 87.0
+#: How fast the usual full-load temperature is forgotten (1 °C per 10 min).
+USUAL_HIGH_DECAY_C_PER_S = 1.0 / 600.0
 #: Seconds of load before a GPU's temperature is judged: it settles within ~3 thermal time constants.
 SETTLE_S = 60.0
 #: The lowest throttle point learned from observation (a reading below it is a sensor quirk).
@@ -240,12 +243,22 @@ MIN_THROTTLE_C = 70.0
 
 
 class _GpuHeat:
-    __slots__ = ("baseline", "forecaster", "throttle_c")
+    """One GPU's temperature series, its busy baseline, the highest baseline lately, its throttle point."""
+
+    __slots__ = ("baseline", "forecaster", "throttle_c", "usual_high")
 
     def __init__(self) -> None:
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
         self.forecaster = _heat_forecaster()
         self.throttle_c = DEFAULT_THROTTLE_C
+        self.usual_high = -math.inf
+
+    def learn(self, temp: float, dt: float) -> None:
+        """Update the baseline and the slowly forgotten peak of it (the GPU's usual temperature at full load)."""
+        base = self.baseline
+        base.update(temp)
+        if base.ready:
+            self.usual_high = max(self.usual_high - USUAL_HIGH_DECAY_C_PER_S * dt, base.loc)
 
 
 def _heat_forecaster() -> Forecaster:
@@ -260,8 +273,9 @@ class ThermalThrottleRisk(BaseDetector):
     one-reading sensor blip); the throttle point is 87 °C, or the lowest
     temperature this GPU was seen thermally throttled at. Judged after a
     minute of load (warming back up after an idle spell is not a risk), when
-    the fitted temperature is at least 0.5 °C above the GPU's own busy
-    baseline, it heated at least 1 °C more than its peers' median over the
+    the fitted temperature is at least 0.5 °C above the GPU's usual full-load
+    temperature (the peak of its busy baseline, forgotten at 1 °C per 10 min,
+    so a GPU warming back up after a lighter spell is not at risk), it heated at least 1 °C more than its peers' median over the
     last minute (load changes warm every GPU; failing cooling warms one) and is
     not cooling over the 3-minute window (a rebound after a lighter spell warms
     fast, briefly), the GPU is not already throttling (that is
@@ -329,7 +343,7 @@ class ThermalThrottleRisk(BaseDetector):
                     heat.forecaster = _heat_forecaster()
                 continue
             heat.forecaster.add(tick.ts, temp)
-            heat.baseline.update(temp)
+            heat.learn(temp, self.every_s)
 
     def _judge(self, index: int, heat: _GpuHeat, tick: Tick) -> Finding | None:
         state = tick.node.gpus.get(index)
@@ -341,8 +355,8 @@ class ThermalThrottleRisk(BaseDetector):
         if forecast is None:
             return None
         eta, slope, now, window = forecast
-        if slope <= 0 or now < heat.baseline.loc + self.margin_c:
-            return None
+        if slope <= 0 or now < heat.usual_high + self.margin_c:
+            return None  # not above its usual full-load temperature: warming back up is no risk
         longest = heat.forecaster.trend.fit(heat.forecaster.spans[-1])
         if longest is not None and longest[0] <= 0:
             return None  # cooling over minutes, warming over seconds: a rebound of load, not a trend
@@ -352,7 +366,7 @@ class ThermalThrottleRisk(BaseDetector):
         severity = CRITICAL if eta <= self.critical_s else WARNING
         evidence: dict[str, Any] = {"eta_s": round(eta, 1), "temperature_celsius": round(now, 1),
                                     "throttle_celsius": heat.throttle_c, "rate_celsius_per_min": round(slope * 60, 2),
-                                    "baseline_celsius": round(heat.baseline.loc, 1), "window_s": window}
+                                    "usual_celsius": round(heat.usual_high, 1), "window_s": window}
         message = (f"GPU {index} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
                    f"{heat.throttle_c:.0f} °C throttle point in ~{_minutes(eta)}")
         return Finding("thermal_throttle_risk", score, severity, message, {"gpu_index": index}, evidence)
