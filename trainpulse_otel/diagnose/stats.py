@@ -33,7 +33,11 @@ def decay(dt: float, tau: float) -> float:
 
 def median(values: list[float]) -> float:
     """Median of a non-empty list (sorts a copy)."""
-    s = sorted(values)
+    return sorted_median(sorted(values))
+
+
+def sorted_median(s: list[float]) -> float:
+    """Median of a non-empty, already sorted list."""
     n = len(s)
     mid = n // 2
     return s[mid] if n % 2 else 0.5 * (s[mid - 1] + s[mid])
@@ -60,9 +64,7 @@ class RecentMedian:
         else:
             ring[self._next] = x
             self._next = (self._next + 1) % n
-        s = sorted(ring)
-        value = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-        self.value = value
+        self.value = value = sorted_median(sorted(ring))
         return value
 
     def __len__(self) -> int:

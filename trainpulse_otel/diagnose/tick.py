@@ -10,8 +10,9 @@ once per tick what every detector would otherwise redo:
 - ``paused`` — every GPU idle at once: training is not running (a checkpoint
   save, an evaluation, a dead job), which is not the same as running badly.
 - ``node`` — :class:`NodeState`, smoothed per-GPU and host state (utilisation,
-  clock ratio, throttle reasons, power against its limit, host CPU and disk
-  writes) that detectors and the cross-layer correlation both read.
+  clock ratio, throttle reasons, the power limit against the highest seen,
+  host CPU and disk writes) that detectors and the cross-layer correlation
+  both read.
 
 The clock is the frame timestamp; nothing here reads the wall clock.
 """
@@ -30,21 +31,20 @@ BUSY_UTIL = 50.0
 
 
 class GpuState:
-    """One GPU's smoothed state: fractions are EWMAs (~10 s) of 0/1 indicators."""
+    """One GPU's smoothed state: utilisation and clock ratio are EWMAs (~10 s), ``thermal`` and
+    ``power_capped`` EWMAs of 0/1 indicators (the share of recent ticks with such a throttle reason)."""
 
     __slots__ = (
-        "index", "name", "util", "clock_ratio", "thermal", "power_capped", "power_ratio",
-        "limit", "limit_max", "last_thermal_ts", "busy_since", "temp", "reasons", "mem_frac",
+        "index", "util", "clock_ratio", "thermal", "power_capped", "limit", "limit_max",
+        "last_thermal_ts", "busy_since", "temp", "reasons", "mem_frac",
     )
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.name: str | None = None
         self.util: float | None = None
         self.clock_ratio: float | None = None
         self.thermal = 0.0
         self.power_capped = 0.0
-        self.power_ratio: float | None = None
         self.limit: float | None = None
         self.limit_max = 0.0
         self.last_thermal_ts: float | None = None
@@ -59,7 +59,6 @@ class GpuState:
 
     def update(self, gpu: GpuSample, ts: float, keep: float) -> None:
         """Fold in this tick's sample; ``keep`` is the EWMA weight the old state keeps."""
-        self.name = gpu.name or self.name
         util = gpu.utilization_percent
         if util is not None:
             first = self.util is None
@@ -86,13 +85,11 @@ class GpuState:
                 self.last_thermal_ts = ts
         self.thermal = hot + (self.thermal - hot) * keep
         self.power_capped = capped + (self.power_capped - capped) * keep
-        power, limit = gpu.power_watts, gpu.power_limit_watts
+        limit = gpu.power_limit_watts
         if limit:
             self.limit = limit
-            self.limit_max = max(self.limit_max, limit)
-            if power is not None:
-                ratio = power / limit
-                self.power_ratio = ratio if self.power_ratio is None else ratio + (self.power_ratio - ratio) * keep
+            if limit > self.limit_max:
+                self.limit_max = limit
         self.temp = gpu.temperature_celsius
         used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
         if used is not None and total:

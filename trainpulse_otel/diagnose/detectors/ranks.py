@@ -43,7 +43,7 @@ from typing import Any
 
 from ...samples import RankSample
 from ..findings import Finding, Policy
-from ..stats import median
+from ..stats import median, sorted_median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
 from .base import SCORE_CAP, BaseDetector
@@ -135,14 +135,14 @@ class RankStraggler(BaseDetector):
         if tick.report is None and fingerprint == self._fingerprint:
             return None  # a repeat of the same report: no new evidence
         self._fingerprint = fingerprint
-        ids = tuple(r.rank for r in ranks)
+        ids = tuple([r.rank for r in ranks])
         if ids != self._ids:
             self._reset(ids)
         late = lateness(ranks, self._own_busy(ranks))
-        present = sorted(x for x in late if x is not None)
+        present = sorted([x for x in late if x is not None])
         if len(present) < 2:
             return None
-        typical = median(present)
+        typical = sorted_median(present)
         if typical <= 0:
             return None
         self._learn_spread(present, typical)

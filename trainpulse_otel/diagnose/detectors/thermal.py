@@ -107,8 +107,9 @@ class ThermalInstability(BaseDetector):
 
     def _judge(self, state: GpuState, temp: float, rise: float | None, excess: float | None,
                peer_rise: float, peer_excess: float, tick: Tick, floor: float) -> Finding | None:
-        throttled = state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts <= THROTTLE_MEMORY_S
-        score = 1.5 if THERMAL_REASONS.intersection(state.reasons) else (1.0 if throttled else 0.0)
+        last = state.last_thermal_ts
+        throttled = last is not None and tick.ts - last <= THROTTLE_MEMORY_S
+        score = (1.5 if last == tick.ts else 1.0) if throttled else 0.0
         rel_rise = None if rise is None else rise - max(0.0, peer_rise)
         rel_excess = None if excess is None else excess - max(0.0, peer_excess)
         if rel_rise is not None:
