@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -51,3 +52,17 @@ def served() -> Iterator[Served]:
     finally:
         server.close()
         engine.close()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Torch tests run with one intra-op thread: on two shared cores the default pool makes a
+    10 ms step take 10-400 ms. Modules that do not import torch are left alone."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

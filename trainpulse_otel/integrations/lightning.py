@@ -8,9 +8,8 @@ What each field means here:
 - data wait — from the previous ``on_train_batch_end`` to the next
   ``on_train_batch_start``: Lightning fetching the batch (plus, on the first
   batch of an epoch, starting the loader's workers);
-- checkpoint — time between ``on_save_checkpoint`` and the next hook, i.e.
-  writing the checkpoint to disk; ``on_save_checkpoint`` runs before the
-  write, so the write lands in the gap the next hook closes;
+- checkpoint — from ``on_save_checkpoint`` (called just before the file is
+  written) to the next hook: the write, plus fetching the next batch;
 - tokens, samples, sequence lengths — from the batch
   (:func:`~trainpulse_otel.integrations.torch.batch_stats`: ``input_ids`` and
   ``attention_mask``, or a token tensor), or from ``batch_stats=`` if given;
