@@ -171,7 +171,7 @@ _T = 1e12
 #: (key, NVML-name pattern, dense peak FLOP/s by dtype). First match wins, so
 #: more specific names (H100 NVL, L40S) come before their prefixes (H100, L4).
 PEAK_TABLE: tuple[tuple[str, str, Mapping[str, float]], ...] = (
-    ("B200", r"\bb200\b", {"fp8": 4500 * _T, "bf16": 2250 * _T, "fp16": 2250 * _T, "tf32": 1100 * _T, "fp32": 75 * _T}),
+    ("B200", r"\bb200\b", {"fp8": 4500 * _T, "bf16": 2250 * _T, "fp16": 2250 * _T, "tf32": 1125 * _T, "fp32": 75 * _T}),
     ("GB200", r"\bgb200\b", {"fp8": 5000 * _T, "bf16": 2500 * _T, "fp16": 2500 * _T, "tf32": 1250 * _T}),
     ("H200 NVL", r"\bh200\b.*\bnvl\b", {"fp8": 1670 * _T, "bf16": 835 * _T, "fp16": 835 * _T, "tf32": 418 * _T, "fp32": 60 * _T}),
     ("H200", r"\bh200\b", {"fp8": 1979 * _T, "bf16": 989 * _T, "fp16": 989 * _T, "tf32": 494.5 * _T, "fp32": 67 * _T}),
