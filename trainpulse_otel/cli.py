@@ -166,7 +166,7 @@ class VirtualClock:
 
 
 def cmd_top(args: argparse.Namespace) -> int:
-    from .dashboard.text import run_top
+    from .dashboard.app import run_top
 
     settings = _settings(args)
     _configure(settings, quiet=True)
