@@ -209,3 +209,11 @@ def test_a_snapshot_it_cannot_draw_is_reported_on_screen(snapshot, console_at):
     dashboard.snapshot = broken
     console.print(dashboard.frame())
     assert "cannot draw this snapshot" in console.export_text()
+
+
+@pytest.mark.parametrize("name", ["straggler_8gpu", "thermal_16gpu", "host_only"])
+@pytest.mark.parametrize("size", [(30, 8), (60, 15), (139, 40), (140, 40), (300, 80)])
+def test_every_frame_fits_its_terminal_exactly(screen, snapshot, name, size):
+    lines = screen(snapshot(name), *size)
+    assert fits(lines, *size)
+    assert lines[0].strip()  # the header is never the part that gets cropped

@@ -89,6 +89,10 @@ def test_a_daemon_that_goes_away_is_disconnected_then_reconnected(engine, screen
         server.close()
 
 
+def test_a_url_without_a_scheme_means_http():
+    assert RemoteSource("127.0.0.1:9876/").url == "http://127.0.0.1:9876"
+
+
 @pytest.mark.e2e
 def test_an_http_error_is_named(served):
     source = RemoteSource(served.url + "/no-such-prefix")

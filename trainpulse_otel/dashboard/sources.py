@@ -29,7 +29,7 @@ class RemoteSource:
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 2.0,
                  clock: Callable[[], float] = time.time) -> None:
-        self.url = url.rstrip("/")
+        self.url = (url if "://" in url else f"http://{url}").rstrip("/")  # "-remote host:9876" works too
         self.token = token
         self.timeout_s = min(timeout_s, MAX_FETCH_TIMEOUT_S)
         self.clock = clock

@@ -86,7 +86,7 @@ def _disconnected_line(view: View) -> Text | None:
     link = view.link
     if link.state != "disconnected":
         return None
-    line = Text(f"✖ no answer from {link.source} for {fmt.duration(view.wall - link.changed_at)}",
+    line = Text(f"! no answer from {link.source} for {fmt.duration(view.wall - link.changed_at)}",
                 style="bold red", no_wrap=True, overflow="ellipsis")
     if link.error:
         line.append(f" ({link.error})", style="red")
