@@ -174,7 +174,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .collect.trace import read_trace
+    from .collect.trace import bounded_lines, read_trace
     from .replay import replay
 
     settings = _settings(args)
@@ -182,7 +182,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     errors: list = []
     try:
         with open(args.file, "rb") as fh:
-            result = replay(read_trace(fh, errors), errors, interval_s=settings.interval,
+            result = replay(read_trace(bounded_lines(fh), errors), errors, interval_s=settings.interval,
                             history_size=settings.history_size, stale_after_s=settings.stale_after)
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None

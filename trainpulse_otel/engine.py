@@ -46,7 +46,7 @@ class Engine:
         self.mode = mode
         self.collectors = tuple(collectors)
         self.clock = clock
-        self.latest = LatestSamples(stale_after_s=settings.stale_after)
+        self.latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
         self.window = Window(settings.history_size)
         self.pipeline = DiagnosticPipeline()
         self.telemetry = telemetry or build_telemetry(self.window.append, settings.metrics_namespace)
