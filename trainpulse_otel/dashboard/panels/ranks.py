@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import groupby
 from statistics import median
 from typing import Any, Mapping, Sequence
 
@@ -99,15 +100,21 @@ def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> lis
     for row_start in range(0, len(bins), cols):
         row = bins[row_start:row_start + cols]
         line = Text(f"r{row[0][0]['rank']:<{ROW_LABEL_W - 1}}", style=DIM, no_wrap=True)
-        for cell in row:
-            members = [int(r["rank"]) for r in cell]
-            worst = max((stats.ratios.get(m) for m in members if m in stats.ratios), default=None)
-            hit = any(m in flagged for m in members)
-            line.append(FLAGGED if hit else "█", style="bold red" if hit else heat_style(worst))
+        cells = [_bin_cell(cell, stats, flagged) for cell in row]
+        for (char, style), run in groupby(cells):  # one span per run of equal cells, not one per cell
+            line.append(char * len(list(run)), style=style)
         lines.append(line)
     if per_cell > 1:
         lines.append(Text(f"{'':<{ROW_LABEL_W}}one cell = {per_cell} ranks, coloured by the slowest", style=DIM))
     return lines
+
+
+def _bin_cell(cell: Sequence[Rank], stats: RankStats, flagged: set[int]) -> tuple[str, str]:
+    """A binned cell: ``▼`` if it holds a flagged straggler, else a block coloured by its slowest rank."""
+    members = [int(r["rank"]) for r in cell]
+    if any(m in flagged for m in members):
+        return FLAGGED, "bold red"
+    return "█", heat_style(max((stats.ratios[m] for m in members if m in stats.ratios), default=None))
 
 
 def _labelled_cells(stats: RankStats, flagged: set[int], cell_w: int) -> Text:
