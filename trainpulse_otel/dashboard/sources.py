@@ -7,7 +7,6 @@ saying how that is going, so the loop and the panels treat them alike.
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 import urllib.error
@@ -93,7 +92,7 @@ class LocalSource:
     """Collects in this process: an engine ticking on a background thread.
 
     In ``-mode sim`` the start back-fills the warm-up window (``-warmup``, else
-    :data:`~trainpulse_otel.cli.SIM_WARMUP_S`) in virtual time, ending now, so
+    :data:`~trainpulse_otel.engine.SIM_WARMUP_S`) in virtual time, ending now, so
     the scenario's fault and the sparklines are on screen from the first frame.
     """
 
@@ -124,14 +123,9 @@ class LocalSource:
             self._thread.start()
 
     def _backfill(self, history: History) -> None:
-        from ..cli import SIM_WARMUP_S
+        from ..engine import SIM_WARMUP_S
 
-        interval = self.settings.interval
-        ticks = max(1, math.ceil((self.settings.warmup or SIM_WARMUP_S) / interval))
-        start = time.time() - ticks * interval
-        for i in range(ticks):
-            self.engine.tick(start + i * interval)
-            history.add(self.engine.snapshot())
+        self.engine.backfill(self.settings.warmup or SIM_WARMUP_S, lambda _: history.add(self.engine.snapshot()))
 
     def _run(self) -> None:
         if not self._stop.wait(self.settings.interval):
