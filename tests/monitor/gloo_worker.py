@@ -22,7 +22,7 @@ from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.torch import sync_point
 from trainpulse_otel.samples import to_dict
 
-STEPS, GATHER_EVERY, SLOW_S, BATCH = 40, 5, 0.02, 16
+STEPS, GATHER_EVERY, SLOW_S, BATCH = 40, 2, 0.02, 16
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ def test_both_ranks_step_times_reach_rank_zero(slow_rank_one):
         assert entry["gpu_index"] == rank  # LOCAL_RANK
         assert entry["hostname"] and entry["step_time_ms"] > 0 and entry["tokens_per_sec"] > 0
         assert {"data_wait_ms", "sync_wait_ms", "all_reduce_wait_ms"} <= set(entry)
-    assert slow_rank_one["stats"]["gathers"] == 40 // 5
+    assert slow_rank_one["stats"]["gathers"] == 40 // 2  # every 2 steps
 
 
 def test_the_slow_rank_is_busy_longer_and_the_fast_one_waits(slow_rank_one):
@@ -51,3 +51,11 @@ def test_the_slow_rank_is_busy_longer_and_the_fast_one_waits(slow_rank_one):
     assert ranks[1]["step_time_ms"] - ranks[0]["step_time_ms"] > 10  # 20 ms of extra work per step
     assert ranks[0]["sync_wait_ms"] - ranks[1]["sync_wait_ms"] > 10  # rank 0 waits for it at the barrier
     assert ranks[1]["tokens_per_sec"] < ranks[0]["tokens_per_sec"]
+
+
+@pytest.mark.xfail(strict=True, reason="the rank_straggler detector lands on the diagnose branch")
+def test_the_slow_rank_is_diagnosed_as_a_straggler(slow_rank_one):
+    diagnosis = slow_rank_one["diagnosis"]
+    stragglers = [s for s in diagnosis["signals"] if s["name"] == "rank_straggler"]
+    assert [s["subject"]["rank"] for s in stragglers] == [1]
+    assert stragglers[0]["subject"]["gpu_index"] == 1

@@ -30,12 +30,16 @@ class TinyLM(nn.Module):
 
 
 def batches(n: int, delay_s: float = 0.0):
+    """Batches made up front, so the loader itself costs nothing unless ``delay_s`` slows it down."""
     gen = torch.Generator().manual_seed(1)
+    made = []
     for _ in range(n):
-        time.sleep(delay_s)  # a slow data loader when delay_s > 0
         lengths = torch.randint(SEQ // 2, SEQ + 1, (BATCH,), generator=gen)
         mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).long()
-        yield {"input_ids": torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen) * mask, "attention_mask": mask}
+        made.append({"input_ids": torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen) * mask, "attention_mask": mask})
+    for batch in made:
+        time.sleep(delay_s)  # a slow data loader when delay_s > 0
+        yield batch
 
 
 def cpu_matmul_peak() -> float:
@@ -51,8 +55,7 @@ def cpu_matmul_peak() -> float:
 
 def train(monitor: TrainingMonitor, steps: int, delay_s: float = 0.0) -> None:
     torch.manual_seed(0)
-    model = monitor_model = TinyLM()
-    del monitor_model
+    model = TinyLM()
     params = list(model.parameters())
     for batch in monitor.wrap_dataloader(batches(steps, delay_s)):
         with monitor.step(**batch_stats(batch)):
