@@ -58,6 +58,7 @@ class Telemetry:
     frame_reader: FrameReader
     namespace: str = DEFAULT_NAMESPACE
     extra_readers: Sequence[MetricReader] = field(default_factory=tuple)
+    _closed: bool = field(default=False, repr=False)
 
     @property
     def meter(self):  # noqa: ANN201 - the SDK's Meter type is private
@@ -84,6 +85,9 @@ class Telemetry:
         needed. Metrics and events shut down side by side, each with the whole
         budget; whatever is still stuck on a collector then is dropped.
         """
+        if self._closed:
+            return True
+        self._closed = True
         return self._bounded("shutdown", {
             "metrics-shutdown": lambda: self.meter_provider.shutdown(timeout_millis=timeout_s * 1000),
             "events-shutdown": self.logger_provider.shutdown,
