@@ -8,9 +8,8 @@ import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 
 from tests.exports.receivers import attributes
+from tests.exports.scenario import straggler_raised
 from trainpulse_otel import __version__
-from trainpulse_otel.diagnose.pipeline import PipelineResult
-from trainpulse_otel.diagnose.types import Diagnosis, Health, RootCause, Signal, Transition
 from trainpulse_otel.publish import EVENT_RAISED, EVENT_ROOT_CAUSE
 from trainpulse_otel.samples import parse_training
 
@@ -19,17 +18,6 @@ pytestmark = pytest.mark.e2e
 DELTA = AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
 CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
 QUIET = 3600  # export_interval: the test flushes explicitly, the periodic thread stays out of the way
-
-
-def straggler_raised(ts: float) -> PipelineResult:
-    """What the pipeline returns on the tick a straggler is first seen (detectors live on another branch)."""
-    subject = {"rank": 5, "gpu_index": 5}
-    signal = Signal("rank_straggler", "warning", ts, "rank 5 is 38% slower than the median rank", subject)
-    cause = RootCause("straggler_rank", 0.8, "rank 5 holds the job back", ("rank_straggler",), subject,
-                      "check GPU 5's clocks and host")
-    diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,))
-    transition = Transition(ts, "raised", "rank_straggler", "warning", subject, signal.message)
-    return PipelineResult(diagnosis, (transition,), top_cause_changed=True)
 
 
 def number(point) -> float:  # noqa: ANN001 - a protobuf NumberDataPoint
