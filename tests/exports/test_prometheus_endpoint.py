@@ -33,7 +33,8 @@ def test_metrics_has_the_contract_names_and_labels(serve):
     status, content_type, body = served.get("/metrics")
     assert status == 200 and content_type == CONTENT_TYPE_LATEST
     got = samples(body)
-    assert [s.value for s in got["trainpulse_health_score"]] == [100.0]
+    health = served.engine.publisher.diagnosis.health
+    assert [(s.labels, s.value) for s in got["trainpulse_health_score"]] == [({"status": health.status}, health.score)]
     assert got["trainpulse_training_tokens_per_second"][0].value > 0
     assert 0 < got["trainpulse_training_mfu"][0].value < 1
     gpus = {s.labels["gpu_index"]: s.value for s in got["trainpulse_gpu_utilization_percent"]}
