@@ -22,8 +22,8 @@ from .diagnose.window import Window
 from .publish import DiagnosisPublisher
 from .samples import Frame, TrainingSample
 from .snapshot import build_snapshot
-from .telemetry.instruments import register_measurements
 from .telemetry.exporters import Exports, build_exports
+from .telemetry.instruments import register_measurements
 from .telemetry.latest import LatestSamples
 from .telemetry.operational import REST, OperationalMetrics
 from .telemetry.providers import Telemetry, build_telemetry

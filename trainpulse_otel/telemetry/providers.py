@@ -94,7 +94,7 @@ class Telemetry:
         }, timeout_s)
 
     @staticmethod
-    def _bounded(what: str, steps: dict, timeout_s: float) -> bool:
+    def _bounded(what: str, steps: Mapping[str, Callable[[], object]], timeout_s: float) -> bool:
         late = run_bounded(steps, timeout_s)
         if late:
             log.warning("telemetry %s did not finish within %gs (%s; collector down or slow?); "
