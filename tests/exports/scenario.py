@@ -19,6 +19,12 @@ def straggler_raised(ts: float) -> PipelineResult:
     return PipelineResult(diagnosis, (transition,), top_cause_changed=True)
 
 
+def straggler_cleared(ts: float) -> PipelineResult:
+    """The tick the straggler is gone again: healthy, one cleared transition, no root cause."""
+    transition = Transition(ts, "cleared", "rank_straggler", "warning", {"rank": 5, "gpu_index": 5})
+    return PipelineResult(Diagnosis(ts), (transition,), top_cause_changed=True)
+
+
 #: A training report with every contract field, so every training and rank instrument has a point.
 FULL_TRAINING = {
     "timestamp": 1764400000.0, "workload_kind": "pretraining", "model_family": "llama", "model_name": "llama-3-8b",

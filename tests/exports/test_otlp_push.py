@@ -8,9 +8,9 @@ import pytest
 from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 
 from tests.exports.receivers import attributes
-from tests.exports.scenario import straggler_raised
+from tests.exports.scenario import straggler_cleared, straggler_raised
 from trainpulse_otel import __version__
-from trainpulse_otel.publish import EVENT_RAISED, EVENT_ROOT_CAUSE
+from trainpulse_otel.publish import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
 from trainpulse_otel.samples import parse_training
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +54,14 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
     cause = attributes(got.events(EVENT_ROOT_CAUSE)[-1].attributes)
     assert cause["cause"] == "straggler_rank" and cause["signals"] == ["rank_straggler"]
     assert all(res["service.name"] == "trainpulse" for res, _ in got.log_records())
+
+    engine.publisher.publish(straggler_cleared(engine.clock() + 60))
+    assert engine.telemetry.flush()
+    assert got.wait_for(lambda r: r.events(EVENT_CLEARED) and len(r.events(EVENT_ROOT_CAUSE)) == 2)
+    cleared = got.events(EVENT_CLEARED)[-1]
+    assert attributes(cleared.attributes)["signal"] == "rank_straggler" and cleared.severity_text == "INFO"
+    assert attributes(got.events(EVENT_ROOT_CAUSE)[-1].attributes)["cause"] == "none"
+    assert number(got.metric_points("trainpulse.health.score")[-1][1]) == 100.0
 
 
 def _export_twice(engine) -> None:  # noqa: ANN001

@@ -107,7 +107,6 @@ class OtlpExport:
 
     readers: list[MetricReader] = field(default_factory=list)
     log_processors: list[LogRecordProcessor] = field(default_factory=list)
-    statuses: list[ExportStatus] = field(default_factory=list)
     descriptions: list[str] = field(default_factory=list)
 
 
@@ -205,14 +204,12 @@ def build_otlp(options: OtlpOptions | None) -> OtlpExport:
         limits = {ObservableGauge: options.max_series, ObservableCounter: options.max_series}
         out.readers.append(PeriodicExportingMetricReader(
             exporter, export_interval_millis=options.export_interval_s * 1000, cardinality_limits=limits))
-        out.statuses.append(status)
         out.descriptions.append(f"OTLP metrics → {endpoint} ({options.metrics_protocol}, every "
                                 f"{options.export_interval_s:g}s, {_temporality_words(options)})")
     if options.logs:
         endpoint = options.signal_endpoint("logs")
         status = ExportStatus(f"OTLP events export to {endpoint}")
         out.log_processors.append(BatchLogRecordProcessor(ReportingLogExporter(_log_exporter(options, endpoint), status)))
-        out.statuses.append(status)
         out.descriptions.append(f"OTLP events (logs) → {endpoint} ({options.logs_protocol})")
     quiet_sdk_export_logs()
     return out
