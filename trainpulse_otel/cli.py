@@ -95,11 +95,12 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer, create_app
     from .collect.modes import build_collectors
     from .engine import Engine
+    from .telemetry.exporters import build_exports
 
     settings = _settings(args)
     _configure(settings)
     mode, collectors = build_collectors(settings)
-    engine = Engine(settings, collectors, mode)
+    engine = Engine(settings, collectors, mode, exports=build_exports(settings))
     try:
         app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks)
         server = ApiServer(app, settings.host, settings.port)

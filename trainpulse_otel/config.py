@@ -182,6 +182,7 @@ OTLP_KEYS: dict[str, Callable[[Any], Any]] = {
     "temporality": _choice("cumulative", "delta", "lowmemory"),
     "profile": _choice("default", "datadog"),
     "logs": _bool,
+    "compression": _choice("none", "gzip"),
 }
 PROMETHEUS_KEYS: dict[str, Callable[[Any], Any]] = {"enabled": _bool}
 

@@ -23,8 +23,10 @@ from .diagnose.window import Window
 from .publish import DiagnosisPublisher
 from .samples import Frame, TrainingSample
 from .snapshot import build_snapshot
+from .telemetry.exporters import Exports, build_exports
 from .telemetry.instruments import register_measurements
 from .telemetry.latest import LatestSamples
+from .telemetry.operational import REST, OperationalMetrics
 from .telemetry.providers import Telemetry, build_telemetry
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ class Engine:
         mode: str = "none",
         clock: Clock = time.time,
         telemetry: Telemetry | None = None,
+        exports: Exports | None = None,
     ) -> None:
         self.settings = settings
         self.mode = mode
@@ -53,8 +56,13 @@ class Engine:
         self.latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
         self.window = Window(settings.history_size)
         self.pipeline = DiagnosticPipeline()
-        self.telemetry = telemetry or build_telemetry(self.window.append, settings.metrics_namespace)
+        # Pull endpoints (/metrics, /v1/metrics) by default; the daemon passes exports that also push OTLP.
+        self.exports = exports or (None if telemetry else build_exports(settings, push=False))
+        self.telemetry = telemetry or build_telemetry(
+            self.window.append, settings.metrics_namespace,
+            readers=self.exports.readers, log_processors=self.exports.log_processors)
         register_measurements(self.telemetry.meter, self.latest, settings.metrics_namespace)
+        self.ops = OperationalMetrics(self.telemetry.meter, settings.metrics_namespace)
         self.publisher = DiagnosisPublisher(self.telemetry.meter, self.telemetry.logger, settings.metrics_namespace)
         self.recorder = TraceWriter(settings.record) if settings.record else None
         self.started_at = clock()
@@ -64,15 +72,18 @@ class Engine:
 
     # ------------------------------------------------------------------ inputs
 
-    def ingest(self, sample: TrainingSample) -> TrainingSample:
-        """Take one validated training report (REST, SDK, adapters)."""
-        return self.latest.put_training(sample, self.clock())
+    def ingest(self, sample: TrainingSample, source: str = REST) -> TrainingSample:
+        """Take one validated training report; ``source`` is ``rest``, ``framework`` or ``sdk``."""
+        stored = self.latest.put_training(sample, self.clock())
+        self.ops.ingested(sample, source)
+        return stored
 
     # ------------------------------------------------------------------- ticks
 
     def tick(self, now: float | None = None) -> PipelineResult:
         """Collect, read one frame, diagnose it and publish the result."""
         with self._tick_lock:
+            started = time.perf_counter()
             now = self.clock() if now is None else now
             for collector in self.collectors:
                 self.latest.put(self._collect(collector, now), now)
@@ -82,6 +93,7 @@ class Engine:
             self.publisher.publish(result)
             self._record(now)
             self.ticks += 1
+            self.ops.ticked(time.perf_counter() - started)
             return result
 
     def _collect(self, collector: Collector, now: float) -> Collected:
@@ -89,6 +101,7 @@ class Engine:
             return collector.collect(now)
         except Exception:  # noqa: BLE001 - one broken collector must not stop the others
             log.exception("collector %s failed; skipping it this tick", collector.name)
+            self.ops.collector_failed(collector.name)
             return Collected()
 
     def _record(self, now: float) -> None:

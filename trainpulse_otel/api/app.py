@@ -16,6 +16,7 @@ from werkzeug.exceptions import HTTPException
 
 from .. import __version__
 from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, parse_training
+from .metrics_routes import register_metrics_routes
 
 
 class ApiBackend(Protocol):
@@ -70,6 +71,7 @@ def create_app(
             return jsonify(error=f"request body is larger than {max_body_bytes} bytes", field=None), 413
         return jsonify(error=exc.description or exc.name, field=None), exc.code
 
+    register_metrics_routes(app, backend)
     return app
 
 

@@ -5,7 +5,7 @@ time the drainer hands them here, with the fields given to ``record()`` and
 what the monitor knows about the job, and gets one
 :class:`~trainpulse_otel.samples.TrainingSample` back.
 
-What each job-level field means (docs/integrations.md repeats it):
+What each job-level field means (docs/instrumentation.md repeats it):
 
 - ``step_time_ms`` — mean iteration time: the ``step()`` block plus the time
   measured outside it since the previous step (waiting for the batch, phases

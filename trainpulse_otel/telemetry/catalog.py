@@ -70,7 +70,7 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
        "Uncorrected (volatile) ECC errors since the driver loaded.", monotonic=True),
     # Host — attributes come from the resource (host.name)
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
-    _h("host.cpu.count", "{cpu}", "cpu_count", "Logical CPUs on the host."),
+    _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
     _h("host.load1", "", "load1", "1-minute load average."),
     _h("host.load5", "", "load5", "5-minute load average."),
     _h("host.load15", "", "load15", "15-minute load average."),

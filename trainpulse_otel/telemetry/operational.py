@@ -1,0 +1,86 @@
+"""The daemon's own instruments: what it ingested, what it refused, how long steps and ticks took.
+
+Real counters and histograms (synchronous instruments), so OTLP temporality
+matters for them: with the Datadog profile they are exported as deltas.
+They are not in the measurement catalogue, so the diagnostic reader ignores
+them — the daemon's bookkeeping never feeds the diagnosis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..samples import TrainingSample
+from .conversion import training_attributes
+
+REST, FRAMEWORK, SDK = "rest", "framework", "sdk"
+INGEST_SOURCES = (REST, FRAMEWORK, SDK)
+
+#: Step times run from ~10 ms (small models) to minutes (huge pipelines, checkpoints).
+STEP_DURATION_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+#: A tick is collection + one frame + diagnosis: sub-millisecond to around a second.
+TICK_DURATION_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+@dataclass(frozen=True)
+class OperationalSpec:
+    """One operational instrument: its name suffix, kind, unit, attributes and meaning (docs are checked against it)."""
+
+    suffix: str
+    kind: str  # "counter" | "histogram"
+    unit: str
+    attributes: tuple[str, ...]
+    description: str
+
+
+INGEST_SAMPLES = OperationalSpec(
+    "ingest.samples", "counter", "{sample}", ("source", "framework"),
+    "Training reports accepted (REST, framework adapters, SDK), by source and framework.")
+INGEST_ERRORS = OperationalSpec(
+    "ingest.errors", "counter", "{error}", ("reason",),
+    "Ingest requests refused, by reason (invalid_field, malformed, too_large, unsupported_media_type, …).")
+STEP_DURATION = OperationalSpec(
+    "training.step_duration", "histogram", "s", ("model", "framework"),
+    "Distribution of reported optimizer step times.")
+TICK_DURATION = OperationalSpec(
+    "tick.duration", "histogram", "s", (),
+    "Time one tick took: collection, frame, diagnosis and publishing.")
+COLLECTOR_ERRORS = OperationalSpec(
+    "collector.errors", "counter", "{error}", ("collector",),
+    "Collections that raised and were skipped for that tick, by collector.")
+OPERATIONAL: tuple[OperationalSpec, ...] = (INGEST_SAMPLES, INGEST_ERRORS, STEP_DURATION, TICK_DURATION, COLLECTOR_ERRORS)
+
+
+class OperationalMetrics:
+    """The daemon's counters and histograms on TrainPulse's meter."""
+
+    def __init__(self, meter: Any, namespace: str = "trainpulse") -> None:
+        def create(spec: OperationalSpec, **advice: Any) -> Any:
+            make = meter.create_counter if spec.kind == "counter" else meter.create_histogram
+            return make(f"{namespace}.{spec.suffix}", unit=spec.unit, description=spec.description, **advice)
+
+        self._samples = create(INGEST_SAMPLES)
+        self._errors = create(INGEST_ERRORS)
+        self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
+        self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
+        self._collector_errors = create(COLLECTOR_ERRORS)
+
+    def ingested(self, sample: TrainingSample, source: str = REST) -> None:
+        """Count one accepted training report and record its step time."""
+        job = training_attributes(sample)
+        self._samples.add(1, {"source": source, **({"framework": job["framework"]} if "framework" in job else {})})
+        if sample.step_time_ms is not None:
+            self._step.record(sample.step_time_ms / 1000.0, job)
+
+    def rejected(self, reason: str) -> None:
+        """Count one refused ingest request."""
+        self._errors.add(1, {"reason": reason})
+
+    def ticked(self, seconds: float) -> None:
+        """Record how long one tick took."""
+        self._tick.record(seconds)
+
+    def collector_failed(self, collector: str) -> None:
+        """Count one collection that raised."""
+        self._collector_errors.add(1, {"collector": collector})
