@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import os
-import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.exports.receivers import GrpcReceiver, HttpReceiver  # noqa: E402
-from trainpulse_otel.api import ApiServer, create_app  # noqa: E402
-from trainpulse_otel.collect.modes import build_collectors  # noqa: E402
-from trainpulse_otel.config import Settings  # noqa: E402
-from trainpulse_otel.engine import Engine  # noqa: E402
-from trainpulse_otel.telemetry.exporters import build_exports  # noqa: E402
+from tests.exports.receivers import GrpcReceiver, HttpReceiver
+from trainpulse_otel.api import ApiServer, create_app
+from trainpulse_otel.collect.modes import build_collectors
+from trainpulse_otel.config import Settings
+from trainpulse_otel.engine import Engine
+from trainpulse_otel.telemetry.exporters import build_exports
 
 
 @pytest.fixture(autouse=True)

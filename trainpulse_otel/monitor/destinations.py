@@ -62,10 +62,12 @@ class InProcess:
         from ..collect.modes import build_collectors
         from ..config import Settings
         from ..engine import Engine
+        from ..telemetry.exporters import build_exports
 
         settings = Settings(mode=hardware, interval=interval)
         mode, collectors = build_collectors(settings)
-        self.engine = Engine(settings, [MonitorCollector(drain), *collectors], mode)
+        # OTLP push from the standard OTEL_* variables, as the contract promises for in-process mode.
+        self.engine = Engine(settings, [MonitorCollector(drain), *collectors], mode, exports=build_exports(settings))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self.engine.run, args=(self._stop,), name="trainpulse-monitor",
                                         daemon=True)
