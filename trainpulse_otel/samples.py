@@ -240,6 +240,21 @@ TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
 
 def check_value(field: str, value: Any, rule: Rule) -> Any:
     """Return ``value`` coerced to the rule's kind, or raise SampleError naming ``field``."""
+    kind = type(value)  # fast paths for well-formed values; anything else gets the full check
+    if rule.kind == "float":
+        if kind is float or kind is int:
+            number = float(value)
+            if math.isfinite(number) and (rule.lo is None or number >= rule.lo) and (rule.hi is None or number <= rule.hi):
+                return number
+    elif rule.kind == "int":
+        if kind is int and (rule.lo is None or value >= rule.lo) and (rule.hi is None or value <= rule.hi):
+            return value
+    elif kind is str and len(value) <= MAX_STRING_LENGTH:
+        return value
+    return _checked_slowly(field, value, rule)
+
+
+def _checked_slowly(field: str, value: Any, rule: Rule) -> Any:
     if rule.kind == "str":
         if not isinstance(value, str):
             raise SampleError(field, f"must be a string, got {_type_name(value)}")
@@ -286,12 +301,12 @@ def _type_name(value: Any) -> str:
 
 def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[str, Any]:
     """Validate the known fields of ``data``; unknown keys and nulls are ignored."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict) and not isinstance(data, Mapping):
         raise SampleError(prefix.rstrip("."), f"must be an object, got {_type_name(data)}")
     out: dict[str, Any] = {}
-    for name, rule in rules.items():
-        value = data.get(name)
-        if value is not None:
+    for name, value in data.items():
+        rule = rules.get(name)
+        if rule is not None and value is not None:
             out[name] = check_value(prefix + name, value, rule)
     return out
 

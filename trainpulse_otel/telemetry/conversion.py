@@ -162,6 +162,7 @@ class FrameAssembler:
         resolved once per sample instead of once per point.
         """
         targets: dict[int, dict[str, Any]] = {}
+        known_target = targets.get
         for suffix, points in observations.items():
             spec = _SPECS_BY_SUFFIX.get(suffix)
             if spec is None or not points:
@@ -170,12 +171,12 @@ class FrameAssembler:
                 for value, attrs in points:
                     self.add(suffix, attrs, value)
                 continue
-            restore, field = _RESTORERS[suffix], spec.field
+            restore, field, scope = _RESTORERS[suffix], spec.field, spec.scope
             for value, attrs in points:
-                target = targets.get(id(attrs))
+                target = known_target(id(attrs))
                 if target is None:
-                    target = targets[id(attrs)] = self._target(spec.scope, attrs)
-                target[field] = restore(value)
+                    target = targets[id(attrs)] = self._target(scope, attrs)
+                target[field] = value if restore is float and type(value) is float else restore(value)
 
     def frame(self, ts: float) -> Frame:
         """The Frame for everything added so far."""
