@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from ..samples import SampleError
 from .base import Adapter, Fields, Rule, Translation, as_number, whole
-from .deepspeed_text import BREAKDOWN_PREFIX, newest_record
+from .deepspeed_text import BREAKDOWN_PREFIX, MICRO_STEP, newest_record
 
 MONITOR = "Train/Samples/"
 RULES: tuple[Rule, ...] = (
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     Rule("iter time (s)", "step_time_ms", 1000.0),
     Rule("samples/sec", "samples_per_sec"),
     Rule("CurrSamplesPerSec", "samples_per_sec"),
+    Rule("CurrSamplesPerSec" + MICRO_STEP, "samples_per_sec"),
     Rule("train_batch_size", "global_batch_size"),
     Rule("train_micro_batch_size_per_gpu", "micro_batch_size"),
 )

@@ -6,7 +6,8 @@ prefix and the ``[Rank 0]`` prefix of ``log_dist``/``print_dist``):
 - ThroughputTimer (``deepspeed/utils/timer.py``), every ``steps_per_print``:
   ``epoch=0/micro_step=200/global_step=200, RunningAvgSamplesPerSec=58.73, CurrSamplesPerSec=58.75,
   MemAllocated=6.01GB, MaxMemAllocated=19.52GB``; releases before global steps were
-  counted print ``0/200, RunningAvgSamplesPerSec=...`` (epoch/local step);
+  counted print ``0/200, RunningAvgSamplesPerSec=...`` (epoch/local step) after every
+  micro-step: their newest rate joins the newest numbered step;
 - engine progress (``_report_progress``): ``step=200, skipped=4, lr=[0.00024, 0.00024], mom=[...]``;
 - pipeline engine: ``steps: 200 loss: 2.3456 iter time (s): 1.234 samples/sec: 51.862``;
 - wall-clock breakdown (``wall_clock_breakdown: true``), every step:
@@ -41,6 +42,10 @@ PIPELINE = re.compile(
 )
 BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?)+)\s*$")
 PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")
+#: Old releases time one micro-step per throughput line; their rates carry this suffix.
+MICRO_STEP = " (micro-step)"
+RATE_KEYS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "RunningAvgSamplesPerSec" + MICRO_STEP,
+             "CurrSamplesPerSec" + MICRO_STEP)
 #: Prefix of the breakdown values inside a record (their own names collide with ``step``).
 BREAKDOWN_PREFIX = "time (ms) "
 
@@ -68,7 +73,10 @@ def newest_record(text: str) -> dict[str, Any] | None:
             numbered.update(values)  # printed right after the pipeline's own step line
         else:
             unnumbered.update(values)
-    return numbered if numbered is not None else (unnumbered or None)
+    if numbered is None:
+        return unnumbered or None
+    rates = {k: v for k, v in unnumbered.items() if k in RATE_KEYS and k not in numbered}
+    return {**numbered, **rates}  # old releases number no throughput line; their newest rate still holds
 
 
 def _line_values(line: str) -> tuple[dict[str, Any], int | None]:
@@ -81,15 +89,15 @@ def _line_values(line: str) -> tuple[dict[str, Any], int | None]:
         values = _finite({"loss": match["loss"], "iter time (s)": match["iter"], "samples/sec": match["rate"]})
         return values, int(match["step"])
     if match := THROUGHPUT_OLD.search(line):
-        return _rates(match), None
+        return _rates(match, MICRO_STEP), None
     if match := BREAKDOWN.search(line):
         pairs = PAIR.findall(match["pairs"])
         return {BREAKDOWN_PREFIX + name: float(value) for name, value in pairs}, None
     return {}, None
 
 
-def _rates(match: re.Match[str]) -> dict[str, Any]:
-    return _finite({"RunningAvgSamplesPerSec": match["avg"], "CurrSamplesPerSec": match["curr"]})
+def _rates(match: re.Match[str], suffix: str = "") -> dict[str, Any]:
+    return _finite({"RunningAvgSamplesPerSec" + suffix: match["avg"], "CurrSamplesPerSec" + suffix: match["curr"]})
 
 
 def _finite(raw: dict[str, str]) -> dict[str, Any]:

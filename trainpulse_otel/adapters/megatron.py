@@ -62,6 +62,7 @@ LOG_RULES: tuple[Rule, ...] = (
 TIMER_FIELDS: tuple[tuple[str, str], ...] = (
     ("batch-generator", "data_wait_ms"),
     ("all-grads-sync", "all_reduce_wait_ms"),
+    ("backward-params-all-reduce", "all_reduce_wait_ms"),  # the same, before 2022
     ("save-checkpoint", "checkpoint_ms"),
     ("save-checkpoint-non-persistent", "checkpoint_ms"),
 )
