@@ -92,7 +92,12 @@ class ApiServer:
         the loop wakes and ends at once instead of after its poll timeout.
         """
         if self._thread.is_alive():
-            self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
+            try:
+                self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
+            except OSError:
+                # A wake-up from a worker let the loop run our close before our own
+                # wake-up byte was written: the trigger is closed, the loop is ending.
+                pass
             self._thread.join(timeout=5)
         else:
             self._server.close()
