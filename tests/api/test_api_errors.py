@@ -112,13 +112,22 @@ def test_body_far_beyond_the_limit_is_refused_by_the_server_itself_as_json(serve
     assert json.loads(raw) == {"error": "request body is larger than 8192 bytes", "field": None}
 
 
-def test_malformed_http_gets_a_json_error_from_the_server(served):
+MALFORMED_HTTP = [
+    (b"Transfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n", "400", "Bad Request"),
+    (b"Content-Length: abc\r\n\r\n", "400", "Bad Request: Content-Length is invalid"),
+    (b"Transfer-Encoding: gzip\r\n\r\n", "501", "Not Implemented"),
+]
+
+
+@pytest.mark.parametrize("headers,code,message", MALFORMED_HTTP, ids=["bad chunk", "bad length", "unknown encoding"])
+def test_malformed_http_gets_a_json_error_from_the_server(served, headers, code, message):
     with socket.create_connection(("127.0.0.1", served.server.port), timeout=10) as sock:
-        sock.sendall(b"POST /v1/training HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n")
+        sock.sendall(b"POST /v1/training HTTP/1.1\r\nHost: x\r\n" + headers)
         reply = b"".join(iter(lambda: sock.recv(65536), b"")).decode()  # the server closes after an error
     head, _, body = reply.partition("\r\n\r\n")
-    assert head.startswith("HTTP/1.1 400") and "application/json" in head
-    assert json.loads(body)["error"].startswith("Bad Request")
+    assert head.startswith(f"HTTP/1.1 {code}") and "Content-Type: application/json" in head
+    answer = json.loads(body)
+    assert answer["error"].startswith(message) and answer["field"] is None
 
 
 def test_unknown_path_is_json_404(served):

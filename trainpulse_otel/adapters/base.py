@@ -55,7 +55,7 @@ class Translation:
         source = self.mapped.get(top)
         if source is None or source == top:
             return exc
-        return SampleError(source, f"{exc.message} (as TrainPulse field {exc.field})")
+        return SampleError(source, f"as TrainPulse field {exc.field}, {exc.message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +119,13 @@ class Fields:
         if not isinstance(payload, Mapping):
             raise SampleError("", f"body must be a JSON object, got {_type_name(payload)}")
         return cls(unwrap(payload))
+
+    @classmethod
+    def from_log(cls, record: Mapping[str, Any] | None, context: Mapping[str, Any], missing: str) -> "Fields":
+        """The newest record parsed from log text, over the request's context; ``missing`` if none."""
+        if record is None:
+            raise SampleError("", missing)
+        return cls({**context, **record})
 
     # ------------------------------------------------------------------ input
 

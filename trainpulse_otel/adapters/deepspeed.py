@@ -42,11 +42,17 @@ RULES: tuple[Rule, ...] = (
     Rule("train_batch_size", "global_batch_size"),
     Rule("train_micro_batch_size_per_gpu", "micro_batch_size"),
 )
+
+
+def _timer_names(prefix: str, forward: str, backward: str, step: str, allreduce: str) -> tuple[str, str, str, str]:
+    return prefix + forward, prefix + backward, prefix + step, prefix + allreduce
+
+
 #: (forward, backward, step, all-reduce) timer names: monitor events, console, older console.
 BREAKDOWNS: tuple[tuple[str, str, str, str], ...] = (
-    tuple(MONITOR + "elapsed_time_ms_" + n for n in ("forward", "backward", "step", "backward_allreduce")),  # type: ignore[misc]
-    tuple(BREAKDOWN_PREFIX + n for n in ("fwd", "bwd", "step", "bwd_allreduce")),  # type: ignore[misc]
-    tuple(BREAKDOWN_PREFIX + n for n in ("forward", "backward", "step", "backward_allreduce")),  # type: ignore[misc]
+    _timer_names(MONITOR + "elapsed_time_ms_", "forward", "backward", "step", "backward_allreduce"),
+    _timer_names(BREAKDOWN_PREFIX, "fwd", "bwd", "step", "bwd_allreduce"),
+    _timer_names(BREAKDOWN_PREFIX, "forward", "backward", "step", "backward_allreduce"),
 )
 PIPE_WAITS = (BREAKDOWN_PREFIX + "pipe_recv_input", BREAKDOWN_PREFIX + "pipe_recv_grad")
 
@@ -60,10 +66,8 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Map the newest step of DeepSpeed console output."""
-    record = newest_record(text)
-    if record is None:
-        raise SampleError("", "no DeepSpeed throughput, progress, pipeline or wall-clock breakdown line in the text")
-    return _finish(Fields({**context, **record}))
+    missing = "no DeepSpeed throughput, progress, pipeline or wall-clock breakdown line in the text"
+    return _finish(Fields.from_log(newest_record(text), context, missing))
 
 
 def _finish(fields: Fields) -> Translation:
@@ -105,7 +109,8 @@ def _breakdown(fields: Fields, forward: str, backward: str, step: str, allreduce
     if all(fields.has(k) for k in (forward, backward, step)) and fields.wants("step_time_ms"):
         total = sum(fields.number(k) for k in (forward, backward, step))  # type: ignore[misc]
         fields.set("step_time_ms", total, forward)
-        fields.note(f"step_time_ms = {forward} + {backward} + {step} (forward() to step(); the wait for the next batch is not in it)")
+        fields.note(f"step_time_ms = {forward} + {backward} + {step} "
+                    "(forward() to step(); the wait for the next batch is not in it)")
     if fields.has(allreduce):
         fields.set("all_reduce_wait_ms", fields.number(allreduce), allreduce)
 

@@ -38,7 +38,8 @@ THROUGHPUT_OLD = re.compile(
 )
 PROGRESS = re.compile(r"\bstep=(?P<step>\d+), skipped=\d+, lr=\[(?P<lr>[^\],]*)")
 PIPELINE = re.compile(
-    r"\bsteps?: (?P<step>\d+)(?: / \d+)? +loss: (?P<loss>\S+) +iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>[\d.]+)"
+    r"\bsteps?: (?P<step>\d+)(?: / \d+)? +loss: (?P<loss>\S+) +"
+    r"iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>[\d.]+)"
 )
 BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?)+)\s*$")
 PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")

@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..samples import SampleError
 from .base import (
     Adapter,
     Fields,
@@ -62,10 +61,8 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Read the newest complete training line of torchtitan's console log."""
-    values = _newest_line_values(text)
-    if values is None:
-        raise SampleError("", "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text")
-    fields = Fields({**context, **values})
+    fields = Fields.from_log(_newest_line_values(text), context,
+                             "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text")
     fields.apply(TEXT_RULES)
     scaled_by_world(fields, first_present(fields, ("tps", "wps")) or "tps", "tokens_per_sec", "tokens/s")
     return fields.finish("torchtitan")
@@ -84,5 +81,6 @@ def _newest_line_values(text: str) -> dict[str, Any] | None:
     return None
 
 
-ADAPTER = Adapter("torchtitan", translate, translate_text, description="torchtitan MetricsProcessor dicts and console lines")
+ADAPTER = Adapter("torchtitan", translate, translate_text,
+                  description="torchtitan MetricsProcessor dicts and console lines")
 normalize = ADAPTER.normalize

@@ -94,8 +94,8 @@ def _translate(adapter: Adapter, body: Body, context: dict[str, Any]) -> Transla
         raise ApiError.from_sample_error(exc) from None
     except Exception as exc:  # noqa: BLE001 - a plugin bug must not become a 500
         log.exception("adapter %r failed on a %s payload", adapter.name, body.kind)
-        raise ApiError(400, f"adapter {adapter.name!r} could not read this payload ({type(exc).__name__}: {exc})"[:500]) \
-            from None
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        raise ApiError(400, f"adapter {adapter.name!r} could not read this payload ({detail})") from None
     if isinstance(result, Translation):
         return result
     if isinstance(result, Mapping):

@@ -37,7 +37,7 @@ class JsonErrorTask(ErrorTask):
         error = self.request.error
         if error.code == 413:
             message = f"request body is larger than {self.channel.server.adj.max_request_body_size} bytes"
-        elif error.code >= 500:
+        elif error.code == 500:
             message = "internal error; the daemon's log has the details"
         else:
             message = f"{error.reason}: {error.body}"
