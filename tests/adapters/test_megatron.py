@@ -129,3 +129,14 @@ def test_a_wrong_type_is_blamed_on_the_megatron_key():
     with pytest.raises(SampleError) as err:
         megatron.translate({"iteration-time": "slow"})
     assert err.value.field == "iteration-time"
+
+
+def test_hostile_text_is_read_in_linear_time():
+    """A long run of name characters inside a timer block once made the timer search quadratic."""
+    iteration = " iteration 1/ 2 | elapsed time per iteration (ms): 5.0 |\n"
+    for header in ("(min, max) time across ranks (ms):", "max time across ranks (ms):", "times across ranks (ms):"):
+        hostile = iteration + header + "\n" + "a" * 60_000 + "\n" + ("ab " * 20_000 + "\n") * 8
+        assert megatron.translate_text(hostile, {}).sample().step_time_ms == 5.0
+    too_long = iteration.rstrip("\n") + " lm loss: 1.0 |" * 10_000  # longer than any real log line: skipped
+    with pytest.raises(SampleError):
+        megatron.translate_text(too_long, {})

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..samples import (
     DEFAULT_MAX_RANKS,
@@ -27,6 +27,8 @@ from ..samples import (
     parse_training,
 )
 
+#: Longer lines are no framework's log line (the longest real ones are a few KiB); they are skipped.
+MAX_LOG_LINE = 64 * 1024
 #: Keys whose object value holds the framework's dict; the other top-level keys are context.
 ENVELOPE_KEYS: tuple[str, ...] = ("logs", "metrics")
 
@@ -258,3 +260,8 @@ def numeric_out(fields: Fields, field_name: str) -> float | None:
     value = fields.out.get(field_name)
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
+
+
+def log_lines(text: str) -> Iterator[str]:
+    """The lines of a log, leaving out any too long to be a framework's (bounds the parsers' work)."""
+    return (line for line in text.splitlines() if len(line) <= MAX_LOG_LINE)

@@ -29,6 +29,8 @@ import math
 import re
 from typing import Any
 
+from .base import log_lines
+
 THROUGHPUT = re.compile(
     r"epoch=(?P<epoch>\d+)/micro_step=\d+/global_step=(?P<step>\d+), "
     r"RunningAvgSamplesPerSec=(?P<avg>[^,]+), CurrSamplesPerSec=(?P<curr>[^,]+), MemAllocated="
@@ -56,7 +58,7 @@ def newest_record(text: str) -> dict[str, Any] | None:
     numbered: dict[str, Any] | None = None
     awaiting_breakdown = False
     unnumbered: dict[str, Any] = {}
-    for line in text.splitlines():
+    for line in log_lines(text):
         values, step = _line_values(line)
         kind = _breakdown_kind(values)
         if not values or kind == "micro":

@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .base import log_lines
+
 ITERATION = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*\d+\s*\|(?P<rest>.*)$")
 SEGMENT = re.compile(r"^\s*(?P<key>[^:|]+?):\s+(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 HEADERS = (
@@ -39,8 +41,9 @@ HEADERS = (
     ("times across ranks (ms):", "all"),
 )
 _NUM = r"(\d+(?:\.\d+)?)"
-MINMAX_LINE = re.compile(r"(?P<name>[A-Za-z][\w/\-]*) \.*: \(" + _NUM + ", " + _NUM + r"\)\s*$")
-MAX_LINE = re.compile(r"(?P<name>[A-Za-z][\w/\-]*) \.*: " + _NUM + r"\s*$")
+# A timer name starts after whitespace (indentation), which keeps the search linear in the line.
+MINMAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: \(" + _NUM + ", " + _NUM + r"\)\s*$")
+MAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: " + _NUM + r"\s*$")
 ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*):\s*$")
 ALL_RANK = re.compile(r"\brank\s+(?P<rank>\d+): " + _NUM + r"\s*$")
 OLD_TIMERS = re.compile(r"time \(ms\)((?: \| [\w/\-]+: \d+(?:\.\d+)?)+)\s*$")
@@ -73,7 +76,7 @@ def newest_record(text: str) -> dict[str, Any] | None:
     current: _Record | None = None
     block: str | None = None
     all_name: str | None = None
-    for line in text.splitlines():
+    for line in log_lines(text):
         if match := ITERATION.search(line):
             block = None
             current = _Record(int(match["it"]), _segments(match["rest"])) if line.rstrip().endswith("|") else None

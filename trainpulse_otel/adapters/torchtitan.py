@@ -30,6 +30,7 @@ from .base import (
     Rule,
     Translation,
     first_present,
+    log_lines,
     note_not_training,
     scaled_by_world,
     set_from_first,
@@ -69,7 +70,7 @@ def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
 
 
 def _newest_line_values(text: str) -> dict[str, Any] | None:
-    for line in reversed(text.splitlines()):
+    for line in reversed(list(log_lines(text))):
         line = _ANSI.sub("", line).rstrip()
         step = _STEP.search(line)
         if step is None or "validate step" in line or not line.endswith("%"):
