@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -81,3 +82,17 @@ def serve_app() -> Iterator[Callable[..., Served]]:
 def served(serve_app) -> Served:
     """An engine in mode none (ingest only), served on an ephemeral loopback port."""
     return serve_app()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Torch tests run with one intra-op thread: on two shared cores the default pool makes a
+    10 ms step take 10-400 ms. Modules that do not import torch are left alone."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -27,7 +27,6 @@ COLLECT_FLAGS = (
     "addr", "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format",
     "metrics_namespace", "auth_token", "max_body_bytes", "stale_after", "warmup", "smi_timeout",
 )
-SIM_WARMUP_S = 180.0
 
 
 class UsageError(Exception):
@@ -122,51 +121,34 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from .collect.modes import build_collectors
-    from .engine import Engine
+    from .engine import SIM_WARMUP_S, Engine
 
     settings = _settings(args)
     _configure(settings)
     mode, collectors = build_collectors(settings)
-    clock = VirtualClock(time.time()) if mode == "sim" else time.time
-    engine = Engine(settings, collectors, mode, clock=clock)
+    engine = Engine(settings, collectors, mode)
     try:
-        _warm_up(engine, settings, clock)
+        if mode == "sim":  # the simulator can be asked about the past: warm up in virtual time
+            engine.backfill(settings.warmup or SIM_WARMUP_S)
+        else:
+            _warm_up(engine, settings)
         print(json.dumps(engine.snapshot(), indent=2))
     finally:
         engine.close()
     return 0
 
 
-def _warm_up(engine: Any, settings: Settings, clock: Callable[[], float]) -> None:
-    """Tick for the warm-up window: virtual time in sim, real time (at least two ticks) otherwise."""
-    if isinstance(clock, VirtualClock):
-        warmup = settings.warmup or SIM_WARMUP_S
-        for _ in range(max(1, math.ceil(warmup / settings.interval))):
-            engine.tick()
-            clock.advance(settings.interval)
-        return
+def _warm_up(engine: Any, settings: Settings) -> None:
+    """Tick in real time for the warm-up window: at least two ticks, so host rates have an interval."""
     ticks = max(2, math.ceil(settings.warmup / settings.interval) + 1)
     for i in range(ticks):
         if i:
-            time.sleep(min(settings.interval, 1.0) if not settings.warmup else settings.interval)
+            time.sleep(settings.interval if settings.warmup else min(settings.interval, 1.0))
         engine.tick()
 
 
-class VirtualClock:
-    """A clock that moves only when told: lets sim warm up without sleeping."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def cmd_top(args: argparse.Namespace) -> int:
-    from .dashboard.text import run_top
+    from .dashboard.app import run_top
 
     settings = _settings(args)
     _configure(settings, quiet=True)
@@ -174,7 +156,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .collect.trace import read_trace
+    from .collect.trace import bounded_lines, read_trace
     from .replay import replay
 
     settings = _settings(args)
@@ -182,7 +164,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     errors: list = []
     try:
         with open(args.file, "rb") as fh:
-            result = replay(read_trace(fh, errors), errors, interval_s=settings.interval,
+            result = replay(read_trace(bounded_lines(fh), errors), errors, interval_s=settings.interval,
                             history_size=settings.history_size, stale_after_s=settings.stale_after)
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None

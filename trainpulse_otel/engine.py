@@ -10,6 +10,7 @@ run a warm-up in virtual time.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from typing import Callable, Sequence
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
+#: How much history ``snapshot`` and ``top`` fill in before their first frame in sim (virtual time).
+SIM_WARMUP_S = 180.0
+
 
 class Engine:
     """Owns the stages of one TrainPulse pipeline and ticks them."""
@@ -46,7 +50,7 @@ class Engine:
         self.mode = mode
         self.collectors = tuple(collectors)
         self.clock = clock
-        self.latest = LatestSamples(stale_after_s=settings.stale_after)
+        self.latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
         self.window = Window(settings.history_size)
         self.pipeline = DiagnosticPipeline()
         self.telemetry = telemetry or build_telemetry(self.window.append, settings.metrics_namespace)
@@ -94,6 +98,21 @@ class Engine:
         training = current.training if current.training is not self._recorded_training else None
         self._recorded_training = current.training
         self.recorder.write_tick(now, current.gpus, current.host, training)
+
+    def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
+        """Tick over the last ``seconds`` at the interval, ending now, without sleeping.
+
+        For collectors that can be asked about the past — the simulator — this
+        fills the window at once, so a scenario's fault is on screen from the
+        first frame.
+        """
+        interval = self.settings.interval
+        ticks = max(1, math.ceil(seconds / interval))
+        start = self.clock() - (ticks - 1) * interval
+        for i in range(ticks):
+            result = self.tick(start + i * interval)
+            if on_tick is not None:
+                on_tick(result)
 
     def run(self, stop: threading.Event) -> None:
         """Tick every ``interval`` until ``stop`` is set; a slow tick skips, never bunches."""

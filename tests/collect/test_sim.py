@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import time
 from functools import lru_cache
 
 import pytest
@@ -511,14 +510,3 @@ def test_sim_collector_is_a_collector_driven_by_the_daemons_clock():
         assert got.training.timestamp == now
     assert collector.describe()["scenario"] == "rank_straggler"
     collector.close()
-
-
-def test_sampling_is_cheap():
-    node = SimulatedNode("thermal_instability")
-    best = float("inf")
-    for batch in range(5):
-        start = time.perf_counter()
-        for t in range(batch * 400, (batch + 1) * 400):
-            node.sample(float(t))
-        best = min(best, (time.perf_counter() - start) / 400)
-    assert best < 0.3e-3

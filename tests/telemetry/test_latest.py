@@ -48,3 +48,10 @@ def test_observations_are_cached_until_a_change():
     assert latest.observations() is first
     latest.put_training(TrainingSample(step_time_ms=6.0), now=1.0)
     assert latest.observations() is not first
+
+
+def test_tracked_ranks_are_capped_oldest_first():
+    latest = LatestSamples(max_ranks=4)
+    for r in range(10):  # a sender that invents a new rank number every report
+        latest.put_training(TrainingSample(ranks=(_rank(r),)), now=float(r))
+    assert [r.rank for r in latest.current().training.ranks] == [6, 7, 8, 9]

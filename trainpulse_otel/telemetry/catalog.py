@@ -80,8 +80,8 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _h("host.swap.used", "By", "swap_used_bytes", "Swap space in use."),
     _h("host.disk.read", "By/s", "disk_read_bytes_per_sec", "Disk read rate, all disks."),
     _h("host.disk.write", "By/s", "disk_write_bytes_per_sec", "Disk write rate, all disks."),
-    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, all interfaces."),
-    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, all interfaces."),
+    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, physical interfaces (loopback and virtual ones excluded)."),
+    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, physical interfaces (loopback and virtual ones excluded)."),
     # Training job — attributes model, framework
     _t("training.timestamp", "s", "timestamp", "Unix time of the latest training report."),
     _t("training.global_step", "{step}", "global_step", "Optimizer step of the latest training report."),

@@ -13,7 +13,7 @@ import threading
 from dataclasses import replace
 
 from ..collect.base import Collected
-from ..samples import TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
@@ -22,8 +22,9 @@ DEFAULT_STALE_AFTER_S = 300.0
 class LatestSamples:
     """Thread-safe holder of the newest GPU, host and training samples."""
 
-    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
+    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S, max_ranks: int = DEFAULT_MAX_RANKS) -> None:
         self.stale_after_s = stale_after_s
+        self.max_ranks = max_ranks
         self._lock = threading.Lock()
         self._gpus: tuple[GpuSample, ...] = ()
         self._host: HostSample | None = None
@@ -55,12 +56,15 @@ class LatestSamples:
 
         A report without ``timestamp`` is stamped with ``now``. A report that
         carries only ranks updates those ranks and keeps the job-level view.
+        At most ``max_ranks`` ranks are kept; the least recently reported go first.
         """
         if sample.timestamp is None:
             sample = replace(sample, timestamp=now)
         with self._lock:
             for rank in sample.ranks:
                 self._ranks[rank.rank] = (rank, now)
+            if len(self._ranks) > self.max_ranks:
+                self._forget_oldest_ranks()
             if self._job is None or _has_job_measurement(sample):
                 self._job = replace(sample, ranks=())
                 self._job_at = now
@@ -99,6 +103,13 @@ class LatestSamples:
         with self._lock:
             self._observed = (version, observed)
         return observed
+
+    def _forget_oldest_ranks(self) -> None:
+        """Keep the ``max_ranks`` most recently reported ranks: memory stays bounded
+        even when reports name ever new rank numbers."""
+        by_age = sorted(self._ranks, key=lambda r: self._ranks[r][1])
+        for r in by_age[: len(self._ranks) - self.max_ranks]:
+            del self._ranks[r]
 
     def _rebuild_training(self) -> None:
         ranks = tuple(self._ranks[r][0] for r in sorted(self._ranks))
