@@ -90,3 +90,9 @@ def test_autoload_off_by_argument_or_environment_skips_third_party(third_party, 
 def test_builtins_are_found_even_without_installed_metadata(monkeypatch):
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
     assert set(plugins.load_adapters(autoload=True)) == BUILTINS
+
+
+def test_the_autoload_variable_is_not_mistaken_for_a_setting():
+    from trainpulse_otel.config import load_settings
+
+    assert load_settings(environ={plugins.AUTOLOAD_ENV: "1"}).mode == "auto"
