@@ -9,7 +9,7 @@ found by :func:`trainpulse_otel.plugins.load_adapters`.
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from flask import Flask, Response, jsonify, request
 
@@ -110,7 +110,7 @@ def _json_object(value: Any) -> Mapping[str, Any]:
     return value
 
 
-def _validated(parse: Any) -> TrainingSample:
+def _validated(parse: Callable[[], TrainingSample]) -> TrainingSample:
     try:
         return parse()
     except SampleError as exc:
