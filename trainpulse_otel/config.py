@@ -293,7 +293,7 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 #: TRAINPULSE_* variables that are not settings keys (read by other parts).
-NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT"})
+NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"})
 
 
 def load_settings(

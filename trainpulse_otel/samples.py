@@ -142,8 +142,10 @@ class Rule:
 
 
 STR = Rule("str")
-COUNT = Rule("int", 0)  # steps, ranks, indices, byte counts
-SIZE = Rule("int", 1)  # world size, batch sizes, parallel degrees
+#: Largest integer accepted: exact in a float64 and in every JSON parser, and inside OTLP's int64.
+MAX_SAFE_INT = 2**53 - 1
+COUNT = Rule("int", 0, MAX_SAFE_INT)  # steps, ranks, indices, byte counts
+SIZE = Rule("int", 1, MAX_SAFE_INT)  # world size, batch sizes, parallel degrees
 NONNEG = Rule("float", 0)  # times and rates
 FRACTION = Rule("float", 0, 1)
 PERCENT = Rule("float", 0, 100)
