@@ -25,7 +25,8 @@ log = logging.getLogger("trainpulse_otel.cli")
 #: Flags shown for collecting commands; the rest of OPTIONS stay config/env only.
 COLLECT_FLAGS = (
     "addr", "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format",
-    "metrics_namespace", "auth_token", "max_body_bytes", "stale_after", "warmup", "smi_timeout",
+    "metrics_namespace", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "stale_after",
+    "warmup", "smi_timeout",
 )
 
 
@@ -44,9 +45,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str]) -> 
         if option.key not in keys:
             continue
         flag = option.key.replace("_", "-")
+        switch = {"nargs": "?", "const": "true"} if isinstance(option.default, bool) else {}  # -flag alone means true
         parser.add_argument(
             f"-{flag}", f"--{flag}", dest=option.key, metavar=option.metavar, default=None,
-            help=f"{option.help} (default: {_show_default(option.default)})",
+            help=f"{option.help} (default: {_show_default(option.default)})", **switch,
         )
 
 
@@ -99,10 +101,12 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _configure(settings)
+    _check_exposure(settings)
     mode, collectors = build_collectors(settings)
     engine = Engine(settings, collectors, mode, exports=build_exports(settings))
     try:
-        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks)
+        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks,
+                         auth_token=settings.auth_token, auth_scope=settings.auth_scope)
         server = ApiServer(app, settings.host, settings.port)
     except OSError as exc:
         engine.close()
@@ -118,6 +122,16 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         server.close()
         engine.close()
     return 0
+
+
+def _check_exposure(settings: Settings) -> None:
+    """Refuse an API reachable from the network that anyone could write to."""
+    if settings.is_loopback or settings.auth_token or settings.allow_insecure_bind:
+        return
+    raise UsageError(
+        f"refusing to listen on {settings.addr} without auth_token: anyone who can reach it could write "
+        "training data; set TRAINPULSE_AUTH_TOKEN, or pass -allow-insecure-bind if the network is trusted"
+    )
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from .. import __version__
 from ..adapters import Adapter, Translation
 from ..plugins import load_adapters
 from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, _type_name, parse_training, to_dict
+from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
@@ -39,13 +40,21 @@ def create_app(
     max_body_bytes: int = 1 << 20,
     max_ranks: int = DEFAULT_MAX_RANKS,
     adapters: Mapping[str, Adapter] | None = None,
+    auth_token: str | None = None,
+    auth_scope: str = "ingest",
 ) -> Flask:
-    """Build the app serving ``backend``; ``adapters`` defaults to the installed plugins."""
+    """Build the app serving ``backend``; ``adapters`` defaults to the installed plugins.
+
+    With ``auth_token``, ingest (or, with ``auth_scope="all"``, every endpoint)
+    requires ``Authorization: Bearer <auth_token>``.
+    """
     app = Flask("trainpulse_otel.api")
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
     known = dict(load_adapters() if adapters is None else adapters)
     register_error_handlers(app, max_body_bytes)
+    if auth_token:
+        require_bearer_token(app, auth_token, auth_scope)
 
     @app.get("/healthz")
     def healthz() -> Response:

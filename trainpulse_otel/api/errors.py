@@ -45,7 +45,10 @@ def register_error_handlers(app: Flask, max_body_bytes: int) -> None:
 
     @app.errorhandler(ApiError)
     def api_error(exc: ApiError) -> Response:
-        return error_response(exc.status, exc.message, exc.field, **exc.extra)
+        response = error_response(exc.status, exc.message, exc.field, **exc.extra)
+        if exc.status == 401:
+            response.headers["WWW-Authenticate"] = 'Bearer realm="trainpulse"'
+        return response
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:

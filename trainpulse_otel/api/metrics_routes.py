@@ -12,8 +12,8 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
-#: POST routes whose refusals count as ``trainpulse.ingest.errors``.
-INGEST_PATHS = frozenset({"/v1/training", "/v1/framework"})
+from .auth import INGEST_PATHS
+
 
 _REASONS_BY_STATUS = {
     401: "unauthorized",

@@ -86,19 +86,21 @@ class ApiServer:
             pass
 
     def close(self) -> None:
-        """Stop accepting and end the serving thread.
+        """Stop accepting, let the workers finish, then end the serving loop.
 
-        The close runs inside the serving loop (through waitress's trigger), so
-        the loop wakes and ends at once instead of after its poll timeout.
+        Workers are stopped first because each one wakes the loop through the
+        trigger when it finishes a request; closing the trigger under a busy
+        worker would fail in that worker. The close itself runs inside the
+        serving loop (through the trigger), so the loop ends at once instead of
+        after its poll timeout.
         """
+        self._server.accepting = False  # type: ignore[union-attr]
+        self._server.task_dispatcher.shutdown(timeout=5)  # type: ignore[union-attr]
         if self._thread.is_alive():
             try:
                 self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
-            except OSError:
-                # A wake-up from a worker let the loop run our close before our own
-                # wake-up byte was written: the trigger is closed, the loop is ending.
+            except OSError:  # the loop already ended and closed its trigger
                 pass
             self._thread.join(timeout=5)
         else:
             self._server.close()
-        self._server.task_dispatcher.shutdown()  # type: ignore[union-attr]
