@@ -72,11 +72,10 @@ class Engine:
 
     # ------------------------------------------------------------------ inputs
 
-    def ingest(self, sample: TrainingSample, source: str = REST) -> TrainingSample:
+    def ingest(self, sample: TrainingSample, source: str = REST) -> None:
         """Take one validated training report; ``source`` is ``rest``, ``framework`` or ``sdk``."""
-        stored = self.latest.put_training(sample, self.clock())
+        self.latest.put_training(sample, self.clock())
         self.ops.ingested(sample, source)
-        return stored
 
     # ------------------------------------------------------------------- ticks
 
@@ -88,6 +87,7 @@ class Engine:
             for collector in self.collectors:
                 self.latest.put(self._collect(collector, now), now)
             self.latest.expire(now)
+            self.ops.flush()
             self.telemetry.frame_reader.read(now)
             result = self.pipeline.update(self.window)
             self.publisher.publish(result)
@@ -156,6 +156,11 @@ class Engine:
                               collectors=[c.name for c in self.collectors],
                               uptime_s=self.clock() - self.started_at)
 
+    def flush(self) -> bool:
+        """Record what ingest noted since the last tick, then push what exporters hold; True if all flushed."""
+        self.ops.flush()
+        return self.telemetry.flush()
+
     def close(self) -> None:
         """Release collectors, close the trace, flush and shut down exporters."""
         for collector in self.collectors:
@@ -165,4 +170,5 @@ class Engine:
                 log.warning("closing collector %s failed", collector.name, exc_info=True)
         if self.recorder is not None:
             self.recorder.close()
+        self.ops.flush()
         self.telemetry.shutdown()

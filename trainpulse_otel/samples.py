@@ -240,9 +240,18 @@ TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
 )
 
 
+_SLOW = object()
+
+
 def check_value(field: str, value: Any, rule: Rule) -> Any:
     """Return ``value`` coerced to the rule's kind, or raise SampleError naming ``field``."""
-    kind = type(value)  # fast paths for well-formed values; anything else gets the full check
+    checked = _fast_check(value, rule)
+    return checked if checked is not _SLOW else _checked_slowly(field, value, rule)
+
+
+def _fast_check(value: Any, rule: Rule) -> Any:
+    """The value when it is well formed for ``rule`` (the common case, kept cheap); else ``_SLOW``."""
+    kind = type(value)
     if rule.kind == "float":
         if kind is float or kind is int:
             number = float(value)
@@ -253,7 +262,7 @@ def check_value(field: str, value: Any, rule: Rule) -> Any:
             return value
     elif kind is str and len(value) <= MAX_STRING_LENGTH:
         return value
-    return _checked_slowly(field, value, rule)
+    return _SLOW
 
 
 def _checked_slowly(field: str, value: Any, rule: Rule) -> Any:
@@ -309,7 +318,8 @@ def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[s
     for name, value in data.items():
         rule = rules.get(name)
         if rule is not None and value is not None:
-            out[name] = check_value(prefix + name, value, rule)
+            checked = _fast_check(value, rule)  # the field's full name is only built for an error
+            out[name] = checked if checked is not _SLOW else _checked_slowly(prefix + name, value, rule)
     return out
 
 

@@ -47,3 +47,4 @@ def exercise_every_instrument(engine: Engine) -> None:
     engine.publisher.publish(straggler_raised(engine.clock()))
     engine.ops.rejected("malformed")
     engine.ops.collector_failed("nvml")
+    engine.ops.flush()  # accepted reports reach the instruments at the next tick or metrics read

@@ -56,5 +56,6 @@ def test_ingest_sources_are_told_apart(make_engine):
     engine = make_engine()
     engine.ingest(parse_training({"step_time_ms": 100.0}))
     engine.ingest(parse_training({"step_time_ms": 100.0, "framework": "pytorch"}), source="sdk")
+    engine.ops.flush()  # noted on the request path, recorded at the next tick or metrics read
     counted = {tuple(sorted(p.attributes.items())): p.value for _, p in points(engine, "trainpulse.ingest.samples")}
     assert counted == {(("source", "rest"),): 1, (("framework", "pytorch"), ("source", "sdk")): 1}

@@ -31,7 +31,7 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
     for _ in range(3):
         engine.tick()
     engine.publisher.publish(straggler_raised(engine.clock()))
-    assert engine.telemetry.flush()
+    assert engine.flush()
     got = receiver.received
     assert got.wait_for(lambda r: r.metrics and r.events(EVENT_RAISED) and r.events(EVENT_ROOT_CAUSE))
 
@@ -56,7 +56,7 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
     assert all(res["service.name"] == "trainpulse" for res, _ in got.log_records())
 
     engine.publisher.publish(straggler_cleared(engine.clock() + 60))
-    assert engine.telemetry.flush()
+    assert engine.flush()
     assert got.wait_for(lambda r: r.events(EVENT_CLEARED) and len(r.events(EVENT_ROOT_CAUSE)) == 2)
     cleared = got.events(EVENT_CLEARED)[-1]
     assert attributes(cleared.attributes)["signal"] == "rank_straggler" and cleared.severity_text == "INFO"
@@ -68,9 +68,9 @@ def _export_twice(engine) -> None:  # noqa: ANN001
     """Two ingests, an export, one more ingest, another export."""
     for step_time_ms in (800.0, 1200.0):
         engine.ingest(parse_training({"step_time_ms": step_time_ms, "framework": "pytorch", "model_name": "m"}))
-    assert engine.telemetry.flush()
+    assert engine.flush()
     engine.ingest(parse_training({"step_time_ms": 30_000.0, "framework": "pytorch", "model_name": "m"}), source="sdk")
-    assert engine.telemetry.flush()
+    assert engine.flush()
 
 
 @pytest.mark.parametrize(("profile", "temporality", "rest_counts", "step_counts"), [
@@ -123,7 +123,7 @@ def test_config_block_overrides_the_environment(monkeypatch, http_receiver, grpc
     engine = make_engine(otlp={"endpoint": http_receiver.endpoint, "protocol": "http/protobuf",
                                "headers": {"dd-api-key": "secret"}, "export_interval": QUIET, "logs": False})
     engine.publisher.publish(straggler_raised(engine.clock()))
-    assert engine.telemetry.flush()
+    assert engine.flush()
     assert http_receiver.received.wait_for(lambda r: r.metrics)
     assert http_receiver.headers_seen[-1]["dd-api-key"] == "secret"
     assert not grpc_receiver.received.metrics

@@ -10,8 +10,8 @@ def _rank(r, ms=100.0):
 
 def test_missing_timestamp_is_stamped_with_receipt_time():
     latest = LatestSamples()
-    stored = latest.put_training(TrainingSample(step_time_ms=5.0), now=50.0)
-    assert stored.timestamp == 50.0
+    latest.put_training(TrainingSample(step_time_ms=5.0), now=50.0)
+    assert latest.current().training.timestamp == 50.0
 
 
 def test_job_report_replaces_the_previous_one_whole():

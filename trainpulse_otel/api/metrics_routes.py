@@ -37,6 +37,11 @@ def register_metrics_routes(app: Flask, backend: Any) -> None:
     """Add the metrics routes and the refused-ingest counter to ``app``."""
     routes = Blueprint("metrics", __name__)
 
+    @routes.before_app_request
+    def record_pending_operational_metrics() -> None:
+        if request.path in ("/metrics", "/v1/metrics") and getattr(backend, "ops", None) is not None:
+            backend.ops.flush()  # reports accepted since the last tick show up in this read
+
     @routes.get("/metrics")
     def prometheus_metrics():  # noqa: ANN202
         exports = getattr(backend, "exports", None)

@@ -2,12 +2,16 @@
 
 Real counters and histograms (synchronous instruments), so OTLP temporality
 matters for them: with the Datadog profile they are exported as deltas.
+Accepted reports are noted in a plain list on the request thread and recorded
+into the instruments once per tick (:meth:`OperationalMetrics.flush`): the
+ingest path pays a list append, not two SDK calls.
 They are not in the measurement catalogue, so the diagnostic reader ignores
 them — the daemon's bookkeeping never feeds the diagnosis.
 """
 
 from __future__ import annotations
 
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +21,8 @@ from .conversion import training_attributes
 REST, FRAMEWORK, SDK = "rest", "framework", "sdk"
 INGEST_SOURCES = (REST, FRAMEWORK, SDK)
 
+#: Accepted reports noted between two flushes at most (a flush runs every tick).
+PENDING_LIMIT = 100_000
 #: Step times run from ~10 ms (small models) to minutes (huge pipelines, checkpoints).
 STEP_DURATION_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 #: A tick is collection + one frame + diagnosis: sub-millisecond to around a second.
@@ -65,13 +71,39 @@ class OperationalMetrics:
         self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
         self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
         self._collector_errors = create(COLLECTOR_ERRORS)
+        # Bounded: if ticks ever stopped, memory would not grow (the oldest notes go first).
+        self._pending: deque[tuple[str, str | None, str | None, float | None]] = deque(maxlen=PENDING_LIMIT)
+        self._job_attributes: dict[tuple[str | None, str | None], dict[str, str]] = {}
 
     def ingested(self, sample: TrainingSample, source: str = REST) -> None:
-        """Count one accepted training report and record its step time."""
-        job = training_attributes(sample)
-        self._samples.add(1, {"source": source, **({"framework": job["framework"]} if "framework" in job else {})})
-        if sample.step_time_ms is not None:
-            self._step.record(sample.step_time_ms / 1000.0, job)
+        """Note one accepted training report (recorded into the instruments at the next flush)."""
+        self._pending.append((source, sample.framework, sample.model_name, sample.step_time_ms))
+
+    def flush(self) -> None:
+        """Record the reports noted since the last flush: one counter add per attribute set.
+
+        Safe from any thread: each noted report is taken off the queue exactly once.
+        """
+        counts: Counter[tuple[str, str | None]] = Counter()
+        while self._pending:
+            try:
+                source, framework, model, step_time_ms = self._pending.popleft()
+            except IndexError:  # another thread flushed the last one
+                break
+            counts[(source, framework)] += 1
+            if step_time_ms is not None:
+                self._step.record(step_time_ms / 1000.0, self._job(model, framework))
+        for (source, framework), n in counts.items():
+            self._samples.add(n, {"source": source, **({"framework": framework} if framework else {})})
+
+    def _job(self, model: str | None, framework: str | None) -> dict[str, str]:
+        key = (model, framework)
+        attrs = self._job_attributes.get(key)
+        if attrs is None:
+            attrs = training_attributes(TrainingSample(model_name=model, framework=framework))
+            if len(self._job_attributes) < 1024:  # a handful of jobs per daemon; never unbounded
+                self._job_attributes[key] = attrs
+        return attrs
 
     def rejected(self, reason: str) -> None:
         """Count one refused ingest request."""
