@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
@@ -112,7 +112,9 @@ def build_telemetry(
     """Wire the providers: the frame reader plus any exporter readers and log processors."""
     resource = resource or build_resource()
     frame_reader = FrameReader(on_frame, namespace=namespace)
-    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False)
+    # No traces run in the daemon, so exemplars would always be empty; skipping them saves ~10% of a collection.
+    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False,
+                                   exemplar_filter=AlwaysOffExemplarFilter())
     logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     for processor in log_processors:
         logger_provider.add_log_record_processor(processor)
