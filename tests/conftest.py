@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import http.client
 import json
+import os
+import sys
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
 from trainpulse_otel.api import ApiServer, create_app
 from trainpulse_otel.config import Settings
 from trainpulse_otel.engine import Engine
+from trainpulse_otel.plugins import AUTOLOAD_ENV
+
+# Only TrainPulse's own plugins during tests: a third-party plugin installed on
+# the machine must not change what the suite sees (tests that need one opt in).
+os.environ.setdefault(AUTOLOAD_ENV, "1")
 
 
 @dataclass
@@ -35,19 +43,56 @@ class Served:
         except urllib.error.HTTPError as err:
             return err.code, dict(err.headers), err.read()
 
+    def send(self, method: str, path: str, body: bytes | Iterable[bytes] | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        """Exactly these headers (no client defaults); an iterable body goes chunked."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        try:
+            chunked = body is not None and not isinstance(body, bytes)
+            conn.request(method, path, body=body, headers=headers or {}, encode_chunked=chunked)
+            resp = conn.getresponse()
+            return resp.status, dict(resp.getheaders()), resp.read()
+        finally:
+            conn.close()
+
     def get_json(self, path: str) -> tuple[int, Any]:
         status, _, body = self.request("GET", path)
         return status, json.loads(body)
 
 
 @pytest.fixture
-def served() -> Iterator[Served]:
+def serve_app() -> Iterator[Callable[..., Served]]:
+    """Start servers for apps built over fresh engines: ``serve_app(lambda engine: create_app(engine))``."""
+    started: list[Served] = []
+
+    def start(build: Callable[[Engine], Any] = create_app) -> Served:
+        engine = Engine(Settings(mode="none", addr="127.0.0.1:0"), [], "none")
+        server = ApiServer(build(engine), "127.0.0.1", 0)
+        server.start()
+        started.append(Served(engine, server))
+        return started[-1]
+
+    yield start
+    for served in started:
+        served.server.close()
+        served.engine.close()
+
+
+@pytest.fixture
+def served(serve_app) -> Served:
     """An engine in mode none (ingest only), served on an ephemeral loopback port."""
-    engine = Engine(Settings(mode="none", addr="127.0.0.1:0"), [], "none")
-    server = ApiServer(create_app(engine), "127.0.0.1", 0)
-    server.start()
-    try:
-        yield Served(engine, server)
-    finally:
-        server.close()
-        engine.close()
+    return serve_app()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Torch tests run with one intra-op thread: on two shared cores the default pool makes a
+    10 ms step take 10-400 ms. Modules that do not import torch are left alone."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -94,3 +94,19 @@ def test_replay_json_shape(tmp_path):
         out = replay(read_trace(fh, [])).to_dict()
     assert set(out) == {"timeline", "diagnosis"}
     assert set(out["diagnosis"]) == {"health", "signals", "root_causes"}
+
+
+def test_an_oversized_line_is_reported_and_the_next_line_still_read(tmp_path):
+    from trainpulse_otel.collect.trace import bounded_lines
+
+    path = tmp_path / "t.jsonl"
+    with open(path, "wb") as fh:
+        fh.write(b'{"ts": 1, "host": {"cpu_percent": 1}}\n')
+        fh.write(b'{"ts": 2, "host": {"pad": "' + b"x" * 5000 + b'"}}\n')
+        fh.write(b'{"ts": 3, "host": {"cpu_percent": 3}}\n')
+    errors: list[TraceError] = []
+    with open(path, "rb") as fh:
+        lines = list(bounded_lines(fh, limit=1000))
+    assert len(lines) == 3 and len(lines[1]) == 1001
+    records = list(read_trace(lines, errors, max_line_bytes=1000))
+    assert [r.ts for r in records] == [1.0, 3.0] and errors[0].lineno == 2

@@ -1,3 +1,18 @@
-"""TrainPulse: OpenTelemetry-native predictive diagnostics for AI and LLM training jobs."""
+"""TrainPulse: OpenTelemetry-native predictive diagnostics for AI and LLM training jobs.
+
+Importing the package is cheap: :class:`TrainingMonitor` (and the OTel SDK
+behind it) loads on first use.
+"""
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["TrainingMonitor", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TrainingMonitor":
+        from .monitor import TrainingMonitor
+
+        return TrainingMonitor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,9 +25,9 @@ log = logging.getLogger("trainpulse_otel.cli")
 #: Flags shown for collecting commands; the rest of OPTIONS stay config/env only.
 COLLECT_FLAGS = (
     "addr", "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format",
-    "metrics_namespace", "auth_token", "max_body_bytes", "stale_after", "warmup", "smi_timeout",
+    "metrics_namespace", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "stale_after",
+    "warmup", "smi_timeout",
 )
-SIM_WARMUP_S = 180.0
 
 
 class UsageError(Exception):
@@ -45,9 +45,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str]) -> 
         if option.key not in keys:
             continue
         flag = option.key.replace("_", "-")
+        switch = {"nargs": "?", "const": "true"} if isinstance(option.default, bool) else {}  # -flag alone means true
         parser.add_argument(
             f"-{flag}", f"--{flag}", dest=option.key, metavar=option.metavar, default=None,
-            help=f"{option.help} (default: {_show_default(option.default)})",
+            help=f"{option.help} (default: {_show_default(option.default)})", **switch,
         )
 
 
@@ -114,13 +115,16 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer, create_app
     from .collect.modes import build_collectors
     from .engine import Engine
+    from .telemetry.exporters import build_exports
 
     settings = _settings(args)
     _configure(settings)
+    _check_exposure(settings)
     mode, collectors = build_collectors(settings)
-    engine = Engine(settings, collectors, mode)
+    engine = Engine(settings, collectors, mode, exports=build_exports(settings))
     try:
-        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks)
+        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks,
+                         auth_token=settings.auth_token, auth_scope=settings.auth_scope)
         server = ApiServer(app, settings.host, settings.port)
     except OSError as exc:
         engine.close()
@@ -138,53 +142,46 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_exposure(settings: Settings) -> None:
+    """Refuse an API reachable from the network that anyone could write to."""
+    if settings.is_loopback or settings.auth_token or settings.allow_insecure_bind:
+        return
+    raise UsageError(
+        f"refusing to listen on {settings.addr} without auth_token: anyone who can reach it could write "
+        "training data; set TRAINPULSE_AUTH_TOKEN, or pass -allow-insecure-bind if the network is trusted"
+    )
+
+
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from .collect.modes import build_collectors
-    from .engine import Engine
+    from .engine import SIM_WARMUP_S, Engine
 
     settings = _settings(args)
     _configure(settings)
     mode, collectors = build_collectors(settings)
-    clock = VirtualClock(time.time()) if mode == "sim" else time.time
-    engine = Engine(settings, collectors, mode, clock=clock)
+    engine = Engine(settings, collectors, mode)
     try:
-        _warm_up(engine, settings, clock)
+        if mode == "sim":  # the simulator can be asked about the past: warm up in virtual time
+            engine.backfill(settings.warmup or SIM_WARMUP_S)
+        else:
+            _warm_up(engine, settings)
         print(json.dumps(engine.snapshot(), indent=2))
     finally:
         engine.close()
     return 0
 
 
-def _warm_up(engine: Any, settings: Settings, clock: Callable[[], float]) -> None:
-    """Tick for the warm-up window: virtual time in sim, real time (at least two ticks) otherwise."""
-    if isinstance(clock, VirtualClock):
-        warmup = settings.warmup or SIM_WARMUP_S
-        for _ in range(max(1, math.ceil(warmup / settings.interval))):
-            engine.tick()
-            clock.advance(settings.interval)
-        return
+def _warm_up(engine: Any, settings: Settings) -> None:
+    """Tick in real time for the warm-up window: at least two ticks, so host rates have an interval."""
     ticks = max(2, math.ceil(settings.warmup / settings.interval) + 1)
     for i in range(ticks):
         if i:
-            time.sleep(min(settings.interval, 1.0) if not settings.warmup else settings.interval)
+            time.sleep(settings.interval if settings.warmup else min(settings.interval, 1.0))
         engine.tick()
 
 
-class VirtualClock:
-    """A clock that moves only when told: lets sim warm up without sleeping."""
-
-    def __init__(self, start: float) -> None:
-        self.now = start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
 def cmd_top(args: argparse.Namespace) -> int:
-    from .dashboard.text import run_top
+    from .dashboard.app import run_top
 
     settings = _settings(args)
     _configure(settings, quiet=True)
@@ -192,7 +189,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .collect.trace import read_trace
+    from .collect.trace import bounded_lines, read_trace
     from .replay import replay
 
     settings = _settings(args)
@@ -200,7 +197,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     errors: list = []
     try:
         with open(args.file, "rb") as fh:
-            result = replay(read_trace(fh, errors), errors, interval_s=settings.interval,
+            result = replay(read_trace(bounded_lines(fh), errors), errors, interval_s=settings.interval,
                             history_size=settings.history_size, stale_after_s=settings.stale_after)
     except OSError as exc:
         raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None

@@ -119,6 +119,13 @@ def _text(pattern: str | None = None, what: str = "") -> Callable[[Any], str]:
     return parse
 
 
+def _secret(value: Any) -> str:
+    """A token: long enough to resist guessing; the error never repeats the value."""
+    if not isinstance(value, str) or not re.fullmatch(r"\S{16,}", value):
+        raise ValueError("must be at least 16 characters without spaces (value not shown)")
+    return value
+
+
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return lambda value: None if value in (None, "") else parse(value)
 
@@ -182,6 +189,7 @@ OTLP_KEYS: dict[str, Callable[[Any], Any]] = {
     "temporality": _choice("cumulative", "delta", "lowmemory"),
     "profile": _choice("default", "datadog"),
     "logs": _bool,
+    "compression": _choice("none", "gzip"),
 }
 PROMETHEUS_KEYS: dict[str, Callable[[Any], Any]] = {"enabled": _bool}
 
@@ -222,7 +230,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("record", _optional(_text()), None, "write a JSONL trace of every tick to FILE", "FILE"),
     Option("otlp", _optional(_object(OTLP_KEYS)), None, "OTLP export settings (JSON object)", "JSON"),
     Option("prometheus", _object(PROMETHEUS_KEYS), {"enabled": True}, "Prometheus /metrics settings (JSON object)", "JSON"),
-    Option("auth_token", _optional(_text()), None, "Bearer token required by the API", "TOKEN"),
+    Option("auth_token", _optional(_secret), None,
+           "Bearer token the API requires (prefer TRAINPULSE_AUTH_TOKEN: flags show in ps)", "TOKEN"),
+    Option("auth_scope", _choice("ingest", "all"), "ingest", "what the token guards: ingest|all endpoints", "SCOPE"),
+    Option("allow_insecure_bind", _bool, False,
+           "listen on a non-loopback address without auth_token (not recommended)", "BOOL"),
     Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
     Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
     Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
@@ -248,6 +260,8 @@ class Settings:
     otlp: dict[str, Any] | None = None
     prometheus: dict[str, Any] = field(default_factory=lambda: {"enabled": True})
     auth_token: str | None = None
+    auth_scope: str = "ingest"
+    allow_insecure_bind: bool = False
     max_body_bytes: int = 1 << 20
     max_ranks: int = 8192
     stale_after: float = 300.0
@@ -258,6 +272,18 @@ class Settings:
     def host(self) -> str:
         """The listen host of ``addr``."""
         return self.addr.rpartition(":")[0].strip("[]")
+
+    @property
+    def is_loopback(self) -> bool:
+        """Whether ``addr`` listens on the loopback interface only."""
+        import ipaddress
+
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
     @property
     def port(self) -> int:
@@ -292,7 +318,7 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 #: TRAINPULSE_* variables that are not settings keys (read by other parts).
-NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT"})
+NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"})
 
 
 def load_settings(

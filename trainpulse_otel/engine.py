@@ -10,6 +10,7 @@ run a warm-up in virtual time.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from typing import Callable, Sequence
@@ -22,13 +23,18 @@ from .diagnose.window import Window
 from .publish import DiagnosisPublisher
 from .samples import Frame, TrainingSample
 from .snapshot import build_snapshot
+from .telemetry.exporters import Exports, build_exports
 from .telemetry.instruments import register_measurements
 from .telemetry.latest import LatestSamples
+from .telemetry.operational import REST, OperationalMetrics
 from .telemetry.providers import Telemetry, build_telemetry
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+
+#: How much history ``snapshot`` and ``top`` fill in before their first frame in sim (virtual time).
+SIM_WARMUP_S = 180.0
 
 
 class Engine:
@@ -41,16 +47,22 @@ class Engine:
         mode: str = "none",
         clock: Clock = time.time,
         telemetry: Telemetry | None = None,
+        exports: Exports | None = None,
     ) -> None:
         self.settings = settings
         self.mode = mode
         self.collectors = tuple(collectors)
         self.clock = clock
-        self.latest = LatestSamples(stale_after_s=settings.stale_after)
+        self.latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
         self.window = Window(settings.history_size)
         self.pipeline = DiagnosticPipeline()
-        self.telemetry = telemetry or build_telemetry(self.window.append, settings.metrics_namespace)
+        # Pull endpoints (/metrics, /v1/metrics) by default; the daemon passes exports that also push OTLP.
+        self.exports = exports or (None if telemetry else build_exports(settings, push=False))
+        self.telemetry = telemetry or build_telemetry(
+            self.window.append, settings.metrics_namespace,
+            readers=self.exports.readers, log_processors=self.exports.log_processors)
         register_measurements(self.telemetry.meter, self.latest, settings.metrics_namespace)
+        self.ops = OperationalMetrics(self.telemetry.meter, settings.metrics_namespace)
         self.publisher = DiagnosisPublisher(self.telemetry.meter, self.telemetry.logger, settings.metrics_namespace)
         self.recorder = TraceWriter(settings.record) if settings.record else None
         self.started_at = clock()
@@ -60,24 +72,28 @@ class Engine:
 
     # ------------------------------------------------------------------ inputs
 
-    def ingest(self, sample: TrainingSample) -> TrainingSample:
-        """Take one validated training report (REST, SDK, adapters)."""
-        return self.latest.put_training(sample, self.clock())
+    def ingest(self, sample: TrainingSample, source: str = REST) -> None:
+        """Take one validated training report; ``source`` is ``rest``, ``framework`` or ``sdk``."""
+        self.latest.put_training(sample, self.clock())
+        self.ops.ingested(sample, source)
 
     # ------------------------------------------------------------------- ticks
 
     def tick(self, now: float | None = None) -> PipelineResult:
         """Collect, read one frame, diagnose it and publish the result."""
         with self._tick_lock:
+            started = time.perf_counter()
             now = self.clock() if now is None else now
             for collector in self.collectors:
                 self.latest.put(self._collect(collector, now), now)
             self.latest.expire(now)
+            self.ops.flush()
             self.telemetry.frame_reader.read(now)
             result = self.pipeline.update(self.window)
             self.publisher.publish(result)
             self._record(now)
             self.ticks += 1
+            self.ops.ticked(time.perf_counter() - started)
             return result
 
     def _collect(self, collector: Collector, now: float) -> Collected:
@@ -85,6 +101,7 @@ class Engine:
             return collector.collect(now)
         except Exception:  # noqa: BLE001 - one broken collector must not stop the others
             log.exception("collector %s failed; skipping it this tick", collector.name)
+            self.ops.collector_failed(collector.name)
             return Collected()
 
     def _record(self, now: float) -> None:
@@ -94,6 +111,21 @@ class Engine:
         training = current.training if current.training is not self._recorded_training else None
         self._recorded_training = current.training
         self.recorder.write_tick(now, current.gpus, current.host, training)
+
+    def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
+        """Tick over the last ``seconds`` at the interval, ending now, without sleeping.
+
+        For collectors that can be asked about the past — the simulator — this
+        fills the window at once, so a scenario's fault is on screen from the
+        first frame.
+        """
+        interval = self.settings.interval
+        ticks = max(1, math.ceil(seconds / interval))
+        start = self.clock() - (ticks - 1) * interval
+        for i in range(ticks):
+            result = self.tick(start + i * interval)
+            if on_tick is not None:
+                on_tick(result)
 
     def run(self, stop: threading.Event) -> None:
         """Tick every ``interval`` until ``stop`` is set; a slow tick skips, never bunches."""
@@ -124,6 +156,11 @@ class Engine:
                               collectors=[c.name for c in self.collectors],
                               uptime_s=self.clock() - self.started_at)
 
+    def flush(self) -> bool:
+        """Record what ingest noted since the last tick, then push what exporters hold; True if all flushed."""
+        self.ops.flush()
+        return self.telemetry.flush()
+
     def close(self) -> None:
         """Release collectors, close the trace, flush and shut down exporters."""
         for collector in self.collectors:
@@ -133,4 +170,5 @@ class Engine:
                 log.warning("closing collector %s failed", collector.name, exc_info=True)
         if self.recorder is not None:
             self.recorder.close()
+        self.ops.flush()
         self.telemetry.shutdown()

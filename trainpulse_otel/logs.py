@@ -26,6 +26,32 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+class SummarizingFilter(logging.Filter):
+    """Let one record through per ``period_s``; fold the rest into a count on the next one.
+
+    waitress warns "Task queue depth is N" on every request queued under load;
+    an operator needs to know the API is saturated, not a line per request.
+    """
+
+    def __init__(self, period_s: float = 60.0, clock=time.monotonic) -> None:
+        super().__init__()
+        self.period_s = period_s
+        self._clock = clock
+        self._next_at = 0.0
+        self._suppressed = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = self._clock()
+        if now < self._next_at:
+            self._suppressed += 1
+            return False
+        if self._suppressed:
+            record.msg = f"{record.msg} ({self._suppressed} similar messages suppressed in the last {self.period_s:g}s)"
+        self._suppressed = 0
+        self._next_at = now + self.period_s
+        return True
+
+
 def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | None = None) -> None:
     """Route every logger to ``stream`` (stderr) at ``level``, replacing earlier handlers."""
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -35,3 +61,6 @@ def configure_logging(level: str = "info", fmt: str = "text", stream: IO[str] | 
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
+    queue = logging.getLogger("waitress.queue")
+    if not any(isinstance(f, SummarizingFilter) for f in queue.filters):
+        queue.addFilter(SummarizingFilter())

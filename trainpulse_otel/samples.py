@@ -142,8 +142,10 @@ class Rule:
 
 
 STR = Rule("str")
-COUNT = Rule("int", 0)  # steps, ranks, indices, byte counts
-SIZE = Rule("int", 1)  # world size, batch sizes, parallel degrees
+#: Largest integer accepted: exact in a float64 and in every JSON parser, and inside OTLP's int64.
+MAX_SAFE_INT = 2**53 - 1
+COUNT = Rule("int", 0, MAX_SAFE_INT)  # steps, ranks, indices, byte counts
+SIZE = Rule("int", 1, MAX_SAFE_INT)  # world size, batch sizes, parallel degrees
 NONNEG = Rule("float", 0)  # times and rates
 FRACTION = Rule("float", 0, 1)
 PERCENT = Rule("float", 0, 100)
@@ -238,8 +240,32 @@ TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
 )
 
 
+_SLOW = object()
+
+
 def check_value(field: str, value: Any, rule: Rule) -> Any:
     """Return ``value`` coerced to the rule's kind, or raise SampleError naming ``field``."""
+    checked = _fast_check(value, rule)
+    return checked if checked is not _SLOW else _checked_slowly(field, value, rule)
+
+
+def _fast_check(value: Any, rule: Rule) -> Any:
+    """The value when it is well formed for ``rule`` (the common case, kept cheap); else ``_SLOW``."""
+    kind = type(value)
+    if rule.kind == "float":
+        if kind is float or kind is int:
+            number = float(value)
+            if math.isfinite(number) and (rule.lo is None or number >= rule.lo) and (rule.hi is None or number <= rule.hi):
+                return number
+    elif rule.kind == "int":
+        if kind is int and (rule.lo is None or value >= rule.lo) and (rule.hi is None or value <= rule.hi):
+            return value
+    elif kind is str and len(value) <= MAX_STRING_LENGTH:
+        return value
+    return _SLOW
+
+
+def _checked_slowly(field: str, value: Any, rule: Rule) -> Any:
     if rule.kind == "str":
         if not isinstance(value, str):
             raise SampleError(field, f"must be a string, got {_type_name(value)}")
@@ -286,13 +312,14 @@ def _type_name(value: Any) -> str:
 
 def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[str, Any]:
     """Validate the known fields of ``data``; unknown keys and nulls are ignored."""
-    if not isinstance(data, Mapping):
+    if not isinstance(data, dict) and not isinstance(data, Mapping):
         raise SampleError(prefix.rstrip("."), f"must be an object, got {_type_name(data)}")
     out: dict[str, Any] = {}
-    for name, rule in rules.items():
-        value = data.get(name)
-        if value is not None:
-            out[name] = check_value(prefix + name, value, rule)
+    for name, value in data.items():
+        rule = rules.get(name)
+        if rule is not None and value is not None:
+            checked = _fast_check(value, rule)  # the field's full name is only built for an error
+            out[name] = checked if checked is not _SLOW else _checked_slowly(prefix + name, value, rule)
     return out
 
 

@@ -10,8 +10,8 @@ def _rank(r, ms=100.0):
 
 def test_missing_timestamp_is_stamped_with_receipt_time():
     latest = LatestSamples()
-    stored = latest.put_training(TrainingSample(step_time_ms=5.0), now=50.0)
-    assert stored.timestamp == 50.0
+    latest.put_training(TrainingSample(step_time_ms=5.0), now=50.0)
+    assert latest.current().training.timestamp == 50.0
 
 
 def test_job_report_replaces_the_previous_one_whole():
@@ -48,3 +48,10 @@ def test_observations_are_cached_until_a_change():
     assert latest.observations() is first
     latest.put_training(TrainingSample(step_time_ms=6.0), now=1.0)
     assert latest.observations() is not first
+
+
+def test_tracked_ranks_are_capped_oldest_first():
+    latest = LatestSamples(max_ranks=4)
+    for r in range(10):  # a sender that invents a new rank number every report
+        latest.put_training(TrainingSample(ranks=(_rank(r),)), now=float(r))
+    assert [r.rank for r in latest.current().training.ranks] == [6, 7, 8, 9]

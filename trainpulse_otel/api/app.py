@@ -1,21 +1,28 @@
 """The Flask app factory for the TrainPulse JSON API.
 
 The app depends on a small :class:`ApiBackend` protocol (the engine fits it),
-never on collectors or detectors.
+never on collectors or detectors. Every error is JSON (see :mod:`.errors`);
+input is read by :mod:`.body`; framework payloads go through the adapters
+found by :func:`trainpulse_otel.plugins.load_adapters`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import logging
+from typing import Any, Callable, Mapping, Protocol
 
-import json
-from typing import Callable
-
-from flask import Flask, jsonify, request
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, jsonify, request
 
 from .. import __version__
-from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, parse_training
+from ..adapters import Adapter, Translation
+from ..plugins import load_adapters
+from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, _type_name, parse_training, to_dict
+from .auth import require_bearer_token
+from .body import JSON_HINT, Body, query_context, read_body
+from .errors import ApiError, register_error_handlers
+from .metrics_routes import register_metrics_routes
+
+log = logging.getLogger(__name__)
 
 
 class ApiBackend(Protocol):
@@ -25,78 +32,110 @@ class ApiBackend(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
-    def ingest(self, sample: TrainingSample) -> TrainingSample: ...
-
-
-class BadRequest(Exception):
-    """A client error answered as JSON ``{"error", "field"}`` with ``status``."""
-
-    def __init__(self, status: int, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.field = status, message, field
+    def ingest(self, sample: TrainingSample, source: str = "rest") -> None: ...
 
 
 def create_app(
     backend: ApiBackend,
     max_body_bytes: int = 1 << 20,
     max_ranks: int = DEFAULT_MAX_RANKS,
+    adapters: Mapping[str, Adapter] | None = None,
+    auth_token: str | None = None,
+    auth_scope: str = "ingest",
 ) -> Flask:
-    """Build the app serving ``backend``."""
+    """Build the app serving ``backend``; ``adapters`` defaults to the installed plugins.
+
+    With ``auth_token``, ingest (or, with ``auth_scope="all"``, every endpoint)
+    requires ``Authorization: Bearer <auth_token>``.
+    """
     app = Flask("trainpulse_otel.api")
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
-
-    @app.post("/v1/training")
-    def ingest_training():  # noqa: ANN202
-        sample = _validated(lambda data: parse_training(data, max_ranks=max_ranks), _json_body(max_body_bytes))
-        backend.ingest(sample)
-        return jsonify(status="accepted"), 202
-
-    @app.errorhandler(BadRequest)
-    def bad_request(exc: BadRequest):  # noqa: ANN202
-        return jsonify(error=exc.message, field=exc.field), exc.status
+    known = dict(load_adapters() if adapters is None else adapters)
+    register_error_handlers(app, max_body_bytes)
+    if auth_token:
+        require_bearer_token(app, auth_token, auth_scope)
 
     @app.get("/healthz")
-    def healthz():  # noqa: ANN202
+    def healthz() -> Response:
         return jsonify(status="ok", mode=backend.mode, version=__version__)
 
     @app.get("/v1/snapshot")
-    def snapshot():  # noqa: ANN202
+    def snapshot() -> Response:
         return jsonify(backend.snapshot())
 
-    @app.errorhandler(HTTPException)
-    def http_error(exc: HTTPException):  # noqa: ANN202
-        if exc.code == 413:
-            return jsonify(error=f"request body is larger than {max_body_bytes} bytes", field=None), 413
-        return jsonify(error=exc.description or exc.name, field=None), exc.code
+    @app.post("/v1/training")
+    def ingest_training() -> tuple[Response, int]:
+        data = read_body(request, max_body_bytes).value
+        backend.ingest(_validated(lambda: parse_training(data, max_ranks=max_ranks)))
+        return jsonify(status="accepted"), 202
 
+    @app.post("/v1/framework")
+    def ingest_framework() -> tuple[Response, int]:
+        adapter = _adapter(known, request.args.get("name"))
+        hint = JSON_HINT + (", or text/plain log text" if adapter.translate_text else "")
+        body = read_body(request, max_body_bytes, text_ok=adapter.translate_text is not None, hint=hint)
+        translation = _translate(adapter, body, query_context(request))
+        sample = _validated(lambda: translation.sample(max_ranks))
+        backend.ingest(sample, source="framework")
+        return jsonify(_accepted(adapter, translation, sample)), 202
+
+    register_metrics_routes(app, backend)
     return app
 
 
-def _json_body(max_body_bytes: int) -> object:
-    """The request's JSON body, or a BadRequest (415 wrong type, 413 too big, 400 malformed)."""
-    mimetype = request.mimetype
-    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
-        raise BadRequest(415, f"unsupported content type {mimetype!r}; send application/json")
-    if request.content_length is not None and request.content_length > max_body_bytes:
-        raise BadRequest(413, f"request body is larger than {max_body_bytes} bytes")
-    raw = request.get_data(cache=False)
-    if len(raw) > max_body_bytes:
-        raise BadRequest(413, f"request body is larger than {max_body_bytes} bytes")
+def _adapter(known: Mapping[str, Adapter], name: str | None) -> Adapter:
+    names = sorted(known)
+    if not name:
+        raise ApiError(400, f"query parameter 'name' is required; known adapters: {', '.join(names)}", "name",
+                       known=names)
+    if name not in known:
+        raise ApiError(400, f"unknown adapter {name!r}; known adapters: {', '.join(names)}", "name", known=names)
+    return known[name]
+
+
+def _translate(adapter: Adapter, body: Body, context: dict[str, Any]) -> Translation:
+    """Run the adapter; its own errors are the client's 400, and so is a plugin's bug."""
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise BadRequest(400, f"malformed JSON: {exc}") from None
-    except RecursionError:
-        raise BadRequest(400, "malformed JSON: nested too deeply") from None
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a valid number")
-
-
-def _validated(parse: Callable[[object], TrainingSample], data: object) -> TrainingSample:
-    try:
-        return parse(data)
+        if body.kind == "text":
+            result = adapter.translate_text(body.value, context)  # type: ignore[misc]
+        else:
+            result = adapter.translate({**context, **_json_object(body.value)})
     except SampleError as exc:
-        raise BadRequest(400, str(exc) if exc.field else exc.message, exc.field or None) from None
+        raise ApiError.from_sample_error(exc) from None
+    except Exception as exc:  # noqa: BLE001 - a plugin bug must not become a 500
+        log.exception("adapter %r failed on a %s payload", adapter.name, body.kind)
+        detail = f"{type(exc).__name__}: {exc}"[:300]
+        raise ApiError(400, f"adapter {adapter.name!r} could not read this payload ({detail})") from None
+    if isinstance(result, Translation):
+        return result
+    if isinstance(result, Mapping):
+        return Translation(dict(result))
+    log.error("adapter %r returned %s, not a Translation", adapter.name, type(result).__name__)
+    raise ApiError(400, f"adapter {adapter.name!r} returned no training payload")
+
+
+def _json_object(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise SampleError("", f"body must be a JSON object, got {_type_name(value)}")
+    return value
+
+
+def _validated(parse: Callable[[], TrainingSample]) -> TrainingSample:
+    try:
+        return parse()
+    except SampleError as exc:
+        raise ApiError.from_sample_error(exc) from None
+
+
+def _accepted(adapter: Adapter, translation: Translation, sample: TrainingSample) -> dict[str, Any]:
+    values = to_dict(sample)
+    return {
+        "status": "accepted",
+        "adapter": adapter.name,
+        "fields": [k for k, v in values.items() if v != []],
+        "sample": values,
+        "mapped": dict(translation.mapped),
+        "ignored": list(translation.ignored),
+        "notes": list(translation.notes),
+    }

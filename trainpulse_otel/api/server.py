@@ -2,24 +2,68 @@
 
 One process keeps the in-process pipeline one: the API thread reads what the
 tick thread publishes.
+
+Body limits come in two layers. The app answers 413 for anything over its
+``MAX_CONTENT_LENGTH`` after the body has arrived, so the client (which is
+usually still sending when an early answer would come) reads a clean JSON 413
+on a live connection. waitress itself stops reading at
+``SERVER_BODY_FACTOR`` times that limit, chunked or not, so no upload is ever
+buffered without bound; past that point it answers 413 and closes the
+connection. waitress's own errors (that 413, malformed HTTP, oversized
+headers) are answered in the app's JSON error shape too.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 
 from flask import Flask
+from waitress.channel import HTTPChannel
 from waitress.server import create_server
+from waitress.task import ErrorTask
 
 log = logging.getLogger(__name__)
+
+#: waitress's own body cap, as a multiple of the app's limit (see the module docstring).
+SERVER_BODY_FACTOR = 8
+
+
+class JsonErrorTask(ErrorTask):
+    """waitress's own error responses, as ``{"error": ..., "field": null}`` JSON."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        if error.code == 413:
+            message = f"request body is larger than {self.channel.server.adj.max_request_body_size} bytes"
+        elif error.code == 500:
+            message = "internal error; the daemon's log has the details"
+        else:
+            message = f"{error.reason}: {error.body}"
+        body = json.dumps({"error": message, "field": None}).encode()
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class JsonErrorChannel(HTTPChannel):
+    """An HTTP channel whose protocol-level errors use :class:`JsonErrorTask`."""
+
+    error_task_class = JsonErrorTask
 
 
 class ApiServer:
     """A waitress server on ``host:port`` running in a daemon thread."""
 
     def __init__(self, app: Flask, host: str, port: int, threads: int = 4) -> None:
-        self._server = create_server(app, host=host, port=port, threads=threads, ident="trainpulse")
+        limits = {}
+        if app.config.get("MAX_CONTENT_LENGTH"):
+            limits["max_request_body_size"] = SERVER_BODY_FACTOR * int(app.config["MAX_CONTENT_LENGTH"])
+        self._server = create_server(app, host=host, port=port, threads=threads, ident="trainpulse", **limits)
+        self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
         self._thread = threading.Thread(target=self._serve, name="trainpulse-api", daemon=True)
 
     @property
@@ -42,14 +86,21 @@ class ApiServer:
             pass
 
     def close(self) -> None:
-        """Stop accepting and end the serving thread.
+        """Stop accepting, let the workers finish, then end the serving loop.
 
-        The close runs inside the serving loop (through waitress's trigger), so
-        the loop wakes and ends at once instead of after its poll timeout.
+        Workers are stopped first because each one wakes the loop through the
+        trigger when it finishes a request; closing the trigger under a busy
+        worker would fail in that worker. The close itself runs inside the
+        serving loop (through the trigger), so the loop ends at once instead of
+        after its poll timeout.
         """
+        self._server.accepting = False  # type: ignore[union-attr]
+        self._server.task_dispatcher.shutdown(timeout=5)  # type: ignore[union-attr]
         if self._thread.is_alive():
-            self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
+            try:
+                self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
+            except OSError:  # the loop already ended and closed its trigger
+                pass
             self._thread.join(timeout=5)
         else:
             self._server.close()
-        self._server.task_dispatcher.shutdown()  # type: ignore[union-attr]

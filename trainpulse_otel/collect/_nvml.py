@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from ..samples import THROTTLE_REASONS
+from ._once import LogOnce
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class NvmlSession:
 
     def __init__(self, probe: bool = False) -> None:
         self._lib: ModuleType | None = None
-        self._seen: set[tuple[Any, ...]] = set()
+        self._log_once = LogOnce(log)
         self._init_level = logging.DEBUG if probe else logging.INFO
 
     @property
@@ -111,12 +112,12 @@ class NvmlSession:
             return True
         lib = _import_pynvml()
         if lib is None:
-            self._log_once(self._init_level, ("init", "ImportError"), "pynvml is not installed")
+            self._log_once(("init", "ImportError"), self._init_level, "pynvml is not installed")
             return False
         try:
             lib.nvmlInit()
         except (lib.NVMLError, OSError) as exc:
-            self._log_once(self._init_level, ("init", _error_name(exc)), "NVML unavailable: %s", exc)
+            self._log_once(("init", _error_name(exc)), self._init_level, "NVML unavailable: %s", exc)
             return False
         self._lib = lib
         return True
@@ -167,19 +168,15 @@ class NvmlSession:
     def _log_missing(self, fn: str) -> None:
         if self._lib is None:
             return
-        self._log_once(logging.INFO, ("missing", fn), "this pynvml has no %s; skipping it", fn)
+        self._log_once(("missing", fn), logging.INFO, "this pynvml has no %s; skipping it", fn)
 
     def _log_error(self, exc: BaseException, gpu: int | None, field: str) -> None:
         expected = ("NVMLError_NotSupported", "NVMLError_NoPermission", "NVMLError_FunctionNotFound")
         level = logging.INFO if _error_name(exc) in expected else logging.WARNING
         where = f"GPU {gpu} " if gpu is not None else ""
         key = (gpu, field, _error_name(exc))
-        self._log_once(level, key, "%s%s unavailable (%s); reporting it as unknown", where, field, exc)
+        self._log_once(key, level, "%s%s unavailable (%s); reporting it as unknown", where, field, exc)
 
-    def _log_once(self, level: int, key: tuple[Any, ...], msg: str, *args: Any) -> None:
-        if key not in self._seen:
-            self._seen.add(key)
-            log.log(level, msg, *args)
 
 
 _default = NvmlSession()

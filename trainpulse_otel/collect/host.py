@@ -17,6 +17,7 @@ from typing import Any, Callable
 import psutil
 
 from ..samples import HostSample
+from ._once import LogOnce
 from .base import Collected
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class HostCollector:
     name = "host"
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
+        self._log_once = LogOnce(log)
         self._previous: tuple[float, Counters] | None = None
         # psutil measures CPU between calls: prime it so the first tick has a value.
         self._read("cpu_percent", psutil.cpu_percent, None)
@@ -127,8 +128,6 @@ class HostCollector:
         try:
             return fn(*args)
         except Exception as exc:  # psutil raises OSError, RuntimeError, NotImplementedError, …
-            if field not in self._seen:
-                self._seen.add(field)
-                log.warning("host %s unavailable (%s: %s); reporting it as unknown",
-                            field, type(exc).__name__, exc)
+            self._log_once(field, logging.WARNING, "host %s unavailable (%s: %s); reporting it as unknown",
+                           field, type(exc).__name__, exc)
             return None

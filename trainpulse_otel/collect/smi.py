@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from ..samples import GpuSample
 from ._nvml import NVML_H_REASON_BITS, decode_reasons
+from ._once import LogOnce
 from .base import Collected
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,7 @@ class SmiCollector:
         self._reasons_field = EVENT_REASONS_FIELD
         self._straggler: subprocess.Popen | None = None
         self._trouble: str | None = None  # the current failure episode, logged once
-        self._seen: set[tuple[str, ...]] = set()
+        self._log_once = LogOnce(log)
 
     @staticmethod
     def available(binary: str = DEFAULT_BINARY, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
@@ -311,7 +312,5 @@ class SmiCollector:
 
     def _parse_error(self, line: int, column: str, message: str) -> None:
         """Log a parse problem once per column ("row" for a line that is not a GPU)."""
-        key = (column,)
-        if key not in self._seen:
-            self._seen.add(key)
-            log.warning("nvidia-smi output line %d, %s: %s (logged once)", line, column, message)
+        self._log_once((column,), logging.WARNING, "nvidia-smi output line %d, %s: %s (logged once)",
+                       line, column, message)

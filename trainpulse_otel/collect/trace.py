@@ -152,12 +152,36 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number")
 
 
-def read_trace(lines: Iterable[Union[str, bytes]], errors: list[TraceError]) -> Iterator[TraceRecord]:
-    """Yield the valid records of a trace; each bad line is appended to ``errors``."""
+def bounded_lines(fh: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of a binary file, reading at most ``limit`` bytes of any one line.
+
+    A longer line is yielded as its first ``limit + 1`` bytes (so the reader can
+    report it) and the rest of it is skipped: one huge line cannot exhaust memory.
+    """
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # drain the rest of the oversized line
+                rest = fh.readline(limit)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield line
+
+
+def read_trace(
+    lines: Iterable[Union[str, bytes]], errors: list[TraceError], max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[TraceRecord]:
+    """Yield the valid records of a trace; each bad line is appended to ``errors``.
+
+    Pass a binary file through :func:`bounded_lines` so no line can be larger
+    than ``MAX_LINE_BYTES``.
+    """
     for lineno, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
-            if len(raw) > MAX_LINE_BYTES:
-                errors.append(TraceError(lineno, f"longer than {MAX_LINE_BYTES} bytes"))
+            if len(raw) > max_line_bytes:
+                errors.append(TraceError(lineno, f"longer than {max_line_bytes} bytes"))
                 continue
             try:
                 raw = raw.decode("utf-8")

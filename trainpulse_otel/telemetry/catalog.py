@@ -70,7 +70,7 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
        "Uncorrected (volatile) ECC errors since the driver loaded.", monotonic=True),
     # Host — attributes come from the resource (host.name)
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
-    _h("host.cpu.count", "{cpu}", "cpu_count", "Logical CPUs on the host."),
+    _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
     _h("host.load1", "", "load1", "1-minute load average."),
     _h("host.load5", "", "load5", "5-minute load average."),
     _h("host.load15", "", "load15", "15-minute load average."),
@@ -80,8 +80,8 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _h("host.swap.used", "By", "swap_used_bytes", "Swap space in use."),
     _h("host.disk.read", "By/s", "disk_read_bytes_per_sec", "Disk read rate, all disks."),
     _h("host.disk.write", "By/s", "disk_write_bytes_per_sec", "Disk write rate, all disks."),
-    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, all interfaces."),
-    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, all interfaces."),
+    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, physical interfaces (loopback and virtual ones excluded)."),
+    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, physical interfaces (loopback and virtual ones excluded)."),
     # Training job — attributes model, framework
     _t("training.timestamp", "s", "timestamp", "Unix time of the latest training report."),
     _t("training.global_step", "{step}", "global_step", "Optimizer step of the latest training report."),

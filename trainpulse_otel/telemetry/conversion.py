@@ -10,7 +10,7 @@ one catalogue, a replayed frame is the frame the daemon saw.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Callable, Iterable, Mapping, Union
 
 from ..samples import (
     GPU_RULES,
@@ -89,7 +89,7 @@ def _add_fields(out: Observations, specs: Iterable[MetricSpec], sample: Any, att
     for spec in specs:
         value = getattr(sample, spec.field)
         if value is not None:
-            out[spec.suffix].append((value * spec.scale if spec.scale != 1.0 else value, attrs))
+            out[spec.suffix].append((value if spec.scale == 1.0 else value * spec.scale, attrs))
 
 
 def observe(
@@ -152,14 +152,31 @@ class FrameAssembler:
                 if key in attributes:
                     self._training[field] = str(attributes[key])
         else:
-            target = self._target(spec.scope, attributes)
-            target[spec.field] = _restore(value, spec, spec.field in _INT_FIELDS[spec.scope])
+            self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
 
     def add_observations(self, observations: Observations) -> None:
-        """Take every point of an :func:`observe` result."""
+        """Take every point of an :func:`observe` result.
+
+        Same outcome as :meth:`add` per point, faster: ``observe`` shares one
+        attributes dict among all points of a GPU or rank, so the target is
+        resolved once per sample instead of once per point.
+        """
+        targets: dict[int, dict[str, Any]] = {}
+        known_target = targets.get
         for suffix, points in observations.items():
+            spec = _SPECS_BY_SUFFIX.get(suffix)
+            if spec is None or not points:
+                continue
+            if spec is GPU_THROTTLE or spec is TRAINING_INFO:
+                for value, attrs in points:
+                    self.add(suffix, attrs, value)
+                continue
+            restore, field, scope = _RESTORERS[suffix], spec.field, spec.scope
             for value, attrs in points:
-                self.add(suffix, attrs, value)
+                target = known_target(id(attrs))
+                if target is None:
+                    target = targets[id(attrs)] = self._target(scope, attrs)
+                target[field] = value if restore is float and type(value) is float else restore(value)
 
     def frame(self, ts: float) -> Frame:
         """The Frame for everything added so far."""
@@ -195,8 +212,11 @@ class FrameAssembler:
         return gpu
 
     def _add_throttle(self, attributes: Attributes, value: Number) -> None:
-        self._gpu_fields(attributes)
-        active = self._throttle.setdefault(int(attributes["gpu.index"]), set())
+        index = int(attributes["gpu.index"])
+        active = self._throttle.get(index)
+        if active is None:
+            self._gpu_fields(attributes)
+            active = self._throttle[index] = set()
         if value:
             active.add(str(attributes["reason"]))
 
@@ -207,12 +227,16 @@ class FrameAssembler:
         return GpuSample(index=index, throttle_reasons=throttle, **fields)
 
 
-def _restore(value: Number, spec: MetricSpec, is_int: bool) -> Number:
-    if spec.scale != 1.0:
-        value = round(value / spec.scale, 6)
-    if is_int:
-        return int(value)
-    return float(value)
+def _restorer(spec: MetricSpec) -> Callable[[Number], Number]:
+    """How a point's value becomes the sample field again: unscale, then int or float."""
+    kind: Callable[[Number], Number] = int if spec.field in _INT_FIELDS[spec.scope] else float
+    if spec.scale == 1.0:
+        return kind
+    scale = spec.scale
+    return lambda value: kind(round(value / scale, 6))
+
+
+_RESTORERS: dict[str, Callable[[Number], Number]] = {s.suffix: _restorer(s) for s in MEASUREMENTS}
 
 
 def frame_from_samples(

@@ -13,7 +13,7 @@ import threading
 from dataclasses import replace
 
 from ..collect.base import Collected
-from ..samples import TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
@@ -22,8 +22,9 @@ DEFAULT_STALE_AFTER_S = 300.0
 class LatestSamples:
     """Thread-safe holder of the newest GPU, host and training samples."""
 
-    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
+    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S, max_ranks: int = DEFAULT_MAX_RANKS) -> None:
         self.stale_after_s = stale_after_s
+        self.max_ranks = max_ranks
         self._lock = threading.Lock()
         self._gpus: tuple[GpuSample, ...] = ()
         self._host: HostSample | None = None
@@ -31,6 +32,8 @@ class LatestSamples:
         self._job_at = 0.0
         self._ranks: dict[int, tuple[RankSample, float]] = {}
         self._training: TrainingSample | None = None
+        self._training_changes = 0
+        self._training_merged_at = 0
         self._version = 0
         self._observed: tuple[int, Observations] | None = None
 
@@ -50,23 +53,25 @@ class LatestSamples:
         if collected.training is not None:
             self.put_training(collected.training, now)
 
-    def put_training(self, sample: TrainingSample, now: float) -> TrainingSample:
-        """Merge one training report received at ``now``; returns it as stored.
+    def put_training(self, sample: TrainingSample, now: float) -> None:
+        """Merge one training report received at ``now``.
 
         A report without ``timestamp`` is stamped with ``now``. A report that
         carries only ranks updates those ranks and keeps the job-level view.
+        At most ``max_ranks`` ranks are kept; the least recently reported go first.
+        The merged view is built when it is next read (once per tick), not per
+        report: ingest stays cheap however many ranks there are.
         """
-        if sample.timestamp is None:
-            sample = replace(sample, timestamp=now)
         with self._lock:
             for rank in sample.ranks:
                 self._ranks[rank.rank] = (rank, now)
+            if len(self._ranks) > self.max_ranks:
+                self._forget_oldest_ranks()
             if self._job is None or _has_job_measurement(sample):
-                self._job = replace(sample, ranks=())
+                self._job = sample
                 self._job_at = now
-            self._rebuild_training()
+            self._training_changes += 1
             self._changed()
-        return sample
 
     def expire(self, now: float) -> None:
         """Forget training reports and ranks not refreshed within ``stale_after_s``."""
@@ -80,13 +85,13 @@ class LatestSamples:
                 del self._ranks[r]
             if stale_job:
                 self._job = None
-            self._rebuild_training()
+            self._training_changes += 1
             self._changed()
 
     def current(self) -> Collected:
         """The newest samples, training merged with its ranks."""
         with self._lock:
-            return Collected(gpus=self._gpus, host=self._host, training=self._training)
+            return Collected(gpus=self._gpus, host=self._host, training=self._merged_training())
 
     def observations(self) -> Observations:
         """The measurement points for the current samples, computed once per change."""
@@ -94,18 +99,32 @@ class LatestSamples:
             cached = self._observed
             if cached is not None and cached[0] == self._version:
                 return cached[1]
-            version, gpus, host, training = self._version, self._gpus, self._host, self._training
+            version, gpus, host, training = self._version, self._gpus, self._host, self._merged_training()
         observed = observe(gpus, host, training)
         with self._lock:
             self._observed = (version, observed)
         return observed
 
-    def _rebuild_training(self) -> None:
+    def _forget_oldest_ranks(self) -> None:
+        """Keep the ``max_ranks`` most recently reported ranks: memory stays bounded
+        even when reports name ever new rank numbers."""
+        by_age = sorted(self._ranks, key=lambda r: self._ranks[r][1])
+        for r in by_age[: len(self._ranks) - self.max_ranks]:
+            del self._ranks[r]
+
+    def _merged_training(self) -> TrainingSample | None:
+        """The job-level report with every live rank (call under the lock); rebuilt after a change."""
+        if self._training_merged_at != self._training_changes:
+            self._training = self._merge()
+            self._training_merged_at = self._training_changes
+        return self._training
+
+    def _merge(self) -> TrainingSample | None:
         ranks = tuple(self._ranks[r][0] for r in sorted(self._ranks))
-        if self._job is None and not ranks:
-            self._training = None
-        else:
-            self._training = replace(self._job or TrainingSample(), ranks=ranks)
+        if self._job is None:
+            return TrainingSample(ranks=ranks) if ranks else None
+        stamp = self._job.timestamp if self._job.timestamp is not None else self._job_at
+        return replace(self._job, timestamp=stamp, ranks=ranks)
 
     def _changed(self) -> None:
         self._version += 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
@@ -22,10 +22,13 @@ from .. import __version__
 from ..samples import Frame
 from .instruments import DEFAULT_NAMESPACE, METER_NAME
 from .reader import FrameReader
+from .resilience import run_bounded
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SERVICE_NAME = "trainpulse"
+#: How long shutdown (and an explicit flush) may wait for exporters: SIGTERM must end promptly.
+SHUTDOWN_TIMEOUT_S = 3.0
 
 
 def build_resource(extra: Mapping[str, str] | None = None) -> Resource:
@@ -55,6 +58,7 @@ class Telemetry:
     frame_reader: FrameReader
     namespace: str = DEFAULT_NAMESPACE
     extra_readers: Sequence[MetricReader] = field(default_factory=tuple)
+    _closed: bool = field(default=False, repr=False)
 
     @property
     def meter(self):  # noqa: ANN201 - the SDK's Meter type is private
@@ -66,22 +70,36 @@ class Telemetry:
         """The ``trainpulse_otel`` logger, for events."""
         return self.logger_provider.get_logger(METER_NAME, __version__)
 
-    def flush(self, timeout_millis: int = 5_000) -> None:
-        """Push what exporters hold (used on shutdown)."""
-        for flush in (self.meter_provider.force_flush, self.logger_provider.force_flush):
-            try:
-                flush(timeout_millis)
-            except Exception:  # noqa: BLE001 - a failing exporter must not block shutdown
-                log.warning("flushing telemetry failed", exc_info=True)
+    def flush(self, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
+        """Push what exporters hold; give up after ``timeout_s`` (a dead collector must not hang us)."""
+        return self._bounded("flush", {
+            "metrics-flush": lambda: self.meter_provider.force_flush(int(timeout_s * 1000)),
+            "events-flush": lambda: self.logger_provider.force_flush(int(timeout_s * 1000)),
+        }, timeout_s)
 
-    def shutdown(self) -> None:
-        """Flush and close every reader and processor."""
-        self.flush()
-        for shutdown in (self.meter_provider.shutdown, self.logger_provider.shutdown):
-            try:
-                shutdown()
-            except Exception:  # noqa: BLE001
-                log.warning("telemetry shutdown failed", exc_info=True)
+    def shutdown(self, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
+        """Export what is pending and close every reader and processor, within ``timeout_s``.
+
+        Shutting down exports a last time (the periodic reader collects once
+        more, the batch processor drains its queue), so no separate flush is
+        needed. Metrics and events shut down side by side, each with the whole
+        budget; whatever is still stuck on a collector then is dropped.
+        """
+        if self._closed:
+            return True
+        self._closed = True
+        return self._bounded("shutdown", {
+            "metrics-shutdown": lambda: self.meter_provider.shutdown(timeout_millis=timeout_s * 1000),
+            "events-shutdown": self.logger_provider.shutdown,
+        }, timeout_s)
+
+    @staticmethod
+    def _bounded(what: str, steps: Mapping[str, Callable[[], object]], timeout_s: float) -> bool:
+        late = run_bounded(steps, timeout_s)
+        if late:
+            log.warning("telemetry %s did not finish within %gs (%s; collector down or slow?); "
+                        "unsent telemetry is dropped", what, timeout_s, ", ".join(late))
+        return not late
 
 
 def build_telemetry(
@@ -94,7 +112,9 @@ def build_telemetry(
     """Wire the providers: the frame reader plus any exporter readers and log processors."""
     resource = resource or build_resource()
     frame_reader = FrameReader(on_frame, namespace=namespace)
-    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False)
+    # No traces run in the daemon, so exemplars would always be empty; skipping them saves ~10% of a collection.
+    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False,
+                                   exemplar_filter=AlwaysOffExemplarFilter())
     logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     for processor in log_processors:
         logger_provider.add_log_record_processor(processor)

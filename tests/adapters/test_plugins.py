@@ -1,0 +1,98 @@
+"""Adapters resolve through entry points: built-ins from our own metadata, third-party plugins too."""
+
+import logging
+import sys
+from importlib.metadata import distribution
+from pathlib import Path
+
+import pytest
+
+from trainpulse_otel import plugins
+from trainpulse_otel.adapters import Adapter
+
+BUILTINS = {"generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan"}
+
+
+def test_installed_metadata_registers_exactly_the_builtin_table():
+    """pyproject.toml's entry points (as installed) and the fallback table must not drift apart."""
+    installed = distribution(plugins.DISTRIBUTION).entry_points.select(group=plugins.ADAPTERS_GROUP)
+    assert {ep.name: ep.value for ep in installed} == dict(plugins.BUILTIN_ENTRY_POINTS[plugins.ADAPTERS_GROUP])
+
+
+def test_builtins_load_from_installed_metadata_without_autoload():
+    adapters = plugins.load_adapters(autoload=False)
+    assert set(adapters) == BUILTINS
+    assert all(isinstance(a, Adapter) and a.name == name for name, a in adapters.items())
+    assert {n for n, a in adapters.items() if a.translate_text} == {"megatron", "deepspeed", "torchtitan"}
+
+
+def _install_plugin(root: Path, dist: str, entry_points: str, module: str, source: str) -> None:
+    """A real (if minimal) installed distribution: a module plus its .dist-info."""
+    (root / f"{module}.py").write_text(source)
+    info = root / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[trainpulse.adapters]\n{entry_points}\n")
+
+
+PLUGIN_SOURCE = '''
+from trainpulse_otel.adapters.base import Adapter, Fields
+
+def translate(payload):
+    fields = Fields.from_payload(payload)
+    fields.set("step_time_ms", fields.number("jax_step_seconds") * 1000.0, "jax_step_seconds")
+    return fields.finish("acme-jax")
+
+ADAPTER = Adapter("acme", translate)
+
+class ClassPlugin:
+    def translate(self, payload):
+        return {"tokens_per_sec": payload["tps"]}
+
+NOT_AN_ADAPTER = 42
+'''
+
+
+@pytest.fixture
+def third_party(tmp_path, monkeypatch):
+    _install_plugin(tmp_path, "acme_trainpulse", "\n".join([
+        "acme = acme_adapter:ADAPTER",
+        "acme-class = acme_adapter:ClassPlugin",
+        "broken = acme_missing_module:ADAPTER",
+        "bogus = acme_adapter:NOT_AN_ADAPTER",
+        "megatron = acme_adapter:ADAPTER",
+    ]), "acme_adapter", PLUGIN_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("acme_adapter", None)
+
+
+def test_third_party_plugins_load_and_broken_ones_are_logged_and_skipped(third_party, caplog):
+    with caplog.at_level(logging.WARNING, logger="trainpulse_otel.plugins"):
+        adapters = plugins.load_adapters(autoload=True)
+    assert {"acme", "acme-class"} <= set(adapters) and not {"broken", "bogus"} & set(adapters)
+    assert adapters["acme"].normalize({"jax_step_seconds": 1.25}).step_time_ms == 1250.0
+    assert adapters["acme-class"].translate({"tps": 5.0}) == {"tokens_per_sec": 5.0}
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "broken" in messages and "bogus" in messages
+    assert adapters["megatron"].translate_text is not None  # a plugin cannot hijack a built-in name
+    assert "already provided" in messages
+
+
+def test_autoload_off_by_argument_or_environment_skips_third_party(third_party, monkeypatch):
+    assert set(plugins.load_adapters(autoload=False)) == BUILTINS
+    monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
+    assert set(plugins.load_adapters()) == BUILTINS
+    monkeypatch.setenv(plugins.AUTOLOAD_ENV, "0")
+    assert "acme" in plugins.load_adapters()
+
+
+def test_builtins_are_found_even_without_installed_metadata(monkeypatch):
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    assert set(plugins.load_adapters(autoload=True)) == BUILTINS
+
+
+def test_the_autoload_variable_is_not_mistaken_for_a_setting():
+    from trainpulse_otel.config import load_settings
+
+    assert load_settings(environ={plugins.AUTOLOAD_ENV: "1"}).mode == "auto"

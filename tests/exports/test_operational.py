@@ -1,0 +1,61 @@
+"""The daemon's own counters and histograms: counted where they happen, never read back into the diagnosis."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk.metrics.export import Histogram, Sum
+
+from tests.exports.scenario import exercise_every_instrument
+from trainpulse_otel.collect.base import Collected
+from trainpulse_otel.samples import parse_training
+from trainpulse_otel.telemetry.conversion import frame_from_samples
+
+
+class BrokenCollector:
+    name = "nvml"
+
+    def collect(self, now: float) -> Collected:
+        raise RuntimeError("NVML went away")
+
+    def close(self) -> None:
+        pass
+
+
+def points(engine, name: str) -> list:  # noqa: ANN001
+    for rm in engine.exports.datadog.reader.get_metrics_data().resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    return [(metric.data, p) for p in metric.data.data_points]
+    return []
+
+
+def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engine):
+    engine = make_engine("sim")
+    engine.tick()
+    for _ in range(3):
+        exercise_every_instrument(engine)
+    frame = engine.telemetry.frame_reader.read(engine.clock())
+    current = engine.latest.current()
+    assert frame == frame_from_samples(frame.ts, current.gpus, current.host, current.training)
+    assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
+
+
+def test_ticks_and_failing_collectors_are_counted(make_engine):
+    engine = make_engine()
+    engine.collectors = (BrokenCollector(),)
+    engine.tick()
+    engine.tick()
+    [(data, failures)] = points(engine, "trainpulse.collector.errors")
+    assert isinstance(data, Sum) and data.is_monotonic
+    assert (failures.value, dict(failures.attributes)) == (2, {"collector": "nvml"})
+    [(data, ticks)] = points(engine, "trainpulse.tick.duration")
+    assert isinstance(data, Histogram) and ticks.count == 2 and 0 < ticks.sum < 5
+
+
+def test_ingest_sources_are_told_apart(make_engine):
+    engine = make_engine()
+    engine.ingest(parse_training({"step_time_ms": 100.0}))
+    engine.ingest(parse_training({"step_time_ms": 100.0, "framework": "pytorch"}), source="sdk")
+    engine.ops.flush()  # noted on the request path, recorded at the next tick or metrics read
+    counted = {tuple(sorted(p.attributes.items())): p.value for _, p in points(engine, "trainpulse.ingest.samples")}
+    assert counted == {(("source", "rest"),): 1, (("framework", "pytorch"), ("source", "sdk")): 1}

@@ -1,0 +1,128 @@
+"""Read DeepSpeed's console lines into one record of named values (pure text parsing).
+
+Lines understood (with or without the ``[date] [INFO] [file:line:func]`` logger
+prefix and the ``[Rank 0]`` prefix of ``log_dist``/``print_dist``):
+
+- ThroughputTimer (``deepspeed/utils/timer.py``), every ``steps_per_print``:
+  ``epoch=0/micro_step=200/global_step=200, RunningAvgSamplesPerSec=58.73, CurrSamplesPerSec=58.75,
+  MemAllocated=6.01GB, MaxMemAllocated=19.52GB``; releases before global steps were
+  counted print ``0/200, RunningAvgSamplesPerSec=...`` (epoch/local step) after every
+  micro-step: their newest rate joins the newest numbered step;
+- engine progress (``_report_progress``): ``step=200, skipped=4, lr=[0.00024, 0.00024], mom=[...]``;
+- pipeline engine: ``steps: 200 loss: 2.3456 iter time (s): 1.234 samples/sec: 51.862``;
+- wall-clock breakdown (``wall_clock_breakdown: true``), every step:
+  ``time (ms) | fwd: 35.12 | bwd: 70.44 | bwd_inner: 60.10 | bwd_allreduce: 10.30 | step: 20.01``
+  (older releases: ``rank=0 time (ms) | forward: ... | backward: ... | backward_inner: ... |
+  backward_allreduce: ... | step: ...``); the per-micro-step line (``fwd_microstep`` ...)
+  and the pipeline's ``pipe_send_output``/``pipe_recv_input``/... line use the same shape.
+
+DeepSpeed numbers its lines only every ``steps_per_print`` steps but prints the
+breakdown every step, right after that step's own lines. The newest record is
+therefore the newest numbered step plus the first step breakdown printed after
+it, so every value describes the same step; when the text holds no numbered
+line at all, the newest breakdown is the record (without a step number).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .base import log_lines
+
+THROUGHPUT = re.compile(
+    r"epoch=(?P<epoch>\d+)/micro_step=\d+/global_step=(?P<step>\d+), "
+    r"RunningAvgSamplesPerSec=(?P<avg>[^,]+), CurrSamplesPerSec=(?P<curr>[^,]+), MemAllocated="
+)
+THROUGHPUT_OLD = re.compile(
+    r"(?<![=\w])\d+/\d+, RunningAvgSamplesPerSec=(?P<avg>[^,]+), CurrSamplesPerSec=(?P<curr>[^,]+), MemAllocated="
+)
+PROGRESS = re.compile(r"\bstep=(?P<step>\d+), skipped=\d+, lr=\[(?P<lr>[^\],]*)")
+PIPELINE = re.compile(
+    r"\bsteps?: (?P<step>\d+)(?: / \d+)? +loss: (?P<loss>\S+) +"
+    r"iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>[\d.]+)"
+)
+BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?)+)\s*$")
+PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")
+#: Old releases time one micro-step per throughput line; their rates carry this suffix.
+MICRO_STEP = " (micro-step)"
+RATE_KEYS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "RunningAvgSamplesPerSec" + MICRO_STEP,
+             "CurrSamplesPerSec" + MICRO_STEP)
+#: Prefix of the breakdown values inside a record (their own names collide with ``step``).
+BREAKDOWN_PREFIX = "time (ms) "
+
+
+def newest_record(text: str) -> dict[str, Any] | None:
+    """The values of the newest step in ``text`` (see the module docstring), or None."""
+    numbered: dict[str, Any] | None = None
+    awaiting_breakdown = False
+    unnumbered: dict[str, Any] = {}
+    for line in log_lines(text):
+        values, step = _line_values(line)
+        kind = _breakdown_kind(values)
+        if not values or kind == "micro":
+            continue  # micro-step timings describe a fraction of a step
+        if step is not None:
+            if numbered is None or numbered.get("global_step") != step:
+                numbered, awaiting_breakdown = {"global_step": step}, True
+            numbered.update(values)
+        elif kind == "step":
+            if numbered is not None and awaiting_breakdown:
+                numbered.update(values)
+                awaiting_breakdown = False
+            unnumbered.update(values)
+        elif kind == "pipe" and numbered is not None:
+            numbered.update(values)  # printed right after the pipeline's own step line
+        else:
+            unnumbered.update(values)
+    if numbered is None:
+        return unnumbered or None
+    rates = {k: v for k, v in unnumbered.items() if k in RATE_KEYS and k not in numbered}
+    return {**numbered, **rates}  # old releases number no throughput line; their newest rate still holds
+
+
+def _line_values(line: str) -> tuple[dict[str, Any], int | None]:
+    """The named values of one line and its step number (None: the line has none)."""
+    if match := THROUGHPUT.search(line):
+        return _rates(match), int(match["step"])
+    if match := PROGRESS.search(line):
+        return _finite({"lr": match["lr"]}), int(match["step"])
+    if match := PIPELINE.search(line):
+        values = _finite({"loss": match["loss"], "iter time (s)": match["iter"], "samples/sec": match["rate"]})
+        return values, int(match["step"])
+    if match := THROUGHPUT_OLD.search(line):
+        return _rates(match, MICRO_STEP), None
+    if match := BREAKDOWN.search(line):
+        pairs = PAIR.findall(match["pairs"])
+        return {BREAKDOWN_PREFIX + name: float(value) for name, value in pairs}, None
+    return {}, None
+
+
+def _rates(match: re.Match[str], suffix: str = "") -> dict[str, Any]:
+    return _finite({"RunningAvgSamplesPerSec" + suffix: match["avg"], "CurrSamplesPerSec" + suffix: match["curr"]})
+
+
+def _finite(raw: dict[str, str]) -> dict[str, Any]:
+    """Parse the numbers, dropping what is not finite (RunningAvgSamplesPerSec=-inf before warm-up)."""
+    out: dict[str, Any] = {}
+    for key, text in raw.items():
+        try:
+            value = float(text.strip())
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            out[key] = value
+    return out
+
+
+def _breakdown_kind(values: dict[str, Any]) -> str | None:
+    """Which breakdown line these values came from: "step", "micro", "pipe", or None."""
+    names = {key[len(BREAKDOWN_PREFIX):] for key in values if key.startswith(BREAKDOWN_PREFIX)}
+    if not names:
+        return None
+    if any(name.endswith("_microstep") for name in names):
+        return "micro"
+    if all(name.startswith("pipe_") for name in names):
+        return "pipe"
+    return "step"

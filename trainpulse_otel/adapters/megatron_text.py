@@ -1,0 +1,120 @@
+"""Read Megatron-LM's console log into one record of named values (pure text parsing).
+
+The iteration line (``training_log`` in ``megatron/training/training.py``), printed by
+the last rank every ``--log-interval`` iterations, in its forms:
+
+- current: `` [2026-08-01 12:00:00.123456] iteration      100/  500000 | consumed samples: ... |``
+- 2024: the same with a ``%Y-%m-%d %H:%M:%S`` stamp; 2022 and earlier: no stamp;
+- Megatron-DeepSpeed: extra ``consumed tokens``, ``actual seqlen``, ``samples per second``,
+  ``tokens per gpu per second (tgs)``, ``TFLOPs``; BigScience: ``elapsed time per iteration (s)``.
+
+Each ``key: value |`` segment becomes a value under its own key. A line that does
+not end with ``|`` was cut off and is not used.
+
+Timer blocks (``megatron/core/timers.py``, through ``logging``, so often prefixed
+``INFO:megatron.core.timers:``), printed after the iteration line they belong to
+and averaged per iteration (``save-checkpoint`` is the whole save):
+
+- ``--timing-log-option minmax`` (default): ``(min, max) time across ranks (ms):`` then
+  ``    forward-backward ...............: (1234.56, 1290.12)``;
+- ``max``: ``max time across ranks (ms):`` then ``    forward-backward ....: 1290.12``;
+- ``all``: ``times across ranks (ms):`` then ``  forward-backward:`` and ``     rank  0: 1234.56``;
+- releases before 2022: one line ``time (ms) | forward-compute: 123.45 | backward-compute: ...``.
+
+Timer values are kept as ``timer <name>`` (the largest rank's milliseconds) and,
+for ``all``, per rank under ``times across ranks (ms)``. The record is the newest
+complete iteration line merged with the timer blocks that follow it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .base import log_lines
+
+ITERATION = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*\d+\s*\|(?P<rest>.*)$")
+SEGMENT = re.compile(r"^\s*(?P<key>[^:|]+?):\s+(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+HEADERS = (
+    ("(min, max) time across ranks (ms):", "minmax"),
+    ("max time across ranks (ms):", "max"),
+    ("times across ranks (ms):", "all"),
+)
+_NUM = r"(\d+(?:\.\d+)?)"
+# A timer name starts after whitespace (indentation), which keeps the search linear in the line.
+MINMAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: \(" + _NUM + ", " + _NUM + r"\)\s*$")
+MAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: " + _NUM + r"\s*$")
+ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*):\s*$")
+ALL_RANK = re.compile(r"\brank\s+(?P<rank>\d+): " + _NUM + r"\s*$")
+OLD_TIMERS = re.compile(r"time \(ms\)((?: \| [\w/\-]+: \d+(?:\.\d+)?)+)\s*$")
+OLD_PAIR = re.compile(r"([\w/\-]+): (\d+(?:\.\d+)?)")
+
+TIMER_PREFIX = "timer "
+PER_RANK_KEY = "times across ranks (ms)"
+
+
+class _Record:
+    """One iteration line and the timers logged after it."""
+
+    def __init__(self, iteration: int, values: dict[str, Any]) -> None:
+        self.values: dict[str, Any] = {"iteration": iteration, **values}
+        self.per_rank: dict[str, dict[int, float]] = {}
+
+    def timer(self, name: str, value_ms: float, rank: int | None = None) -> None:
+        key = TIMER_PREFIX + name
+        self.values[key] = max(value_ms, self.values.get(key, 0.0))
+        if rank is not None:
+            self.per_rank.setdefault(name, {})[rank] = value_ms
+
+    def result(self) -> dict[str, Any]:
+        return {**self.values, PER_RANK_KEY: self.per_rank} if self.per_rank else dict(self.values)
+
+
+def newest_record(text: str) -> dict[str, Any] | None:
+    """The newest complete iteration line of ``text`` with its timers, or None."""
+    newest: _Record | None = None
+    current: _Record | None = None
+    block: str | None = None
+    all_name: str | None = None
+    for line in log_lines(text):
+        if match := ITERATION.search(line):
+            block = None
+            current = _Record(int(match["it"]), _segments(match["rest"])) if line.rstrip().endswith("|") else None
+            newest = current or newest
+            continue
+        header = next((mode for marker, mode in HEADERS if marker in line), None)
+        if header is not None:
+            block, all_name = header, None
+            continue
+        if current is None:
+            continue
+        if match := OLD_TIMERS.search(line):
+            for name, value in OLD_PAIR.findall(match.group(1)):
+                current.timer(name, float(value))
+            continue
+        block, all_name = _timer_line(current, line, block, all_name)
+    return newest.result() if newest is not None else None
+
+
+def _segments(rest: str) -> dict[str, Any]:
+    """``key: number`` segments of an iteration line; others (``NAN``, text) are left out."""
+    out: dict[str, Any] = {}
+    for segment in rest.split("|"):
+        if match := SEGMENT.match(segment):
+            out[match["key"].strip()] = float(match["value"])
+    return out
+
+
+def _timer_line(record: _Record, line: str, block: str | None, all_name: str | None) -> tuple[str | None, str | None]:
+    """Add one line of a timer block; a line that fits no timer shape ends the block."""
+    if block == "minmax" and (match := MINMAX_LINE.search(line)):
+        record.timer(match["name"], float(match.group(3)))
+    elif block == "max" and (match := MAX_LINE.search(line)):
+        record.timer(match["name"], float(match.group(2)))
+    elif block == "all" and (match := ALL_RANK.search(line)) and all_name is not None:
+        record.timer(all_name, float(match.group(2)), int(match["rank"]))
+    elif block == "all" and (match := ALL_NAME.search(line)):
+        all_name = match["name"]
+    else:
+        return None, None
+    return block, all_name

@@ -1,0 +1,36 @@
+"""Bearer-token authentication for the API.
+
+With ``auth_token`` set, ingest (``POST /v1/training``, ``POST /v1/framework``)
+requires ``Authorization: Bearer <token>``; with ``auth_scope`` ``all``, every
+endpoint does. Tokens are compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Flask, request
+
+from .errors import ApiError
+
+INGEST_PATHS = frozenset({"/v1/training", "/v1/framework"})
+SCOPES = ("ingest", "all")
+
+
+def require_bearer_token(app: Flask, token: str, scope: str = "ingest") -> None:
+    """Refuse requests in ``scope`` that lack the token, with a JSON 401."""
+    expected = token.encode("utf-8")
+
+    @app.before_request
+    def check_token() -> None:
+        if scope != "all" and not (request.method == "POST" and request.path in INGEST_PATHS):
+            return
+        if not _matches(request.headers.get("Authorization", ""), expected):
+            raise ApiError(401, "missing or invalid bearer token", "Authorization")
+
+
+def _matches(header: str, expected: bytes) -> bool:
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(presented.strip().encode("utf-8", "surrogateescape"), expected)

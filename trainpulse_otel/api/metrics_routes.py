@@ -1,0 +1,67 @@
+"""Metrics routes: ``GET /metrics`` (Prometheus), ``GET /v1/metrics`` (Datadog-style JSON),
+and the count of refused ingest requests.
+
+Both read the backend's ``exports`` (readers on the engine's MeterProvider),
+so they show the same instruments as OTLP and the diagnosis. Backends without
+exports (or with ``prometheus.enabled`` false) answer 404 with a reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, Response, jsonify, request
+
+from .auth import INGEST_PATHS
+
+
+_REASONS_BY_STATUS = {
+    401: "unauthorized",
+    403: "unauthorized",
+    413: "too_large",
+    415: "unsupported_media_type",
+    429: "rate_limited",
+}
+
+
+def rejection_reason(status: int, field: str | None) -> str:
+    """The ``reason`` attribute for a refused ingest request."""
+    if status == 400:
+        return "invalid_field" if field else "malformed"
+    if status >= 500:
+        return "server_error"
+    return _REASONS_BY_STATUS.get(status, "client_error")
+
+
+def register_metrics_routes(app: Flask, backend: Any) -> None:
+    """Add the metrics routes and the refused-ingest counter to ``app``."""
+    routes = Blueprint("metrics", __name__)
+
+    @routes.before_app_request
+    def record_pending_operational_metrics() -> None:
+        if request.path in ("/metrics", "/v1/metrics") and getattr(backend, "ops", None) is not None:
+            backend.ops.flush()  # reports accepted since the last tick show up in this read
+
+    @routes.get("/metrics")
+    def prometheus_metrics():  # noqa: ANN202
+        exports = getattr(backend, "exports", None)
+        if exports is None or exports.prometheus is None:
+            return jsonify(error="Prometheus exposition is disabled (prometheus.enabled is false)", field=None), 404
+        return Response(exports.prometheus.render(), content_type=exports.prometheus.content_type)
+
+    @routes.get("/v1/metrics")
+    def datadog_metrics():  # noqa: ANN202
+        exports = getattr(backend, "exports", None)
+        if exports is None:
+            return jsonify(error="this backend exports no metrics", field=None), 404
+        return jsonify(exports.datadog.render())
+
+    @routes.after_app_request
+    def count_refused_ingest(response: Response) -> Response:
+        ops = getattr(backend, "ops", None)
+        if ops is not None and request.method == "POST" and request.path in INGEST_PATHS and response.status_code >= 400:
+            body = response.get_json(silent=True) if response.is_json else None
+            ops.rejected(rejection_reason(response.status_code, (body or {}).get("field")))
+        return response
+
+    app.register_blueprint(routes)

@@ -1,0 +1,1 @@
+"""The dashboard's panels: one module per panel, each ``(view, width) -> variants``."""

@@ -1,0 +1,189 @@
+"""The ranks view: a heat strip of every rank's step time against the median, and the stragglers.
+
+Per-rank ``step_time_ms`` is the rank's own busy time (waits for peers are in
+``sync_wait_ms``), so a slow rank shows as long here and the others show the
+wait it causes. Thousands of ranks fit by binning neighbours into one cell,
+coloured by the slowest of them, so a single straggler is never averaged away.
+Stragglers are called out by name from the diagnosis' ``rank_straggler``
+signals, not guessed here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import groupby
+from statistics import median
+from typing import Any, Mapping, Sequence
+
+from rich.text import Text
+
+from .. import fmt
+from ..view import View
+from .base import DIM, LABEL_STYLE, Variants, one_line, severity_badge, titled
+
+Rank = Mapping[str, Any]
+
+#: Step time over the median rank's → colour, slowest band first.
+HEAT: tuple[tuple[float, str], ...] = (
+    (1.25, "red3"),
+    (1.10, "dark_orange"),
+    (1.05, "yellow3"),
+    (1.02, "chartreuse3"),
+)
+COOL = "green4"
+FLAGGED = "▼"
+ROW_LABEL_W = 7
+MAX_STRIP_ROWS = 4
+MAX_CALLOUTS = 3
+
+
+def heat_style(ratio: float | None) -> str:
+    """The strip colour of a step-time ratio (None: the rank sent no step time)."""
+    if ratio is None:
+        return "grey30"
+    return next((style for at_least, style in HEAT if ratio >= at_least), COOL)
+
+
+@dataclass(frozen=True)
+class RankStats:
+    """The ranks of one report against their median busy time."""
+
+    ranks: tuple[Rank, ...]
+    median_ms: float | None
+    ratios: dict[int, float]
+
+    @classmethod
+    def of(cls, ranks: Sequence[Rank]) -> RankStats:
+        times = [r["step_time_ms"] for r in ranks if r.get("step_time_ms") is not None]
+        mid = median(times) if times else None
+        ratios = {int(r["rank"]): r["step_time_ms"] / mid for r in ranks
+                  if mid and r.get("step_time_ms") is not None}
+        return cls(tuple(sorted(ranks, key=lambda r: r["rank"])), mid, ratios)
+
+    def slowest(self, k: int) -> list[tuple[int, float]]:
+        return sorted(self.ratios.items(), key=lambda kv: kv[1], reverse=True)[:k]
+
+    def by_rank(self, rank: int) -> Rank | None:
+        return next((r for r in self.ranks if r["rank"] == rank), None)
+
+    def median_of(self, field: str) -> float | None:
+        values = [r[field] for r in self.ranks if r.get(field) is not None]
+        return median(values) if values else None
+
+
+def ranks_panel(view: View, width: int) -> Variants:
+    """Strip (up to four rows) with legend, stats and callouts · one-row strip and callouts · one line · hidden."""
+    ranks = (view.training or {}).get("ranks") or []
+    if not ranks:
+        return [one_line("Ranks", "no per-rank data in the training reports"), None] if view.training else [None]
+    stats = RankStats.of(ranks)
+    flagged = _flagged(view)
+    note = f"{len(ranks)} ranks"
+    callouts = _callouts(view, stats)
+    full = titled("Ranks", *strip(stats, flagged, width, MAX_STRIP_ROWS), _stats_line(stats),
+                  *callouts[:MAX_CALLOUTS], note=note)
+    short = titled("Ranks", *strip(stats, flagged, width, 1), *callouts[:2], note=note)
+    return [full, short, one_line("Ranks", note, f"median {fmt.millis(stats.median_ms)}", _headline(view, stats)),
+            None]
+
+
+def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> list[Text]:
+    """The heat strip: labelled cells for a few ranks, binned cells for many."""
+    cols = max(4, width - ROW_LABEL_W)
+    n = len(stats.ranks)
+    if cols // n >= 3:
+        return [_labelled_cells(stats, flagged, min(6, cols // n))]
+    per_cell = max(1, math.ceil(n / (cols * max_rows)))
+    bins = [stats.ranks[i:i + per_cell] for i in range(0, n, per_cell)]
+    lines = []
+    for row_start in range(0, len(bins), cols):
+        row = bins[row_start:row_start + cols]
+        line = Text(f"r{row[0][0]['rank']:<{ROW_LABEL_W - 1}}", style=DIM, no_wrap=True)
+        cells = [_bin_cell(cell, stats, flagged) for cell in row]
+        for (char, style), run in groupby(cells):  # one span per run of equal cells, not one per cell
+            line.append(char * len(list(run)), style=style)
+        lines.append(line)
+    if per_cell > 1:
+        lines.append(Text(f"{'':<{ROW_LABEL_W}}one cell = {per_cell} ranks, coloured by the slowest", style=DIM))
+    return lines
+
+
+def _bin_cell(cell: Sequence[Rank], stats: RankStats, flagged: set[int]) -> tuple[str, str]:
+    """A binned cell: ``▼`` if it holds a flagged straggler, else a block coloured by its slowest rank."""
+    members = [int(r["rank"]) for r in cell]
+    if any(m in flagged for m in members):
+        return FLAGGED, "bold red"
+    return "█", heat_style(max((stats.ratios[m] for m in members if m in stats.ratios), default=None))
+
+
+def _labelled_cells(stats: RankStats, flagged: set[int], cell_w: int) -> Text:
+    line = Text(f"{'rank':<{ROW_LABEL_W}}", style=DIM, no_wrap=True)
+    for r in stats.ranks:
+        rank = int(r["rank"])
+        label = f"{FLAGGED}{rank}" if rank in flagged else str(rank)
+        style = "bold white on red" if rank in flagged else f"black on {heat_style(stats.ratios.get(rank))}"
+        line.append(f"{label:^{cell_w - 1}}", style=style)
+        line.append(" ")
+    return line
+
+
+def _stats_line(stats: RankStats) -> Text:
+    slow = ", ".join(f"r{rank} {ratio:.2f}×" for rank, ratio in stats.slowest(3))
+    line = Text.assemble(("median busy ", LABEL_STYLE), fmt.millis(stats.median_ms),
+                         (" · slowest ", DIM), slow, no_wrap=True, overflow="ellipsis")
+    legend = Text("   ")
+    for at_least, style in reversed(HEAT):
+        legend.append("■", style=style)
+        legend.append(f"≥{at_least:.2f}× ", style=DIM)
+    return line.append_text(legend)
+
+
+def _flagged(view: View) -> set[int]:
+    ranks: set[int] = set()
+    for signal in view.signals("rank_straggler"):
+        subject = signal.get("subject") or {}
+        if subject.get("rank") is not None:
+            ranks.add(int(subject["rank"]))
+        ranks.update(int(r) for r in subject.get("ranks") or [])
+    return ranks
+
+
+def _callouts(view: View, stats: RankStats) -> list[Text]:
+    """One line per flagged straggler: who, where, how much slower, what it costs the others."""
+    lines = []
+    for signal in view.signals("rank_straggler"):
+        subject = signal.get("subject") or {}
+        for rank in _subject_ranks(subject):
+            r = stats.by_rank(rank) or {}
+            where = [f"rank {rank}"]
+            gpu = subject.get("gpu_index", r.get("gpu_index"))
+            if gpu is not None:
+                where.append(f"GPU {gpu}")
+            if r.get("hostname"):
+                where.append(str(r["hostname"]))
+            line = Text.assemble(severity_badge(signal.get("severity")), " ", (" · ".join(where), "bold red"),
+                                 no_wrap=True, overflow="ellipsis")
+            if rank in stats.ratios:
+                line.append(f"  {stats.ratios[rank]:.2f}× median busy time")
+            peers = stats.median_of("sync_wait_ms")
+            if r.get("sync_wait_ms") is not None and peers is not None:
+                line.append(f"; others wait {fmt.millis(peers)} for it", style=DIM)
+            lines.append(line)
+    return lines
+
+
+def _subject_ranks(subject: Mapping[str, Any]) -> list[int]:
+    if subject.get("rank") is not None:
+        return [int(subject["rank"])]
+    return [int(r) for r in subject.get("ranks") or []]
+
+
+def _headline(view: View, stats: RankStats) -> str | tuple[str, str]:
+    flagged = sorted(_flagged(view))
+    if flagged:
+        named = ", ".join(f"{rank} ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else str(rank)
+                          for rank in flagged[:4])
+        return f"stragglers: rank {named}", "bold red"
+    rank, ratio = stats.slowest(1)[0] if stats.ratios else (None, None)
+    return f"slowest r{rank} {ratio:.2f}×" if rank is not None else "no step times"

@@ -1,0 +1,142 @@
+"""Where ``top`` gets snapshots: a local engine, or a running daemon over HTTP.
+
+Both answer ``poll() -> snapshot | None`` and keep a :class:`~.view.Link`
+saying how that is going, so the loop and the panels treat them alike.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from typing import Any, Callable
+
+from ..config import Settings
+from .view import History, Link, Snapshot
+
+#: How long the header says "reconnected" before it settles back to "connected".
+RECONNECTED_SHOWN_S = 10.0
+#: The longest a remote poll may block the screen.
+MAX_FETCH_TIMEOUT_S = 3.0
+
+
+class RemoteSource:
+    """Follows a daemon's ``GET /v1/snapshot``; a failed poll marks the link disconnected."""
+
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 2.0,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.url = (url if "://" in url else f"http://{url}").rstrip("/")  # "-remote host:9876" works too
+        self.token = token
+        self.timeout_s = min(timeout_s, MAX_FETCH_TIMEOUT_S)
+        self.clock = clock
+        self.link = Link(source=self.url, state="connecting", changed_at=clock())
+
+    def start(self, history: History, live: bool) -> None:
+        """Nothing to prepare: the daemon already has its history."""
+
+    def poll(self) -> Snapshot | None:
+        """The daemon's latest snapshot, or None (and a disconnected link) when it cannot be read."""
+        now = self.clock()
+        try:
+            snapshot = self._fetch()
+        except (OSError, ValueError) as exc:
+            self._move("disconnected", now, error=describe_error(exc))
+            return None
+        self._move(self._connected_state(now), now, error=None, last_ok=now)
+        return snapshot
+
+    def _move(self, state: str, now: float, **fields: Any) -> None:
+        changed_at = now if state != self.link.state else self.link.changed_at
+        self.link = replace(self.link, state=state, changed_at=changed_at, **fields)
+
+    def _connected_state(self, now: float) -> str:
+        """``reconnected`` for a while after an outage, so the recovery is seen; then ``connected``."""
+        state = self.link.state
+        if state == "disconnected":
+            return "reconnected"
+        if state == "reconnected" and now - self.link.changed_at < RECONNECTED_SHOWN_S:
+            return "reconnected"
+        return "connected"
+
+    def _fetch(self) -> Snapshot:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(self.url + "/v1/snapshot", headers=headers)
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given URL
+            body = json.load(resp)
+        if not isinstance(body, dict):
+            raise ValueError("the snapshot is not a JSON object")
+        return body
+
+    def close(self) -> None:
+        """Nothing to release: each poll opens and closes its own connection."""
+
+
+def describe_error(exc: Exception) -> str:
+    """A short reason for the header: ``connection refused``, ``HTTP 401 Unauthorized``."""
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    reason: Any = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror.lower()
+    if isinstance(reason, json.JSONDecodeError):
+        return "the response is not JSON"
+    return str(reason) or type(reason).__name__
+
+
+class LocalSource:
+    """Collects in this process: an engine ticking on a background thread.
+
+    In ``-mode sim`` the start back-fills the warm-up window (``-warmup``, else
+    :data:`~trainpulse_otel.engine.SIM_WARMUP_S`) in virtual time, ending now, so
+    the scenario's fault and the sparklines are on screen from the first frame.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        from ..collect.modes import build_collectors
+        from ..engine import Engine
+
+        self.settings = settings
+        mode, collectors = build_collectors(settings)
+        self.engine = Engine(settings, collectors, mode)
+        label = f"local · {mode}" + (f" · {settings.scenario}" if mode == "sim" else "")
+        self.link = Link(source=label, state="local", changed_at=time.time())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, history: History, live: bool) -> None:
+        """Fill the first frame (and, in sim, the history), then keep ticking if ``live``."""
+        interval = self.settings.interval
+        if self.engine.mode == "sim":
+            self._backfill(history)
+        else:
+            self.engine.tick()
+            if not live:  # one frame: a second tick gives host rates and CPU% a real interval
+                time.sleep(min(interval, 1.0))
+                self.engine.tick()
+        if live:
+            self._thread = threading.Thread(target=self._run, name="trainpulse-top-engine", daemon=True)
+            self._thread.start()
+
+    def _backfill(self, history: History) -> None:
+        from ..engine import SIM_WARMUP_S
+
+        self.engine.backfill(self.settings.warmup or SIM_WARMUP_S, lambda _: history.add(self.engine.snapshot()))
+
+    def _run(self) -> None:
+        if not self._stop.wait(self.settings.interval):
+            self.engine.run(self._stop)
+
+    def poll(self) -> Snapshot:
+        return self.engine.snapshot()
+
+    def close(self) -> None:
+        """Stop the ticking thread, then flush and close the engine."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.settings.interval + self.settings.smi_timeout + 1.0)
+        self.engine.close()

@@ -1,0 +1,267 @@
+"""TrainingMonitor: TrainPulse inside a training script.
+
+    monitor = TrainingMonitor(model_name="llama-3-8b", model=model, precision="bf16")
+    for batch in monitor.wrap_dataloader(loader):
+        with monitor.step(tokens=batch["input_ids"].numel()):
+            loss = train_step(batch)
+    monitor.close()
+
+The training thread only touches :class:`~.recorder.StepRecorder` (a few
+hundred nanoseconds a step). A background thread drains it once per
+``interval`` into one training report for the destination: the in-process
+pipeline (``endpoint=None``) or a daemon over REST. Configuration errors
+raise here, at construction; once running, nothing raises into the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from typing import Any, Iterable, Mapping
+
+from ..mfu import ModelShape, detect_gpu_name, model_shape, normalize_dtype, resolve_peak_flops
+from ..samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
+from .aggregate import JobContext, aggregate, build_sample
+from .destinations import Destination, InProcess, Rest, Silent
+from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
+from .recorder import DEFAULT_BUFFER_STEPS, PhaseTimer, StepRecorder, StepTimer, TimedIterable
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_ENV = "TRAINPULSE_ENDPOINT"
+TOKEN_ENV = "TRAINPULSE_AUTH_TOKEN"
+HARDWARE_MODES = ("auto", "nvml", "nvidia-smi", "host", "none")
+
+
+class TrainingMonitor:
+    """Times steps, data waits and phases; reports them to TrainPulse in the background.
+
+    ``endpoint`` (or ``TRAINPULSE_ENDPOINT``) sends to a daemon; without one the
+    monitor runs its own pipeline and :meth:`diagnosis` answers in-process.
+    ``model`` (a ``torch.nn.Module``) or ``flops_per_token`` gives MFU;
+    ``peak_flops`` (or ``TRAINPULSE_PEAK_FLOPS``) overrides the GPU table.
+    ``job_fields`` are contract training fields (``precision``,
+    ``global_batch_size``, ``world_size`` …) sent with every report.
+    """
+
+    def __init__(
+        self,
+        model_name: str | None = None,
+        framework: str = "pytorch",
+        endpoint: str | None = None,
+        interval: float = 1.0,
+        *,
+        model: Any = None,
+        flops_per_token: float | None = None,
+        seq_len: float | None = None,
+        causal: bool = False,
+        peak_flops: float | None = None,
+        gpu_name: str | None = None,
+        auth_token: str | None = None,
+        hardware: str = "auto",
+        gather_every: int = DEFAULT_GATHER_EVERY,
+        buffer_steps: int = DEFAULT_BUFFER_STEPS,
+        queue_size: int = 64,
+        timeout_s: float = 2.0,
+        **job_fields: Any,
+    ) -> None:
+        if not interval > 0:
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if hardware not in HARDWARE_MODES:
+            raise ValueError(f"hardware must be one of {', '.join(HARDWARE_MODES)}, got {hardware!r}")
+        self.world = detect_world()
+        fields = _job_fields({"model_name": model_name, "framework": framework, **job_fields})
+        self.job = _job_context(fields, self.world, model, flops_per_token, seq_len, causal, peak_flops, gpu_name)
+        self._recorder = StepRecorder(buffer_steps, keep=self.world.is_reporter)
+        self._gatherer = self._start_gatherer(gather_every)
+        self._step_base = 0
+        self._seen_ranks: tuple[RankSample, ...] = ()
+        self._invalid_fields = 0
+        self._drain_lock = threading.Lock()
+        self._open_step: StepTimer | None = None
+        endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
+        self.endpoint = endpoint
+        self._destination: Destination = self._open_destination(
+            endpoint, interval, auth_token or os.environ.get(TOKEN_ENV), hardware, queue_size, timeout_s)
+        self._closed = False
+
+    # -------------------------------------------------------------- hot path
+
+    def step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None,
+             padded_len: Any = None) -> StepTimer:
+        """``with monitor.step(...):`` times one optimizer step.
+
+        ``tokens``/``samples``: this rank's tokens and samples in the step;
+        ``seq_lens``: real (unpadded) lengths of its sequences, a list or a
+        tensor (read off the training thread); ``padded_len``: the length they
+        were padded to (default: the longest). Any may be set on the returned
+        object inside the block.
+        """
+        return StepTimer(self._recorder, tokens, samples, seq_lens, padded_len)
+
+    def phase(self, name: str) -> PhaseTimer | Any:
+        """``with monitor.phase("data"|"tokenizer"|"checkpoint"|"all_reduce"|"sync"):``.
+
+        The time counts toward the open step, or — outside a step — toward the
+        next step to finish (and into its iteration time).
+        """
+        return self._recorder.phase(name)  # the same timer object for every call with one name
+
+    def wrap_dataloader(self, iterable: Iterable[Any]) -> TimedIterable:
+        """The same batches, with the wait for each timed as the next step's data wait."""
+        return self._recorder.wrap(iterable)
+
+    def begin_step(self) -> None:
+        """Start timing a step, for callback-driven loops (Trainer callbacks); see :meth:`end_step`."""
+        self._open_step = self.step()
+        self._open_step.__enter__()
+
+    def end_step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None,
+                 padded_len: Any = None) -> None:
+        """Finish the step :meth:`begin_step` started, with the same fields as :meth:`step`."""
+        timer, self._open_step = self._open_step, None
+        if timer is None:
+            return
+        timer.tokens, timer.samples, timer.seq_lens, timer.padded_len = tokens, samples, seq_lens, padded_len
+        timer.__exit__(None, None, None)
+
+    def add_phase_time(self, name: str, seconds: float) -> None:
+        """Attribute time measured elsewhere (``"data"``, ``"checkpoint"``, …) as in :meth:`phase`."""
+        self._recorder.add_phase_time(name, seconds)
+
+    def record(self, **fields: Any) -> None:
+        """Record contract training fields (``loss=…``, ``mfu=…``); they win over measured ones."""
+        self._recorder.record(fields)
+
+    # ------------------------------------------------------- non-hot-path API
+
+    def diagnosis(self) -> dict[str, Any] | None:
+        """The current diagnosis (in-process), the daemon's (REST), or None (ranks other than 0)."""
+        return self._destination.diagnosis()
+
+    def flush(self) -> None:
+        """Report what is buffered now (in-process: one tick of the pipeline)."""
+        self._destination.flush()
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Steps recorded and dropped, invalid fields, faults, gathers, and the destination's counts."""
+        out = {
+            "steps": self._recorder.steps,
+            "dropped_steps": self._recorder.dropped_steps,
+            "invalid_fields": self._invalid_fields,
+            "faults": self._recorder.faults,
+        }
+        if self._gatherer is not None:
+            out["gathers"] = self._gatherer.gathers
+        out.update(self._destination.stats())
+        return out
+
+    def close(self) -> None:
+        """Report the last interval, flush exporters or the sender, stop the threads. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._destination.close()
+
+    def __enter__(self) -> "TrainingMonitor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ drain
+
+    def drain(self) -> TrainingSample | None:
+        """One report for everything buffered since the last drain (background thread)."""
+        with self._drain_lock:
+            return self._drain()
+
+    def _drain(self) -> TrainingSample | None:
+        records, given_list = self._recorder.take()
+        given = self._valid_given(given_list)
+        if "global_step" in given:
+            self._step_base = given["global_step"] - self._recorder.steps
+        used = frozenset(i for i, flag in enumerate(self._recorder.used_phases) if flag)
+        fields = aggregate(records, self.job, used, self._step_base + self._recorder.steps, self._new_ranks())
+        return build_sample(fields, self.job, given)
+
+    def _new_ranks(self) -> tuple[RankSample, ...]:
+        latest = self._gatherer.latest if self._gatherer is not None else ()
+        if latest is self._seen_ranks:
+            return ()
+        self._seen_ranks = latest
+        return latest
+
+    def _valid_given(self, given_list: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for given in given_list:
+            for name, value in given.items():
+                try:
+                    out[name] = _checked(name, value)
+                except (SampleError, TypeError) as exc:
+                    self._invalid_fields += 1
+                    self._recorder.log_once(f"field:{name}", "record(): %s; dropped", exc)
+        return out
+
+    # ------------------------------------------------------------------ setup
+
+    def _start_gatherer(self, every: int) -> RankGatherer | None:
+        if self.world.dist is None or every <= 0:
+            return None
+        gatherer = RankGatherer(self.world, every)
+        self._recorder.step_hook = gatherer.on_step
+        return gatherer
+
+    def _open_destination(self, endpoint: str | None, interval: float, token: str | None, hardware: str,
+                          queue_size: int, timeout_s: float) -> Destination:
+        if not self.world.is_reporter:
+            return Silent()
+        if endpoint:
+            return Rest(self.drain, interval, endpoint, token, queue_size=queue_size, timeout_s=timeout_s)
+        return InProcess(self.drain, interval, hardware)
+
+
+def _checked(name: str, value: Any) -> Any:
+    if name == "ranks":
+        if not isinstance(value, (list, tuple)):
+            raise SampleError("ranks", "must be a list of rank objects")
+        return tuple(r if isinstance(r, RankSample) else parse_rank(r, f"ranks[{i}]") for i, r in enumerate(value))
+    rule = TRAINING_RULES.get(name)
+    if rule is None:
+        raise SampleError(name, "is not a training field")
+    if hasattr(value, "item"):  # a 0-d tensor or numpy scalar
+        value = value.item()
+    return check_value(name, value, rule)
+
+
+def _job_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate the constructor's job fields; unknown names and bad values raise here."""
+    fields = {"hostname": socket.gethostname()}
+    for name, value in raw.items():
+        if value is None:
+            continue
+        if name not in TRAINING_RULES or name == "ranks":
+            raise TypeError(f"TrainingMonitor() got an unexpected keyword argument {name!r}")
+        fields[name] = check_value(name, value, TRAINING_RULES[name])
+    return fields
+
+
+def _job_context(fields: dict[str, Any], world: World, model: Any, flops_per_token: float | None,
+                 seq_len: float | None, causal: bool, peak: float | None, gpu_name: str | None) -> JobContext:
+    world_size = fields.get("world_size") or world.world_size
+    parallel = (fields.get("tensor_parallel_size") or 1) * (fields.get("pipeline_parallel_size") or 1)
+    data_parallel = fields.get("data_parallel_size") or max(1, world_size // parallel)
+    shape: ModelShape | None = None
+    if flops_per_token is None and model is not None:
+        shape = model_shape(model)
+    dtype = normalize_dtype(fields.get("precision", "bf16")) or "bf16"
+    if peak is None and not os.environ.get("TRAINPULSE_PEAK_FLOPS") and gpu_name is None:
+        gpu_name = detect_gpu_name(world.local_rank)
+    return JobContext(
+        fields=fields, world_size=world_size, data_parallel_size=data_parallel, shape=shape,
+        flops_per_token=flops_per_token, seq_len=seq_len, causal=causal,
+        peak_flops=resolve_peak_flops(gpu_name, dtype, peak),
+    )

@@ -1,0 +1,118 @@
+"""The daemon's own instruments: what it ingested, what it refused, how long steps and ticks took.
+
+Real counters and histograms (synchronous instruments), so OTLP temporality
+matters for them: with the Datadog profile they are exported as deltas.
+Accepted reports are noted in a plain list on the request thread and recorded
+into the instruments once per tick (:meth:`OperationalMetrics.flush`): the
+ingest path pays a list append, not two SDK calls.
+They are not in the measurement catalogue, so the diagnostic reader ignores
+them — the daemon's bookkeeping never feeds the diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..samples import TrainingSample
+from .conversion import training_attributes
+
+REST, FRAMEWORK, SDK = "rest", "framework", "sdk"
+INGEST_SOURCES = (REST, FRAMEWORK, SDK)
+
+#: Accepted reports noted between two flushes at most (a flush runs every tick).
+PENDING_LIMIT = 100_000
+#: Step times run from ~10 ms (small models) to minutes (huge pipelines, checkpoints).
+STEP_DURATION_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+#: A tick is collection + one frame + diagnosis: sub-millisecond to around a second.
+TICK_DURATION_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+@dataclass(frozen=True)
+class OperationalSpec:
+    """One operational instrument: its name suffix, kind, unit, attributes and meaning (docs are checked against it)."""
+
+    suffix: str
+    kind: str  # "counter" | "histogram"
+    unit: str
+    attributes: tuple[str, ...]
+    description: str
+
+
+INGEST_SAMPLES = OperationalSpec(
+    "ingest.samples", "counter", "{sample}", ("source", "framework"),
+    "Training reports accepted (REST, framework adapters, SDK), by source and framework.")
+INGEST_ERRORS = OperationalSpec(
+    "ingest.errors", "counter", "{error}", ("reason",),
+    "Ingest requests refused, by reason (invalid_field, malformed, too_large, unsupported_media_type, …).")
+STEP_DURATION = OperationalSpec(
+    "training.step_duration", "histogram", "s", ("model", "framework"),
+    "Distribution of reported optimizer step times.")
+TICK_DURATION = OperationalSpec(
+    "tick.duration", "histogram", "s", (),
+    "Time one tick took: collection, frame, diagnosis and publishing.")
+COLLECTOR_ERRORS = OperationalSpec(
+    "collector.errors", "counter", "{error}", ("collector",),
+    "Collections that raised and were skipped for that tick, by collector.")
+OPERATIONAL: tuple[OperationalSpec, ...] = (INGEST_SAMPLES, INGEST_ERRORS, STEP_DURATION, TICK_DURATION, COLLECTOR_ERRORS)
+
+
+class OperationalMetrics:
+    """The daemon's counters and histograms on TrainPulse's meter."""
+
+    def __init__(self, meter: Any, namespace: str = "trainpulse") -> None:
+        def create(spec: OperationalSpec, **advice: Any) -> Any:
+            make = meter.create_counter if spec.kind == "counter" else meter.create_histogram
+            return make(f"{namespace}.{spec.suffix}", unit=spec.unit, description=spec.description, **advice)
+
+        self._samples = create(INGEST_SAMPLES)
+        self._errors = create(INGEST_ERRORS)
+        self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
+        self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
+        self._collector_errors = create(COLLECTOR_ERRORS)
+        # Bounded: if ticks ever stopped, memory would not grow (the oldest notes go first).
+        self._pending: deque[tuple[str, str | None, str | None, float | None]] = deque(maxlen=PENDING_LIMIT)
+        self._job_attributes: dict[tuple[str | None, str | None], dict[str, str]] = {}
+
+    def ingested(self, sample: TrainingSample, source: str = REST) -> None:
+        """Note one accepted training report (recorded into the instruments at the next flush)."""
+        self._pending.append((source, sample.framework, sample.model_name, sample.step_time_ms))
+
+    def flush(self) -> None:
+        """Record the reports noted since the last flush: one counter add per attribute set.
+
+        Safe from any thread: each noted report is taken off the queue exactly once.
+        """
+        counts: Counter[tuple[str, str | None]] = Counter()
+        while self._pending:
+            try:
+                source, framework, model, step_time_ms = self._pending.popleft()
+            except IndexError:  # another thread flushed the last one
+                break
+            counts[(source, framework)] += 1
+            if step_time_ms is not None:
+                self._step.record(step_time_ms / 1000.0, self._job(model, framework))
+        for (source, framework), n in counts.items():
+            self._samples.add(n, {"source": source, **({"framework": framework} if framework else {})})
+
+    def _job(self, model: str | None, framework: str | None) -> dict[str, str]:
+        key = (model, framework)
+        attrs = self._job_attributes.get(key)
+        if attrs is None:
+            attrs = training_attributes(TrainingSample(model_name=model, framework=framework))
+            if len(self._job_attributes) < 1024:  # a handful of jobs per daemon; never unbounded
+                self._job_attributes[key] = attrs
+        return attrs
+
+    def rejected(self, reason: str) -> None:
+        """Count one refused ingest request."""
+        self._errors.add(1, {"reason": reason})
+
+    def ticked(self, seconds: float) -> None:
+        """Record how long one tick took."""
+        self._tick.record(seconds)
+
+    def collector_failed(self, collector: str) -> None:
+        """Count one collection that raised."""
+        self._collector_errors.add(1, {"collector": collector})
