@@ -107,3 +107,17 @@ def test_ranks_reporting_only_tokens_per_second():
     h = Harness(RankStraggler()).run(range(60), frame)
     assert h.raised()[0].subject["rank"] == 6
     assert "peers_wait_ms" not in h.active()[0].evidence
+
+
+def test_two_ranks_the_slower_one_against_the_other():
+    h = Harness(RankStraggler()).run(range(40), lambda t: report(t, 2, slow(1, 1.3, 10, t)))
+    assert [x.subject["rank"] for x in h.raised()][:1] == [1]
+    assert "slower than the other rank" in h.active()[0].message
+    assert h.active()[0].evidence["relative_score"] == pytest.approx(1 / 1.3, abs=0.03)
+
+
+def test_two_ranks_taking_turns_are_not_a_straggler():
+    def imbalanced(r, rng):
+        return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))
+    h = Harness(RankStraggler()).run(range(300), lambda t: report(t, 2, imbalanced))
+    assert h.raised() == []

@@ -53,7 +53,6 @@ def test_the_slow_rank_is_busy_longer_and_the_fast_one_waits(slow_rank_one):
     assert ranks[1]["tokens_per_sec"] < ranks[0]["tokens_per_sec"]
 
 
-@pytest.mark.xfail(strict=True, reason="the rank_straggler detector lands on the diagnose branch")
 def test_the_slow_rank_is_diagnosed_as_a_straggler(slow_rank_one):
     diagnosis = slow_rank_one["diagnosis"]
     stragglers = [s for s in diagnosis["signals"] if s["name"] == "rank_straggler"]

@@ -111,7 +111,6 @@ def test_slow_loader_shows_as_data_wait(slow_loader_run):
     assert training.data_wait_ms / training.step_time_ms > 0.5
 
 
-@pytest.mark.xfail(strict=True, reason="the input_pipeline_bound detectors land on the diagnose branch")
 def test_slow_loader_is_diagnosed_input_pipeline_bound(slow_loader_run):
     _, diagnosis = slow_loader_run
     assert "dataloader_starvation" in {s["name"] for s in diagnosis["signals"]}

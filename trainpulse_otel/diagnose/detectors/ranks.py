@@ -17,7 +17,8 @@ inverse.
 
 Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
 
-- relative score = median rank's smoothed lateness / this rank's (capped at 1);
+- relative score = median rank's smoothed lateness / this rank's (capped at 1;
+  with two ranks, the faster one is the reference);
 - individual score = this rank's best smoothed lateness / its current one.
 
 A straggler is a rank at least 10 % slower than the median rank (critical
@@ -25,7 +26,8 @@ from 30 %) *consistently*. Per report each rank's excess over the report's
 median rank (after a median of its last 3 reports: a GC pause is one report)
 is averaged in an EWMA (alpha 0.5), and the average must stand at least 4
 standard errors above zero, the standard error coming from how widely ranks
-scatter around the median in each report (their interquartile range). When
+scatter around the median in each report (their interquartile range; with
+fewer than 4 ranks, each rank's own report-to-report noise). When
 work is data-dependent, every rank scatters widely and a different one is
 last each step: averages of 20–30 % happen by chance and the error bar is as
 wide. When one rank is slow, the others agree tightly and its excess stands
@@ -43,13 +45,15 @@ from typing import Any
 
 from ...samples import RankSample
 from ..findings import Finding, Policy
-from ..stats import median, sorted_median
+from ..stats import sorted_median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
 from .base import SCORE_CAP, BaseDetector
 
 SLOWER_WARNING = 0.10
 SLOWER_CRITICAL = 0.30
+#: Below this many ranks their scatter says nothing about noise: each rank's own noise is used.
+FEW_RANKS = 4
 #: Votes that decide the per-rank step-time convention: the first 9 reports, then every 5th.
 CONVENTION_VOTES = 9
 VOTE_EVERY = 5
@@ -72,6 +76,11 @@ def _pstdev(values: list[float]) -> float:
     n = len(values)
     mean = sum(values) / n
     return (sum((v - mean) ** 2 for v in values) / n) ** 0.5
+
+
+def reference(present: list[float]) -> float:
+    """The rank others are compared with, from sorted values: the median, or the faster of two."""
+    return sorted_median(present) if len(present) >= 3 else present[0]
 
 
 def own_busy_vote(ranks: tuple[RankSample, ...]) -> bool | None:
@@ -124,6 +133,7 @@ class RankStraggler(BaseDetector):
         self._smooth: list[float | None] = [None] * n
         self._best: list[float | None] = [None] * n
         self._excess = [0.0] * n
+        self._excess_var = [0.0] * n
         self._spread: float | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -142,13 +152,15 @@ class RankStraggler(BaseDetector):
         present = sorted([x for x in late if x is not None])
         if len(present) < 2:
             return None
-        typical = sorted_median(present)
+        typical = reference(present)
         if typical <= 0:
             return None
-        self._learn_spread(present, typical)
+        if len(present) >= FEW_RANKS:
+            self._learn_spread(present, typical)
         self._fold(late, typical)
-        smooth = [s for s in self._smooth if s is not None]
-        self.reference = ref = median(smooth)
+        if len(present) < FEW_RANKS:
+            self._learn_own_noise(late, typical)
+        self.reference = ref = reference(sorted([s for s in self._smooth if s is not None]))
         return self._findings(ranks, ref) if ref > 0 else []
 
     def _own_busy(self, ranks: tuple[RankSample, ...]) -> bool:
@@ -191,9 +203,18 @@ class RankStraggler(BaseDetector):
             best[i] = s if prior is None else min(s, prior * BEST_FORGET)
             mean[i] += EXCESS_ALPHA * (m3 / typical - 1.0 - mean[i])
 
+    def _learn_own_noise(self, late: list[float | None], typical: float) -> None:
+        """With too few ranks to scatter, each rank's own report-to-report noise is the error bar."""
+        mean, var = self._excess, self._excess_var
+        for i, x in enumerate(late):
+            if x is not None:
+                d = x / typical - 1.0 - mean[i]
+                var[i] += SPREAD_ALPHA * (d * d - var[i])
+
     def consistency(self, i: int) -> float:
         """How many standard errors rank ``i``'s mean excess stands above zero."""
-        return self._excess[i] / max((self._spread or 0.0) * EXCESS_SE, MIN_SE)
+        spread = self._spread if self._spread is not None else self._excess_var[i] ** 0.5
+        return self._excess[i] / max(spread * EXCESS_SE, MIN_SE)
 
     def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
         out = []
@@ -229,7 +250,8 @@ class RankStraggler(BaseDetector):
         if rank.hostname is not None:
             evidence["hostname"] = rank.hostname
         severity = CRITICAL if slower >= SLOWER_CRITICAL else WARNING
-        message = f"rank {rank.rank} is {slower:.0%} slower than the median rank"
+        than = "the median rank" if len(self._ids) >= 3 else "the other rank"
+        message = f"rank {rank.rank} is {slower:.0%} slower than {than}"
         if self.convention != "tokens":
             message += f"; the others wait ~{s - ref:.0f} ms for it every step"
         return Finding("rank_straggler", score, severity, message, subject, evidence)
