@@ -1,11 +1,13 @@
 """Plugin discovery: entry-point groups, with TrainPulse's built-ins registered the same way.
 
-Built-in adapters are entry points of the ``trainpulse-otel`` distribution
-(``pyproject.toml``), so one path finds built-ins and third-party plugins alike.
+Built-in adapters (``trainpulse.adapters``) and detectors
+(``trainpulse.detectors``) are entry points of the ``trainpulse-otel``
+distribution (``pyproject.toml``), so one path finds built-ins and
+third-party plugins alike.
 Third-party entry points load only while autoload is on: set
 ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1`` (or pass ``autoload=False``) to load
 the built-ins alone, as the test suite does. A plugin that fails to import or
-is not an adapter is logged and skipped; it never stops the daemon. A
+is not an adapter (or detector) is logged and skipped; it never stops the daemon. A
 third-party plugin cannot replace a built-in of the same name.
 """
 
@@ -23,6 +25,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 ADAPTERS_GROUP = "trainpulse.adapters"
+DETECTORS_GROUP = "trainpulse.detectors"
 AUTOLOAD_ENV = "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"
 DISTRIBUTION = "trainpulse-otel"
 
@@ -32,6 +35,25 @@ BUILTIN_ENTRY_POINTS: Mapping[str, Mapping[str, str]] = {
     ADAPTERS_GROUP: {
         name: f"trainpulse_otel.adapters.{name}:ADAPTER"
         for name in ("generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan")
+    },
+    DETECTORS_GROUP: {
+        "throughput": "trainpulse_otel.diagnose.detectors.throughput:ThroughputCollapse",
+        "utilization": "trainpulse_otel.diagnose.detectors.throughput:GpuUnderutilization",
+        "dataloader": "trainpulse_otel.diagnose.detectors.inputs:DataloaderStarvation",
+        "tokenizer": "trainpulse_otel.diagnose.detectors.inputs:TokenizerStall",
+        "sync": "trainpulse_otel.diagnose.detectors.comms:SyncImbalance",
+        "allreduce": "trainpulse_otel.diagnose.detectors.comms:AllreduceWait",
+        "ranks": "trainpulse_otel.diagnose.detectors.ranks:RankStraggler",
+        "gpu_memory": "trainpulse_otel.diagnose.detectors.memory:GpuMemoryPressure",
+        "host_memory": "trainpulse_otel.diagnose.detectors.memory:HostMemoryPressure",
+        "thermal": "trainpulse_otel.diagnose.detectors.thermal:ThermalInstability",
+        "mfu": "trainpulse_otel.diagnose.detectors.llm:LowMfu",
+        "padding": "trainpulse_otel.diagnose.detectors.llm:SequencePadding",
+        "checkpoint": "trainpulse_otel.diagnose.detectors.schedule:CheckpointStall",
+        "bubble": "trainpulse_otel.diagnose.detectors.schedule:PipelineBubble",
+        "gpu_oom": "trainpulse_otel.diagnose.detectors.forecast:GpuOomRisk",
+        "host_oom": "trainpulse_otel.diagnose.detectors.forecast:HostOomRisk",
+        "thermal_risk": "trainpulse_otel.diagnose.detectors.forecast:ThermalThrottleRisk",
     },
 }
 
@@ -65,6 +87,18 @@ def load_group(group: str, accept: Callable[[str, Any], T | None], autoload: boo
 def load_adapters(autoload: bool | None = None) -> dict[str, Adapter]:
     """The framework adapters by name (``trainpulse.adapters``)."""
     return load_group(ADAPTERS_GROUP, as_adapter, autoload)
+
+
+def load_detectors(autoload: bool | None = None) -> dict[str, Callable[[], Any]]:
+    """The detector classes (or zero-argument factories) by name (``trainpulse.detectors``), built-ins first."""
+    return load_group(DETECTORS_GROUP, as_detector, autoload)
+
+
+def as_detector(name: str, obj: Any) -> Callable[[], Any] | None:
+    """A class or factory whose instances judge ticks: ``update(tick)``, ``policy``, ``signals``."""
+    if not callable(obj) or not all(hasattr(obj, attr) for attr in ("update", "policy", "signals")):
+        return None
+    return obj
 
 
 def as_adapter(name: str, obj: Any) -> Adapter | None:

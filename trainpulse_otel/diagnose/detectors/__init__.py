@@ -1,9 +1,13 @@
 """The built-in detectors, one module per family.
 
-``BUILTIN_DETECTORS`` is the registry: a plain tuple of classes, each built
-with no arguments. The pipeline takes any sequence of detector instances, so
-a plugin seam (a ``trainpulse.detectors`` entry-point group) only has to add
-instances to :func:`default_detectors`' result.
+Detectors are plugins: the built-ins are the ``trainpulse.detectors`` entry
+points of this distribution (``pyproject.toml``), found by
+:func:`trainpulse_otel.plugins.load_detectors` with any installed third-party
+ones (unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD`` is set). A detector is a
+class built with no arguments whose instances have ``name``, ``signals``,
+``policy``, ``every_s``, ``update(tick)`` and ``facts()`` (see
+:class:`~.base.Detector`); ``DiagnosticPipeline(detectors=[...])`` also takes
+instances directly.
 """
 
 from __future__ import annotations
@@ -19,30 +23,17 @@ from .schedule import CheckpointStall, PipelineBubble
 from .thermal import ThermalInstability
 from .throughput import GpuUnderutilization, ThroughputCollapse
 
-BUILTIN_DETECTORS: tuple[type, ...] = (
-    ThroughputCollapse,
-    GpuUnderutilization,
-    DataloaderStarvation,
-    TokenizerStall,
-    SyncImbalance,
-    AllreduceWait,
-    RankStraggler,
-    GpuMemoryPressure,
-    HostMemoryPressure,
-    ThermalInstability,
-    LowMfu,
-    SequencePadding,
-    CheckpointStall,
-    PipelineBubble,
-    GpuOomRisk,
-    HostOomRisk,
-    ThermalThrottleRisk,
-)
+
+def default_detectors(autoload: bool | None = None) -> list[Detector]:
+    """A fresh instance of every detector: the built-ins, then installed plugins."""
+    from ...plugins import load_detectors
+
+    return [factory() for factory in load_detectors(autoload).values()]
 
 
-def default_detectors() -> list[Detector]:
-    """A fresh instance of every built-in detector."""
-    return [cls() for cls in BUILTIN_DETECTORS]
-
-
-__all__ = ["BUILTIN_DETECTORS", "BaseDetector", "Detector", "Threshold", "default_detectors"]
+__all__ = [
+    "AllreduceWait", "BaseDetector", "CheckpointStall", "DataloaderStarvation", "Detector", "GpuMemoryPressure",
+    "GpuOomRisk", "GpuUnderutilization", "HostMemoryPressure", "HostOomRisk", "LowMfu", "PipelineBubble",
+    "RankStraggler", "SequencePadding", "SyncImbalance", "ThermalInstability", "ThermalThrottleRisk", "Threshold",
+    "ThroughputCollapse", "TokenizerStall", "default_detectors",
+]
