@@ -9,7 +9,8 @@ import pytest
 
 from tests.diagnose.builders import job
 from trainpulse_otel import plugins
-from trainpulse_otel.diagnose.detectors import default_detectors
+from trainpulse_otel.diagnose.detectors import LowMfu, default_detectors
+from trainpulse_otel.diagnose.findings import DEFAULT_POLICY
 from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
 from trainpulse_otel.diagnose.types import SIGNALS
 from trainpulse_otel.diagnose.window import Window
@@ -72,3 +73,23 @@ def test_a_third_party_detector_joins_the_pipeline(third_party):
 def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):
     monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
     assert "loss_spike" not in {d.name for d in default_detectors()}
+
+
+class Broken:
+    name, signals, every_s, policy = "broken", ("broken",), 0.0, DEFAULT_POLICY
+
+    def update(self, tick):
+        raise RuntimeError("a plugin bug")
+
+    def facts(self):
+        return {}
+
+
+def test_a_failing_detector_is_logged_once_and_the_others_go_on(caplog):
+    pipeline, window = DiagnosticPipeline([Broken(), LowMfu()]), Window(10)
+    for t in range(6):
+        window.append(job(float(t), training={"mfu": 0.05}))
+        result = pipeline.update(window)
+    assert [s.name for s in result.diagnosis.signals] == ["low_mfu"]
+    assert pipeline.failures == {"broken": 6}
+    assert [r.getMessage() for r in caplog.records] == ["detector broken failed; its signals hold until it judges again"]

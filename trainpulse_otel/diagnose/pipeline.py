@@ -8,6 +8,7 @@ statistics), so a tick costs the same whatever the window holds.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -18,6 +19,8 @@ from .tick import TickBuilder
 from .tracker import SignalTracker
 from .types import Diagnosis, RootCause, Signal, Transition
 from .window import Window
+
+log = logging.getLogger(__name__)
 
 #: Root causes are re-inferred at least this often while signals are active (evidence moves).
 CAUSE_REFRESH_S = 5.0
@@ -45,6 +48,8 @@ class DiagnosticPipeline:
         self._causes: tuple[RootCause, ...] = ()
         self._causes_at = float("-inf")
         self._top: tuple | None = None
+        #: Exceptions raised by each detector's update, by detector name.
+        self.failures: dict[str, int] = {}
 
     @property
     def diagnosis(self) -> Diagnosis:
@@ -63,9 +68,12 @@ class DiagnosticPipeline:
                 continue
             if detector.every_s:
                 due[source] = ts + detector.every_s
-            findings = detector.update(tick)
-            if findings is not None:
-                tracker.observe(source, findings, detector.policy, ts)
+            try:
+                findings = detector.update(tick)
+                if findings is not None:
+                    tracker.observe(source, findings, detector.policy, ts)
+            except Exception:  # noqa: BLE001 - one broken detector (a plugin) must not blind the others
+                self._failed(detector)
         tracker.expire(tick.ts)
         transitions = tracker.drain()
         signals = tracker.signals()
@@ -74,6 +82,13 @@ class DiagnosticPipeline:
         health = self._health.update(ts, signals)
         self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes)
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
+
+    def _failed(self, detector: Detector) -> None:
+        """Count a detector's failure; log the first one (with its traceback), then stay quiet."""
+        name = getattr(detector, "name", type(detector).__name__)
+        self.failures[name] = self.failures.get(name, 0) + 1
+        if self.failures[name] == 1:
+            log.warning("detector %s failed; its signals hold until it judges again", name, exc_info=True)
 
     def _root_causes(self, ts: float, signals: tuple[Signal, ...],
                      transitions: tuple[Transition, ...]) -> tuple[RootCause, ...]:
