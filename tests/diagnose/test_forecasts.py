@@ -118,3 +118,18 @@ def test_a_quick_rebound_after_a_lighter_spell_is_no_risk():
         return 61.0 + min(4.0, (t - 280) / 10.0)
     h = Harness(ThermalThrottleRisk()).run(range(360), lambda t: job(t, gpus={2: {"temperature_celsius": float(round(temp(t)))}}))
     assert h.raised() == []
+
+
+def test_the_whole_node_warming_at_the_same_power_is_a_risk_on_every_gpu():
+    room = lambda t: job(t, gpu_changes={"temperature_celsius": float(round(66.0 + max(0.0, t - 60) / 12.0))})  # noqa
+    h = Harness(ThermalThrottleRisk()).run(range(200), room)
+    assert {x.subject["gpu_index"] for x in h.raised()} == set(range(8))
+
+
+def test_more_load_warming_a_gpu_to_a_new_level_is_no_risk():
+    def frame(t):  # util and power step up at 100 s; the temperature follows with a 12 s time constant
+        if t < 100:
+            return job(t)
+        rise = 8.0 * (1 - 2.718 ** (-(t - 100) / 12.0))
+        return job(t, gpus={4: {"temperature_celsius": float(round(67.0 + rise)), "power_watts": 690.0}})
+    assert Harness(ThermalThrottleRisk()).run(range(300), frame).raised() == []

@@ -234,6 +234,8 @@ class HostOomRisk(_OomRisk):
 
 #: Where a GPU's thermal slowdown engages when it has never been seen throttling (H100/A100 SXM ~87–90 °C).
 DEFAULT_THROTTLE_C = 87.0
+#: Seconds over which a rise in power draw counts as more load (the longest temperature fit).
+POWER_SPAN_S = 180.0
 #: How fast the usual full-load temperature is forgotten (1 °C per 10 min).
 USUAL_HIGH_DECAY_C_PER_S = 1.0 / 600.0
 #: Seconds of load before a GPU's temperature is judged: it settles within ~3 thermal time constants.
@@ -243,13 +245,14 @@ MIN_THROTTLE_C = 70.0
 
 
 class _GpuHeat:
-    """One GPU's temperature series, its busy baseline, the highest baseline lately, its throttle point."""
+    """One GPU's temperature and power series, its busy baseline and usual peak, its throttle point."""
 
-    __slots__ = ("baseline", "forecaster", "throttle_c", "usual_high")
+    __slots__ = ("baseline", "forecaster", "power", "throttle_c", "usual_high")
 
     def __init__(self) -> None:
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
         self.forecaster = _heat_forecaster()
+        self.power = Trend(POWER_SPAN_S)
         self.throttle_c = DEFAULT_THROTTLE_C
         self.usual_high = -math.inf
 
@@ -275,11 +278,13 @@ class ThermalThrottleRisk(BaseDetector):
     minute of load (warming back up after an idle spell is not a risk), when
     the fitted temperature is at least 0.5 °C above the GPU's usual full-load
     temperature (the peak of its busy baseline, forgotten at 1 °C per 10 min,
-    so a GPU warming back up after a lighter spell is not at risk), it heated at least 1 °C more than its peers' median over the
-    last minute (load changes warm every GPU; failing cooling warms one) and is
-    not cooling over the 3-minute window (a rebound after a lighter spell warms
-    fast, briefly), the GPU is not already throttling (that is
-    ``thermal_instability``), and it rose 1.5 °C or more over the window.
+    so a GPU warming back up after a lighter spell is not at risk), its power
+    draw did not rise by 5 % of its limit over the last 3 minutes (more load
+    warms a GPU to a new level where it settles; failing cooling — a fan, a
+    cold plate, the room — warms it at the same power), it is not cooling over
+    the 3-minute window (a rebound after a lighter spell warms fast, briefly),
+    it is not already throttling (that is ``thermal_instability``), and it
+    rose 1.5 °C or more over the window.
     Warning when the forecast is under 15 min, critical under 3 min;
     ``eta_s`` in the evidence. Subject: the GPU.
     """
@@ -292,7 +297,8 @@ class ThermalThrottleRisk(BaseDetector):
     horizon_s = 900.0
     critical_s = 180.0
     margin_c = 0.5
-    peer_margin_c = 1.0
+    #: A power rise over the last minute this large (share of the power limit) means more load, not worse cooling.
+    load_rise = 0.05
 
     def __init__(self) -> None:
         self._gpus: dict[int, _GpuHeat] = {}
@@ -308,24 +314,12 @@ class ThermalThrottleRisk(BaseDetector):
         if tick.ts < self._next_eval:
             return None
         self._next_eval = tick.ts + self.evaluate_every_s
-        rises = {index: self._rise(heat) for index, heat in self._gpus.items()}
-        known = sorted(r for r in rises.values() if r is not None)
-        peers = known[len(known) // 2] if len(known) > 2 else 0.0
         out = []
         for index, heat in self._gpus.items():
-            rise = rises[index]
-            if rise is None or rise - max(0.0, peers) < self.peer_margin_c:
-                continue  # not heating faster than its peers: a change of load, not of cooling
             finding = self._judge(index, heat, tick)
             if finding is not None:
                 out.append(finding)
         return out
-
-    @staticmethod
-    def _rise(heat: _GpuHeat) -> float | None:
-        """The GPU's fitted temperature change over the last minute."""
-        fit = heat.forecaster.trend.fit(60.0)
-        return None if fit is None else fit[0] * 60.0
 
     def _sample(self, tick: Tick) -> None:
         for g in tick.gpus:
@@ -340,9 +334,11 @@ class ThermalThrottleRisk(BaseDetector):
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
             if state.busy_for(tick.ts) < SETTLE_S:  # warming up after idling is not a risk
                 if len(heat.forecaster.trend):
-                    heat.forecaster = _heat_forecaster()
+                    heat.forecaster, heat.power = _heat_forecaster(), Trend(POWER_SPAN_S)
                 continue
             heat.forecaster.add(tick.ts, temp)
+            if g.power_watts is not None:
+                heat.power.add(tick.ts, g.power_watts)
             heat.learn(temp, self.every_s)
 
     def _judge(self, index: int, heat: _GpuHeat, tick: Tick) -> Finding | None:
@@ -360,6 +356,8 @@ class ThermalThrottleRisk(BaseDetector):
         longest = heat.forecaster.trend.fit(heat.forecaster.spans[-1])
         if longest is not None and longest[0] <= 0:
             return None  # cooling over minutes, warming over seconds: a rebound of load, not a trend
+        if state.limit and heat.power.window(POWER_SPAN_S)[2] >= self.load_rise * state.limit:
+            return None  # it draws more power: the load grew, the temperature follows and will settle
         score = min(SCORE_CAP, self.horizon_s / max(eta, 1.0))
         if score < self.report_floor:
             return None
