@@ -139,3 +139,12 @@ def test_every_cause_is_a_contract_name_and_no_signals_means_no_causes():
     assert got and all(c.cause in ROOT_CAUSES for c in got)
     assert [c.confidence for c in got] == sorted((c.confidence for c in got), reverse=True)
     assert causes([]) == ()
+
+
+def test_most_gpus_overheating_together_is_one_node_cooling_cause():
+    risks = [sig("thermal_throttle_risk", subject={"gpu_index": g}, eta_s=400.0) for g in range(8)]
+    got = causes(risks, n=node(**{f"g{g}": {"temp": 80.0 + g % 2} for g in range(8)}))
+    assert [c.cause for c in got] == ["gpu_thermal_throttling"]
+    assert got[0].subject == {"gpu_indices": list(range(8)), "ranks": list(range(8))}
+    assert "8 of 8 GPUs overheat together (up to 81 °C)" in got[0].summary
+    assert "room" in got[0].remediation

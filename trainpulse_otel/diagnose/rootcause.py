@@ -78,6 +78,8 @@ def thermal(ev: Evidence) -> list[Candidate]:
         g = ev.local_gpu_of(s)
         if g is not None and ev.thermally_throttled(g):
             by_gpu.setdefault(g, [])
+    if len(by_gpu) >= 2 and 2 * len(by_gpu) >= len(ev.node.gpus):
+        return [_node_thermal(ev, by_gpu)]
     out = []
     for g, signals in by_gpu.items():
         throttled = ev.thermally_throttled(g)
@@ -90,6 +92,29 @@ def thermal(ev: Evidence) -> list[Candidate]:
         out.append(Candidate("gpu_thermal_throttling", base, _thermal_summary(ev, g, signals, stragglers),
                              REMEDY_THERMAL.format(gpu=g), signals, explains, ev.gpu_subject([g])))
     return out
+
+
+REMEDY_NODE_THERMAL = (
+    "Check the node's and the room's cooling, not one GPU: inlet air temperature, fans and airflow "
+    "(ipmitool sensor, the BMC), blanking panels and cabling in the rack, the CRAC/CDU or liquid-cooling loop. "
+    "Move the job off the node if it cannot be fixed before the GPUs throttle."
+)
+
+
+def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
+    """Most of the node's GPUs overheating together: the node's or the room's cooling."""
+    signals = [s for group in by_gpu.values() for s in group]
+    throttled = [g for g in by_gpu if ev.thermally_throttled(g)]
+    stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
+    temps = [ev.node.gpus[g].temp for g in by_gpu if g in ev.node.gpus and ev.node.gpus[g].temp is not None]
+    detail = [f"up to {max(temps):.0f} °C"] if temps else []  # type: ignore[type-var]
+    if throttled:
+        detail.append(f"{len(throttled)} throttling")
+    summary = f"{len(by_gpu)} of {len(ev.node.gpus)} GPUs overheat together" + \
+              (f" ({', '.join(detail)})" if detail else "") + ": the node's cooling, not one GPU's"
+    explains = stragglers + (_symptoms(ev) if throttled else [])
+    return Candidate("gpu_thermal_throttling", 0.75 if throttled else 0.65, summary, REMEDY_NODE_THERMAL, signals,
+                     explains, ev.gpu_subject(by_gpu))
 
 
 def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: list[Signal]) -> str:

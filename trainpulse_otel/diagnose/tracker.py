@@ -2,9 +2,11 @@
 
 Keyed by (signal, subject) and driven by frame timestamps. For every key:
 
-    quiet ──score ≥ 1──► pending ──enough evidence──► active ──score < hold for clear_after_s──► quiet
-              ▲             │ score < 1                  │ critical twice in a row: escalate (raised again, critical)
-              └─────────────┘                            │ no critical for 3 × clear_after_s: back to warning (silent)
+    quiet ──score ≥ 1──► pending ──enough evidence──► active ──score < hold, clear_after_s──► quiet
+              ▲             │ score < 1                  │ critical twice in a row: escalate
+              └─────────────┘                            │   (raised again, critical)
+                                                         │ no critical for 3 × clear_after_s:
+                                                         │   back to warning (silent)
 
 "Enough evidence" is the policy's ``raise_evidence`` summed over consecutive
 observations scoring at least 1 (each counted up to 3), with at least

@@ -12,8 +12,9 @@ collective: its data wait plus its own compute. Producers report per-rank
 
 Whichever of ``step`` and ``data wait + step + sync`` varies less across
 ranks tells the convention; the majority of the last 9 votes (the first 9
-reports, then every 5th) decides, so one odd report (a slow shard delaying every rank's data) does not flip it. Ranks reporting only ``tokens_per_sec`` are timed as its
-inverse.
+reports, then every 5th) decides, so one odd report (a slow shard delaying
+every rank's data) does not flip it. Ranks reporting only ``tokens_per_sec``
+are timed as its inverse.
 
 Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
 
@@ -104,7 +105,8 @@ def lateness(ranks: tuple[RankSample, ...], own_busy: bool) -> list[float | None
     if any(r.step_time_ms is None for r in ranks):
         return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks]
     if own_busy:
-        return [(r.data_wait_ms or 0.0) + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
+        return [(r.data_wait_ms or 0.0)
+                + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
                 for r in ranks]
     return [max(0.0, r.step_time_ms - (r.sync_wait_ms or 0.0) - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
             for r in ranks]
