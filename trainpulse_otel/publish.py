@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 EVENT_RAISED = "trainpulse.signal.raised"
 EVENT_CLEARED = "trainpulse.signal.cleared"
 EVENT_ROOT_CAUSE = "trainpulse.root_cause"
+#: Signal names with a ``signal.active`` series: the contract's, then those plugin detectors raise (bounded).
+MAX_SIGNAL_NAMES = 64
 
 
 class DiagnosisPublisher:
@@ -30,6 +32,7 @@ class DiagnosisPublisher:
 
     def __init__(self, meter: Any, logger: Any, namespace: str = "trainpulse") -> None:
         self._diagnosis = Diagnosis()
+        self._signal_names: list[str] = list(SIGNALS)
         self._logger = logger
         meter.create_observable_gauge(
             f"{namespace}.health.score", callbacks=[self._observe_health], unit="1",
@@ -51,6 +54,9 @@ class DiagnosisPublisher:
     def publish(self, result: PipelineResult) -> None:
         """Make ``result`` the published diagnosis and emit its events."""
         self._diagnosis = result.diagnosis
+        for signal in result.diagnosis.signals:  # plugin detectors' signals get a series too, kept after they clear
+            if signal.name not in self._signal_names and len(self._signal_names) < MAX_SIGNAL_NAMES:
+                self._signal_names.append(signal.name)
         for transition in result.transitions:
             self._emit_transition(transition)
         if result.top_cause_changed:
@@ -67,7 +73,7 @@ class DiagnosisPublisher:
                 active[signal.name] = signal.severity
         return [
             Observation(1 if active.get(name) == severity else 0, {"signal": name, "severity": severity})
-            for name in SIGNALS
+            for name in self._signal_names
             for severity in SEVERITIES
         ]
 

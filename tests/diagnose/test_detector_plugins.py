@@ -68,6 +68,24 @@ def test_a_third_party_detector_joins_the_pipeline(third_party):
         window.append(job(float(t), training={"loss": 50.0}))
         result = pipeline.update(window)
     assert [s.name for s in result.diagnosis.signals] == ["loss_spike"]
+    assert _signal_active(result) == {("loss_spike", "warning"): 1, ("loss_spike", "critical"): 0}
+
+
+def _signal_active(result) -> dict:  # noqa: ANN001
+    """The plugin signal's ``trainpulse.signal.active`` series, as the OTel reader sees them."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from trainpulse_otel.publish import DiagnosisPublisher
+
+    reader = InMemoryMetricReader()
+    publisher = DiagnosisPublisher(MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t"))
+    publisher.publish(result)
+    [metric] = [m for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
+                for m in sm.metrics if m.name == "trainpulse.signal.active"]
+    return {(p.attributes["signal"], p.attributes["severity"]): p.value for p in metric.data.data_points
+            if p.attributes["signal"] == "loss_spike"}
 
 
 def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):

@@ -162,3 +162,15 @@ def test_a_rank_only_report_uses_rank_waits_and_skips_fields_ranks_do_not_carry(
     assert Harness(DataloaderStarvation()).run(range(20), frame).raised("dataloader_starvation")
     tokenizer = Harness(TokenizerStall()).run(range(20), frame)
     assert tokenizer.raised() == [] and tokenizer.findings == []  # no tokenizer wait anywhere: nothing judged
+
+
+def test_low_mfu_from_tflops_when_mfu_is_not_reported():
+    # 120 TFLOP/s per H100 in bf16 is 12% of its 989 TFLOP/s dense peak
+    h = Harness(LowMfu()).run(range(30), lambda t: job(t, training={"mfu": None, "tflops": 120.0, "precision": "bf16"}))
+    assert h.raised("low_mfu")
+    assert h.active()[0].evidence["mfu"] == pytest.approx(120 / 989, abs=1e-3)
+    healthy = Harness(LowMfu()).run(range(30), lambda t: job(t, training={"mfu": None, "tflops": 420.0}))
+    assert healthy.raised() == []
+    unknown_gpu = Harness(LowMfu()).run(range(30), lambda t: job(t, gpu_changes={"name": "Mystery Accelerator"},
+                                                                 training={"mfu": None, "tflops": 120.0}))
+    assert unknown_gpu.raised() == []  # no peak to compare with: no guess

@@ -6,7 +6,7 @@ import json
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from waitress.server import create_server

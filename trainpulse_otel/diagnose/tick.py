@@ -6,7 +6,9 @@ once per tick what every detector would otherwise redo:
 - ``report`` — the training report if it is *new*. The daemon keeps the latest
   report in every frame until it goes stale, so a repeated report is not new
   evidence: reports are told apart by ``timestamp``, ``global_step`` and their
-  measurements.
+  measurements. A report with ``tflops`` but no ``mfu`` gets its MFU derived
+  from the GPUs' peak FLOP rate (matched on their NVML name and the report's
+  precision, :mod:`trainpulse_otel.mfu`).
 - ``paused`` — every GPU idle at once: training is not running (a checkpoint
   save, an evaluation, a dead job), which is not the same as running badly.
 - ``node`` — :class:`NodeState`, smoothed per-GPU and host state (utilisation,
@@ -19,6 +21,9 @@ The clock is the frame timestamp; nothing here reads the wall clock.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..mfu import peak_flops
 from ..samples import Frame, GpuSample, HostSample, TrainingSample
 from .stats import RobustBaseline, decay
 
@@ -172,6 +177,17 @@ class Tick:
         self.node = node
 
 
+def with_derived_mfu(report: TrainingSample, gpus: tuple[GpuSample, ...]) -> TrainingSample:
+    """``report`` with ``mfu`` = achieved TFLOP/s per GPU / the GPU's dense peak, when only ``tflops`` is given."""
+    if report.mfu is not None or report.tflops is None:
+        return report
+    name = next((g.name for g in gpus if g.name), None)
+    peak = peak_flops(name, report.precision or "bf16")
+    if not peak:
+        return report
+    return replace(report, mfu=min(1.0, report.tflops * 1e12 / peak))
+
+
 def report_key(training: TrainingSample) -> tuple:
     """What tells one training report from a repeat of the same one."""
     return (training.timestamp, training.global_step, training.step_time_ms, training.tokens_per_sec,
@@ -210,7 +226,7 @@ class TickBuilder:
             key = report_key(training)
             if key != self._last_key:
                 self._last_key = key
-                report = training
+                report = with_derived_mfu(training, frame.gpus)
                 if training.ranks:
                     self.node.learn_ranks(training)
         paused = all_idle(frame.gpus)

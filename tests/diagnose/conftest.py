@@ -1,8 +1,0 @@
-"""Shared setup for the diagnosis tests: make ``tests.diagnose.builders`` importable."""
-
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
