@@ -36,6 +36,10 @@ Clock = Callable[[], float]
 #: How much history ``snapshot`` and ``top`` fill in before their first frame in sim (virtual time).
 SIM_WARMUP_S = 180.0
 
+#: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
+STALL_INTERVALS = 5
+STALL_MIN_S = 30.0
+
 
 class Engine:
     """Owns the stages of one TrainPulse pipeline and ticks them."""
@@ -67,6 +71,7 @@ class Engine:
         self.recorder = TraceWriter(settings.record) if settings.record else None
         self.started_at = clock()
         self.ticks = 0
+        self._last_progress: float | None = None  # monotonic; set while the run loop is live
         self._tick_lock = threading.Lock()
         self._recorded_training: TrainingSample | None = None
 
@@ -93,6 +98,8 @@ class Engine:
             self.publisher.publish(result)
             self._record(now)
             self.ticks += 1
+            if self._last_progress is not None:
+                self._last_progress = time.monotonic()
             self.ops.ticked(time.perf_counter() - started)
             return result
 
@@ -130,7 +137,7 @@ class Engine:
     def run(self, stop: threading.Event) -> None:
         """Tick every ``interval`` until ``stop`` is set; a slow tick skips, never bunches."""
         interval = self.settings.interval
-        next_at = time.monotonic()
+        next_at = self._last_progress = time.monotonic()
         while not stop.is_set():
             try:
                 self.tick()
@@ -142,6 +149,7 @@ class Engine:
                 next_at = time.monotonic()
                 delay = 0.0
             stop.wait(delay)
+        self._last_progress = None
 
     # ----------------------------------------------------------------- outputs
 
@@ -149,6 +157,21 @@ class Engine:
     def frame(self) -> Frame | None:
         """The newest frame in the window."""
         return self.window.latest
+
+    def liveness(self) -> dict:
+        """For ``/healthz``: ticks so far, and whether the run loop has stopped making progress.
+
+        A tick stuck in a collector (a hung driver call) or a dead loop thread
+        shows as ``stalled`` once the last tick is older than
+        ``STALL_INTERVALS`` intervals (at least ``STALL_MIN_S``), so a
+        liveness probe can restart the daemon. Outside the run loop (tests,
+        the in-process monitor) nothing can stall.
+        """
+        last = self._last_progress
+        age = None if last is None else time.monotonic() - last
+        limit = max(STALL_INTERVALS * self.settings.interval, STALL_MIN_S)
+        return {"ticks": self.ticks, "last_tick_age_s": None if age is None else round(age, 3),
+                "stalled": age is not None and age > limit}
 
     def snapshot(self) -> dict:
         """The contract's snapshot of the newest frame and diagnosis."""

@@ -1,13 +1,65 @@
 """The API over real HTTP (waitress): health, snapshot, JSON errors."""
 
+import dataclasses
 import json
+import threading
 
+from trainpulse_otel import engine as engine_module
+from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import parse_training
 
 
 def test_healthz(served):
     status, body = served.get_json("/healthz")
     assert status == 200 and body["status"] == "ok" and body["mode"] == "none"
+    assert body["ticks"] == 0 and body["last_tick_age_s"] is None
+
+
+class HangingCollector:
+    """A collector whose driver call hangs until released, as a wedged NVML call would."""
+
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def collect(self, now: float) -> Collected:
+        self.release.wait(10)
+        return Collected()
+
+    def close(self) -> None:
+        self.release.set()
+
+
+def test_healthz_is_503_while_the_run_loop_is_stuck_and_recovers(served, monkeypatch):
+    monkeypatch.setattr(engine_module, "STALL_MIN_S", 0.2)
+    served.engine.settings = dataclasses.replace(served.engine.settings, interval=0.02)
+    hanging = HangingCollector()
+    served.engine.collectors = (hanging,)
+    stop = threading.Event()
+    loop = threading.Thread(target=served.engine.run, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        _wait_until(lambda: served.get_json("/healthz")[0] == 503)
+        status, body = served.get_json("/healthz")
+        assert status == 503 and body["status"] == "stalled" and body["last_tick_age_s"] > 0.2
+        hanging.release.set()
+        _wait_until(lambda: served.get_json("/healthz")[1]["ticks"] >= 1)
+        status, body = served.get_json("/healthz")
+        assert status == 200 and body["status"] == "ok"
+    finally:
+        hanging.release.set()
+        stop.set()
+        loop.join(5)
+
+
+def _wait_until(condition, timeout_s: float = 5.0) -> None:
+    stop = threading.Event()
+    for _ in range(int(timeout_s / 0.02)):
+        if condition():
+            return
+        stop.wait(0.02)
+    raise AssertionError("condition not reached")
 
 
 def test_snapshot_shows_ingested_training_after_a_tick(served):

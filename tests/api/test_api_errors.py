@@ -159,6 +159,9 @@ def test_an_internal_failure_is_a_logged_json_500(serve_app, caplog):
         def snapshot(self):
             raise RuntimeError("window corrupted")
 
+        def liveness(self):
+            return {"stalled": False}
+
         def ingest(self, sample):
             return sample
 

@@ -32,6 +32,8 @@ class ApiBackend(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
+    def liveness(self) -> dict[str, Any]: ...
+
     def ingest(self, sample: TrainingSample, source: str = "rest") -> None: ...
 
 
@@ -57,8 +59,11 @@ def create_app(
         require_bearer_token(app, auth_token, auth_scope)
 
     @app.get("/healthz")
-    def healthz() -> Response:
-        return jsonify(status="ok", mode=backend.mode, version=__version__)
+    def healthz() -> tuple[Response, int]:
+        live = backend.liveness()
+        stalled = live.pop("stalled", False)
+        body = jsonify(status="stalled" if stalled else "ok", mode=backend.mode, version=__version__, **live)
+        return body, 503 if stalled else 200
 
     @app.get("/v1/snapshot")
     def snapshot() -> Response:
