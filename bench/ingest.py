@@ -2,10 +2,13 @@
 
 Runs, side by side in the same session, on loopback:
   trainpulse   `trainpulse daemon -mode none` (validation, merge into the latest samples, counters)
-  bare         a waitress + Flask app with the same thread count that only parses the JSON body
+  bare         a waitress + Flask app with the same thread count that only parses the JSON body,
+               waitress at its defaults
+  bare-1send   the same bare app with the daemon's one-piece responses (waitress ``send_bytes``,
+               see trainpulse_otel/api/server.py): the like-for-like baseline
 and drives each with `wrk` (8 connections, 2 threads, keep-alive), alternating
 ``--runs`` times. Prints the median requests/s and p99 latency of each and the
-ratio trainpulse/bare. Needs `wrk` (Debian package `wrk`).
+ratio of trainpulse to each baseline. Needs `wrk` (Debian package `wrk`).
 
     python bench/ingest.py [--runs 3] [--seconds 10]
 """
@@ -25,6 +28,8 @@ import tempfile
 import time
 import urllib.request
 
+from trainpulse_otel.api.server import SEND_BYTES
+
 PAYLOAD = {
     "model_name": "llama-3-8b", "framework": "pytorch", "global_step": 1200, "step_time_ms": 1750.0,
     "tokens_per_sec": 74900.0, "mfu": 0.45, "data_wait_ms": 3.0, "sync_wait_ms": 12.0,
@@ -35,9 +40,10 @@ PAYLOAD = {
 }
 
 BARE_APP = """
-import sys
+import sys, warnings
 from flask import Flask, request
 from waitress import serve
+warnings.simplefilter("ignore", DeprecationWarning)
 app = Flask("bare")
 @app.post("/v1/training")
 def ingest():
@@ -46,7 +52,8 @@ def ingest():
 @app.get("/healthz")
 def healthz():
     return {"status": "ok"}
-serve(app, host="127.0.0.1", port=int(sys.argv[1]), threads=4, _quiet=True)
+tuning = {"send_bytes": int(sys.argv[2])} if len(sys.argv) > 2 else {}
+serve(app, host="127.0.0.1", port=int(sys.argv[1]), threads=4, _quiet=True, **tuning)
 """
 
 WRK_SCRIPT = """
@@ -77,6 +84,8 @@ def start(kind: str, port: int) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINPULSE_", "OTEL_"))}
     if kind == "bare":
         cmd = [sys.executable, "-c", BARE_APP, str(port)]
+    elif kind == "bare-1send":
+        cmd = [sys.executable, "-c", BARE_APP, str(port), str(SEND_BYTES)]
     else:
         cmd = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "none",
                "-addr", f"127.0.0.1:{port}", "-log-level", "error"]
@@ -105,13 +114,13 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench/ingest.py needs wrk: apt-get install wrk")
-    results: dict[str, list[tuple[float, float]]] = {"trainpulse": [], "bare": []}
+    results: dict[str, list[tuple[float, float]]] = {"trainpulse": [], "bare": [], "bare-1send": []}
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
         fh.write(WRK_SCRIPT % json.dumps(PAYLOAD))
         script = fh.name
     try:
         for _ in range(args.runs):
-            for kind in ("bare", "trainpulse"):
+            for kind in results:
                 port = free_port()
                 proc = start(kind, port)
                 try:
@@ -130,7 +139,8 @@ def main() -> None:
         medians[kind] = rps
         print(f"  {kind:<11} {rps:8.0f} req/s   p99 {p99:6.2f} ms   runs: "
               + ", ".join(f"{r:.0f}" for r, _ in runs))
-    print(f"  ratio trainpulse/bare: {medians['trainpulse'] / medians['bare']:.2f}")
+    for baseline in ("bare", "bare-1send"):
+        print(f"  ratio trainpulse/{baseline}: {medians['trainpulse'] / medians[baseline]:.2f}")
 
 
 if __name__ == "__main__":

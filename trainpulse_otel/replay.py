@@ -3,9 +3,11 @@
 Trace lines are grouped into ticks the way the daemon produced them: lines with
 the same timestamp (or within one ``interval`` of the tick's first line) form
 one tick, and a second GPU or host reading always starts a new tick. Each
-tick's samples go into the same :class:`LatestSamples` and through the same
-samples → points → frame conversion as the live reader, into the same window
-and pipeline. The clock is the trace's own timestamps: nothing sleeps.
+tick's samples go into the same :class:`LatestSamples`, become the frame the
+live reader would have built (:func:`frame_from_samples`, held equal to the
+reader's samples → points → frame conversion by a property test), and go into
+the same window and pipeline. The clock is the trace's own timestamps: nothing
+sleeps.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .diagnose.pipeline import DiagnosticPipeline
 from .diagnose.types import Diagnosis, Transition
 from .diagnose.window import Window
 from .samples import Frame
-from .telemetry.conversion import FrameAssembler
+from .telemetry.conversion import frame_from_samples
 from .telemetry.latest import DEFAULT_STALE_AFTER_S, LatestSamples
 
 
@@ -71,9 +73,8 @@ class FrameReplayer:
             self._last_ts = ts
             self.latest.put(_collected(record), ts)
         self.latest.expire(self._last_ts)
-        assembler = FrameAssembler()
-        assembler.add_observations(self.latest.observations())
-        return assembler.frame(self._last_ts)
+        current = self.latest.current()
+        return frame_from_samples(self._last_ts, current.gpus or (), current.host, current.training)
 
 
 def _collected(record: TraceRecord) -> Collected:

@@ -10,6 +10,8 @@ so every front end can answer a precise 4xx instead of guessing.
 from __future__ import annotations
 
 import math
+import sys
+import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -134,11 +136,30 @@ class TrainingSample:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """How one field is checked: its kind and closed bounds."""
+    """How one field is checked: its kind and closed bounds.
+
+    ``exact_type``, ``floor`` and ``ceiling`` serve the validators' fast path:
+    a value of exactly that type inside ``[floor, ceiling]`` is accepted as it
+    is. The float span is the finite floats at most, so NaN and ±inf — which
+    compare false or fall outside — always take the slow path and its error.
+    """
 
     kind: str  # "str" | "int" | "float"
     lo: float | None = None
     hi: float | None = None
+    exact_type: type | None = dataclasses.field(init=False, repr=False, compare=False)
+    floor: float = dataclasses.field(init=False, repr=False, compare=False)
+    ceiling: float = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        exact = {"float": float, "int": int}.get(self.kind)
+        floor = -sys.float_info.max if self.lo is None else self.lo
+        ceiling = sys.float_info.max if self.hi is None else self.hi
+        if exact is int and (self.lo is None or self.hi is None):
+            exact = None  # unbounded ints are rare; the slow path checks them
+        object.__setattr__(self, "exact_type", exact)
+        object.__setattr__(self, "floor", floor)
+        object.__setattr__(self, "ceiling", ceiling)
 
 
 STR = Rule("str")
@@ -317,9 +338,13 @@ def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[s
     out: dict[str, Any] = {}
     for name, value in data.items():
         rule = rules.get(name)
-        if rule is not None and value is not None:
-            checked = _fast_check(value, rule)  # the field's full name is only built for an error
-            out[name] = checked if checked is not _SLOW else _checked_slowly(prefix + name, value, rule)
+        if rule is None or value is None:
+            continue
+        if type(value) is rule.exact_type and rule.floor <= value <= rule.ceiling:
+            out[name] = value  # the common case: a well-formed number, accepted without a call
+            continue
+        checked = _fast_check(value, rule)  # the field's full name is only built for an error
+        out[name] = checked if checked is not _SLOW else _checked_slowly(prefix + name, value, rule)
     return out
 
 

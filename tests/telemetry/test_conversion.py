@@ -1,0 +1,80 @@
+"""Replay's direct samples → frame read-back equals the reader's samples → points → frame, for any samples."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainpulse_otel.samples import (
+    GPU_RULES,
+    HOST_RULES,
+    RANK_RULES,
+    THROTTLE_REASONS,
+    TRAINING_RULES,
+    GpuSample,
+    HostSample,
+    RankSample,
+    Rule,
+    TrainingSample,
+)
+from trainpulse_otel.telemetry.conversion import frame_from_samples, frame_via_points
+
+IDENTITY = {"index", "rank"}
+
+
+def _value(rule: Rule) -> st.SearchStrategy:
+    if rule.kind == "str":
+        return st.text(max_size=12)
+    lo = -1e12 if rule.lo is None else rule.lo
+    hi = 1e12 if rule.hi is None else min(rule.hi, 1e15)
+    if rule.kind == "int":
+        return st.integers(int(lo), int(hi))
+    whole = st.integers(int(lo) + (int(lo) < lo), int(hi))  # ints in float fields, as a monitor may hold them
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | whole
+
+
+def _fields(rules: dict[str, Rule], skip: set[str] = set()) -> st.SearchStrategy[dict]:
+    """Any subset of the rules' fields, each with a valid value."""
+    return st.fixed_dictionaries({}, optional={name: _value(rule) for name, rule in rules.items()
+                                               if name not in IDENTITY | skip})
+
+
+def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
+    reasons = st.none() | st.lists(st.sampled_from(THROTTLE_REASONS), unique=True).map(tuple)
+    one = st.builds(lambda fields, throttle: (fields, throttle), _fields(GPU_RULES), reasons)
+    return st.lists(one, max_size=4).flatmap(
+        lambda items: st.permutations(range(len(items))).map(
+            lambda order: tuple(GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items))))
+
+
+def _training() -> st.SearchStrategy[TrainingSample]:
+    rank = st.builds(lambda r, f: RankSample(rank=r, **f), st.integers(0, 64), _fields(RANK_RULES))
+    ranks = st.lists(rank, max_size=5, unique_by=lambda r: r.rank).map(tuple)
+    return st.builds(lambda f, rs: TrainingSample(**f, ranks=rs), _fields(TRAINING_RULES), ranks)
+
+
+@settings(max_examples=300, deadline=None)
+@given(gpus=_gpus(), host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
+       training=st.none() | _training())
+def test_direct_read_back_equals_the_readers_conversion(gpus, host, training):
+    assert frame_from_samples(5.0, gpus, host, training) == frame_via_points(5.0, gpus, host, training)
+
+
+def test_what_has_no_point_is_not_in_the_frame():
+    gpus = (GpuSample(index=0, name="idle, unmeasured"), GpuSample(index=1, utilization_percent=50.0))
+    training = TrainingSample(model_name="m", ranks=(RankSample(rank=0, gpu_index=0),
+                                                     RankSample(rank=1, gpu_index=1, step_time_ms=900.0)))
+    frame = frame_from_samples(1.0, gpus, HostSample(), training)
+    assert [g.index for g in frame.gpus] == [1]
+    assert frame.host is None
+    assert [r.rank for r in frame.training.ranks] == [1] and frame.training.model_name == "m"
+
+
+def test_clocks_come_back_as_the_reader_rounds_them():
+    gpu = GpuSample(index=0, sm_clock_mhz=1410.1234567891, throttle_reasons=("sw_thermal", "hw_slowdown"))
+    read = frame_from_samples(1.0, (gpu,)).gpus[0]
+    assert read.sm_clock_mhz == 1410.123457
+    assert read.throttle_reasons == tuple(r for r in THROTTLE_REASONS if r in {"sw_thermal", "hw_slowdown"})
+    assert dataclasses.replace(read, sm_clock_mhz=gpu.sm_clock_mhz, throttle_reasons=gpu.throttle_reasons) == gpu
