@@ -1,7 +1,7 @@
 """Cost of one diagnostic pipeline update per tick, against the cost of building the frame.
 
 For 8, 64, 512 and 4,096 ranks on 8 GPUs: simulated samples go through the
-replay path (samples → points → frame, the baseline) into a 120-frame window,
+replay path (samples → frame, the baseline) into a 120-frame window,
 then ``DiagnosticPipeline.update`` runs on each. Printed: the median per-tick
 cost over several batches, for the healthy job and for a job with a
 straggler (signals active, root causes inferred), and the ratio to frame

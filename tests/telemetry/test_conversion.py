@@ -19,9 +19,16 @@ from trainpulse_otel.samples import (
     Rule,
     TrainingSample,
 )
-from trainpulse_otel.telemetry.conversion import frame_from_samples, frame_via_points
+from trainpulse_otel.telemetry.conversion import FrameAssembler, frame_from_samples, observe
 
 IDENTITY = {"index", "rank"}
+
+
+def frame_via_points(ts, gpus, host, training):
+    """What the in-process reader does with the points the instruments report."""
+    assembler = FrameAssembler()
+    assembler.add_observations(observe(gpus, host, training))
+    return assembler.frame(ts)
 
 
 def _value(rule: Rule) -> st.SearchStrategy:

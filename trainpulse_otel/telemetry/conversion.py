@@ -5,8 +5,8 @@ report; :class:`FrameAssembler` turns collected points back into a
 :class:`~trainpulse_otel.samples.Frame`. The live path goes
 samples → observe → OTel SDK → MetricsData → assembler. Replay skips the
 points: :func:`frame_from_samples` reads each sample back through the same
-catalogue and restorers, and a property test holds it equal to
-:func:`frame_via_points`, so a replayed frame is the frame the daemon saw.
+catalogue and restorers, and a property test holds it equal to ``observe``
+followed by the assembler, so a replayed frame is the frame the daemon saw.
 """
 
 from __future__ import annotations
@@ -240,18 +240,6 @@ def _restorer(spec: MetricSpec) -> Callable[[Number], Number]:
 _RESTORERS: dict[str, Callable[[Number], Number]] = {s.suffix: _restorer(s) for s in MEASUREMENTS}
 
 
-def frame_via_points(
-    ts: float,
-    gpus: Iterable[GpuSample] = (),
-    host: HostSample | None = None,
-    training: TrainingSample | None = None,
-) -> Frame:
-    """The frame the in-process reader builds for these samples: :func:`observe`, then the assembler."""
-    assembler = FrameAssembler()
-    assembler.add_observations(observe(gpus, host, training))
-    return assembler.frame(ts)
-
-
 # ------------------------------------------------------ samples → frame, direct
 
 
@@ -261,11 +249,12 @@ def frame_from_samples(
     host: HostSample | None = None,
     training: TrainingSample | None = None,
 ) -> Frame:
-    """:func:`frame_via_points` without the points in between — what replay uses.
+    """The frame the in-process reader builds for these samples, without the points in between.
 
     Each sample is read back field by field through the same catalogue and
-    restorers, so the result is equal to the reader's (a property test holds
-    the two together over arbitrary samples) at a fraction of the cost.
+    restorers, so the result equals :func:`observe` followed by
+    :class:`FrameAssembler` (a property test holds the two together over
+    arbitrary samples) at a fraction of the cost. Replay uses it.
     GPU indices and ranks must be unique, as parsing and the collectors
     guarantee.
     """
