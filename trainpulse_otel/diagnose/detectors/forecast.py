@@ -252,7 +252,7 @@ class _GpuHeat:
     def __init__(self) -> None:
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
         self.forecaster = _heat_forecaster()
-        self.power = Trend(POWER_SPAN_S)
+        self.power = _power_trend()
         self.throttle_c = DEFAULT_THROTTLE_C
         self.usual_high = -math.inf
 
@@ -266,6 +266,11 @@ class _GpuHeat:
 
 def _heat_forecaster() -> Forecaster:
     return Forecaster((60.0, 180.0), ThermalThrottleRisk.every_s, min_r2=0.5, min_change=1.5, min_t=5.0)
+
+
+def _power_trend() -> Trend:
+    """Power draw read as often as the temperature: the series' size is set by the span, not the tick interval."""
+    return Trend(POWER_SPAN_S, ThermalThrottleRisk.every_s)
 
 
 class ThermalThrottleRisk(BaseDetector):
@@ -334,7 +339,7 @@ class ThermalThrottleRisk(BaseDetector):
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
             if state.busy_for(tick.ts) < SETTLE_S:  # warming up after idling is not a risk
                 if len(heat.forecaster.trend):
-                    heat.forecaster, heat.power = _heat_forecaster(), Trend(POWER_SPAN_S)
+                    heat.forecaster, heat.power = _heat_forecaster(), _power_trend()
                 continue
             heat.forecaster.add(tick.ts, temp)
             if g.power_watts is not None:
