@@ -17,6 +17,7 @@ it one value at a time, so a tick costs the same whatever the window size.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections import deque
 
@@ -129,6 +130,12 @@ class RobustBaseline:
         return (x - self.loc) / self.scale if self.scale > 0 else (math.inf if x > self.loc else 0.0)
 
 
+#: Running sums kept per point of a :class:`Trend`: n, Σt, Σy, Σt², Σty, Σy².
+SUMS = 6
+Sums = tuple[float, float, float, float, float, float]
+_ZERO: Sums = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
 class Trend:
     """Least-squares lines through the last ``span`` seconds of a series, for any span up to ``max_span_s``.
 
@@ -137,7 +144,9 @@ class Trend:
     bisection): one series serves a 15-second and a 10-minute forecast alike.
     Times and values are stored relative to an origin point, re-based now and
     then, so unix timestamps and byte counts lose no precision. ``every_s``
-    thins the points to one per ``every_s`` seconds.
+    thins the points to one per ``every_s`` seconds. Storage is flat arrays
+    of doubles (64 bytes a point, no Python object per point), so a daemon
+    that keeps dozens of 10-minute series holds little and fragments nothing.
     """
 
     __slots__ = ("max_span_s", "every_s", "_t", "_y", "_cum", "_head", "_base", "_origin", "_last")
@@ -145,11 +154,11 @@ class Trend:
     def __init__(self, max_span_s: float, every_s: float = 0.0) -> None:
         self.max_span_s = max_span_s
         self.every_s = every_s
-        self._t: list[float] = []
-        self._y: list[float] = []
-        self._cum: list[tuple[float, float, float, float, float, float]] = []
-        self._head = 0
-        self._base = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        self._t = array("d")
+        self._y = array("d")
+        self._cum = array("d")  # the SUMS running sums of each point, one point after the other
+        self._head = 0  # index of the oldest point inside the span
+        self._base: Sums = _ZERO  # the sums just before the head
         self._origin: tuple[float, float] | None = None
         self._last = -math.inf
 
@@ -161,35 +170,43 @@ class Trend:
         if self._origin is None:
             self._origin = (ts, y)
         t, v = ts - self._origin[0], y - self._origin[1]
-        n, st, sy, stt, sty, syy = self._cum[-1] if self._cum else self._base
+        n, st, sy, stt, sty, syy = self._cum[-SUMS:] if self._cum else self._base
         self._t.append(t)
         self._y.append(v)
-        self._cum.append((n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v))
+        self._cum.extend((n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v))
         times, head = self._t, self._head
         while t - times[head] > self.max_span_s:
-            self._base = self._cum[head]
             head += 1
-        self._head = head
+        if head != self._head:
+            self._base = self._sums_before(head)
+            self._head = head
         if head > 256 and 2 * head > len(times):
             self._compact()
+
+    def _sums_before(self, i: int) -> Sums:
+        """The running sums up to (not including) point ``i``."""
+        if i == 0:
+            return self._base
+        n, st, sy, stt, sty, syy = self._cum[SUMS * (i - 1):SUMS * i]
+        return n, st, sy, stt, sty, syy
 
     def _compact(self) -> None:
         """Drop the points that left the window; re-base on the oldest point when the sums grew large."""
         head = self._head
-        del self._t[:head], self._y[:head], self._cum[:head]
+        del self._t[:head], self._y[:head], self._cum[:SUMS * head]
         self._head = 0
-        if self._cum[-1][0] < 100_000:
+        if self._cum[-SUMS] < 100_000:
             return
         t0, y0 = self._t[0], self._y[0]
         self._origin = (self._origin[0] + t0, self._origin[1] + y0)  # type: ignore[index]
-        self._t = [t - t0 for t in self._t]
-        self._y = [v - y0 for v in self._y]
-        self._cum = []
+        self._t = array("d", (t - t0 for t in self._t))
+        self._y = array("d", (v - y0 for v in self._y))
+        self._cum = array("d")
         n = st = sy = stt = sty = syy = 0.0
         for t, v in zip(self._t, self._y):
             n, st, sy, stt, sty, syy = n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v
-            self._cum.append((n, st, sy, stt, sty, syy))
-        self._base = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+            self._cum.extend((n, st, sy, stt, sty, syy))
+        self._base = _ZERO
 
     def __len__(self) -> int:
         return len(self._t) - self._head
@@ -208,9 +225,8 @@ class Trend:
         if len(times) - self._head < 3:
             return None
         i = bisect_left(times, times[-1] - span_s, self._head)
-        lo = self._base if i == self._head else self._cum[i - 1]
-        hi = self._cum[-1]
-        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, hi))
+        lo = self._base if i == self._head else self._sums_before(i)
+        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, self._cum[-SUMS:]))
         if n < 3:
             return None
         sxx = stt - st * st / n
