@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 from . import __version__
 from .config import OPTIONS, ConfigError, Settings, load_settings
@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
     rep = commands.add_parser("replay", help="diagnose a recorded trace", allow_abbrev=False,
                               description="Run the diagnostic pipeline over a JSONL trace, without sleeping.")
-    rep.add_argument("file", metavar="FILE", help="trace recorded with -record (JSON Lines)")
+    rep.add_argument("files", nargs="+", metavar="FILE",
+                     help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace")
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
     _add_setting_flags(rep, ("interval", "history_size", "log_level", "log_format", "stale_after"))
     _add_eval_parser(commands)
@@ -194,15 +195,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     _configure(settings)
-    errors: list = []
+    errors: dict[str, list] = {}
+
+    def records() -> Iterator[Any]:
+        for path in args.files:
+            with open(path, "rb") as fh:
+                yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
+
     try:
-        with open(args.file, "rb") as fh:
-            result = replay(read_trace(bounded_lines(fh), errors), errors, interval_s=settings.interval,
-                            history_size=settings.history_size, stale_after_s=settings.stale_after)
+        result = replay(records(), interval_s=settings.interval, history_size=settings.history_size,
+                        stale_after_s=settings.stale_after)
     except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    for error in result.errors:
-        print(f"trainpulse: {args.file}: {error}; skipped", file=sys.stderr)
+        raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
+    for path, found in errors.items():
+        for error in found:
+            print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

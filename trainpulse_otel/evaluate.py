@@ -2,7 +2,7 @@
 
 Each scenario's samples are generated in memory as trace records (the
 contract's trace shape), replayed through the same path as ``trainpulse
-replay`` — samples → points → frames → window → pipeline — and scored:
+replay`` — samples → frames → window → pipeline — and scored:
 
 - detection: each expected signal's first raise at or after the onset, and
   its latency from the onset (from t = 0 for faults present from the first

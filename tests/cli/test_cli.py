@@ -14,6 +14,8 @@ import urllib.request
 import pytest
 
 from trainpulse_otel.cli import main
+from trainpulse_otel.collect.sim import SimulatedNode
+from trainpulse_otel.collect.trace import encode_line
 
 TRAINPULSE = [sys.executable, "-m", "trainpulse_otel"]
 
@@ -126,3 +128,32 @@ def test_replay_missing_file_is_one_line(capsys, tmp_path):
     assert main(["replay", str(tmp_path / "nope.jsonl")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot read" in err[0]
+
+
+def test_replay_of_rotated_pieces_equals_replay_of_the_whole(tmp_path, capsys):
+    node = SimulatedNode("rank_straggler")
+    lines = []
+    for t in range(120):
+        seen = node.sample(float(t))
+        lines += [encode_line(1_764_400_000.0 + t, "gpus", seen.gpus), encode_line(1_764_400_000.0 + t, "host", seen.host)]
+        if seen.training is not None:
+            lines.append(encode_line(1_764_400_000.0 + t, "training", seen.training))
+    whole, older, newer = tmp_path / "trace.jsonl", tmp_path / "trace.jsonl.1", tmp_path / "trace.jsonl.2"
+    whole.write_text("".join(lines))
+    older.write_text("".join(lines[:150]))
+    newer.write_text("".join(lines[150:]) + "not json\n")
+    assert main(["replay", str(whole), "-json"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert main(["replay", str(older), str(newer), "-json"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == expected
+    assert any(e["signal"] == "rank_straggler" for e in expected["timeline"])
+    assert out.err.count("trainpulse:") == 1 and str(newer) in out.err
+
+
+def test_replay_names_the_piece_it_cannot_read(capsys, tmp_path):
+    present = tmp_path / "a.jsonl"
+    present.write_text('{"ts": 1, "host": {"cpu_percent": 5}}\n')
+    assert main(["replay", str(present), str(tmp_path / "gone.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "gone.jsonl" in err[0]
