@@ -9,9 +9,9 @@ so every front end can answer a precise 4xx instead of guessing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
-import dataclasses
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
