@@ -4,6 +4,7 @@ import dataclasses
 import json
 import threading
 
+from tests.exports.receivers import wait_until
 from trainpulse_otel import engine as engine_module
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import parse_training
@@ -40,11 +41,11 @@ def test_healthz_is_503_while_the_run_loop_is_stuck_and_recovers(served, monkeyp
     loop = threading.Thread(target=served.engine.run, args=(stop,), daemon=True)
     loop.start()
     try:
-        _wait_until(lambda: served.get_json("/healthz")[0] == 503)
+        assert wait_until(lambda: served.get_json("/healthz")[0] == 503, timeout=5.0, step=0.02)
         status, body = served.get_json("/healthz")
         assert status == 503 and body["status"] == "stalled" and body["last_tick_age_s"] > 0.2
         hanging.release.set()
-        _wait_until(lambda: served.get_json("/healthz")[1]["ticks"] >= 1)
+        assert wait_until(lambda: served.get_json("/healthz")[1]["ticks"] >= 1, timeout=5.0, step=0.02)
         status, body = served.get_json("/healthz")
         assert status == 200 and body["status"] == "ok"
     finally:
@@ -52,14 +53,6 @@ def test_healthz_is_503_while_the_run_loop_is_stuck_and_recovers(served, monkeyp
         stop.set()
         loop.join(5)
 
-
-def _wait_until(condition, timeout_s: float = 5.0) -> None:
-    stop = threading.Event()
-    for _ in range(int(timeout_s / 0.02)):
-        if condition():
-            return
-        stop.wait(0.02)
-    raise AssertionError("condition not reached")
 
 
 def test_snapshot_shows_ingested_training_after_a_tick(served):
