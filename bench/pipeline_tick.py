@@ -19,8 +19,8 @@ import time
 from trainpulse_otel.collect.scenarios import SCENARIOS
 from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
 from trainpulse_otel.diagnose.window import Window
-from trainpulse_otel.evaluate import VARIANTS, Variant, sim_records
-from trainpulse_otel.replay import FrameReplayer, group_ticks
+from trainpulse_otel.runtime.evaluate import VARIANTS, Variant, sim_records
+from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks
 
 WINDOW = 120
 WARMUP_TICKS = 120

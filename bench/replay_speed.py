@@ -22,7 +22,7 @@ from typing import Callable
 
 from trainpulse_otel.collect.sim import SimulatedNode
 from trainpulse_otel.collect.trace import bounded_lines, encode_line, read_trace
-from trainpulse_otel.replay import FrameReplayer, group_ticks, replay
+from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks, replay
 
 DAY_S = 86_400
 

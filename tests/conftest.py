@@ -15,8 +15,8 @@ import pytest
 
 from trainpulse_otel.api import ApiServer, create_app
 from trainpulse_otel.config import Settings
-from trainpulse_otel.engine import Engine
-from trainpulse_otel.plugins import AUTOLOAD_ENV
+from trainpulse_otel.runtime.engine import Engine
+from trainpulse_otel.runtime.plugins import AUTOLOAD_ENV
 
 # Only TrainPulse's own plugins during tests: a third-party plugin installed on
 # the machine must not change what the suite sees (tests that need one opt in).

@@ -6,7 +6,7 @@ import pytest
 
 from trainpulse_otel.collect.sim import SimCollector
 from trainpulse_otel.config import Settings
-from trainpulse_otel.engine import Engine
+from trainpulse_otel.runtime.engine import Engine
 
 
 @pytest.mark.parametrize("path", ["/dev/full", "/nonexistent-dir/trace.jsonl"])

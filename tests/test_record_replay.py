@@ -5,8 +5,8 @@ import json
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.engine import Engine
-from trainpulse_otel.replay import group_ticks, replay
+from trainpulse_otel.runtime.engine import Engine
+from trainpulse_otel.runtime.replay import group_ticks, replay
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 
 

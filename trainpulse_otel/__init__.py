@@ -12,7 +12,7 @@ __all__ = ["TrainingMonitor", "__version__"]
 
 def __getattr__(name: str) -> Any:
     if name == "TrainingMonitor":
-        from .monitor import TrainingMonitor
+        from .integrations.monitor import TrainingMonitor
 
         return TrainingMonitor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

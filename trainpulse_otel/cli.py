@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(commands: Any) -> None:
-    from .evaluate import VARIANTS
+    from .runtime.evaluate import VARIANTS
 
     ev = commands.add_parser("eval", help="score the diagnosis on every simulated fault", allow_abbrev=False,
                              description="Replay every simulation scenario, score detection, latency and the "
@@ -115,7 +115,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer, create_app
     from .collect.modes import build_collectors
-    from .engine import Engine
+    from .runtime.engine import Engine
     from .telemetry.exporters import build_exports
 
     settings = _settings(args)
@@ -155,7 +155,7 @@ def _check_exposure(settings: Settings) -> None:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from .collect.modes import build_collectors
-    from .engine import SIM_WARMUP_S, Engine
+    from .runtime.engine import SIM_WARMUP_S, Engine
 
     settings = _settings(args)
     _configure(settings)
@@ -191,7 +191,7 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .collect.trace import bounded_lines, read_trace
-    from .replay import replay
+    from .runtime.replay import replay
 
     settings = _settings(args)
     _configure(settings)
@@ -220,7 +220,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .collect.scenarios import SCENARIOS
     from .config import parse_duration
-    from .evaluate import VARIANTS, evaluate, format_report
+    from .runtime.evaluate import VARIANTS, evaluate, format_report
 
     variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
@@ -255,7 +255,7 @@ def _print_timeline(result: Any) -> None:
 
 
 def _configure(settings: Settings, quiet: bool = False) -> None:
-    from .logs import configure_logging
+    from .runtime.logs import configure_logging
 
     configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level,
                       settings.log_format)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainpulse_otel import plugins
+from trainpulse_otel.runtime import plugins
 from trainpulse_otel.adapters import Adapter
 
 BUILTINS = {"generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan"}
@@ -68,7 +68,7 @@ def third_party(tmp_path, monkeypatch):
 
 
 def test_third_party_plugins_load_and_broken_ones_are_logged_and_skipped(third_party, caplog):
-    with caplog.at_level(logging.WARNING, logger="trainpulse_otel.plugins"):
+    with caplog.at_level(logging.WARNING, logger="trainpulse_otel.runtime.plugins"):
         adapters = plugins.load_adapters(autoload=True)
     assert {"acme", "acme-class"} <= set(adapters) and not {"broken", "bogus"} & set(adapters)
     assert adapters["acme"].normalize({"jax_step_seconds": 1.25}).step_time_ms == 1250.0

@@ -8,7 +8,7 @@ import pytest
 
 from trainpulse_otel.adapters import Adapter
 from trainpulse_otel.api import create_app
-from trainpulse_otel.plugins import load_adapters
+from trainpulse_otel.runtime.plugins import load_adapters
 
 FRAMEWORKS = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 JSON = {"Content-Type": "application/json"}

@@ -14,7 +14,7 @@ from trainpulse_otel.api import ApiServer, create_app
 from trainpulse_otel.cli import main
 from trainpulse_otel.config import Settings
 from trainpulse_otel.dashboard.sources import RECONNECTED_SHOWN_S, RemoteSource, describe_error
-from trainpulse_otel.engine import Engine
+from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.samples import parse_training
 
 TRAINING = {"model_name": "llama-3-8b", "framework": "pytorch", "global_step": 120, "step_time_ms": 1750.0,

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping
 
-from trainpulse_otel.diagnose.findings import Finding
+from trainpulse_otel.diagnose.types import Finding
 from trainpulse_otel.diagnose.tick import TickBuilder
 from trainpulse_otel.diagnose.tracker import SignalTracker
 from trainpulse_otel.diagnose.types import Transition

@@ -8,9 +8,9 @@ from importlib.metadata import distribution
 import pytest
 
 from tests.diagnose.builders import job
-from trainpulse_otel import plugins
+from trainpulse_otel.runtime import plugins
 from trainpulse_otel.diagnose.detectors import LowMfu, default_detectors
-from trainpulse_otel.diagnose.findings import DEFAULT_POLICY
+from trainpulse_otel.diagnose.types import DEFAULT_POLICY
 from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
 from trainpulse_otel.diagnose.types import SIGNALS
 from trainpulse_otel.diagnose.window import Window
@@ -29,7 +29,7 @@ def test_the_builtins_cover_every_contract_signal_under_their_own_names():
 
 PLUGIN = '''
 from trainpulse_otel.diagnose.detectors import BaseDetector
-from trainpulse_otel.diagnose.findings import Finding
+from trainpulse_otel.diagnose.types import Finding
 
 class LossSpike(BaseDetector):
     name = "loss_spike"
@@ -77,7 +77,7 @@ def _signal_active(result) -> dict:  # noqa: ANN001
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from trainpulse_otel.publish import DiagnosisPublisher
+    from trainpulse_otel.publish.otel import DiagnosisPublisher
 
     reader = InMemoryMetricReader()
     publisher = DiagnosisPublisher(MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t"))

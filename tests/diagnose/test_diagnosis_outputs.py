@@ -11,9 +11,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from trainpulse_otel.collect.scenarios import SCENARIOS
 from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
 from trainpulse_otel.diagnose.window import Window
-from trainpulse_otel.evaluate import _subject_matches, run_scenario, sim_records
-from trainpulse_otel.publish import EVENT_RAISED, EVENT_ROOT_CAUSE, DiagnosisPublisher
-from trainpulse_otel.replay import FrameReplayer, group_ticks
+from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim_records
+from trainpulse_otel.publish.otel import EVENT_RAISED, EVENT_ROOT_CAUSE, DiagnosisPublisher
+from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks
 
 #: Long enough for each fault to show and its cause to settle (the full runs are ``trainpulse eval``).
 SHORT = {"thermal_instability": 240, "thermal_throttle_risk": 200, "memory_pressure": 170, "oom_risk": 130,

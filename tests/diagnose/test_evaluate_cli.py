@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from trainpulse_otel.cli import main
-from trainpulse_otel.evaluate import EvalReport, ScenarioResult, _latency
+from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, _latency
 from trainpulse_otel.diagnose.types import Transition
 
 

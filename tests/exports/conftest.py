@@ -14,7 +14,7 @@ from tests.exports.receivers import GrpcReceiver, HttpReceiver
 from trainpulse_otel.api import ApiServer, create_app
 from trainpulse_otel.collect.modes import build_collectors
 from trainpulse_otel.config import Settings
-from trainpulse_otel.engine import Engine
+from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.telemetry.exporters import build_exports
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from trainpulse_otel.diagnose.pipeline import PipelineResult
 from trainpulse_otel.diagnose.types import Diagnosis, Health, RootCause, Signal, Transition
-from trainpulse_otel.engine import Engine
+from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.samples import parse_training
 
 

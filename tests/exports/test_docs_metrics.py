@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.exports.metric_docs import DOC, doc_labels, documented
 from tests.exports.scenario import exercise_every_instrument
-from trainpulse_otel.publish import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
+from trainpulse_otel.publish.otel import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
 
 
 def kind_of(metric) -> str:  # noqa: ANN001 - an SDK Metric

@@ -10,7 +10,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 from tests.exports.receivers import attributes
 from tests.exports.scenario import straggler_cleared, straggler_raised
 from trainpulse_otel import __version__
-from trainpulse_otel.publish import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
+from trainpulse_otel.publish.otel import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
 from trainpulse_otel.samples import parse_training
 
 pytestmark = pytest.mark.e2e

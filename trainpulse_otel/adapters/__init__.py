@@ -5,7 +5,7 @@ One module per framework (``generic``, ``pytorch``, ``deepspeed``, ``megatron``,
 :class:`Adapter`), ``translate(payload) -> Translation`` and
 ``normalize(payload) -> TrainingSample``; the log-reading ones also
 ``translate_text``/``parse_text``. They are found through the
-``trainpulse.adapters`` entry-point group (:func:`trainpulse_otel.plugins.load_adapters`),
+``trainpulse.adapters`` entry-point group (:func:`trainpulse_otel.runtime.plugins.load_adapters`),
 built-ins included, so third-party adapters plug in the same way.
 """
 

@@ -3,7 +3,7 @@
 The app depends on a small :class:`ApiBackend` protocol (the engine fits it),
 never on collectors or detectors. Every error is JSON (see :mod:`.errors`);
 input is read by :mod:`.body`; framework payloads go through the adapters
-found by :func:`trainpulse_otel.plugins.load_adapters`.
+found by :func:`trainpulse_otel.runtime.plugins.load_adapters`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from flask import Flask, Response, jsonify, request
 
 from .. import __version__
 from ..adapters import Adapter, Translation
-from ..plugins import load_adapters
+from ..runtime.plugins import load_adapters
 from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, _type_name, parse_training, to_dict
 from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body

@@ -92,13 +92,13 @@ class LocalSource:
     """Collects in this process: an engine ticking on a background thread.
 
     In ``-mode sim`` the start back-fills the warm-up window (``-warmup``, else
-    :data:`~trainpulse_otel.engine.SIM_WARMUP_S`) in virtual time, ending now, so
+    :data:`~trainpulse_otel.runtime.engine.SIM_WARMUP_S`) in virtual time, ending now, so
     the scenario's fault and the sparklines are on screen from the first frame.
     """
 
     def __init__(self, settings: Settings) -> None:
         from ..collect.modes import build_collectors
-        from ..engine import Engine
+        from ..runtime.engine import Engine
 
         self.settings = settings
         mode, collectors = build_collectors(settings)
@@ -123,7 +123,7 @@ class LocalSource:
             self._thread.start()
 
     def _backfill(self, history: History) -> None:
-        from ..engine import SIM_WARMUP_S
+        from ..runtime.engine import SIM_WARMUP_S
 
         self.engine.backfill(self.settings.warmup or SIM_WARMUP_S, lambda _: history.add(self.engine.snapshot()))
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .findings import Finding, Policy
+from .types import Finding, Policy
 from .types import CRITICAL, WARNING, Signal, Transition
 
 EVIDENCE_CAP = 3.0

@@ -32,7 +32,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..monitor import TrainingMonitor
+from .monitor import TrainingMonitor
 from .torch import batch_stats, sum_stats, sync_point
 
 log = logging.getLogger(__name__)

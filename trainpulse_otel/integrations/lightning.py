@@ -29,7 +29,7 @@ try:
 except ImportError:  # the standalone ``pytorch_lightning`` package
     from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
 
-from ..monitor import TrainingMonitor
+from .monitor import TrainingMonitor
 from .torch import batch_stats as default_batch_stats
 from .torch import sum_stats
 

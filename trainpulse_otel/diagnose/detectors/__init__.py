@@ -2,7 +2,7 @@
 
 Detectors are plugins: the built-ins are the ``trainpulse.detectors`` entry
 points of this distribution (``pyproject.toml``), found by
-:func:`trainpulse_otel.plugins.load_detectors` with any installed third-party
+:func:`trainpulse_otel.runtime.plugins.load_detectors` with any installed third-party
 ones (unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD`` is set). A detector is a
 class built with no arguments whose instances have ``name``, ``signals``,
 ``policy``, ``every_s``, ``update(tick)`` and ``facts()`` (see
@@ -26,7 +26,7 @@ from .throughput import GpuUnderutilization, ThroughputCollapse
 
 def default_detectors(autoload: bool | None = None) -> list[Detector]:
     """A fresh instance of every detector: the built-ins, then installed plugins."""
-    from ...plugins import load_detectors
+    from ...runtime.plugins import load_detectors
 
     return [factory() for factory in load_detectors(autoload).values()]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
-from ..findings import DEFAULT_POLICY, Finding, Policy
+from ..types import DEFAULT_POLICY, Finding, Policy
 from ..stats import RobustBaseline
 from ..tick import Tick
 from ..types import CRITICAL, WARNING

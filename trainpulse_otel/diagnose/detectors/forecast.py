@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..stats import RobustBaseline, Trend, t_stat
 from ..tick import Tick
 from ..types import CRITICAL, WARNING

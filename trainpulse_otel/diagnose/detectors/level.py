@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...samples import TrainingSample
-from ..findings import Finding
+from ..types import Finding
 from ..stats import RecentMedian, RobustBaseline
 from ..tick import Tick
 from .base import BaseDetector, Threshold, percent

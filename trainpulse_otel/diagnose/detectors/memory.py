@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..tick import Tick
 from ..types import CRITICAL, WARNING
 from .base import SCORE_CAP, BaseDetector, Threshold, percent

@@ -45,7 +45,7 @@ from collections import deque
 from typing import Any
 
 from ...samples import RankSample
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..stats import sorted_median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..stats import decay
 from ..tick import Tick
 from .base import BaseDetector, Threshold, percent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, WindowMin, median
 from ..tick import THERMAL_REASONS, GpuState, Tick
 from ..types import CRITICAL, WARNING

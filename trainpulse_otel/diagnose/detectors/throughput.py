@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...samples import TrainingSample
-from ..findings import Finding, Policy
+from ..types import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, median
 from ..tick import Tick
 from .base import BaseDetector, Threshold, percent

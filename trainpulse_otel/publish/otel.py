@@ -15,8 +15,8 @@ from typing import Any, Iterable, Mapping
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from .diagnose.pipeline import PipelineResult
-from .diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Transition
+from ..diagnose.pipeline import PipelineResult
+from ..diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Transition
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
 
-from .collect.base import Collected
-from .collect.trace import TraceError, TraceRecord
-from .diagnose.pipeline import DiagnosticPipeline
-from .diagnose.types import Diagnosis, Transition
-from .diagnose.window import Window
-from .samples import Frame
-from .telemetry.conversion import frame_from_samples
-from .telemetry.latest import DEFAULT_STALE_AFTER_S, LatestSamples
+from ..collect.base import Collected
+from ..collect.trace import TraceError, TraceRecord
+from ..diagnose.pipeline import DiagnosticPipeline
+from ..diagnose.types import Diagnosis, Transition
+from ..diagnose.window import Window
+from ..samples import Frame
+from ..telemetry.conversion import frame_from_samples
+from ..telemetry.latest import DEFAULT_STALE_AFTER_S, LatestSamples
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainpulse_otel.adapters import huggingface
+from trainpulse_otel.adapters import hf_trainer as huggingface
 from trainpulse_otel.samples import SampleError
 
 

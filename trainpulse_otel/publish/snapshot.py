@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import __version__
-from .diagnose.types import Diagnosis
-from .samples import Frame, to_dict
+from .. import __version__
+from ..diagnose.types import Diagnosis
+from ..samples import Frame, to_dict
 
 
 def build_snapshot(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Sequence
 
-from ..samples import RankSample
+from ...samples import RankSample
 from .aggregate import ALL_REDUCE, DATA, SYNC
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ import socket
 import threading
 from typing import Any, Iterable, Mapping
 
-from ..mfu import ModelShape, detect_gpu_name, model_shape, normalize_dtype, resolve_peak_flops
-from ..samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
+from ...mfu import ModelShape, detect_gpu_name, model_shape, normalize_dtype, resolve_peak_flops
+from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
 from .aggregate import JobContext, aggregate, build_sample
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world

@@ -18,7 +18,7 @@ import os
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable, Mapping, TypeVar
 
-from .adapters.base import Adapter
+from ..adapters.base import Adapter
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,10 @@ DISTRIBUTION = "trainpulse-otel"
 #: metadata is missing (running from a source tree that was never installed).
 BUILTIN_ENTRY_POINTS: Mapping[str, Mapping[str, str]] = {
     ADAPTERS_GROUP: {
-        name: f"trainpulse_otel.adapters.{name}:ADAPTER"
-        for name in ("generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan")
+        name: f"trainpulse_otel.adapters.{module}:ADAPTER"
+        for name, module in (("generic", "generic"), ("pytorch", "pytorch"), ("deepspeed", "deepspeed"),
+                             ("megatron", "megatron"), ("huggingface", "hf_trainer"),
+                             ("lightning", "lightning_metrics"), ("torchtitan", "torchtitan"))
     },
     DETECTORS_GROUP: {
         "throughput": "trainpulse_otel.diagnose.detectors.throughput:ThroughputCollapse",

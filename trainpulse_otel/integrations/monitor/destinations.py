@@ -3,7 +3,7 @@
 Each destination runs its own background thread that calls ``drain()`` once
 per interval; the training thread never waits for any of them.
 
-- :class:`InProcess` — an :class:`~trainpulse_otel.engine.Engine` whose first
+- :class:`InProcess` — an :class:`~trainpulse_otel.runtime.engine.Engine` whose first
   collector drains the monitor: the reports go through the same OTel
   instruments, reader, window, diagnostic pipeline and publisher as in the
   daemon (plus the hardware collectors of ``hardware``).
@@ -22,8 +22,8 @@ import threading
 from typing import Any, Callable, Protocol
 from urllib.parse import urlsplit
 
-from ..collect.base import Collected
-from ..samples import TrainingSample, to_dict
+from ...collect.base import Collected
+from ...samples import TrainingSample, to_dict
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,10 @@ class InProcess:
     """An engine ticking in a background thread, fed by :class:`MonitorCollector`."""
 
     def __init__(self, drain: Drain, interval: float, hardware: str = "auto") -> None:
-        from ..collect.modes import build_collectors
-        from ..config import Settings
-        from ..engine import Engine
-        from ..telemetry.exporters import build_exports
+        from ...collect.modes import build_collectors
+        from ...config import Settings
+        from ...runtime.engine import Engine
+        from ...telemetry.exporters import build_exports
 
         settings = Settings(mode=hardware, interval=interval)
         mode, collectors = build_collectors(settings)

@@ -28,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple, Sequence
 
-from ..mfu import ModelShape
-from ..samples import TRAINING_MEASUREMENT_FIELDS, RankSample, TrainingSample
+from ...mfu import ModelShape
+from ...samples import TRAINING_MEASUREMENT_FIELDS, RankSample, TrainingSample
 
 #: Phases a step can spend time in, in the order StepRecord.phases_s keeps them.
 PHASES: tuple[str, ...] = ("data", "tokenizer", "checkpoint", "all_reduce", "sync")

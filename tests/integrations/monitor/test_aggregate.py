@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainpulse_otel.mfu import ModelShape
-from trainpulse_otel.monitor.aggregate import (
+from trainpulse_otel.integrations.monitor.aggregate import (
     ALL_REDUCE,
     CHECKPOINT,
     DATA,

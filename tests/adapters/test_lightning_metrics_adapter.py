@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainpulse_otel.adapters import lightning
+from trainpulse_otel.adapters import lightning_metrics as lightning
 
 #: ThroughputMonitor on 8 GPUs, stage-prefixed by the Trainer callback, window full.
 EIGHT_GPUS = {

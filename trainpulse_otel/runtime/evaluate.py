@@ -26,12 +26,12 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from .collect.scenarios import SCENARIOS, Scenario
-from .collect.sim import SimulatedNode
-from .collect.trace import TraceRecord
-from .diagnose.pipeline import DiagnosticPipeline, PipelineResult
-from .diagnose.types import Diagnosis, Transition
-from .diagnose.window import Window
+from ..collect.scenarios import SCENARIOS, Scenario
+from ..collect.sim import SimulatedNode
+from ..collect.trace import TraceRecord
+from ..diagnose.pipeline import DiagnosticPipeline, PipelineResult
+from ..diagnose.types import Diagnosis, Transition
+from ..diagnose.window import Window
 from .replay import replay
 
 START_TS = 1764400000.0

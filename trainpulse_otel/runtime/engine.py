@@ -15,19 +15,19 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from .collect.base import Collected, Collector
-from .collect.trace import TraceWriter
-from .config import Settings
-from .diagnose.pipeline import DiagnosticPipeline, PipelineResult
-from .diagnose.window import Window
-from .publish import DiagnosisPublisher
-from .samples import Frame, TrainingSample
-from .snapshot import build_snapshot
-from .telemetry.exporters import Exports, build_exports
-from .telemetry.instruments import register_measurements
-from .telemetry.latest import LatestSamples
-from .telemetry.operational import REST, OperationalMetrics
-from .telemetry.providers import Telemetry, build_telemetry
+from ..collect.base import Collected, Collector
+from ..collect.trace import TraceWriter
+from ..config import Settings
+from ..diagnose.pipeline import DiagnosticPipeline, PipelineResult
+from ..diagnose.window import Window
+from ..publish.otel import DiagnosisPublisher
+from ..samples import Frame, TrainingSample
+from ..publish.snapshot import build_snapshot
+from ..telemetry.exporters import Exports, build_exports
+from ..telemetry.instruments import register_measurements
+from ..telemetry.latest import LatestSamples
+from ..telemetry.operational import REST, OperationalMetrics
+from ..telemetry.providers import Telemetry, build_telemetry
 
 log = logging.getLogger(__name__)
 

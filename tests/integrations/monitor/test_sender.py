@@ -12,7 +12,7 @@ import pytest
 from waitress.server import create_server
 
 from trainpulse_otel import TrainingMonitor
-from trainpulse_otel.monitor.sender import RestSender
+from trainpulse_otel.integrations.monitor.sender import RestSender
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,1 @@
+"""The composition root: Settings in, a running pipeline out."""
