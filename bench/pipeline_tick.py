@@ -17,12 +17,12 @@ import statistics
 import time
 
 from trainpulse_otel.collect.scenarios import SCENARIOS
-from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
-from trainpulse_otel.diagnose.window import Window
+from trainpulse_otel.config import Settings
+from trainpulse_otel.runtime import build_pipeline, discover, open_replay
 from trainpulse_otel.runtime.evaluate import VARIANTS, Variant, sim_records
-from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks
+from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
-WINDOW = 120
+PLUGINS = discover(autoload=False)
 WARMUP_TICKS = 120
 BATCHES = 5
 
@@ -33,9 +33,14 @@ def frames_and_build_cost(scenario: str, ranks: int, ticks: int) -> tuple[list, 
     groups = list(group_ticks(sim_records(SCENARIOS[scenario], 0, ticks, variant)))
     costs, frames = [], []
     for _ in range(BATCHES):
-        replayer = FrameReplayer()
+        stepper = open_replay(Settings(), PLUGINS)
+        feed = TraceFeed(stepper.latest)
         start = time.perf_counter()
-        frames = [replayer.frame(g) for g in groups]
+        frames = []
+        for g in groups:
+            ts = feed.apply(g)
+            stepper.latest.expire(ts)
+            frames.append(stepper.frames.read(ts))
         costs.append((time.perf_counter() - start) / len(groups))
     return frames, statistics.median(costs)
 
@@ -44,12 +49,11 @@ def update_cost(frames: list) -> float:
     """Median seconds per pipeline update after the warm-up ticks."""
     costs = []
     for _ in range(BATCHES):
-        pipeline, window = DiagnosticPipeline(), Window(WINDOW)
+        pipeline = build_pipeline(PLUGINS)
         timed = 0.0
         for i, frame in enumerate(frames):
-            window.append(frame)
             start = time.perf_counter()
-            pipeline.update(window)
+            pipeline.update(frame)
             if i >= WARMUP_TICKS:
                 timed += time.perf_counter() - start
         costs.append(timed / (len(frames) - WARMUP_TICKS))

@@ -22,7 +22,11 @@ from typing import Callable
 
 from trainpulse_otel.collect.sim import SimulatedNode
 from trainpulse_otel.collect.trace import bounded_lines, encode_line, read_trace
-from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks, replay
+from trainpulse_otel.config import Settings
+from trainpulse_otel.runtime import discover, open_replay
+from trainpulse_otel.runtime.replay import TraceFeed, group_ticks, replay
+
+PLUGINS = discover(autoload=False)
 
 DAY_S = 86_400
 
@@ -46,14 +50,16 @@ def read_only(path: str) -> int:
 
 
 def frames_only(path: str) -> int:
-    replayer = FrameReplayer()
+    stepper = open_replay(Settings(), PLUGINS)
+    feed = TraceFeed(stepper.latest)
     with open(path, "rb") as fh:
-        return sum(1 for group in group_ticks(read_trace(bounded_lines(fh), [])) if replayer.frame(group))
+        return sum(1 for group in group_ticks(read_trace(bounded_lines(fh), []))
+                   if stepper.frames.read(feed.apply(group)))
 
 
 def full_replay(path: str) -> int:
     with open(path, "rb") as fh:
-        return replay(read_trace(bounded_lines(fh), [])).ticks
+        return replay(read_trace(bounded_lines(fh), []), open_replay(Settings(), PLUGINS)).ticks
 
 
 def ticks_per_second(run: Callable[[str], int], path: str, runs: int) -> float:

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
-from trainpulse_otel.api import ApiServer, create_app
+from tests import parts
+from trainpulse_otel.api import ApiServer
 from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.runtime.plugins import AUTOLOAD_ENV
@@ -62,11 +63,11 @@ class Served:
 
 @pytest.fixture
 def serve_app() -> Iterator[Callable[..., Served]]:
-    """Start servers for apps built over fresh engines: ``serve_app(lambda engine: create_app(engine))``."""
+    """Start servers for apps built over fresh engines: ``serve_app(lambda engine: parts.app(engine))``."""
     started: list[Served] = []
 
-    def start(build: Callable[[Engine], Any] = create_app) -> Served:
-        engine = Engine(Settings(mode="none", addr="127.0.0.1:0"), [], "none")
+    def start(build: Callable[[Engine], Any] = parts.app) -> Served:
+        engine = parts.engine(Settings(mode="none", addr="127.0.0.1:0"))
         server = ApiServer(build(engine), "127.0.0.1", 0)
         server.start()
         started.append(Served(engine, server))

@@ -2,10 +2,10 @@
 
 import json
 
+from tests import parts
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.runtime.replay import group_ticks, replay
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 
@@ -34,8 +34,8 @@ def _training(step: int) -> TrainingSample:
 def _record(tmp_path, ticks=40):
     path = tmp_path / "trace.jsonl"
     clock = [1_764_400_000.0]
-    engine = Engine(Settings(record=str(path), history_size=1000), [ScriptedCollector()], "scripted",
-                    clock=lambda: clock[0])
+    engine = parts.engine(Settings(record=str(path), history_size=1000), collectors=[ScriptedCollector()],
+                          mode="scripted", clock=lambda: clock[0])
     for i in range(ticks):
         if i % 3 == 0:  # training reports arrive every third tick, between ticks
             engine.ingest(_training(i))
@@ -48,11 +48,11 @@ def _record(tmp_path, ticks=40):
 
 def test_replay_reproduces_the_live_frames_exactly(tmp_path):
     path, live = _record(tmp_path)
-    replayed = []
+    stepper = parts.stepper(history_size=1000)
     with open(path, "rb") as fh:
-        result = replay(read_trace(fh, []), on_frame=replayed.append)
+        result = replay(read_trace(fh, []), stepper)
     assert result.ticks == len(live) == 40
-    assert replayed == list(live)
+    assert stepper.window.frames() == live
 
 
 def test_training_is_recorded_only_when_new(tmp_path):
@@ -71,7 +71,7 @@ def test_malformed_lines_are_reported_with_their_number_and_skipped(tmp_path):
     lines.insert(8, json.dumps({"ts": 1, "training": {"step_time_ms": -4}}))
     raw = [ln.encode() for ln in lines] + [b"\xff\xfe broken utf-8"]
     errors: list[TraceError] = []
-    result = replay(read_trace(raw, errors), errors)
+    result = replay(read_trace(raw, errors), parts.stepper(), errors=errors)
     assert [e.lineno for e in errors] == [3, 5, 7, 9, len(raw)]
     assert "training.step_time_ms" in str(errors[3])
     assert result.ticks == 5
@@ -91,7 +91,7 @@ def test_grouping_follows_the_daemon_cadence():
 def test_replay_json_shape(tmp_path):
     path, _ = _record(tmp_path, ticks=3)
     with open(path, "rb") as fh:
-        out = replay(read_trace(fh, [])).to_dict()
+        out = replay(read_trace(fh, []), parts.stepper()).to_dict()
     assert set(out) == {"timeline", "diagnosis"}
     assert set(out["diagnosis"]) == {"health", "signals", "root_causes"}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import signal
 import sys
 import threading
@@ -22,12 +21,21 @@ from .config import OPTIONS, ConfigError, Settings, load_settings
 
 log = logging.getLogger("trainpulse_otel.cli")
 
-#: Flags shown for collecting commands; the rest of OPTIONS stay config/env only.
+#: What every collecting command (daemon, top, snapshot) takes; the rest of OPTIONS stay config/env only.
 COLLECT_FLAGS = (
-    "addr", "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format",
-    "metrics_namespace", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "stale_after",
-    "warmup", "smi_timeout",
+    "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format", "metrics_namespace",
+    "stale_after", "warmup", "smi_timeout",
 )
+#: Only the daemon serves an API: these flags are its own.
+SERVER_FLAGS = ("addr", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "max_ranks")
+#: Flags each command takes beyond COLLECT_FLAGS. ``top`` reads a daemon with the token;
+#: ``-addr`` is accepted by ``top`` and ``snapshot`` as the contract's "same flags", but has no effect there.
+COMMAND_FLAGS: dict[str, tuple[str, ...]] = {
+    "daemon": SERVER_FLAGS,
+    "top": ("auth_token",),
+    "snapshot": (),
+}
+HIDDEN_FLAGS: dict[str, tuple[str, ...]] = {"top": ("addr",), "snapshot": ("addr",)}
 
 
 class UsageError(Exception):
@@ -39,16 +47,17 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} -h')")
 
 
-def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str]) -> None:
+def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str], hidden: Sequence[str] = ()) -> None:
     parser.add_argument("-config", "--config", metavar="FILE", help="JSON config file")
     for option in OPTIONS:
-        if option.key not in keys:
+        if option.key not in keys and option.key not in hidden:
             continue
         flag = option.key.replace("_", "-")
         switch = {"nargs": "?", "const": "true"} if isinstance(option.default, bool) else {}  # -flag alone means true
+        shown = f"{option.help} (default: {_show_default(option.default)})"
         parser.add_argument(
             f"-{flag}", f"--{flag}", dest=option.key, metavar=option.metavar, default=None,
-            help=f"{option.help} (default: {_show_default(option.default)})", **switch,
+            help=argparse.SUPPRESS if option.key in hidden else shown, **switch,
         )
 
 
@@ -73,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("snapshot", "collect for the warm-up window and print the snapshot JSON"),
     ):
         sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
-        _add_setting_flags(sub, COLLECT_FLAGS)
+        _add_setting_flags(sub, COLLECT_FLAGS + COMMAND_FLAGS[name], HIDDEN_FLAGS.get(name, ()))
         if name == "top":
             sub.add_argument("-remote", "--remote", metavar="URL", help="follow a running daemon's API")
             sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
@@ -82,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("files", nargs="+", metavar="FILE",
                      help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace")
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
-    _add_setting_flags(rep, ("interval", "history_size", "log_level", "log_format", "stale_after"))
+    _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after"))
     _add_eval_parser(commands)
     return parser
 
@@ -113,27 +122,23 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from .api import ApiServer, create_app
-    from .collect.modes import build_collectors
-    from .runtime.engine import Engine
-    from .telemetry.exporters import build_exports
+    from .api import ApiServer
+    from .runtime import create_api, discover, open_engine
 
     settings = _settings(args)
     _configure(settings)
     _check_exposure(settings)
-    mode, collectors = build_collectors(settings)
-    engine = Engine(settings, collectors, mode, exports=build_exports(settings))
+    plugins = discover()
+    engine = open_engine(settings, push=True, plugins=plugins)
     try:
-        app = create_app(engine, max_body_bytes=settings.max_body_bytes, max_ranks=settings.max_ranks,
-                         auth_token=settings.auth_token, auth_scope=settings.auth_scope)
-        server = ApiServer(app, settings.host, settings.port)
+        server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port)
     except OSError as exc:
         engine.close()
         raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None
     stop = threading.Event()
     _on_signals(lambda: stop.set())
     server.start()
-    log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, mode, settings.interval)
+    log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, engine.mode, settings.interval)
     try:
         engine.run(stop)
     finally:
@@ -154,43 +159,38 @@ def _check_exposure(settings: Settings) -> None:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from .collect.modes import build_collectors
-    from .runtime.engine import SIM_WARMUP_S, Engine
+    from .runtime import open_engine, warm_up
 
     settings = _settings(args)
     _configure(settings)
-    mode, collectors = build_collectors(settings)
-    engine = Engine(settings, collectors, mode)
+    engine = open_engine(settings)
     try:
-        if mode == "sim":  # the simulator can be asked about the past: warm up in virtual time
-            engine.backfill(settings.warmup or SIM_WARMUP_S)
-        else:
-            _warm_up(engine, settings)
+        warm_up(engine)
         print(json.dumps(engine.snapshot(), indent=2))
     finally:
         engine.close()
     return 0
 
 
-def _warm_up(engine: Any, settings: Settings) -> None:
-    """Tick in real time for the warm-up window: at least two ticks, so host rates have an interval."""
-    ticks = max(2, math.ceil(settings.warmup / settings.interval) + 1)
-    for i in range(ticks):
-        if i:
-            time.sleep(settings.interval if settings.warmup else min(settings.interval, 1.0))
-        engine.tick()
-
-
 def cmd_top(args: argparse.Namespace) -> int:
     from .dashboard.app import run_top
+    from .dashboard.sources import LocalSource, RemoteSource, Source
 
     settings = _settings(args)
     _configure(settings, quiet=True)
-    return run_top(settings, remote=args.remote, once=args.once)
+    source: Source
+    if args.remote:
+        source = RemoteSource(args.remote, settings.auth_token, timeout_s=max(1.0, settings.interval))
+    else:
+        from .runtime import LocalEngine, open_engine
+
+        source = LocalSource(LocalEngine(open_engine(settings)))
+    return run_top(source, settings.interval, once=args.once)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from .collect.trace import bounded_lines, read_trace
+    from .runtime import open_replay
     from .runtime.replay import replay
 
     settings = _settings(args)
@@ -203,8 +203,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
 
     try:
-        result = replay(records(), interval_s=settings.interval, history_size=settings.history_size,
-                        stale_after_s=settings.stale_after)
+        result = replay(records(), open_replay(settings), interval_s=settings.interval)
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
     for path, found in errors.items():

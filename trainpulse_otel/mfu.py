@@ -25,22 +25,17 @@ after PaLM (Chowdhery et al. 2022, appendix B) and torchtitan:
 
 Peak FLOP/s are dense (no 2:4 sparsity) tensor-core figures from NVIDIA's
 datasheets, matched on the NVML device name; docs/mfu.md lists them with
-their sources. Nothing here imports torch: a module is inspected through
-duck typing only.
+their sources. Pure: tables and arithmetic, no I/O and no environment (the
+NVML name probe is :mod:`trainpulse_otel.collect.gpu_name`). Nothing here
+imports torch: a module is inspected through duck typing only.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import os
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
-
-log = logging.getLogger(__name__)
-
-PEAK_FLOPS_ENV = "TRAINPULSE_PEAK_FLOPS"
 
 # ---------------------------------------------------------------- FLOPs per token
 
@@ -228,40 +223,16 @@ def peak_flops(gpu_name: str | None, dtype: Any = "bf16") -> float | None:
     return dict((k, peaks) for k, _, peaks in PEAK_TABLE)[key].get(kind)
 
 
-def resolve_peak_flops(
-    gpu_name: str | None,
-    dtype: Any = "bf16",
-    override: float | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> float | None:
-    """The peak to use: ``override``, else ``TRAINPULSE_PEAK_FLOPS``, else the table."""
+def resolve_peak_flops(gpu_name: str | None, dtype: Any = "bf16", override: float | None = None) -> float | None:
+    """The peak to use: ``override`` (checked: a positive number of FLOP/s), else the table."""
     if override is not None:
-        return _positive(override, "peak_flops")
-    env = (os.environ if environ is None else environ).get(PEAK_FLOPS_ENV)
-    if env:
-        try:
-            return _positive(float(env), PEAK_FLOPS_ENV)
-        except ValueError as exc:
-            log.warning("ignoring %s: %s", PEAK_FLOPS_ENV, exc)
+        return positive_flops(override, "peak_flops")
     return peak_flops(gpu_name, dtype)
 
 
-def _positive(value: float, name: str) -> float:
+def positive_flops(value: float, name: str) -> float:
+    """``value`` as FLOP/s; a ValueError naming ``name`` unless it is a positive finite number."""
     value = float(value)
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number of FLOP/s, got {value!r}")
     return value
-
-
-def detect_gpu_name(index: int) -> str | None:
-    """The NVML name of GPU ``index`` (the process's ``LOCAL_RANK``), or None without NVML."""
-    from .collect._nvml import NvmlSession
-
-    session = NvmlSession(probe=True)
-    if not session.init():
-        return None
-    try:
-        handle = session.query("nvmlDeviceGetHandleByIndex", index)
-        return session.query("nvmlDeviceGetName", handle) if handle is not None else None
-    finally:
-        session.shutdown()

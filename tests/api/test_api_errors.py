@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from trainpulse_otel.api import create_app
+from tests import parts
 
 JSON = {"Content-Type": "application/json"}
 
@@ -59,7 +59,7 @@ def test_bad_training_input_is_a_json_400_naming_the_field(served, what, body, f
 
 
 def test_too_many_ranks_is_a_400_and_the_server_stays_up(serve_app):
-    served = serve_app(lambda engine: create_app(engine, max_ranks=4))
+    served = serve_app(lambda engine: parts.app(engine, max_ranks=4))
     body = json.dumps({"ranks": [{"rank": r} for r in range(5)]}).encode()
     status, _, raw = served.send("POST", "/v1/training", body, JSON)
     assert status == 400 and json.loads(raw)["field"] == "ranks"
@@ -106,7 +106,7 @@ def test_small_chunked_body_is_accepted(served):
 
 
 def test_body_far_beyond_the_limit_is_refused_by_the_server_itself_as_json(serve_app):
-    served = serve_app(lambda engine: create_app(engine, max_body_bytes=1024))
+    served = serve_app(lambda engine: parts.app(engine, max_body_bytes=1024))
     status, headers, raw = served.send("POST", "/v1/training", b"x" * 65536, JSON)  # past waitress's 8 KiB cap
     assert status == 413 and headers["Content-Type"] == "application/json"
     assert json.loads(raw) == {"error": "request body is larger than 8192 bytes", "field": None}
@@ -165,7 +165,7 @@ def test_an_internal_failure_is_a_logged_json_500(serve_app, caplog):
         def ingest(self, sample):
             return sample
 
-    served = serve_app(lambda engine: create_app(BrokenBackend()))
+    served = serve_app(lambda engine: parts.app(BrokenBackend()))
     with caplog.at_level(logging.ERROR, logger="trainpulse_otel.api.errors"):
         status, headers, raw = served.send("GET", "/v1/snapshot")
     assert status == 500 and headers["Content-Type"] == "application/json"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from trainpulse_otel.api import create_app
+from tests import parts
 
 TOKEN = "tp-9f2c41d07be64a0aa3"
 BODY = json.dumps({"step_time_ms": 1000.0}).encode()
@@ -17,7 +17,7 @@ JSON = {"Content-Type": "application/json"}
 
 @pytest.fixture
 def guarded(serve_app):
-    return serve_app(lambda engine: create_app(engine, auth_token=TOKEN))
+    return serve_app(lambda engine: parts.app(engine, auth_token=TOKEN))
 
 
 @pytest.mark.parametrize("header", [None, "Bearer wrong-token-0000000", f"Basic {TOKEN}", "Bearer", TOKEN])
@@ -37,7 +37,7 @@ def test_ingest_with_the_token_is_accepted_and_reads_stay_open(guarded):
 
 
 def test_scope_all_guards_every_endpoint(serve_app):
-    served = serve_app(lambda engine: create_app(engine, auth_token=TOKEN, auth_scope="all"))
+    served = serve_app(lambda engine: parts.app(engine, auth_token=TOKEN, auth_scope="all"))
     for path in ("/healthz", "/v1/snapshot", "/metrics", "/v1/metrics"):
         assert served.request("GET", path)[0] == 401
         assert served.request("GET", path, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200

@@ -150,7 +150,7 @@ def test_a_plugin_that_crashes_or_returns_junk_is_a_400_and_logged(serve_app, ca
     adapters = {**load_adapters(autoload=False), "crashy": Adapter("crashy", crash),
                 "junk": Adapter("junk", lambda payload: 42),
                 "textcrash": Adapter("textcrash", lambda p: {}, lambda text, ctx: text.missing)}
-    served = serve_app(lambda engine: create_app(engine, adapters=adapters))
+    served = serve_app(lambda engine: create_app(engine, adapters))
     with caplog.at_level(logging.ERROR, logger="trainpulse_otel.api.app"):
         for name, body, headers in (("crashy", b"{}", JSON), ("junk", b"{}", JSON), ("textcrash", b"x", TEXT)):
             status, _, raw = served.send("POST", f"/v1/framework?name={name}", body, headers)

@@ -10,7 +10,8 @@ from typing import Iterator
 
 import pytest
 
-from trainpulse_otel.api import ApiServer, create_app
+from tests import parts
+from trainpulse_otel.api import ApiServer
 from trainpulse_otel.cli import main
 from trainpulse_otel.config import Settings
 from trainpulse_otel.dashboard.sources import RECONNECTED_SHOWN_S, RemoteSource, describe_error
@@ -33,7 +34,7 @@ class Clock:
 
 @pytest.fixture
 def engine() -> Iterator[Engine]:
-    engine = Engine(Settings(mode="none"), [], "none")
+    engine = parts.engine(Settings(mode="none"))
     engine.ingest(parse_training(TRAINING))
     engine.tick()
     yield engine
@@ -41,7 +42,7 @@ def engine() -> Iterator[Engine]:
 
 
 def serve(engine: Engine, port: int = 0) -> ApiServer:
-    server = ApiServer(create_app(engine), "127.0.0.1", port)
+    server = ApiServer(parts.app(engine), "127.0.0.1", port)
     server.start()
     return server
 

@@ -1,4 +1,4 @@
-"""Detectors resolve through the ``trainpulse.detectors`` entry points: built-ins and third-party plugins."""
+"""Detectors and root-cause rules resolve through entry points: built-ins and third-party plugins."""
 
 from __future__ import annotations
 
@@ -9,27 +9,34 @@ import pytest
 
 from tests.diagnose.builders import job
 from trainpulse_otel.runtime import plugins
-from trainpulse_otel.diagnose.detectors import LowMfu, default_detectors
-from trainpulse_otel.diagnose.types import DEFAULT_POLICY
-from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
-from trainpulse_otel.diagnose.types import SIGNALS
-from trainpulse_otel.diagnose.window import Window
+from trainpulse_otel.diagnose import DEFAULT_POLICY, ROOT_CAUSES, SIGNALS, DiagnosticPipeline
+from trainpulse_otel.diagnose.detectors import LowMfu
+from trainpulse_otel.runtime import build_pipeline
 
 
-def test_installed_metadata_registers_exactly_the_builtin_table():
-    installed = distribution(plugins.DISTRIBUTION).entry_points.select(group=plugins.DETECTORS_GROUP)
-    assert {ep.name: ep.value for ep in installed} == dict(plugins.BUILTIN_ENTRY_POINTS[plugins.DETECTORS_GROUP])
+def detectors(autoload: bool | None = None) -> list:
+    return plugins.discover(autoload).new_detectors()
 
 
-def test_the_builtins_cover_every_contract_signal_under_their_own_names():
-    detectors = default_detectors(autoload=False)
-    assert {s for d in detectors for s in d.signals} == set(SIGNALS)
-    assert [d.name for d in detectors] == list(plugins.load_detectors(autoload=False))
+def test_the_builtins_are_registered_once_as_our_own_entry_points():
+    installed = distribution(plugins.DISTRIBUTION).entry_points
+    for group in plugins.GROUPS:
+        assert {ep.name for ep in installed.select(group=group)} == set(plugins.load_group(group, lambda n, o: o,
+                                                                                           autoload=False))
+    assert not hasattr(plugins, "BUILTIN_ENTRY_POINTS")  # no second list beside pyproject.toml
+
+
+def test_the_builtins_cover_every_contract_signal_and_cause_under_their_own_names():
+    found = plugins.discover(autoload=False)
+    assert {s for d in found.new_detectors() for s in d.signals} == set(SIGNALS)
+    assert [d.name for d in found.new_detectors()] == list(found.detectors)
+    assert set(found.root_causes) == set(ROOT_CAUSES)
+    assert all(rule.name == name for name, rule in found.root_causes.items())
+    assert [n for n, r in found.root_causes.items() if r.residual] == ["compute_inefficiency"]
 
 
 PLUGIN = '''
-from trainpulse_otel.diagnose.detectors import BaseDetector
-from trainpulse_otel.diagnose.types import Finding
+from trainpulse_otel.diagnose import BaseDetector, Candidate, Finding, Rule
 
 class LossSpike(BaseDetector):
     name = "loss_spike"
@@ -42,6 +49,15 @@ class LossSpike(BaseDetector):
         return [Finding("loss_spike", 2.0, message="loss spiked")] if report.loss > 10 else []
 
 NOT_A_DETECTOR = 42
+
+
+def propose(evidence):
+    spike = evidence.job_signal("loss_spike")
+    if spike is None:
+        return []
+    return [Candidate("bad_data_shard", 0.8, "loss spiked on one data shard", "skip the shard", [spike])]
+
+RULE = Rule("bad_data_shard", propose)
 '''
 
 
@@ -53,21 +69,25 @@ def third_party(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-detectors\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[trainpulse.detectors]\nloss_spike = acme_detectors:LossSpike\nbogus = acme_detectors:NOT_A_DETECTOR\n"
-        "ranks = acme_detectors:LossSpike\n")
+        "ranks = acme_detectors:LossSpike\n"
+        "[trainpulse.root_causes]\nbad_data_shard = acme_detectors:RULE\nbroken = acme_detectors:NOT_A_DETECTOR\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("acme_detectors", None)
 
 
-def test_a_third_party_detector_joins_the_pipeline(third_party):
-    names = [d.name for d in default_detectors(autoload=True)]
+def test_a_third_party_detector_and_rule_join_the_pipeline(third_party):
+    names = [d.name for d in detectors(autoload=True)]
     assert names[-1] == "loss_spike" and "bogus" not in names
     assert names.count("ranks") == 1  # a plugin cannot replace a built-in
-    pipeline, window = DiagnosticPipeline(default_detectors(autoload=True)), Window(10)
+    found = plugins.discover(autoload=True)
+    assert "bad_data_shard" in found.root_causes and "broken" not in found.root_causes
+    pipeline = build_pipeline(found)
     for t in range(5):
-        window.append(job(float(t), training={"loss": 50.0}))
-        result = pipeline.update(window)
+        result = pipeline.update(job(float(t), training={"loss": 50.0}))
     assert [s.name for s in result.diagnosis.signals] == ["loss_spike"]
+    [cause] = result.diagnosis.root_causes  # the plugin's signal became the plugin's cause
+    assert cause.cause == "bad_data_shard" and cause.signals == ("loss_spike",)
     assert _signal_active(result) == {("loss_spike", "warning"): 1, ("loss_spike", "critical"): 0}
 
 
@@ -90,7 +110,8 @@ def _signal_active(result) -> dict:  # noqa: ANN001
 
 def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):
     monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
-    assert "loss_spike" not in {d.name for d in default_detectors()}
+    assert "loss_spike" not in {d.name for d in detectors()}
+    assert "bad_data_shard" not in plugins.discover().root_causes
 
 
 class Broken:
@@ -104,10 +125,9 @@ class Broken:
 
 
 def test_a_failing_detector_is_logged_once_and_the_others_go_on(caplog):
-    pipeline, window = DiagnosticPipeline([Broken(), LowMfu()]), Window(10)
+    pipeline = DiagnosticPipeline([Broken(), LowMfu()], [])
     for t in range(6):
-        window.append(job(float(t), training={"mfu": 0.05}))
-        result = pipeline.update(window)
+        result = pipeline.update(job(float(t), training={"mfu": 0.05}))
     assert [s.name for s in result.diagnosis.signals] == ["low_mfu"]
     assert pipeline.failures == {"broken": 6}
     assert [r.getMessage() for r in caplog.records] == ["detector broken failed; its signals hold until it judges again"]

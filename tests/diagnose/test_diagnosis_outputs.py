@@ -9,11 +9,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from trainpulse_otel.collect.scenarios import SCENARIOS
-from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
-from trainpulse_otel.diagnose.window import Window
+from tests import parts
 from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim_records
 from trainpulse_otel.publish.otel import EVENT_RAISED, EVENT_ROOT_CAUSE, DiagnosisPublisher
-from trainpulse_otel.runtime.replay import FrameReplayer, group_ticks
+from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 #: Long enough for each fault to show and its cause to settle (the full runs are ``trainpulse eval``).
 SHORT = {"thermal_instability": 240, "thermal_throttle_risk": 200, "memory_pressure": 170, "oom_risk": 130,
@@ -37,10 +36,10 @@ def test_a_healthy_stretch_with_its_checkpoint_stays_silent():
 
 
 def _drive(name: str, seconds: int, publisher: DiagnosisPublisher) -> None:
-    replayer, window, pipeline = FrameReplayer(), Window(120), DiagnosticPipeline()
+    stepper = parts.stepper()
+    feed = TraceFeed(stepper.latest)
     for group in group_ticks(sim_records(SCENARIOS[name], 0, seconds)):
-        window.append(replayer.frame(group))
-        publisher.publish(pipeline.update(window))
+        publisher.publish(stepper.step(feed.apply(group)))
 
 
 def test_a_scenario_signal_becomes_otel_events_and_gauges():

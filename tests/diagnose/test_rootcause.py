@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests import parts
 from trainpulse_otel.diagnose.rootcause import infer_root_causes
 from trainpulse_otel.diagnose.tick import GpuState, NodeState
 from trainpulse_otel.diagnose.types import ROOT_CAUSES, Signal
@@ -33,7 +34,7 @@ def straggler(rank: int = 5) -> Signal:
 
 
 def causes(signals, facts=None, n=None):
-    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS)
+    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS, list(parts.builtins().root_causes.values()))
 
 
 def test_a_throttled_gpu_making_its_rank_a_straggler_is_thermal_first_then_the_straggler():

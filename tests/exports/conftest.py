@@ -11,11 +11,10 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tests.exports.receivers import GrpcReceiver, HttpReceiver
-from trainpulse_otel.api import ApiServer, create_app
-from trainpulse_otel.collect.modes import build_collectors
+from tests import parts
+from trainpulse_otel.api import ApiServer
 from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime.engine import Engine
-from trainpulse_otel.telemetry.exporters import build_exports
 
 
 @pytest.fixture(autouse=True)
@@ -56,9 +55,7 @@ def make_engine() -> Iterator[Callable[..., Engine]]:
     engines: list[Engine] = []
 
     def make(mode: str = "none", **settings: Any) -> Engine:
-        resolved = Settings(mode=mode, addr="127.0.0.1:0", **settings)
-        mode_name, collectors = build_collectors(resolved)
-        engine = Engine(resolved, collectors, mode_name, exports=build_exports(resolved))
+        engine = parts.engine(Settings(mode=mode, addr="127.0.0.1:0", **settings), push=True)
         engines.append(engine)
         return engine
 
@@ -99,12 +96,10 @@ def serve() -> Iterator[Callable[..., ServedEngine]]:
     served: list[ServedEngine] = []
 
     def start(mode: str = "sim", ticks: int = 3, **settings: Any) -> ServedEngine:
-        resolved = Settings(mode=mode, addr="127.0.0.1:0", **settings)
-        mode_name, collectors = build_collectors(resolved)
-        engine = Engine(resolved, collectors, mode_name)
+        engine = parts.engine(Settings(mode=mode, addr="127.0.0.1:0", **settings))
         for _ in range(ticks):
             engine.tick()
-        server = ApiServer(create_app(engine), "127.0.0.1", 0)
+        server = ApiServer(parts.app(engine), "127.0.0.1", 0)
         server.start()
         served.append(ServedEngine(engine, server))
         return served[-1]

@@ -3,7 +3,6 @@
 from opentelemetry.sdk.metrics import MeterProvider
 
 from trainpulse_otel.collect.base import Collected
-from trainpulse_otel.diagnose.window import Window
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 from trainpulse_otel.telemetry.conversion import frame_from_samples, observe
 from trainpulse_otel.telemetry.instruments import register_measurements
@@ -34,38 +33,36 @@ TRAINING = TrainingSample(
 def _live(collected: Collected, ts: float = 100.0):
     latest = LatestSamples()
     latest.put(collected, now=ts)
-    window = Window(10)
-    reader = FrameReader(window.append)
+    reader = FrameReader()
     provider = MeterProvider(metric_readers=[reader])
     register_measurements(provider.get_meter("trainpulse_otel"), latest)
     frame = reader.read(ts)
     provider.shutdown()
-    return window, frame
+    return frame
 
 
-def test_reader_delivers_every_instrument_value_into_the_window():
-    window, frame = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
-    assert window.latest is frame and frame.ts == 100.0
+def test_reader_delivers_every_instrument_value_into_the_frame():
+    frame = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
+    assert frame.ts == 100.0
     assert frame.gpus == GPUS
     assert frame.host == HOST
     assert frame.training == TRAINING
 
 
 def test_live_frame_equals_the_shared_conversion_used_by_replay():
-    _, live = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
+    live = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
     assert live == frame_from_samples(100.0, GPUS, HOST, TRAINING)
 
 
 def test_unknown_throttle_state_stays_unknown():
     gpu = GpuSample(index=0, utilization_percent=50.0)
-    _, frame = _live(Collected(gpus=(gpu,)))
+    frame = _live(Collected(gpus=(gpu,)))
     assert frame.gpus[0].throttle_reasons is None and frame.training is None
 
 
 def test_diagnosis_outputs_are_not_read_back_as_inputs():
     latest = LatestSamples()
-    window = Window(4)
-    reader = FrameReader(window.append)
+    reader = FrameReader()
     provider = MeterProvider(metric_readers=[reader])
     meter = provider.get_meter("trainpulse_otel")
     register_measurements(meter, latest)

@@ -23,7 +23,7 @@ from ..samples import (
     TRAINING_RULES,
     SampleError,
     TrainingSample,
-    _type_name,
+    type_name,
     parse_training,
 )
 
@@ -119,7 +119,7 @@ class Fields:
     def from_payload(cls, payload: Any) -> "Fields":
         """Accept a flat dict or an envelope ``{"logs"|"metrics": {...}, <context>}``."""
         if not isinstance(payload, Mapping):
-            raise SampleError("", f"body must be a JSON object, got {_type_name(payload)}")
+            raise SampleError("", f"body must be a JSON object, got {type_name(payload)}")
         return cls(unwrap(payload))
 
     @classmethod
@@ -197,7 +197,7 @@ def unwrap(payload: Mapping[str, Any]) -> dict[str, Any]:
 def as_number(key: str, value: Any) -> float:
     """``value`` as a finite float, or a SampleError naming ``key``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SampleError(key, f"must be a number, got {_type_name(value)}")
+        raise SampleError(key, f"must be a number, got {type_name(value)}")
     number = float(value)
     if not math.isfinite(number):
         raise SampleError(key, f"must be finite, got {value!r}")

@@ -1,9 +1,9 @@
 """The Flask app factory for the TrainPulse JSON API.
 
-The app depends on a small :class:`ApiBackend` protocol (the engine fits it),
+The app depends on the :class:`ApiBackend` protocol (the engine fits it),
 never on collectors or detectors. Every error is JSON (see :mod:`.errors`);
-input is read by :mod:`.body`; framework payloads go through the adapters
-found by :func:`trainpulse_otel.runtime.plugins.load_adapters`.
+input is read by :mod:`.body`; framework payloads go through the adapters it
+is handed (the composition root passes the installed ones).
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from flask import Flask, Response, jsonify, request
 
 from .. import __version__
 from ..adapters import Adapter, Translation
-from ..runtime.plugins import load_adapters
-from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, _type_name, parse_training, to_dict
+from ..publish.snapshot import Snapshot
+from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, parse_training, to_dict, type_name
+from ..telemetry.exporters import Exports
+from ..telemetry.operational import OperationalMetrics
 from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
@@ -26,11 +28,17 @@ log = logging.getLogger(__name__)
 
 
 class ApiBackend(Protocol):
-    """What the API needs from the engine."""
+    """Everything the API's routes use from the engine.
+
+    ``exports``: the pull endpoints' readers (``/metrics``, ``/v1/metrics``);
+    ``ops``: the daemon's own counters (accepted and refused ingest).
+    """
 
     mode: str
+    exports: Exports
+    ops: OperationalMetrics
 
-    def snapshot(self) -> dict[str, Any]: ...
+    def snapshot(self) -> Snapshot: ...
 
     def liveness(self) -> dict[str, Any]: ...
 
@@ -39,13 +47,13 @@ class ApiBackend(Protocol):
 
 def create_app(
     backend: ApiBackend,
+    adapters: Mapping[str, Adapter],
     max_body_bytes: int = 1 << 20,
     max_ranks: int = DEFAULT_MAX_RANKS,
-    adapters: Mapping[str, Adapter] | None = None,
     auth_token: str | None = None,
     auth_scope: str = "ingest",
 ) -> Flask:
-    """Build the app serving ``backend``; ``adapters`` defaults to the installed plugins.
+    """Build the app serving ``backend``, translating framework payloads with ``adapters``.
 
     With ``auth_token``, ingest (or, with ``auth_scope="all"``, every endpoint)
     requires ``Authorization: Bearer <auth_token>``.
@@ -53,7 +61,7 @@ def create_app(
     app = Flask("trainpulse_otel.api")
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes
-    known = dict(load_adapters() if adapters is None else adapters)
+    known = dict(adapters)
     register_error_handlers(app, max_body_bytes)
     if auth_token:
         require_bearer_token(app, auth_token, auth_scope)
@@ -108,7 +116,7 @@ def _translate(adapter: Adapter, body: Body, context: dict[str, Any]) -> Transla
             result = adapter.translate({**context, **_json_object(body.value)})
     except SampleError as exc:
         raise ApiError.from_sample_error(exc) from None
-    except Exception as exc:  # noqa: BLE001 - a plugin bug must not become a 500
+    except Exception as exc:  # a plugin bug must not become a 500
         log.exception("adapter %r failed on a %s payload", adapter.name, body.kind)
         detail = f"{type(exc).__name__}: {exc}"[:300]
         raise ApiError(400, f"adapter {adapter.name!r} could not read this payload ({detail})") from None
@@ -122,7 +130,7 @@ def _translate(adapter: Adapter, body: Body, context: dict[str, Any]) -> Transla
 
 def _json_object(value: Any) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise SampleError("", f"body must be a JSON object, got {_type_name(value)}")
+        raise SampleError("", f"body must be a JSON object, got {type_name(value)}")
     return value
 
 

@@ -2,17 +2,20 @@
 and the count of refused ingest requests.
 
 Both read the backend's ``exports`` (readers on the engine's MeterProvider),
-so they show the same instruments as OTLP and the diagnosis. Backends without
-exports (or with ``prometheus.enabled`` false) answer 404 with a reason.
+so they show the same instruments as OTLP and the diagnosis. With
+``prometheus.enabled`` false ``/metrics`` answers 404 with a reason.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
 from .auth import INGEST_PATHS
+
+if TYPE_CHECKING:
+    from .app import ApiBackend
 
 
 _REASONS_BY_STATUS = {
@@ -33,35 +36,31 @@ def rejection_reason(status: int, field: str | None) -> str:
     return _REASONS_BY_STATUS.get(status, "client_error")
 
 
-def register_metrics_routes(app: Flask, backend: Any) -> None:
+def register_metrics_routes(app: Flask, backend: ApiBackend) -> None:
     """Add the metrics routes and the refused-ingest counter to ``app``."""
     routes = Blueprint("metrics", __name__)
 
     @routes.before_app_request
     def record_pending_operational_metrics() -> None:
-        if request.path in ("/metrics", "/v1/metrics") and getattr(backend, "ops", None) is not None:
+        if request.path in ("/metrics", "/v1/metrics"):
             backend.ops.flush()  # reports accepted since the last tick show up in this read
 
     @routes.get("/metrics")
-    def prometheus_metrics():  # noqa: ANN202
-        exports = getattr(backend, "exports", None)
-        if exports is None or exports.prometheus is None:
+    def prometheus_metrics() -> Response | tuple[Response, int]:
+        prometheus = backend.exports.prometheus
+        if prometheus is None:
             return jsonify(error="Prometheus exposition is disabled (prometheus.enabled is false)", field=None), 404
-        return Response(exports.prometheus.render(), content_type=exports.prometheus.content_type)
+        return Response(prometheus.render(), content_type=prometheus.content_type)
 
     @routes.get("/v1/metrics")
-    def datadog_metrics():  # noqa: ANN202
-        exports = getattr(backend, "exports", None)
-        if exports is None:
-            return jsonify(error="this backend exports no metrics", field=None), 404
-        return jsonify(exports.datadog.render())
+    def datadog_metrics() -> Response:
+        return jsonify(backend.exports.datadog.render())
 
     @routes.after_app_request
     def count_refused_ingest(response: Response) -> Response:
-        ops = getattr(backend, "ops", None)
-        if ops is not None and request.method == "POST" and request.path in INGEST_PATHS and response.status_code >= 400:
+        if request.method == "POST" and request.path in INGEST_PATHS and response.status_code >= 400:
             body = response.get_json(silent=True) if response.is_json else None
-            ops.rejected(rejection_reason(response.status_code, (body or {}).get("field")))
+            backend.ops.rejected(rejection_reason(response.status_code, (body or {}).get("field")))
         return response
 
     app.register_blueprint(routes)

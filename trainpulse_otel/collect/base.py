@@ -10,9 +10,12 @@ samples through observable instruments.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..samples import GpuSample, HostSample, TrainingSample
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +48,13 @@ class Collector(Protocol):
     def close(self) -> None:
         """Release handles (NVML shutdown, subprocesses)."""
         ...
+
+
+class CollectorFactory(Protocol):
+    """What a ``trainpulse.collectors`` entry point names: Settings in, an open Collector out.
+
+    Raising (the hardware is not there, a setting is wrong) makes the
+    composition root log the reason and go on without that collector.
+    """
+
+    def __call__(self, settings: "Settings") -> Collector: ...

@@ -1,46 +1,62 @@
-"""Pick the collectors for a ``-mode``.
+"""Pick the collectors for a ``-mode``, from the ``trainpulse.collectors`` plugins.
 
 ``auto`` tries NVML, then nvidia-smi, then host-only, and says which it chose.
-``none`` collects nothing (the daemon then only serves ingest). Hardware
-modules are imported only when their mode is considered.
+``none`` collects nothing (the daemon then only serves ingest). The built-in
+collectors are plugins like any other (``nvml``, ``nvidia-smi``, ``host``,
+``sim``); the mode chooses among them, and third-party collectors run beside
+them in every mode but ``none``. Hardware modules are imported only when their
+mode is considered.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Mapping
 
 from ..config import Settings
-from .base import Collector
+from .base import Collector, CollectorFactory
 
 log = logging.getLogger(__name__)
 
-
-def build_collectors(settings: Settings) -> tuple[str, list[Collector]]:
-    """The resolved mode and its collectors."""
-    mode = settings.mode
-    if mode == "none":
-        return "none", []
-    if mode == "sim":
-        from .sim import SimCollector
-
-        return "sim", [SimCollector(settings.scenario, interval_s=settings.interval)]
-    if mode == "auto":
-        mode = _detect(settings)
-    from .host import HostCollector
-
-    gpu: list[Collector] = []
-    if mode == "nvml":
-        from .nvml import NvmlCollector
-
-        gpu = [NvmlCollector()]
-    elif mode == "nvidia-smi":
-        from .smi import SmiCollector
-
-        gpu = [SmiCollector(timeout=settings.smi_timeout)]
-    return mode, [*gpu, HostCollector()]
+#: The built-in collectors each mode opens, in order.
+MODE_COLLECTORS: Mapping[str, tuple[str, ...]] = {
+    "none": (),
+    "sim": ("sim",),
+    "nvml": ("nvml", "host"),
+    "nvidia-smi": ("nvidia-smi", "host"),
+    "host": ("host",),
+}
+BUILTIN_COLLECTORS = frozenset(name for names in MODE_COLLECTORS.values() for name in names)
 
 
-def _detect(settings: Settings) -> str:
+def build_collectors(settings: Settings, factories: Mapping[str, CollectorFactory]) -> tuple[str, list[Collector]]:
+    """The resolved mode and its open collectors (the mode's built-ins, then third-party ones)."""
+    mode = detect_mode(settings) if settings.mode == "auto" else settings.mode
+    names = list(MODE_COLLECTORS[mode])
+    if mode != "none":
+        names += [name for name in factories if name not in BUILTIN_COLLECTORS]
+    collectors = []
+    for name in names:
+        collector = _open(name, factories, settings)
+        if collector is not None:
+            collectors.append(collector)
+    return mode, collectors
+
+
+def _open(name: str, factories: Mapping[str, CollectorFactory], settings: Settings) -> Collector | None:
+    factory = factories.get(name)
+    if factory is None:
+        log.error("collector %s is not installed; collecting without it", name)
+        return None
+    try:
+        return factory(settings)
+    except Exception:  # a third-party collector's bug must not stop the daemon
+        log.warning("collector %s could not start; collecting without it", name, exc_info=True)
+        return None
+
+
+def detect_mode(settings: Settings) -> str:
+    """``-mode auto``: NVML, else nvidia-smi, else the host alone."""
     from .nvml import NvmlCollector
     from .smi import SmiCollector
 
@@ -52,3 +68,31 @@ def _detect(settings: Settings) -> str:
         return "nvidia-smi"
     log.info("mode auto: no NVIDIA GPU tooling found, collecting host metrics only")
     return "host"
+
+
+def open_nvml(settings: Settings) -> Collector:
+    """The ``nvml`` collector."""
+    from .nvml import NvmlCollector
+
+    return NvmlCollector()
+
+
+def open_smi(settings: Settings) -> Collector:
+    """The ``nvidia-smi`` collector, with the configured timeout."""
+    from .smi import SmiCollector
+
+    return SmiCollector(timeout=settings.smi_timeout)
+
+
+def open_host(settings: Settings) -> Collector:
+    """The ``host`` collector (psutil, /proc)."""
+    from .host import HostCollector
+
+    return HostCollector()
+
+
+def open_sim(settings: Settings) -> Collector:
+    """The ``sim`` collector: the simulated node running ``-scenario``."""
+    from .sim import SimCollector
+
+    return SimCollector(settings.scenario, interval_s=settings.interval)

@@ -15,17 +15,16 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from ..config import Settings
 from .keys import KeyReader
 from .layout import render_screen
-from .sources import LocalSource, RemoteSource
-from .view import History, Link, Snapshot, View
+from .sources import Source
+from .view import History, Snapshot, View
 
 log = logging.getLogger(__name__)
 
@@ -34,30 +33,15 @@ PAUSE_KEYS = frozenset("pP ")
 REFRESH_KEYS = frozenset("rR")
 
 
-class Source(Protocol):
-    """Where snapshots come from (:class:`LocalSource` or :class:`RemoteSource`)."""
-
-    link: Link
-
-    def start(self, history: History, live: bool) -> None: ...
-
-    def poll(self) -> Snapshot | None: ...
-
-    def close(self) -> None: ...
-
-
-def run_top(settings: Settings, remote: str | None = None, once: bool = False,
-            console: Console | None = None) -> int:
-    """Run the dashboard; one frame to stdout with ``once`` or when stdout is not a terminal."""
+def run_top(source: Source, interval_s: float, once: bool = False, console: Console | None = None) -> int:
+    """Run the dashboard over ``source``; one frame to stdout with ``once`` or when stdout is not a terminal."""
     console = console or Console()
     interactive = not once and console.is_terminal
-    source: Source = (RemoteSource(remote, settings.auth_token, timeout_s=max(1.0, settings.interval))
-                      if remote else LocalSource(settings))
     history = History()
     try:
         source.start(history, live=interactive)
         if interactive:
-            Dashboard(source, history, console, settings.interval).run()
+            Dashboard(source, history, console, interval_s).run()
             return 0
         return print_frame(source, history, console)
     finally:
@@ -72,7 +56,7 @@ def print_frame(source: Source, history: History, console: Console) -> int:
     elif source.link.remote:
         print(f"trainpulse: cannot read {source.link.source}/v1/snapshot: {source.link.error}", file=sys.stderr)
         return 1
-    view = View(snapshot, history, source.link, time.time())
+    view = View(snapshot, history, source.link, time.time(), interactive=False)
     console.print(render_screen(view, console, console.width, None))
     return 0
 

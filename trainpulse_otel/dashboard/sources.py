@@ -12,9 +12,8 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from ..config import Settings
 from .view import History, Link, Snapshot
 
 #: How long the header says "reconnected" before it settles back to "connected".
@@ -66,7 +65,7 @@ class RemoteSource:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.url + "/v1/snapshot", headers=headers)
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given URL
+        with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
             body = json.load(resp)
         if not isinstance(body, dict):
             raise ValueError("the snapshot is not a JSON object")
@@ -88,55 +87,48 @@ def describe_error(exc: Exception) -> str:
     return str(reason) or type(reason).__name__
 
 
-class LocalSource:
-    """Collects in this process: an engine ticking on a background thread.
+class LocalEngine(Protocol):
+    """A pipeline running in this process, as the composition root hands it to ``top``."""
 
-    In ``-mode sim`` the start back-fills the warm-up window (``-warmup``, else
-    :data:`~trainpulse_otel.runtime.engine.SIM_WARMUP_S`) in virtual time, ending now, so
-    the scenario's fault and the sparklines are on screen from the first frame.
+    label: str
+
+    def start(self, on_tick: Callable[[Any], None] | None, live: bool) -> None: ...
+
+    def snapshot(self) -> Snapshot: ...
+
+    def close(self) -> None: ...
+
+
+class LocalSource:
+    """Snapshots from a pipeline in this process (:class:`~trainpulse_otel.runtime.LocalEngine`).
+
+    Its warm-up fills the sparklines' history: in ``-mode sim`` the whole
+    warm-up window in virtual time, so the scenario's fault and the sparklines
+    are on screen from the first frame.
     """
 
-    def __init__(self, settings: Settings) -> None:
-        from ..collect.modes import build_collectors
-        from ..runtime.engine import Engine
-
-        self.settings = settings
-        mode, collectors = build_collectors(settings)
-        self.engine = Engine(settings, collectors, mode)
-        label = f"local · {mode}" + (f" · {settings.scenario}" if mode == "sim" else "")
-        self.link = Link(source=label, state="local", changed_at=time.time())
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    def __init__(self, engine: LocalEngine) -> None:
+        self.engine = engine
+        self.link = Link(source=engine.label, state="local", changed_at=time.time())
 
     def start(self, history: History, live: bool) -> None:
-        """Fill the first frame (and, in sim, the history), then keep ticking if ``live``."""
-        interval = self.settings.interval
-        if self.engine.mode == "sim":
-            self._backfill(history)
-        else:
-            self.engine.tick()
-            if not live:  # one frame: a second tick gives host rates and CPU% a real interval
-                time.sleep(min(interval, 1.0))
-                self.engine.tick()
-        if live:
-            self._thread = threading.Thread(target=self._run, name="trainpulse-top-engine", daemon=True)
-            self._thread.start()
-
-    def _backfill(self, history: History) -> None:
-        from ..runtime.engine import SIM_WARMUP_S
-
-        self.engine.backfill(self.settings.warmup or SIM_WARMUP_S, lambda _: history.add(self.engine.snapshot()))
-
-    def _run(self) -> None:
-        if not self._stop.wait(self.settings.interval):
-            self.engine.run(self._stop)
+        """Warm the engine up, keeping each snapshot for the sparklines; then keep ticking if ``live``."""
+        self.engine.start(lambda _: history.add(self.engine.snapshot()), live)
 
     def poll(self) -> Snapshot:
         return self.engine.snapshot()
 
     def close(self) -> None:
-        """Stop the ticking thread, then flush and close the engine."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.settings.interval + self.settings.smi_timeout + 1.0)
         self.engine.close()
+
+
+class Source(Protocol):
+    """Where snapshots come from (:class:`LocalSource` or :class:`RemoteSource`)."""
+
+    link: Link
+
+    def start(self, history: History, live: bool) -> None: ...
+
+    def poll(self) -> Snapshot | None: ...
+
+    def close(self) -> None: ...

@@ -75,13 +75,18 @@ class Link:
 
 @dataclass(frozen=True)
 class View:
-    """Everything a frame needs; ``wall`` is the wall clock at render time."""
+    """Everything a frame needs; ``wall`` is the wall clock at render time.
+
+    ``interactive``: keys work (the live loop); a one-off frame (``top -once``,
+    a pipe) shows no key hints.
+    """
 
     snapshot: Snapshot | None
     history: History
     link: Link
     wall: float
     paused: bool = False
+    interactive: bool = True
 
     @property
     def now(self) -> float:

@@ -44,6 +44,8 @@ class Evidence:
         self.facts = dict(facts)
         self.node = node
         self.ts = ts
+        #: ids of the signals that the non-residual rules' candidates explain (set before residual rules run).
+        self.explained: frozenset[int] = frozenset()
         self.by_name: dict[str, list[Signal]] = {}
         for s in self.signals:
             self.by_name.setdefault(s.name, []).append(s)

@@ -1,9 +1,11 @@
-"""The diagnostic pipeline: window → detectors → signal state machine → root causes → health.
+"""The diagnostic pipeline: frame → detectors → signal state machine → root causes → health.
 
-Pure: it reads frames and returns findings. The clock is the frame timestamp,
-so a replayed trace gives the same timeline every time. Incremental: each
-update looks only at the newest frame (every detector keeps its own
-statistics), so a tick costs the same whatever the window holds.
+Pure: it is handed its detectors and root-cause rules (discovery happens in
+:mod:`trainpulse_otel.runtime`), reads frames and returns findings. The clock
+is the frame timestamp, so a replayed trace gives the same timeline every
+time. Incremental: each update looks only at the new frame (every detector
+keeps its own statistics over its own horizon), so a tick costs the same
+however long the job has run.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .detectors import Detector, default_detectors
+from .detectors.base import Detector
 from .health import HealthScorer
-from .rootcause import infer_root_causes
+from .rootcause import RootCauseRule, infer_root_causes
+from ..samples import Frame
 from .tick import TickBuilder
 from .tracker import SignalTracker
 from .types import Diagnosis, RootCause, Signal, Transition
-from .window import Window
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +38,11 @@ class PipelineResult:
 
 
 class DiagnosticPipeline:
-    """Turns the window into a Diagnosis after each new frame."""
+    """Turns each new frame into a Diagnosis, with the given detectors and root-cause rules."""
 
-    def __init__(self, detectors: Sequence[Detector] | None = None) -> None:
-        self.detectors: tuple[Detector, ...] = tuple(default_detectors() if detectors is None else detectors)
+    def __init__(self, detectors: Sequence[Detector], rules: Sequence[RootCauseRule]) -> None:
+        self.detectors: tuple[Detector, ...] = tuple(detectors)
+        self.rules: tuple[RootCauseRule, ...] = tuple(rules)
         self._due = [float("-inf")] * len(self.detectors)
         self._ticks = TickBuilder()
         self._tracker = SignalTracker()
@@ -56,11 +59,8 @@ class DiagnosticPipeline:
         """The latest diagnosis (healthy before the first frame)."""
         return self._diagnosis
 
-    def update(self, window: Window) -> PipelineResult:
-        """Diagnose the window after its newest frame was appended."""
-        frame = window.latest
-        if frame is None:
-            return PipelineResult(self._diagnosis)
+    def update(self, frame: Frame) -> PipelineResult:
+        """Diagnose the job after ``frame``, the newest (frames come in time order)."""
         tick = self._ticks.next(frame)
         ts, tracker, due = tick.ts, self._tracker, self._due
         for source, detector in enumerate(self.detectors):
@@ -72,7 +72,7 @@ class DiagnosticPipeline:
                 findings = detector.update(tick)
                 if findings is not None:
                     tracker.observe(source, findings, detector.policy, ts)
-            except Exception:  # noqa: BLE001 - one broken detector (a plugin) must not blind the others
+            except Exception:  # one broken detector (a plugin) must not blind the others
                 self._failed(detector)
         tracker.expire(tick.ts)
         transitions = tracker.drain()
@@ -85,7 +85,7 @@ class DiagnosticPipeline:
 
     def _failed(self, detector: Detector) -> None:
         """Count a detector's failure; log the first one (with its traceback), then stay quiet."""
-        name = getattr(detector, "name", type(detector).__name__)
+        name = detector.name
         self.failures[name] = self.failures.get(name, 0) + 1
         if self.failures[name] == 1:
             log.warning("detector %s failed; its signals hold until it judges again", name, exc_info=True)
@@ -95,7 +95,7 @@ class DiagnosticPipeline:
         if not signals:
             self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
-            self._causes = infer_root_causes(signals, self.facts(), self._ticks.node, ts)
+            self._causes = infer_root_causes(signals, self.facts(), self._ticks.node, ts, self.rules)
             self._causes_at = ts
             self._top = _top(self._causes)
         return self._causes

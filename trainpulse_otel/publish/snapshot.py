@@ -8,6 +8,9 @@ from .. import __version__
 from ..diagnose.types import Diagnosis
 from ..samples import Frame, to_dict
 
+#: The contract's snapshot object (``GET /v1/snapshot``).
+Snapshot = dict[str, Any]
+
 
 def build_snapshot(
     frame: Frame | None,
@@ -15,7 +18,7 @@ def build_snapshot(
     mode: str,
     collectors: Sequence[str] = (),
     uptime_s: float | None = None,
-) -> dict[str, Any]:
+) -> Snapshot:
     """``{"timestamp", "mode", "gpus", "host", "training", "diagnosis", …}`` for one frame."""
     snapshot: dict[str, Any] = {
         "timestamp": frame.ts if frame else None,

@@ -1,1 +1,14 @@
-"""The composition root: Settings in, a running pipeline out."""
+"""The composition root: Settings in, a running pipeline out (see :mod:`.assemble`).
+
+Entry points — the CLI's commands, the in-process monitor — call only what is
+exported here.
+"""
+
+from .assemble import Plugins, build_pipeline, create_api, discover, open_engine, open_replay
+from .engine import Engine, Stepper
+from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
+
+__all__ = [
+    "SIM_WARMUP_S", "BackgroundTicks", "Engine", "LocalEngine", "Plugins", "Stepper", "build_pipeline", "create_api", "discover",
+    "open_engine", "open_replay", "warm_up",
+]

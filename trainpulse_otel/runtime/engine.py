@@ -2,9 +2,14 @@
 
 collectors → latest samples → OTel instruments → frame reader → window →
 diagnostic pipeline → publisher (gauges + events), plus the optional trace
-recorder. The daemon serves it over HTTP; the in-process TrainingMonitor runs
-one without collectors. The clock is injectable, so `snapshot -mode sim` can
-run a warm-up in virtual time.
+recorder. Everything after the inputs is :class:`Stepper.step`, the one step
+function that live ticks and replay share: replay feeds the same
+:class:`~trainpulse_otel.telemetry.latest.LatestSamples` from a trace and reads
+frames without the OTel round trip (:mod:`.replay`).
+
+The engine is put together in exactly one place,
+:func:`trainpulse_otel.runtime.assemble.open_engine`; the clock is injectable,
+so ``snapshot -mode sim`` can run a warm-up in virtual time.
 """
 
 from __future__ import annotations
@@ -13,62 +18,84 @@ import logging
 import math
 import threading
 import time
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Protocol, Sequence
 
 from ..collect.base import Collected, Collector
 from ..collect.trace import TraceWriter
 from ..config import Settings
-from ..diagnose.pipeline import DiagnosticPipeline, PipelineResult
-from ..diagnose.window import Window
+from ..diagnose import DiagnosticPipeline, PipelineResult
 from ..publish.otel import DiagnosisPublisher
+from ..publish.snapshot import Snapshot, build_snapshot
 from ..samples import Frame, TrainingSample
-from ..publish.snapshot import build_snapshot
-from ..telemetry.exporters import Exports, build_exports
-from ..telemetry.instruments import register_measurements
+from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import REST, OperationalMetrics
-from ..telemetry.providers import Telemetry, build_telemetry
+from ..telemetry.providers import Telemetry
+from .window import Window
 
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-
-#: How much history ``snapshot`` and ``top`` fill in before their first frame in sim (virtual time).
-SIM_WARMUP_S = 180.0
 
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
 
 
-class Engine:
-    """Owns the stages of one TrainPulse pipeline and ticks them."""
+class FrameSource(Protocol):
+    """Builds the frame of one tick from the latest samples (live: the OTel reader; replay: directly)."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        collectors: Sequence[Collector] = (),
-        mode: str = "none",
-        clock: Clock = time.time,
-        telemetry: Telemetry | None = None,
-        exports: Exports | None = None,
-    ) -> None:
+    def read(self, ts: float) -> Frame: ...
+
+
+class Stepper:
+    """One step after the inputs: expire stale samples, build the frame, keep it in the window, diagnose it."""
+
+    def __init__(self, latest: LatestSamples, frames: FrameSource, window: Window,
+                 pipeline: DiagnosticPipeline) -> None:
+        self.latest = latest
+        self.frames = frames
+        self.window = window
+        self.pipeline = pipeline
+
+    def step(self, now: float) -> PipelineResult:
+        """The frame at ``now`` through window and pipeline."""
+        self.latest.expire(now)
+        frame = self.frames.read(now)
+        self.window.append(frame)
+        return self.pipeline.update(frame)
+
+
+@dataclass
+class Outputs:
+    """Where a live engine's results go besides the window: OTel (gauges, events, exporters) and a trace."""
+
+    telemetry: Telemetry
+    exports: Exports
+    ops: OperationalMetrics
+    publisher: DiagnosisPublisher
+    recorder: TraceWriter | None = None
+
+
+class Engine:
+    """Owns the stages of one running TrainPulse pipeline and ticks them."""
+
+    def __init__(self, settings: Settings, mode: str, collectors: Sequence[Collector], stepper: Stepper,
+                 outputs: Outputs, clock: Clock = time.time) -> None:
         self.settings = settings
         self.mode = mode
         self.collectors = tuple(collectors)
+        self.stepper = stepper
+        self.latest = stepper.latest
+        self.window = stepper.window
+        self.pipeline = stepper.pipeline
+        self.telemetry = outputs.telemetry
+        self.exports = outputs.exports
+        self.ops = outputs.ops
+        self.publisher = outputs.publisher
+        self.recorder = outputs.recorder
         self.clock = clock
-        self.latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
-        self.window = Window(settings.history_size)
-        self.pipeline = DiagnosticPipeline()
-        # Pull endpoints (/metrics, /v1/metrics) by default; the daemon passes exports that also push OTLP.
-        self.exports = exports or (None if telemetry else build_exports(settings, push=False))
-        self.telemetry = telemetry or build_telemetry(
-            self.window.append, settings.metrics_namespace,
-            readers=self.exports.readers, log_processors=self.exports.log_processors)
-        register_measurements(self.telemetry.meter, self.latest, settings.metrics_namespace)
-        self.ops = OperationalMetrics(self.telemetry.meter, settings.metrics_namespace)
-        self.publisher = DiagnosisPublisher(self.telemetry.meter, self.telemetry.logger, settings.metrics_namespace)
-        self.recorder = TraceWriter(settings.record) if settings.record else None
         self.started_at = clock()
         self.ticks = 0
         self._last_progress: float | None = None  # monotonic; set while the run loop is live
@@ -91,10 +118,8 @@ class Engine:
             now = self.clock() if now is None else now
             for collector in self.collectors:
                 self.latest.put(self._collect(collector, now), now)
-            self.latest.expire(now)
             self.ops.flush()
-            self.telemetry.frame_reader.read(now)
-            result = self.pipeline.update(self.window)
+            result = self.stepper.step(now)
             self.publisher.publish(result)
             self._record(now)
             self.ticks += 1
@@ -106,7 +131,7 @@ class Engine:
     def _collect(self, collector: Collector, now: float) -> Collected:
         try:
             return collector.collect(now)
-        except Exception:  # noqa: BLE001 - one broken collector must not stop the others
+        except Exception:  # one broken collector must not stop the others
             log.exception("collector %s failed; skipping it this tick", collector.name)
             self.ops.collector_failed(collector.name)
             return Collected()
@@ -141,7 +166,7 @@ class Engine:
         while not stop.is_set():
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 - the loop must outlive a bad tick
+            except Exception:  # the loop must outlive a bad tick
                 log.exception("tick failed")
             next_at += interval
             delay = next_at - time.monotonic()
@@ -158,6 +183,10 @@ class Engine:
         """The newest frame in the window."""
         return self.window.latest
 
+    def history(self, since: float | None = None, limit: int | None = None) -> tuple[Frame, ...]:
+        """The window's frames, oldest first (see :meth:`.window.Window.frames`)."""
+        return self.window.frames(since, limit)
+
     def liveness(self) -> dict:
         """For ``/healthz``: ticks so far, and whether the run loop has stopped making progress.
 
@@ -173,9 +202,9 @@ class Engine:
         return {"ticks": self.ticks, "last_tick_age_s": None if age is None else round(age, 3),
                 "stalled": age is not None and age > limit}
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> Snapshot:
         """The contract's snapshot of the newest frame and diagnosis."""
-        return build_snapshot(self.window.latest, self.publisher.diagnosis, self.mode,
+        return build_snapshot(self.window.latest, self.pipeline.diagnosis, self.mode,
                               collectors=[c.name for c in self.collectors],
                               uptime_s=self.clock() - self.started_at)
 
@@ -189,7 +218,7 @@ class Engine:
         for collector in self.collectors:
             try:
                 collector.close()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.warning("closing collector %s failed", collector.name, exc_info=True)
         if self.recorder is not None:
             self.recorder.close()

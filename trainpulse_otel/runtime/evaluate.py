@@ -29,10 +29,10 @@ from typing import Any, Iterator, Sequence
 from ..collect.scenarios import SCENARIOS, Scenario
 from ..collect.sim import SimulatedNode
 from ..collect.trace import TraceRecord
-from ..diagnose.pipeline import DiagnosticPipeline, PipelineResult
-from ..diagnose.types import Diagnosis, Transition
-from ..diagnose.window import Window
-from .replay import replay
+from ..config import Settings
+from ..diagnose import Diagnosis, PipelineResult, Transition
+from .assemble import Plugins, discover, open_replay
+from .replay import ReplayResult, replay
 
 START_TS = 1764400000.0
 HEALTHY = "healthy"
@@ -169,30 +169,33 @@ def sim_records(scenario: Scenario, seed: int, duration_s: float, variant: Varia
 
 
 class _Capture:
-    """The pipeline, noting the diagnosis in force at one moment of the run."""
+    """Notes the diagnosis in force at one moment of the run."""
 
     def __init__(self, at_ts: float) -> None:
-        self.pipeline = DiagnosticPipeline()
         self.at_ts = at_ts
         self.diagnosis: Diagnosis | None = None
 
-    def update(self, window: Window) -> PipelineResult:
-        result = self.pipeline.update(window)
+    def __call__(self, result: PipelineResult) -> None:
         if result.diagnosis.ts <= self.at_ts:
             self.diagnosis = result.diagnosis
-        return result
+
+
+def _replay_sim(records: Iterator[TraceRecord], interval_s: float, plugins: Plugins | None,
+                capture: _Capture | None = None) -> ReplayResult:
+    stepper = open_replay(Settings(interval=interval_s), plugins)
+    return replay(records, stepper, interval_s=interval_s, on_result=capture)
 
 
 def run_scenario(name: str, seed: int = 0, variant: Variant = VARIANTS["default"],
-                 duration_s: float | None = None, interval_s: float = 1.0) -> ScenarioResult:
+                 duration_s: float | None = None, interval_s: float = 1.0,
+                 plugins: Plugins | None = None) -> ScenarioResult:
     """Replay one scenario and score it."""
     scenario = SCENARIOS[name]
     duration = scenario.duration_s if duration_s is None else duration_s
     exhaust = scenario.exhaust_s
     judge_at = min(duration, exhaust) - interval_s if exhaust is not None else duration
     capture = _Capture(START_TS + judge_at)
-    result = replay(sim_records(scenario, seed, duration, variant, interval_s), interval_s=interval_s,
-                    pipeline=capture)  # type: ignore[arg-type]
+    result = _replay_sim(sim_records(scenario, seed, duration, variant, interval_s), interval_s, plugins, capture)
     timeline = [(t.ts - START_TS, t) for t in result.timeline]
     diagnosis = capture.diagnosis or result.diagnosis
     top = diagnosis.root_causes[0] if diagnosis.root_causes else None
@@ -245,9 +248,9 @@ def _subject_matches(expected: dict[str, Any], subject: dict[str, Any]) -> bool:
 
 
 def run_healthy(seed: int = 0, duration_s: float = 3600.0, variant: Variant = VARIANTS["default"],
-                interval_s: float = 1.0) -> HealthyResult:
+                interval_s: float = 1.0, plugins: Plugins | None = None) -> HealthyResult:
     """Replay the healthy job; every raised signal is a false alarm."""
-    result = replay(sim_records(SCENARIOS[HEALTHY], seed, duration_s, variant, interval_s), interval_s=interval_s)
+    result = _replay_sim(sim_records(SCENARIOS[HEALTHY], seed, duration_s, variant, interval_s), interval_s, plugins)
     raised = [{"t_s": round(t.ts - START_TS, 1), "signal": t.signal, "severity": t.severity,
                "subject": dict(t.subject), "message": t.message}
               for t in result.timeline if t.event == "raised"]
@@ -258,13 +261,14 @@ def evaluate(scenarios: Sequence[str] | None = None, seeds: int = 1, variants: S
              healthy_s: float = 3600.0, interval_s: float = 1.0) -> EvalReport:
     """Every (variant, seed, scenario) run and the healthy runs."""
     names = [n for n in (scenarios or SCENARIOS) if n != HEALTHY]
+    plugins = discover()
     runs, healthy = [], []
     for vname in variants:
         variant = VARIANTS[vname]
         for seed in range(seeds):
-            runs += [run_scenario(n, seed, variant, interval_s=interval_s) for n in names]
+            runs += [run_scenario(n, seed, variant, interval_s=interval_s, plugins=plugins) for n in names]
             if healthy_s > 0:
-                healthy.append(run_healthy(seed, healthy_s, variant, interval_s))
+                healthy.append(run_healthy(seed, healthy_s, variant, interval_s, plugins))
     return EvalReport(runs, healthy)
 
 

@@ -1,63 +1,78 @@
-"""Plugin discovery: entry-point groups, with TrainPulse's built-ins registered the same way.
+"""Plugin discovery: four entry-point groups, TrainPulse's built-ins registered the same way, once.
 
-Built-in adapters (``trainpulse.adapters``) and detectors
-(``trainpulse.detectors``) are entry points of the ``trainpulse-otel``
-distribution (``pyproject.toml``), so one path finds built-ins and
-third-party plugins alike.
-Third-party entry points load only while autoload is on: set
-``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1`` (or pass ``autoload=False``) to load
+Every part the composition root assembles comes from an entry-point group:
+
+- ``trainpulse.collectors`` — a factory ``(Settings) -> Collector``
+  (:mod:`trainpulse_otel.collect`); the built-ins ``nvml``, ``nvidia-smi``,
+  ``host`` and ``sim`` are chosen by ``-mode``, third-party collectors run
+  beside them in every mode but ``none``;
+- ``trainpulse.detectors`` — a class or zero-argument factory of a
+  :class:`~trainpulse_otel.diagnose.Detector`;
+- ``trainpulse.root_causes`` — a :class:`~trainpulse_otel.diagnose.RootCauseRule`;
+- ``trainpulse.adapters`` — an :class:`~trainpulse_otel.adapters.Adapter`
+  (or an object with ``translate``).
+
+The built-ins are the entry points of the ``trainpulse-otel`` distribution in
+``pyproject.toml`` and nowhere else, so one path finds built-ins and
+third-party plugins alike. Third-party entry points load only while autoload
+is on: ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1`` (or ``autoload=False``) loads
 the built-ins alone, as the test suite does. A plugin that fails to import or
-is not an adapter (or detector) is logged and skipped; it never stops the daemon. A
-third-party plugin cannot replace a built-in of the same name.
+is not of its group's kind is logged and skipped; it never stops the daemon.
+A third-party plugin cannot replace a built-in of the same name.
+
+This is the only module that discovers anything or reads the autoload switch:
+the diagnostic stage is handed what is found here.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Callable, Mapping, TypeVar
 
 from ..adapters.base import Adapter
+from ..collect.base import CollectorFactory
+from ..diagnose import Detector, RootCauseRule
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-ADAPTERS_GROUP = "trainpulse.adapters"
+COLLECTORS_GROUP = "trainpulse.collectors"
 DETECTORS_GROUP = "trainpulse.detectors"
+ROOT_CAUSES_GROUP = "trainpulse.root_causes"
+ADAPTERS_GROUP = "trainpulse.adapters"
+GROUPS = (COLLECTORS_GROUP, DETECTORS_GROUP, ROOT_CAUSES_GROUP, ADAPTERS_GROUP)
 AUTOLOAD_ENV = "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"
 DISTRIBUTION = "trainpulse-otel"
 
-#: The built-ins as pyproject.toml registers them; used only when the package
-#: metadata is missing (running from a source tree that was never installed).
-BUILTIN_ENTRY_POINTS: Mapping[str, Mapping[str, str]] = {
-    ADAPTERS_GROUP: {
-        name: f"trainpulse_otel.adapters.{module}:ADAPTER"
-        for name, module in (("generic", "generic"), ("pytorch", "pytorch"), ("deepspeed", "deepspeed"),
-                             ("megatron", "megatron"), ("huggingface", "hf_trainer"),
-                             ("lightning", "lightning_metrics"), ("torchtitan", "torchtitan"))
-    },
-    DETECTORS_GROUP: {
-        "throughput": "trainpulse_otel.diagnose.detectors.throughput:ThroughputCollapse",
-        "utilization": "trainpulse_otel.diagnose.detectors.throughput:GpuUnderutilization",
-        "dataloader": "trainpulse_otel.diagnose.detectors.inputs:DataloaderStarvation",
-        "tokenizer": "trainpulse_otel.diagnose.detectors.inputs:TokenizerStall",
-        "sync": "trainpulse_otel.diagnose.detectors.comms:SyncImbalance",
-        "allreduce": "trainpulse_otel.diagnose.detectors.comms:AllreduceWait",
-        "ranks": "trainpulse_otel.diagnose.detectors.ranks:RankStraggler",
-        "gpu_memory": "trainpulse_otel.diagnose.detectors.memory:GpuMemoryPressure",
-        "host_memory": "trainpulse_otel.diagnose.detectors.memory:HostMemoryPressure",
-        "thermal": "trainpulse_otel.diagnose.detectors.thermal:ThermalInstability",
-        "mfu": "trainpulse_otel.diagnose.detectors.llm:LowMfu",
-        "padding": "trainpulse_otel.diagnose.detectors.llm:SequencePadding",
-        "checkpoint": "trainpulse_otel.diagnose.detectors.schedule:CheckpointStall",
-        "bubble": "trainpulse_otel.diagnose.detectors.schedule:PipelineBubble",
-        "gpu_oom": "trainpulse_otel.diagnose.detectors.forecast:GpuOomRisk",
-        "host_oom": "trainpulse_otel.diagnose.detectors.forecast:HostOomRisk",
-        "thermal_risk": "trainpulse_otel.diagnose.detectors.forecast:ThermalThrottleRisk",
-    },
-}
+DetectorFactory = Callable[[], Detector]
+
+
+@dataclass(frozen=True)
+class Plugins:
+    """Everything discovery found, by name, built-ins first: the parts a pipeline is assembled from."""
+
+    collectors: Mapping[str, CollectorFactory]
+    detectors: Mapping[str, DetectorFactory]
+    root_causes: Mapping[str, RootCauseRule]
+    adapters: Mapping[str, Adapter]
+
+    def new_detectors(self) -> list[Detector]:
+        """A fresh instance of every detector (detectors keep state: one set per pipeline)."""
+        return [factory() for factory in self.detectors.values()]
+
+
+def discover(autoload: bool | None = None) -> Plugins:
+    """Load all four groups (see the module docstring)."""
+    return Plugins(
+        collectors=load_group(COLLECTORS_GROUP, as_collector_factory, autoload),
+        detectors=load_group(DETECTORS_GROUP, as_detector, autoload),
+        root_causes=load_group(ROOT_CAUSES_GROUP, as_rule, autoload),
+        adapters=load_group(ADAPTERS_GROUP, as_adapter, autoload),
+    )
 
 
 def autoload_enabled(autoload: bool | None = None) -> bool:
@@ -73,7 +88,9 @@ def load_group(group: str, accept: Callable[[str, Any], T | None], autoload: boo
     ``accept(name, obj)`` turns a loaded object into the plugin (or None to refuse it).
     """
     found = list(entry_points(group=group))
-    own = [ep for ep in found if _is_builtin(ep)] or _builtin_fallback(group)
+    own = [ep for ep in found if _is_builtin(ep)]
+    if not own:
+        log.error("no built-in %s found: is trainpulse-otel installed (pip install -e .)?", group)
     third_party = [ep for ep in found if not _is_builtin(ep)] if autoload_enabled(autoload) else []
     plugins: dict[str, T] = {}
     for ep in own + third_party:
@@ -91,16 +108,28 @@ def load_adapters(autoload: bool | None = None) -> dict[str, Adapter]:
     return load_group(ADAPTERS_GROUP, as_adapter, autoload)
 
 
-def load_detectors(autoload: bool | None = None) -> dict[str, Callable[[], Any]]:
+def load_detectors(autoload: bool | None = None) -> dict[str, DetectorFactory]:
     """The detector classes (or zero-argument factories) by name (``trainpulse.detectors``), built-ins first."""
     return load_group(DETECTORS_GROUP, as_detector, autoload)
 
 
-def as_detector(name: str, obj: Any) -> Callable[[], Any] | None:
+def as_detector(name: str, obj: Any) -> DetectorFactory | None:
     """A class or factory whose instances judge ticks: ``update(tick)``, ``policy``, ``signals``."""
     if not callable(obj) or not all(hasattr(obj, attr) for attr in ("update", "policy", "signals")):
         return None
     return obj
+
+
+def as_rule(name: str, obj: Any) -> RootCauseRule | None:
+    """A root-cause rule: ``propose(evidence)`` and a ``residual`` flag."""
+    if isinstance(obj, type):
+        obj = obj()
+    return obj if isinstance(obj, RootCauseRule) else None
+
+
+def as_collector_factory(name: str, obj: Any) -> CollectorFactory | None:
+    """A callable taking Settings and returning a Collector (a collector class with such a constructor fits)."""
+    return obj if callable(obj) else None
 
 
 def as_adapter(name: str, obj: Any) -> Adapter | None:
@@ -119,7 +148,7 @@ def as_adapter(name: str, obj: Any) -> Adapter | None:
 def _load(ep: EntryPoint, accept: Callable[[str, Any], T | None]) -> T | None:
     try:
         plugin = accept(ep.name, ep.load())
-    except Exception:  # noqa: BLE001 - a broken plugin must not stop the daemon
+    except Exception:  # a broken plugin must not stop the daemon
         log.warning("plugin %s=%s failed to load; skipping it", ep.name, ep.value, exc_info=True)
         return None
     if plugin is None:
@@ -128,13 +157,6 @@ def _load(ep: EntryPoint, accept: Callable[[str, Any], T | None]) -> T | None:
 
 
 def _is_builtin(ep: EntryPoint) -> bool:
-    dist = getattr(ep, "dist", None)
-    name = getattr(dist, "name", None) or ""
+    dist = ep.dist
+    name = dist.name if dist is not None else ""
     return name.replace("_", "-").lower() == DISTRIBUTION
-
-
-def _builtin_fallback(group: str) -> list[EntryPoint]:
-    table = BUILTIN_ENTRY_POINTS.get(group, {})
-    if table:
-        log.debug("no installed entry points for %s; using the built-in table", group)
-    return [EntryPoint(name, value, group) for name, value in table.items()]

@@ -3,11 +3,11 @@
 Trace lines are grouped into ticks the way the daemon produced them: lines with
 the same timestamp (or within one ``interval`` of the tick's first line) form
 one tick, and a second GPU or host reading always starts a new tick. Each
-tick's samples go into the same :class:`LatestSamples`, become the frame the
-live reader would have built (:func:`frame_from_samples`, held equal to the
-reader's samples → points → frame conversion by a property test), and go into
-the same window and pipeline. The clock is the trace's own timestamps: nothing
-sleeps.
+tick's samples go into the same :class:`LatestSamples` and through the same
+step as a live tick (:class:`~.engine.Stepper`): the frame the live reader
+would have built (:func:`~trainpulse_otel.telemetry.conversion.frame_from_samples`,
+held equal to the reader's conversion by a property test), the window and the
+pipeline. The clock is the trace's own timestamps: nothing sleeps.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..collect.base import Collected
 from ..collect.trace import TraceError, TraceRecord
-from ..diagnose.pipeline import DiagnosticPipeline
-from ..diagnose.types import Diagnosis, Transition
-from ..diagnose.window import Window
-from ..samples import Frame
-from ..telemetry.conversion import frame_from_samples
-from ..telemetry.latest import DEFAULT_STALE_AFTER_S, LatestSamples
+from ..diagnose import Diagnosis, PipelineResult, Transition
+from ..telemetry.latest import LatestSamples
+from .engine import Stepper
 
 
 @dataclass
@@ -59,22 +56,20 @@ def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iter
         yield group
 
 
-class FrameReplayer:
-    """Turns groups of trace records into frames, exactly as the live reader would."""
+class TraceFeed:
+    """Applies one tick's trace records to the latest samples, in order, as the collectors would have."""
 
-    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> None:
-        self.latest = LatestSamples(stale_after_s=stale_after_s)
-        self._last_ts = 0.0
+    def __init__(self, latest: LatestSamples) -> None:
+        self.latest = latest
+        self.last_ts = 0.0
 
-    def frame(self, group: list[TraceRecord]) -> Frame:
-        """Apply one tick's records and return the tick's frame."""
+    def apply(self, group: list[TraceRecord]) -> float:
+        """Put the group's records; returns the tick's time (its last record's)."""
         for record in group:
-            ts = max(record.ts, self._last_ts)  # a line slightly out of order is applied in order
-            self._last_ts = ts
+            ts = max(record.ts, self.last_ts)  # a line slightly out of order is applied in order
+            self.last_ts = ts
             self.latest.put(_collected(record), ts)
-        self.latest.expire(self._last_ts)
-        current = self.latest.current()
-        return frame_from_samples(self._last_ts, current.gpus or (), current.host, current.training)
+        return self.last_ts
 
 
 def _collected(record: TraceRecord) -> Collected:
@@ -83,24 +78,19 @@ def _collected(record: TraceRecord) -> Collected:
 
 def replay(
     records: Iterable[TraceRecord],
-    errors: list[TraceError] | None = None,
+    stepper: Stepper,
     interval_s: float = 1.0,
-    history_size: int = 300,
-    stale_after_s: float = DEFAULT_STALE_AFTER_S,
-    pipeline: DiagnosticPipeline | None = None,
-    on_frame: Callable[[Frame], None] | None = None,
+    errors: list[TraceError] | None = None,
+    on_result: Callable[[PipelineResult], None] | None = None,
 ) -> ReplayResult:
-    """Run every tick of a trace through window and pipeline; collect the timeline."""
+    """Run every tick of a trace through the engine's step (built by
+    :func:`~.assemble.open_replay`); collect the timeline."""
     result = ReplayResult(errors=errors if errors is not None else [])
-    replayer = FrameReplayer(stale_after_s)
-    window = Window(history_size)
-    pipeline = pipeline or DiagnosticPipeline()
+    feed = TraceFeed(stepper.latest)
     for group in group_ticks(records, interval_s):
-        frame = replayer.frame(group)
-        window.append(frame)
-        if on_frame is not None:
-            on_frame(frame)
-        step = pipeline.update(window)
+        step = stepper.step(feed.apply(group))
+        if on_result is not None:
+            on_result(step)
         result.timeline.extend(step.transitions)
         result.diagnosis = step.diagnosis
         result.ticks += 1

@@ -19,7 +19,6 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
 from .. import __version__
-from ..samples import Frame
 from .instruments import DEFAULT_NAMESPACE, METER_NAME
 from .reader import FrameReader
 from .resilience import run_bounded
@@ -103,7 +102,6 @@ class Telemetry:
 
 
 def build_telemetry(
-    on_frame: Callable[[Frame], None],
     namespace: str = DEFAULT_NAMESPACE,
     readers: Sequence[MetricReader] = (),
     log_processors: Sequence[LogRecordProcessor] = (),
@@ -111,7 +109,7 @@ def build_telemetry(
 ) -> Telemetry:
     """Wire the providers: the frame reader plus any exporter readers and log processors."""
     resource = resource or build_resource()
-    frame_reader = FrameReader(on_frame, namespace=namespace)
+    frame_reader = FrameReader(namespace=namespace)
     # No traces run in the daemon, so exemplars would always be empty; skipping them saves ~10% of a collection.
     meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False,
                                    exemplar_filter=AlwaysOffExemplarFilter())

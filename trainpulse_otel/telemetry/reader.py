@@ -2,8 +2,8 @@
 
 :class:`FrameReader` is an OTel ``MetricReader`` pulled once per tick: the SDK
 runs every observable callback, hands back ``MetricsData``, and the reader turns
-the catalogue's points into a :class:`~trainpulse_otel.samples.Frame` and
-appends it to the window. This is the diagnostic stage's only view of the
+the catalogue's points into a :class:`~trainpulse_otel.samples.Frame` for the
+engine's step. This is the diagnostic stage's only view of the
 world, so Prometheus, OTLP and the diagnosis all see the same numbers.
 Instruments outside the catalogue — notably the diagnosis TrainPulse publishes
 itself — are ignored, so outputs never loop back into inputs.
@@ -11,7 +11,7 @@ itself — are ignored, so outputs never loop back into inputs.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from opentelemetry.sdk.metrics import ObservableCounter, ObservableGauge
 from opentelemetry.sdk.metrics.export import MetricReader, MetricsData, NumberDataPoint
@@ -25,16 +25,10 @@ DEFAULT_MAX_SERIES = 65_536
 
 
 class FrameReader(MetricReader):
-    """A MetricReader that builds one Frame per collection and hands it on."""
+    """A MetricReader that builds one Frame per collection."""
 
-    def __init__(
-        self,
-        on_frame: Callable[[Frame], None],
-        namespace: str = DEFAULT_NAMESPACE,
-        max_series: int = DEFAULT_MAX_SERIES,
-    ) -> None:
+    def __init__(self, namespace: str = DEFAULT_NAMESPACE, max_series: int = DEFAULT_MAX_SERIES) -> None:
         super().__init__(cardinality_limits={ObservableGauge: max_series, ObservableCounter: max_series})
-        self._on_frame = on_frame
         self._prefix = namespace + "."
         self._ts = 0.0
         self._frame: Frame | None = None
@@ -44,15 +38,13 @@ class FrameReader(MetricReader):
         self._ts = ts
         self._frame = None
         self.collect()
-        frame = self._frame if self._frame is not None else Frame(ts=ts)
-        self._on_frame(frame)
-        return frame
+        return self._frame if self._frame is not None else Frame(ts=ts)
 
     def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> None:
         self._frame = frame_from_metrics(metrics_data, self._ts, self._prefix)
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        """Nothing to release: frames are handed on synchronously."""
+        """Nothing to release: each frame is returned by the read that built it."""
 
 
 def frame_from_metrics(metrics_data: MetricsData | None, ts: float, prefix: str = DEFAULT_NAMESPACE + ".") -> Frame:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from trainpulse_otel.integrations.monitor.core import peak_from_env
+
 from trainpulse_otel.mfu import (
     PEAK_TABLE,
     ModelShape,
@@ -133,13 +135,19 @@ def test_every_table_row_is_dense_and_ordered_by_precision():
             assert peaks["tf32"] == pytest.approx(peaks["bf16"] / 2, rel=0.03)  # datasheets round, key
 
 
-def test_override_and_environment_win_over_the_table():
+def test_an_override_wins_over_the_table():
     name = "NVIDIA H100 80GB HBM3"
     assert resolve_peak_flops(name, "bf16", override=1e15) == 1e15
-    assert resolve_peak_flops(name, "bf16", environ={"TRAINPULSE_PEAK_FLOPS": "5e14"}) == 5e14
-    assert resolve_peak_flops(name, "bf16", environ={"TRAINPULSE_PEAK_FLOPS": "lots"}) == 989e12
+    assert resolve_peak_flops(name, "bf16") == 989e12
     with pytest.raises(ValueError, match="peak_flops"):
         resolve_peak_flops(name, "bf16", override=-1)
+
+
+def test_the_monitor_reads_the_peak_from_its_environment_and_ignores_a_bad_one(caplog):
+    assert peak_from_env({"TRAINPULSE_PEAK_FLOPS": "5e14"}) == 5e14
+    assert peak_from_env({}) is None
+    assert peak_from_env({"TRAINPULSE_PEAK_FLOPS": "lots"}) is None
+    assert "ignoring TRAINPULSE_PEAK_FLOPS" in caplog.text
 
 
 def test_dtype_spellings():

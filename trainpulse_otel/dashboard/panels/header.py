@@ -27,7 +27,7 @@ def header(view: View, width: int) -> Variants:
     clock = time.strftime("%H:%M:%S", time.localtime(view.wall))
     info = [_spread(_title_line(view, status, style), "", info_w),
             _spread(_model_line(view), clock, info_w),
-            _spread(_job_line(view), KEYS_HINT, info_w)]
+            _spread(_job_line(view), KEYS_HINT if view.interactive else "", info_w)]
     big = Table.grid(padding=(0, 2))
     big.add_column(no_wrap=True)
     big.add_column(no_wrap=True, width=info_w)

@@ -2,12 +2,12 @@
 
 Detectors are plugins: the built-ins are the ``trainpulse.detectors`` entry
 points of this distribution (``pyproject.toml``), found by
-:func:`trainpulse_otel.runtime.plugins.load_detectors` with any installed third-party
-ones (unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD`` is set). A detector is a
-class built with no arguments whose instances have ``name``, ``signals``,
+:mod:`trainpulse_otel.runtime.plugins` with any installed third-party ones
+(unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD`` is set). A detector is a class
+built with no arguments whose instances have ``name``, ``signals``,
 ``policy``, ``every_s``, ``update(tick)`` and ``facts()`` (see
-:class:`~.base.Detector`); ``DiagnosticPipeline(detectors=[...])`` also takes
-instances directly.
+:class:`~.base.Detector`); ``DiagnosticPipeline(detectors, rules)`` takes
+instances.
 """
 
 from __future__ import annotations
@@ -24,16 +24,9 @@ from .thermal import ThermalInstability
 from .throughput import GpuUnderutilization, ThroughputCollapse
 
 
-def default_detectors(autoload: bool | None = None) -> list[Detector]:
-    """A fresh instance of every detector: the built-ins, then installed plugins."""
-    from ...runtime.plugins import load_detectors
-
-    return [factory() for factory in load_detectors(autoload).values()]
-
-
 __all__ = [
     "AllreduceWait", "BaseDetector", "CheckpointStall", "DataloaderStarvation", "Detector", "GpuMemoryPressure",
     "GpuOomRisk", "GpuUnderutilization", "HostMemoryPressure", "HostOomRisk", "LowMfu", "PipelineBubble",
     "RankStraggler", "SequencePadding", "SyncImbalance", "ThermalInstability", "ThermalThrottleRisk", "Threshold",
-    "ThroughputCollapse", "TokenizerStall", "default_detectors",
+    "ThroughputCollapse", "TokenizerStall"
 ]

@@ -21,7 +21,8 @@ import socket
 import threading
 from typing import Any, Iterable, Mapping
 
-from ...mfu import ModelShape, detect_gpu_name, model_shape, normalize_dtype, resolve_peak_flops
+from ...collect.gpu_name import detect_gpu_name
+from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
 from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
 from .aggregate import JobContext, aggregate, build_sample
 from .destinations import Destination, InProcess, Rest, Silent
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 ENDPOINT_ENV = "TRAINPULSE_ENDPOINT"
 TOKEN_ENV = "TRAINPULSE_AUTH_TOKEN"
+PEAK_FLOPS_ENV = "TRAINPULSE_PEAK_FLOPS"
 HARDWARE_MODES = ("auto", "nvml", "nvidia-smi", "host", "none")
 
 
@@ -258,10 +260,24 @@ def _job_context(fields: dict[str, Any], world: World, model: Any, flops_per_tok
     if flops_per_token is None and model is not None:
         shape = model_shape(model)
     dtype = normalize_dtype(fields.get("precision", "bf16")) or "bf16"
-    if peak is None and not os.environ.get("TRAINPULSE_PEAK_FLOPS") and gpu_name is None:
+    if peak is None:
+        peak = peak_from_env(os.environ)
+    if peak is None and gpu_name is None:
         gpu_name = detect_gpu_name(world.local_rank)
     return JobContext(
         fields=fields, world_size=world_size, data_parallel_size=data_parallel, shape=shape,
         flops_per_token=flops_per_token, seq_len=seq_len, causal=causal,
         peak_flops=resolve_peak_flops(gpu_name, dtype, peak),
     )
+
+
+def peak_from_env(environ: Mapping[str, str]) -> float | None:
+    """``TRAINPULSE_PEAK_FLOPS`` (FLOP/s per device), or None when unset or unusable (then logged)."""
+    text = environ.get(PEAK_FLOPS_ENV)
+    if not text:
+        return None
+    try:
+        return positive_flops(float(text), PEAK_FLOPS_ENV)
+    except ValueError as exc:
+        log.warning("ignoring %s: %s", PEAK_FLOPS_ENV, exc)
+        return None

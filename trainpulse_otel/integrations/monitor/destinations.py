@@ -59,33 +59,27 @@ class InProcess:
     """An engine ticking in a background thread, fed by :class:`MonitorCollector`."""
 
     def __init__(self, drain: Drain, interval: float, hardware: str = "auto") -> None:
-        from ...collect.modes import build_collectors
         from ...config import Settings
-        from ...runtime.engine import Engine
-        from ...telemetry.exporters import build_exports
+        from ...runtime import BackgroundTicks, open_engine
 
         settings = Settings(mode=hardware, interval=interval)
-        mode, collectors = build_collectors(settings)
         # OTLP push from the standard OTEL_* variables, as the contract promises for in-process mode.
-        self.engine = Engine(settings, [MonitorCollector(drain), *collectors], mode, exports=build_exports(settings))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.engine.run, args=(self._stop,), name="trainpulse-monitor",
-                                        daemon=True)
-        self._thread.start()
+        self.engine = open_engine(settings, push=True, extra_collectors=[MonitorCollector(drain)])
+        self._ticks = BackgroundTicks(self.engine, "trainpulse-monitor")
+        self._ticks.start()
 
     def flush(self) -> None:
         """Tick now: drain, read the instruments, diagnose, publish."""
         self.engine.tick()
 
     def diagnosis(self) -> dict[str, Any]:
-        return self.engine.publisher.diagnosis.to_dict()
+        return self.engine.pipeline.diagnosis.to_dict()
 
     def stats(self) -> dict[str, int]:
         return {"ticks": self.engine.ticks}
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._ticks.stop()
         try:
             self.engine.tick()
         finally:
@@ -115,7 +109,7 @@ class Rest:
     def _send_one(self) -> None:
         try:
             sample = self._drain()
-        except Exception:  # noqa: BLE001 - the drain thread must outlive a bad interval
+        except Exception:  # the drain thread must outlive a bad interval
             log.exception("building a training report failed")
             return
         if sample is not None:

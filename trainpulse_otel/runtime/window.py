@@ -1,4 +1,11 @@
-"""The stream window: a bounded ring of frames, newest last."""
+"""The stream window: the last ``history_size`` frames, newest last.
+
+Every frame the pipeline diagnoses passes through here. Detectors keep their
+own incremental statistics (each over the horizon its physics needs), so the
+window is not what they read; it is the recent history users see: the
+daemon's ``GET /v1/history`` and ``trainpulse top``'s sparklines, full from
+the first frame. ``history_size`` bounds it.
+"""
 
 from __future__ import annotations
 
@@ -32,9 +39,14 @@ class Window:
         """The newest frame, or None before the first tick."""
         return self._frames[-1] if self._frames else None
 
-    def frames(self) -> tuple[Frame, ...]:
-        """A stable copy of the frames, oldest first."""
-        return tuple(self._frames)
+    def frames(self, since: float | None = None, limit: int | None = None) -> tuple[Frame, ...]:
+        """A stable copy of the frames, oldest first: those after ``since``, at most the newest ``limit``."""
+        frames = tuple(self._frames)
+        if since is not None:
+            frames = tuple(f for f in frames if f.ts > since)
+        if limit is not None:
+            frames = frames[-limit:] if limit > 0 else ()
+        return frames
 
     def __len__(self) -> int:
         return len(self._frames)

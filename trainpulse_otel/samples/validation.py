@@ -1,10 +1,8 @@
-"""The vocabulary every stage speaks: GPU, host and training samples.
+"""Validation: untrusted JSON-like input into samples, or a :class:`SampleError` naming the field.
 
-One validated model serves REST ingest, the in-process monitor, the framework
-adapters and trace replay. Samples are immutable value objects; the parse
-functions turn untrusted JSON-like input into them or raise a
-:class:`SampleError` that names the offending field (``ranks[3].step_time_ms``),
-so every front end can answer a precise 4xx instead of guessing.
+Every field has a :class:`Rule` (its kind and closed bounds); the parse
+functions check each field against it and name the offending one
+(``ranks[3].step_time_ms``), so every front end can answer a precise 4xx.
 """
 
 from __future__ import annotations
@@ -12,20 +10,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Mapping
 
-THROTTLE_REASONS: tuple[str, ...] = (
-    "gpu_idle",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sw_thermal",
-    "hw_thermal",
-    "hw_power_brake",
-)
+from .model import DEFAULT_MAX_RANKS, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
 
 MAX_STRING_LENGTH = 256
-DEFAULT_MAX_RANKS = 8192
 
 
 class SampleError(ValueError):
@@ -35,103 +25,6 @@ class SampleError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
-
-
-# --------------------------------------------------------------------------- model
-
-
-@dataclass(frozen=True, slots=True)
-class GpuSample:
-    """One GPU at one instant, as NVML (or nvidia-smi, or the simulator) saw it."""
-
-    index: int
-    uuid: str | None = None
-    name: str | None = None
-    utilization_percent: float | None = None
-    memory_utilization_percent: float | None = None
-    memory_used_bytes: int | None = None
-    memory_total_bytes: int | None = None
-    temperature_celsius: float | None = None
-    power_watts: float | None = None
-    power_limit_watts: float | None = None
-    sm_clock_mhz: float | None = None
-    max_sm_clock_mhz: float | None = None
-    throttle_reasons: tuple[str, ...] | None = None
-    ecc_uncorrected_errors: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HostSample:
-    """The host at one instant: CPU, load, memory, swap, disk and network rates."""
-
-    cpu_percent: float | None = None
-    cpu_count: int | None = None
-    load1: float | None = None
-    load5: float | None = None
-    load15: float | None = None
-    memory_total_bytes: int | None = None
-    memory_available_bytes: int | None = None
-    swap_total_bytes: int | None = None
-    swap_used_bytes: int | None = None
-    disk_read_bytes_per_sec: float | None = None
-    disk_write_bytes_per_sec: float | None = None
-    net_rx_bytes_per_sec: float | None = None
-    net_tx_bytes_per_sec: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RankSample:
-    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU."""
-
-    rank: int
-    gpu_index: int | None = None
-    hostname: str | None = None
-    step_time_ms: float | None = None
-    tokens_per_sec: float | None = None
-    data_wait_ms: float | None = None
-    sync_wait_ms: float | None = None
-    all_reduce_wait_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TrainingSample:
-    """One training-loop report: the contract's training payload."""
-
-    timestamp: float | None = None
-    workload_kind: str | None = None
-    model_family: str | None = None
-    model_name: str | None = None
-    framework: str | None = None
-    precision: str | None = None
-    hostname: str | None = None
-    global_step: int | None = None
-    step_time_ms: float | None = None
-    tokens_per_sec: float | None = None
-    samples_per_sec: float | None = None
-    mfu: float | None = None
-    tflops: float | None = None
-    avg_seq_len: float | None = None
-    max_seq_len: float | None = None
-    data_wait_ms: float | None = None
-    tokenizer_wait_ms: float | None = None
-    sync_wait_ms: float | None = None
-    all_reduce_wait_ms: float | None = None
-    checkpoint_ms: float | None = None
-    pipeline_bubble_ratio: float | None = None
-    loss: float | None = None
-    grad_norm: float | None = None
-    learning_rate: float | None = None
-    world_size: int | None = None
-    global_batch_size: int | None = None
-    micro_batch_size: int | None = None
-    gradient_accumulation_steps: int | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    data_parallel_size: int | None = None
-    ranks: tuple[RankSample, ...] = ()
-
-
-# ------------------------------------------------------------------ field rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,12 +182,12 @@ def _fast_check(value: Any, rule: Rule) -> Any:
 def _checked_slowly(field: str, value: Any, rule: Rule) -> Any:
     if rule.kind == "str":
         if not isinstance(value, str):
-            raise SampleError(field, f"must be a string, got {_type_name(value)}")
+            raise SampleError(field, f"must be a string, got {type_name(value)}")
         if len(value) > MAX_STRING_LENGTH:
             raise SampleError(field, f"must be at most {MAX_STRING_LENGTH} characters")
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SampleError(field, f"must be a number, got {_type_name(value)}")
+        raise SampleError(field, f"must be a number, got {type_name(value)}")
     if rule.kind == "int":
         if isinstance(value, float):
             if not value.is_integer():
@@ -315,7 +208,7 @@ def _bound(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -334,7 +227,7 @@ def _type_name(value: Any) -> str:
 def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[str, Any]:
     """Validate the known fields of ``data``; unknown keys and nulls are ignored."""
     if not isinstance(data, dict) and not isinstance(data, Mapping):
-        raise SampleError(prefix.rstrip("."), f"must be an object, got {_type_name(data)}")
+        raise SampleError(prefix.rstrip("."), f"must be an object, got {type_name(data)}")
     out: dict[str, Any] = {}
     for name, value in data.items():
         rule = rules.get(name)
@@ -364,7 +257,7 @@ def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
 
 def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
     if not isinstance(reasons, (list, tuple)):
-        raise SampleError(field, f"must be an array, got {_type_name(reasons)}")
+        raise SampleError(field, f"must be an array, got {type_name(reasons)}")
     seen = set()
     for i, reason in enumerate(reasons):
         if reason not in THROTTLE_REASONS:
@@ -378,7 +271,7 @@ def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
 def parse_gpus(data: Any, field: str = "gpus") -> tuple[GpuSample, ...]:
     """Build the GPU list of a trace line; indices must be unique."""
     if not isinstance(data, (list, tuple)):
-        raise SampleError(field, f"must be an array, got {_type_name(data)}")
+        raise SampleError(field, f"must be an array, got {type_name(data)}")
     gpus = tuple(parse_gpu(item, f"{field}[{i}]") for i, item in enumerate(data))
     indices = [g.index for g in gpus]
     if len(set(indices)) != len(indices):
@@ -407,7 +300,7 @@ def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSam
     ``max_ranks`` ranks, ``avg_seq_len > max_seq_len``, or no measurement at all.
     """
     if not isinstance(data, Mapping):
-        raise SampleError("", f"body must be a JSON object, got {_type_name(data)}")
+        raise SampleError("", f"body must be a JSON object, got {type_name(data)}")
     values = _checked_fields(data, TRAINING_RULES, "")
     ranks = data.get("ranks")
     if ranks is not None:
@@ -424,7 +317,7 @@ def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSam
 
 def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
     if not isinstance(ranks, (list, tuple)):
-        raise SampleError("ranks", f"must be an array, got {_type_name(ranks)}")
+        raise SampleError("ranks", f"must be an array, got {type_name(ranks)}")
     if len(ranks) > max_ranks:
         raise SampleError("ranks", f"has {len(ranks)} entries; at most {max_ranks} are accepted")
     parsed = tuple(parse_rank(item, f"ranks[{i}]") for i, item in enumerate(ranks))
@@ -434,35 +327,3 @@ def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
             raise SampleError(f"ranks[{i}].rank", f"duplicate rank {r.rank}")
         seen.add(r.rank)
     return tuple(sorted(parsed, key=lambda r: r.rank))
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """The whole world at one tick: what the diagnostic window holds.
-
-    Produced by the in-process metric reader from collected OTel metrics, or by
-    replay from recorded samples through the same conversion.
-    """
-
-    ts: float
-    gpus: tuple[GpuSample, ...] = ()
-    host: HostSample | None = None
-    training: TrainingSample | None = None
-
-
-# --------------------------------------------------------------- to JSON
-
-
-def to_dict(sample: Any) -> dict[str, Any]:
-    """A sample as a JSON-ready dict, leaving out unknown (None) fields."""
-    out: dict[str, Any] = {}
-    for f in fields(sample):
-        value = getattr(sample, f.name)
-        if value is None:
-            continue
-        if f.name == "ranks":
-            value = [to_dict(r) for r in value]
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out

@@ -1,0 +1,196 @@
+"""Rules about the hardware: GPUs overheating or power-capped, GPU and host memory running out."""
+
+from __future__ import annotations
+
+from ..types import Signal
+from .ranking import Candidate, Rule, base_confidence, pct, symptoms
+from ..correlate import Evidence
+
+REMEDY_THERMAL = (
+    "Check GPU {gpu}'s cooling: fan speeds, inlet/exhaust temperatures and airflow "
+    "(nvidia-smi -q -d TEMPERATURE,PERFORMANCE; BMC/ipmitool sensors), a failed fan or cold plate. "
+    "Drain the node for service; until then cap that GPU's power (nvidia-smi -i {gpu} -pl <watts>) "
+    "to stop the throttle cycling, or move the job off the node."
+)
+
+
+def thermal(ev: Evidence) -> list[Candidate]:
+    """A GPU overheating: throttling, heating fast, or forecast to reach its throttle point."""
+    by_gpu = ev.gpu_signals("thermal_instability", "thermal_throttle_risk")
+    for s in ev.active("rank_straggler"):
+        g = ev.local_gpu_of(s)
+        if g is not None and ev.thermally_throttled(g):
+            by_gpu.setdefault(g, [])
+    if len(by_gpu) >= 2 and 2 * len(by_gpu) >= len(ev.node.gpus):
+        return [_node_thermal(ev, by_gpu)]
+    out = []
+    for g, signals in by_gpu.items():
+        throttled = ev.thermally_throttled(g)
+        stragglers = ev.stragglers_on(g)
+        explains = stragglers + (symptoms(ev) if stragglers else [])
+        if throttled:
+            base = 0.85 if stragglers else 0.75
+        else:
+            base = 0.65 if any(s.name == "thermal_instability" for s in signals) else 0.6
+        out.append(Candidate("gpu_thermal_throttling", base, _thermal_summary(ev, g, signals, stragglers),
+                             REMEDY_THERMAL.format(gpu=g), signals, explains, ev.gpu_subject([g])))
+    return out
+
+
+REMEDY_NODE_THERMAL = (
+    "Check the node's and the room's cooling, not one GPU: inlet air temperature, fans and airflow "
+    "(ipmitool sensor, the BMC), blanking panels and cabling in the rack, the CRAC/CDU or liquid-cooling loop. "
+    "Move the job off the node if it cannot be fixed before the GPUs throttle."
+)
+
+
+def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
+    """Most of the node's GPUs overheating together: the node's or the room's cooling."""
+    signals = [s for group in by_gpu.values() for s in group]
+    throttled = [g for g in by_gpu if ev.thermally_throttled(g)]
+    stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
+    temps = [ev.node.gpus[g].temp for g in by_gpu if g in ev.node.gpus and ev.node.gpus[g].temp is not None]
+    detail = [f"up to {max(temps):.0f} °C"] if temps else []  # type: ignore[type-var]
+    if throttled:
+        detail.append(f"{len(throttled)} throttling")
+    summary = f"{len(by_gpu)} of {len(ev.node.gpus)} GPUs overheat together" + \
+              (f" ({', '.join(detail)})" if detail else "") + ": the node's cooling, not one GPU's"
+    explains = stragglers + (symptoms(ev) if throttled else [])
+    return Candidate("gpu_thermal_throttling", 0.75 if throttled else 0.65, summary, REMEDY_NODE_THERMAL, signals,
+                     explains, ev.gpu_subject(by_gpu))
+
+
+def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: list[Signal]) -> str:
+    state = ev.gpu(g)
+    temp = f" at {state.temp:.0f} °C" if state is not None and state.temp is not None else ""
+    if ev.thermally_throttled(g):
+        clock = f", SM clock at {pct(state.clock_ratio)} of max" if state and state.clock_ratio else ""
+        text = f"GPU {g} overheats and throttles{temp}{clock}"
+    else:
+        risk = next((s for s in signals if s.name == "thermal_throttle_risk"), None)
+        eta = risk.evidence.get("eta_s") if risk is not None else None
+        text = f"GPU {g} overheats{temp}" + (f" and will reach its throttle point in ~{eta / 60:.0f} min"
+                                             if eta is not None else " far above its peers")
+    if stragglers:
+        s = stragglers[0]
+        text += f"; rank {s.subject.get('rank')} on it is {pct(s.evidence.get('slower_than_median'))} slower " \
+                "than the median rank and the others wait for it"
+    return text
+
+
+REMEDY_POWER = (
+    "Restore the GPUs' power limit (nvidia-smi -q -d POWER shows the enforced and default limits; "
+    "nvidia-smi -pl, or the DCGM/cluster power-capping policy that set it) and check the rack's power "
+    "budget and BMC power-brake events. If the cap is intended, expect throughput to scale down with it."
+)
+
+
+def power(ev: Evidence) -> list[Candidate]:
+    """Power limits holding clocks down: job-wide (throughput falls) or on one straggler's GPU."""
+    gpus = list(ev.node.gpus)
+    capped = ev.power_throttled_gpus()
+    out = []
+    lost = symptoms(ev, "throughput_collapse", "low_mfu", "gpu_underutilization")
+    if gpus and 2 * len(capped) >= len(gpus) and lost:
+        cut = max(ev.power_limit_cut(g) for g in capped)
+        base = 0.8 if cut >= 0.1 else 0.7
+        limit = ev.gpu(capped[0])
+        summary = (f"{len(capped)} of {len(gpus)} GPUs are held by their power limit (sw_power_cap)"
+                   + (f" of {limit.limit:.0f} W, {pct(cut)} below the earlier {limit.limit_max:.0f} W"
+                      if limit is not None and limit.limit and cut >= 0.1 else "")
+                   + f": SM clocks at {pct(ev.median_clock_ratio(capped))} of max")
+        drop = ev.fact("throughput_drop")
+        if drop is not None and drop > 0.05:
+            summary += f", throughput down {pct(drop)}"
+        explains = lost + symptoms(ev, "sync_imbalance")
+        out.append(Candidate("gpu_power_throttling", base, summary, REMEDY_POWER, [], explains,
+                             {"gpu_indices": sorted(capped)}))
+        return out
+    for s in ev.active("rank_straggler"):
+        g = ev.local_gpu_of(s)
+        if g is not None and g in capped and not ev.thermally_throttled(g):
+            summary = f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), " \
+                      f"so rank {s.subject.get('rank')} on it is the straggler"  # type: ignore[union-attr]
+            out.append(Candidate("gpu_power_throttling", 0.75, summary, REMEDY_POWER, [],
+                                 [s, *symptoms(ev)], ev.gpu_subject([g])))
+    return out
+
+
+REMEDY_GPU_LEAK = (
+    "Something on rank {rank} keeps GPU tensors alive across steps: accumulated losses or outputs "
+    "without .detach()/.item(), growing lists of tensors, hooks or closures holding graphs. Log "
+    "torch.cuda.memory_allocated() per step and take a torch.cuda.memory._snapshot() to find the "
+    "allocation site; restart from the last checkpoint before it runs out."
+)
+REMEDY_GPU_FULL = (
+    "Give the allocator headroom: a smaller micro-batch with more gradient accumulation, activation "
+    "checkpointing, FSDP/ZeRO sharding of optimizer state, and "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation."
+)
+
+
+def gpu_memory(ev: Evidence) -> list[Candidate]:
+    """GPU memory nearly full or forecast to run out."""
+    by_gpu = ev.gpu_signals("memory_pressure", "oom_risk")
+    if not by_gpu:
+        return []
+    signals = [s for group in by_gpu.values() for s in group]
+    stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
+    explains = stragglers + symptoms(ev, "throughput_collapse", "sync_imbalance")
+    subject = ev.gpu_subject(by_gpu)
+    forecast = min((s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9),
+                   default=None)
+    where = f"GPU {min(by_gpu)} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
+    if forecast is not None:
+        gpu = ev.gpu(int(forecast.subject["gpu_index"]))
+        summary = _forecast_summary(where, forecast, "the device", gpu.mem_frac if gpu is not None else None)
+        remedy = REMEDY_GPU_LEAK.format(rank=subject.get("rank", "?")) if len(by_gpu) == 1 else REMEDY_GPU_FULL
+    else:
+        fracs = [s.evidence.get("used_fraction") for s in signals if s.evidence.get("used_fraction") is not None]
+        summary = f"{where} is {pct(max(fracs) if fracs else None)} full: the allocator is at its limit " \
+                  "and stalls on retries before it fails"
+        remedy = REMEDY_GPU_FULL
+    return [Candidate("gpu_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, remedy, signals, explains,
+                      subject)]
+
+
+def _forecast_summary(where: str, forecast: Signal, of: str, used: float | None) -> str:
+    """What an ``oom_risk`` forecast says: how fast memory goes and when it runs out (or that it did)."""
+    if forecast.evidence.get("eta_s") == 0.0:
+        return f"{where} ran out and training stopped ({forecast.message})"
+    rate = abs(forecast.evidence.get("rate_fraction_per_s", 0.0))
+    text = f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in " \
+           f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min"
+    return text + (f" ({pct(used)} in use)" if used is not None else "")
+
+
+REMEDY_HOST_MEMORY = (
+    "Find the process whose resident memory grows (ps/smem over time, /proc/<pid>/status) — usually the "
+    "data loader: caches or lists that grow every iteration, per-worker copies of Python objects, pinned "
+    "buffers. Bound the caches, fix the leak, and restart from the last checkpoint before the OOM killer "
+    "ends the job."
+)
+
+
+def host_memory(ev: Evidence) -> list[Candidate]:
+    """Host memory running low or forecast to run out."""
+    signals = ev.host_signals("memory_pressure", "oom_risk")
+    if not signals:
+        return []
+    forecast = next((s for s in signals if s.name == "oom_risk"), None)
+    available = ev.node.host.available_frac
+    if forecast is not None:
+        summary = _forecast_summary("host memory", forecast, "the total", None if available is None else 1 - available)
+    else:
+        summary = f"host memory is nearly exhausted: {pct(available)} available"
+    explains = symptoms(ev, "throughput_collapse")
+    return [Candidate("host_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, REMEDY_HOST_MEMORY, signals,
+                      explains, dict(signals[0].subject))]
+
+
+
+
+THERMAL = Rule("gpu_thermal_throttling", thermal)
+POWER = Rule("gpu_power_throttling", power)
+GPU_MEMORY = Rule("gpu_memory_pressure", gpu_memory)
+HOST_MEMORY = Rule("host_memory_pressure", host_memory)

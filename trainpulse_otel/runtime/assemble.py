@@ -1,0 +1,118 @@
+"""The composition root: the one place that turns Settings into a running pipeline.
+
+Every entry point goes through here — ``trainpulse daemon``, ``snapshot``,
+local ``top``, the in-process :class:`~trainpulse_otel.TrainingMonitor`,
+``replay`` and ``eval`` — so collectors, detectors, root-cause rules, adapters
+and exporters are chosen and wired in one way only:
+
+- :func:`discover` (the edge: entry points, the autoload switch) finds the parts;
+- :func:`build_pipeline` hands the pure judge its detectors and rules;
+- :func:`open_engine` builds a live engine: collectors by ``-mode``, the OTel
+  instruments over the latest samples, the in-process reader, the window,
+  the pipeline, the publisher, the exporters and the trace recorder;
+- :func:`open_replay` builds the same step without collectors or OTel, for
+  a trace;
+- :func:`create_api` builds the HTTP API over an engine, with the adapters.
+
+No other module constructs an :class:`~.engine.Engine`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Sequence
+
+from ..collect.base import Collector
+from ..collect.modes import build_collectors
+from ..collect.trace import TraceWriter
+from ..config import Settings
+from ..diagnose import DiagnosticPipeline
+from ..publish.otel import DiagnosisPublisher
+from ..telemetry.conversion import frame_from_samples
+from ..telemetry.exporters import build_exports
+from ..telemetry.instruments import register_measurements
+from ..telemetry.latest import LatestSamples
+from ..telemetry.operational import OperationalMetrics
+from ..telemetry.providers import build_telemetry
+from .engine import Clock, Engine, Outputs, Stepper
+from .plugins import Plugins, discover
+from .window import Window
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+    from ..samples import Frame
+
+__all__ = ["Plugins", "build_pipeline", "create_api", "discover", "open_engine", "open_replay"]
+
+
+def build_pipeline(plugins: Plugins) -> DiagnosticPipeline:
+    """A fresh pipeline: new instances of every detector, and every root-cause rule."""
+    return DiagnosticPipeline(plugins.new_detectors(), list(plugins.root_causes.values()))
+
+
+def open_engine(
+    settings: Settings,
+    *,
+    push: bool = False,
+    collectors: Sequence[Collector] | None = None,
+    extra_collectors: Sequence[Collector] = (),
+    mode: str | None = None,
+    plugins: Plugins | None = None,
+    clock: Clock = time.time,
+) -> Engine:
+    """A live engine for ``settings``.
+
+    ``push``: also export OTLP as configured (``otlp`` block, ``OTEL_*``); the
+    daemon and the in-process monitor push, ``snapshot`` and ``top`` only
+    serve pull endpoints. ``collectors``: instead of those ``-mode`` picks
+    (tests, and a ``mode`` name to report with them); ``extra_collectors`` go
+    first, beside the mode's (the monitor's own report queue).
+    """
+    plugins = plugins or discover()
+    if collectors is None:
+        mode, collectors = build_collectors(settings, plugins.collectors)
+    exports = build_exports(settings, push=push)
+    telemetry = build_telemetry(settings.metrics_namespace, readers=exports.readers,
+                                log_processors=exports.log_processors)
+    latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
+    register_measurements(telemetry.meter, latest, settings.metrics_namespace)
+    stepper = Stepper(latest, telemetry.frame_reader, Window(settings.history_size), build_pipeline(plugins))
+    outputs = Outputs(
+        telemetry=telemetry,
+        exports=exports,
+        ops=OperationalMetrics(telemetry.meter, settings.metrics_namespace),
+        publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace),
+        recorder=TraceWriter(settings.record) if settings.record else None,
+    )
+    return Engine(settings, mode or settings.mode, [*extra_collectors, *collectors], stepper, outputs, clock)
+
+
+class SampleFrames:
+    """Replay's frame source: the latest samples straight to a frame, without the OTel round trip.
+
+    :func:`~trainpulse_otel.telemetry.conversion.frame_from_samples` is held
+    equal to the live reader's samples → points → frame conversion by a
+    property test, so replay diagnoses the frames the daemon did.
+    """
+
+    def __init__(self, latest: LatestSamples) -> None:
+        self.latest = latest
+
+    def read(self, ts: float) -> Frame:
+        current = self.latest.current()
+        return frame_from_samples(ts, current.gpus or (), current.host, current.training)
+
+
+def open_replay(settings: Settings, plugins: Plugins | None = None) -> Stepper:
+    """The engine's step for a trace: latest samples, frames, window (``history_size``) and pipeline."""
+    latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
+    return Stepper(latest, SampleFrames(latest), Window(settings.history_size), build_pipeline(plugins or discover()))
+
+
+def create_api(engine: Engine, settings: Settings, plugins: Plugins) -> Flask:
+    """The HTTP API over ``engine``, with the installed adapters and the settings' limits and token."""
+    from ..api import create_app
+
+    return create_app(engine, plugins.adapters, max_body_bytes=settings.max_body_bytes,
+                      max_ranks=settings.max_ranks, auth_token=settings.auth_token, auth_scope=settings.auth_scope)

@@ -1,0 +1,45 @@
+"""The vocabulary every stage speaks: GPU, host and training samples.
+
+One validated model serves REST ingest, the in-process monitor, the framework
+adapters and trace replay. Samples are immutable value objects
+(:mod:`.model`); the parse functions (:mod:`.validation`) turn untrusted
+JSON-like input into them or raise a :class:`SampleError` that names the
+offending field (``ranks[3].step_time_ms``), so every front end can answer a
+precise 4xx instead of guessing.
+"""
+
+from .model import (
+    DEFAULT_MAX_RANKS,
+    THROTTLE_REASONS,
+    Frame,
+    GpuSample,
+    HostSample,
+    RankSample,
+    TrainingSample,
+    to_dict,
+)
+from .validation import (
+    GPU_RULES,
+    HOST_RULES,
+    MAX_STRING_LENGTH,
+    RANK_RULES,
+    TRAINING_IDENTITY_FIELDS,
+    TRAINING_MEASUREMENT_FIELDS,
+    TRAINING_RULES,
+    Rule,
+    SampleError,
+    check_value,
+    parse_gpu,
+    parse_gpus,
+    parse_host,
+    parse_rank,
+    parse_training,
+    type_name,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RANKS", "GPU_RULES", "HOST_RULES", "MAX_STRING_LENGTH", "RANK_RULES", "THROTTLE_REASONS",
+    "TRAINING_IDENTITY_FIELDS", "TRAINING_MEASUREMENT_FIELDS", "TRAINING_RULES", "Frame", "GpuSample",
+    "HostSample", "RankSample", "Rule", "SampleError", "TrainingSample", "check_value", "parse_gpu", "parse_gpus",
+    "parse_host", "parse_rank", "parse_training", "to_dict", "type_name",
+]
