@@ -1,0 +1,99 @@
+"""The layout keeps its promises: one composition root, a pure judge, front ends that only consume."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "trainpulse_otel"
+#: "Small modules": past this a module is doing more than one job.
+MAX_MODULE_LINES = 400
+
+
+def modules() -> dict[str, ast.Module]:
+    """Every module of the package, by dotted name."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = ast.parse(path.read_text(), str(path))
+    return out
+
+
+def imported(name: str, tree: ast.Module) -> set[str]:
+    """The absolute names of the modules (and names) ``tree`` imports."""
+    package = name if name.count(".") == 0 or (PACKAGE.parent / name.replace(".", "/")).is_dir() \
+        else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found |= {f"{module}.{alias.name}" for alias in node.names}
+    return found
+
+
+def loaded_after_import(module: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after ``import module``."""
+    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_exactly_one_module_constructs_the_engine():
+    constructing = sorted(
+        name for name, tree in modules().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Engine"
+    )
+    assert constructing == ["trainpulse_otel.runtime.assemble"]
+
+
+def test_importing_the_judge_loads_no_collection_telemetry_api_dashboard_or_nvml():
+    loaded = loaded_after_import("trainpulse_otel.diagnose")
+    forbidden = ("trainpulse_otel.collect", "trainpulse_otel.telemetry", "trainpulse_otel.api",
+                 "trainpulse_otel.dashboard", "trainpulse_otel.runtime", "trainpulse_otel.publish",
+                 "pynvml", "opentelemetry", "flask", "psutil")
+    assert [m for m in loaded if m.startswith(forbidden)] == []
+
+
+def test_the_dashboard_imports_no_collector_and_builds_no_engine():
+    for name, tree in modules().items():
+        if name.startswith("trainpulse_otel.dashboard"):
+            bad = {m for m in imported(name, tree) if m.startswith(("trainpulse_otel.collect", "trainpulse_otel.runtime"))}
+            assert not bad, f"{name} imports {sorted(bad)}"
+    loaded = loaded_after_import("trainpulse_otel.dashboard.app")
+    assert [m for m in loaded if m.startswith(("trainpulse_otel.collect", "pynvml"))] == []
+
+
+def test_no_private_name_is_imported_across_packages():
+    crossing = []
+    for name, tree in modules().items():
+        own_package = name.split(".")[1] if "." in name else ""
+        for module in imported(name, tree):
+            parts = module.split(".")
+            if parts[0] != "trainpulse_otel" or not parts[-1].startswith("_") or parts[-1].startswith("__"):
+                continue
+            if len(parts) > 2 and parts[1] != own_package:
+                crossing.append(f"{name} imports {module}")
+    assert crossing == []
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_modules_stay_small(name):
+    path = PACKAGE.parent / (name.replace(".", "/") + ".py")
+    if not path.exists():
+        path = PACKAGE.parent / name.replace(".", "/") / "__init__.py"
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines"
