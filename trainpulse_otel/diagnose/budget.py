@@ -1,0 +1,141 @@
+"""The step-time budget: where one step's wall time went, against the job's ideal step.
+
+A training step's wall time is compute plus what it waited for. Against the
+job's own healthy pace, each report's step decomposes into:
+
+- ``checkpoint`` — time the step spent saving (``checkpoint_ms``): all of it
+  is lost, a healthy step saves nothing;
+- ``bubble`` — the pipeline schedule's idle share of the step
+  (``pipeline_bubble_ratio`` × step): idle stages are lost compute;
+- ``data``, ``tokenizer``, ``all_reduce``, ``sync`` — each wait's excess over
+  its own baseline. A wait every rank pays equally — the collective's own
+  cost, a small loader hiccup of a healthy job — is in that baseline, so it
+  is not a loss. The tokenizer's wait, when it fits inside the loader's wait,
+  is part of it (the loader's excess is what the tokenizer does not explain);
+- ``compute`` — what is left of the step's excess over the ideal step after
+  the waits: slower kernels, throttled clocks, padding.
+
+The *ideal step* is the job's best sustained pace: the lowest median of 31
+consecutive steps (without checkpoint and bubble) over the last 30 minutes.
+A median, so one fast or slow step never sets it; the lowest over a long
+span, so a fault — sudden or ramping up slowly — never becomes the new
+normal, while a job that gets faster lowers it at once and one that stays
+slower for good (longer sequences, a new data mix) is judged by its new pace
+30 minutes on. Each wait's baseline is learned the same way. Pure: reports
+in, budgets out; the clock is the tick's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..samples import TrainingSample
+from .stats import RecentMedian, WindowMin
+
+#: Reports before the ideal step and the wait baselines are trusted.
+WARMUP_REPORTS = 10
+#: Steps in the median a pace is read from, and how long its lowest value is remembered.
+PACE_STEPS = 31
+PACE_SPAN_S = 1800.0
+#: Budget components, in the order they are shown.
+COMPONENTS = ("compute", "data", "tokenizer", "sync", "all_reduce", "checkpoint", "bubble")
+WAITS = ("data", "tokenizer", "sync", "all_reduce")
+
+
+class Pace:
+    """The lowest median of ``PACE_STEPS`` consecutive values within the last ``PACE_SPAN_S``."""
+
+    __slots__ = ("_lowest", "_median", "count", "value")
+
+    def __init__(self) -> None:
+        self._median = RecentMedian(PACE_STEPS)
+        self._lowest = WindowMin(PACE_SPAN_S)
+        self.count = 0
+        self.value: float | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.count >= WARMUP_REPORTS
+
+    def add(self, ts: float, x: float) -> None:
+        self.count += 1
+        self.value = self._lowest.add(ts, self._median.add(x))
+
+
+@dataclass(frozen=True)
+class StepBudget:
+    """One report's step against the ideal step, in milliseconds.
+
+    ``lost_ms`` holds each component's loss (missing components are 0); their
+    sum is the step's time beyond the ideal.
+    """
+
+    step_ms: float
+    ideal_ms: float
+    lost_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_lost_ms(self) -> float:
+        return sum(self.lost_ms.values())
+
+
+class BudgetBuilder:
+    """Learns the ideal step and each wait's baseline from reports; decomposes each new report."""
+
+    def __init__(self) -> None:
+        self.ideal = Pace()
+        self.waits = {name: Pace() for name in WAITS}
+
+    @property
+    def ideal_ms(self) -> float | None:
+        """The job's ideal step time (None until it is known)."""
+        return self.ideal.value if self.ideal.ready else None
+
+    def add(self, ts: float, report: TrainingSample) -> StepBudget | None:
+        """The budget of ``report``'s step at ``ts`` (None without a step time, or before the ideal is known)."""
+        step = report.step_time_ms
+        if step is None or step <= 0:
+            return None
+        checkpoint = min(step, report.checkpoint_ms or 0.0)
+        bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
+        clean = step - checkpoint - bubble
+        waits = _waits(report)
+        excess = {name: self._excess(ts, name, value) for name, value in waits.items()}
+        ideal = self.ideal_ms
+        self.ideal.add(ts, clean)
+        if ideal is None:
+            return None
+        lost = _nest_tokenizer(excess, waits)
+        over = max(0.0, clean - ideal)
+        waited = sum(lost.values())
+        if waited > over:  # the waits overlap (or are noisy): they explain the excess, and no more
+            lost = {name: ms * over / waited for name, ms in lost.items()}
+            waited = over
+        lost.update(compute=over - waited, checkpoint=checkpoint, bubble=bubble)
+        return StepBudget(step, ideal, {name: lost.get(name, 0.0) for name in COMPONENTS})
+
+    def _excess(self, ts: float, name: str, value: float) -> float:
+        pace = self.waits[name]
+        usual = pace.value if pace.ready else None
+        pace.add(ts, value)
+        return max(0.0, value - usual) if usual is not None else 0.0
+
+
+def _waits(report: TrainingSample) -> dict[str, float]:
+    """The report's waits that it measured (ms). The all-reduce is the fastest ranks' time where ranks
+    report it: a framework timer that also counts the wait for a straggler would count that twice."""
+    waits = {"data": report.data_wait_ms, "tokenizer": report.tokenizer_wait_ms, "sync": report.sync_wait_ms,
+             "all_reduce": report.all_reduce_wait_ms}
+    per_rank = sorted(w for w in (r.all_reduce_wait_ms for r in report.ranks) if w is not None)
+    if per_rank:
+        waits["all_reduce"] = per_rank[len(per_rank) // 10]
+    return {name: value for name, value in waits.items() if value is not None}
+
+
+def _nest_tokenizer(excess: dict[str, float], waits: dict[str, float]) -> dict[str, float]:
+    """Tokenization that happens inside the loader's wait explains that part of it."""
+    lost = dict(excess)
+    tokenizer, data = waits.get("tokenizer"), waits.get("data")
+    if tokenizer is not None and data is not None and tokenizer <= data:
+        lost["data"] = max(0.0, lost.get("data", 0.0) - lost.get("tokenizer", 0.0))
+    return lost

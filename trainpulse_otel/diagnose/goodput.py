@@ -1,0 +1,149 @@
+"""Goodput: how much of the job's wall time went into productive steps, and where the rest went.
+
+Productive time is steps × the job's ideal step (:mod:`.budget`); goodput is
+that over wall time since the first training report (``ratio``) and over the
+last 10 minutes (``window_ratio``). The seconds lost are *badput*, attributed
+to root-cause names the way Google's ml-goodput-measurement attributes
+badput to categories (data loading, checkpointing, …):
+
+- each step's budget components: ``checkpoint`` → ``checkpoint_io_bound``,
+  ``bubble`` → ``pipeline_bubbles``, ``data`` → ``input_pipeline_bound``,
+  ``tokenizer`` → ``tokenizer_bound``, ``all_reduce`` → ``communication_bound``
+  (a save counts once, for the report of the step that ended it; the others
+  per step); ``compute`` → the highest-ranked active cause that is not a wait
+  (thermal or power throttling, memory pressure, padding, a straggler,
+  compute inefficiency), else ``unattributed``; ``sync`` — waiting for a late
+  rank — → that same deeper cause (a throttled GPU behind the straggler), or
+  ``straggler_rank``, while a straggler is raised, else ``load_imbalance``;
+- ``unattributed`` — wall time neither productive nor explained by a step's
+  budget: time in which no step finished (a hang, a save nobody reported),
+  losses before the ideal step was known.
+
+Every badput figure only grows (they are exported as counters,
+``trainpulse_badput_seconds_total{cause}``). Pure: the clock is the reports'.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..samples import TrainingSample
+from .budget import StepBudget
+from .types import RootCause
+
+#: The span of ``window_ratio``.
+WINDOW_S = 600.0
+UNATTRIBUTED = "unattributed"
+#: Budget components whose loss is always the same cause.
+CAUSE_OF_COMPONENT: Mapping[str, str] = {
+    "checkpoint": "checkpoint_io_bound",
+    "bubble": "pipeline_bubbles",
+    "data": "input_pipeline_bound",
+    "tokenizer": "tokenizer_bound",
+    "all_reduce": "communication_bound",
+}
+#: Causes that are waits, not slower compute: a compute loss is never attributed to them.
+WAIT_CAUSES = frozenset({*CAUSE_OF_COMPONENT.values(), "load_imbalance"})
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The contract's ``goodput`` block."""
+
+    ratio: float
+    window_ratio: float
+    ideal_step_time_ms: float
+    badput_s: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": round(self.ratio, 4),
+            "window_ratio": round(self.window_ratio, 4),
+            "ideal_step_time_ms": round(self.ideal_step_time_ms, 3),
+            "badput_s": {cause: round(s, 3) for cause, s in self.badput_s.items()},
+        }
+
+
+class GoodputAccount:
+    """Accumulates productive and lost time report by report."""
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self.first_ts: float | None = None
+        self.productive_s = 0.0
+        self.badput_s: dict[str, float] = {}
+        self._ideal_ms: float | None = None
+        self._waiting_steps = 0  # steps seen before the ideal step was known
+        self._last_step: int | None = None
+        self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds) per report
+        self._recent_s = 0.0
+
+    def add(self, ts: float, report: TrainingSample, budget: StepBudget | None, ideal_ms: float | None,
+            causes: Sequence[RootCause], straggler_active: bool) -> None:
+        """Account for one new training report at ``ts`` with its step's budget."""
+        if self.first_ts is None:
+            self.first_ts = ts
+        steps = self._steps(report)
+        productive = 0.0
+        if ideal_ms is not None:
+            productive = (steps + self._waiting_steps) * ideal_ms / 1000.0
+            self._waiting_steps = 0
+            self._ideal_ms = ideal_ms
+        else:
+            self._waiting_steps += steps
+        self.productive_s += productive
+        self._recent.append((ts, productive))
+        self._recent_s += productive
+        if budget is not None:
+            for component, ms in budget.lost_ms.items():
+                # a save is reported once, by the step that ended it; the other losses are per step
+                times = 1 if component == "checkpoint" else steps
+                if ms > 0 and times:
+                    cause = self._cause_of(component, causes, straggler_active)
+                    self.badput_s[cause] = self.badput_s.get(cause, 0.0) + times * ms / 1000.0
+        self._settle_unattributed(ts)
+
+    def goodput(self, ts: float) -> Goodput | None:
+        """The goodput at ``ts`` (None before the ideal step is known)."""
+        if self._ideal_ms is None or self.first_ts is None or ts <= self.first_ts:
+            return None
+        while self._recent and self._recent[0][0] <= ts - self.window_s:
+            self._recent_s -= self._recent.popleft()[1]
+        wall = ts - self.first_ts
+        window = min(wall, self.window_s)
+        return Goodput(
+            ratio=min(1.0, self.productive_s / wall),
+            window_ratio=min(1.0, max(0.0, self._recent_s) / window),
+            ideal_step_time_ms=self._ideal_ms,
+            badput_s=dict(sorted(self.badput_s.items())),
+        )
+
+    def _steps(self, report: TrainingSample) -> int:
+        """Steps this report accounts for: the advance of ``global_step``, else one per report."""
+        step, last = report.global_step, self._last_step
+        if step is None:
+            return 1
+        self._last_step = step
+        if last is None:
+            return 1
+        return max(0, step - last)
+
+    @staticmethod
+    def _cause_of(component: str, causes: Sequence[RootCause], straggler_active: bool) -> str:
+        if component in CAUSE_OF_COMPONENT:
+            return CAUSE_OF_COMPONENT[component]
+        deeper = next((c.cause for c in causes if c.cause not in WAIT_CAUSES), None)
+        if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
+            return (deeper or "straggler_rank") if straggler_active else "load_imbalance"
+        return deeper or UNATTRIBUTED
+
+    def _settle_unattributed(self, ts: float) -> None:
+        """Wall time neither productive nor attributed becomes ``unattributed`` (it never shrinks)."""
+        if self.first_ts is None or self._ideal_ms is None:
+            return
+        attributed = sum(s for cause, s in self.badput_s.items() if cause != UNATTRIBUTED)
+        left = ts - self.first_ts - self.productive_s - attributed
+        if left > self.badput_s.get(UNATTRIBUTED, 0.0):
+            self.badput_s[UNATTRIBUTED] = left
