@@ -166,7 +166,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     engine = open_engine(settings)
     try:
         warm_up(engine)
-        print(json.dumps(engine.snapshot(), indent=2))
+        print(json.dumps(engine.snapshot().to_dict(), indent=2))
     finally:
         engine.close()
     return 0

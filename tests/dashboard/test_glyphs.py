@@ -8,6 +8,8 @@ from trainpulse_otel.dashboard import fmt
 from trainpulse_otel.dashboard.glyphs import SPARKS, bar, big_number, sparkline, stacked_bar
 from trainpulse_otel.dashboard.panels.training import breakdown
 from trainpulse_otel.dashboard.view import History
+from trainpulse_otel.publish.snapshot import Snapshot
+from trainpulse_otel.samples import TrainingSample
 
 
 @pytest.mark.parametrize("fraction", [None, 0.0, 0.07, 0.5, 0.999, 1.0, 1.7, -0.2])
@@ -45,10 +47,10 @@ def test_a_stacked_bar_splits_its_width_by_largest_remainder():
 
 def test_the_step_breakdown_takes_compute_as_the_remainder():
     parts = dict((label, ms) for label, ms, _ in breakdown(
-        {"step_time_ms": 2000.0, "data_wait_ms": 100.0, "sync_wait_ms": 500.0, "checkpoint_ms": 0.0}))
+        TrainingSample(step_time_ms=2000.0, data_wait_ms=100.0, sync_wait_ms=500.0, checkpoint_ms=0.0)))
     assert parts == {"compute": 1400.0, "data": 100.0, "tokenizer": 0.0, "sync": 500.0,
                      "all-reduce": 0.0, "checkpoint": 0.0}
-    over = dict((label, ms) for label, ms, _ in breakdown({"step_time_ms": 100.0, "sync_wait_ms": 150.0}))
+    over = dict((label, ms) for label, ms, _ in breakdown(TrainingSample(step_time_ms=100.0, sync_wait_ms=150.0)))
     assert over["compute"] == 0.0  # reports that do not add up never draw a negative part
 
 
@@ -84,7 +86,16 @@ def test_millis_and_percent():
 def test_the_ring_replaces_a_snapshot_polled_twice_and_forgets_the_oldest():
     ring = History(size=3)
     for ts, tps in ((1.0, 10.0), (2.0, 20.0), (2.0, 21.0), (3.0, None), (4.0, 40.0)):
-        ring.add({"timestamp": ts, "training": {"tokens_per_sec": tps} if tps else None})
+        ring.add(Snapshot(ts, "sim", training=TrainingSample(tokens_per_sec=tps) if tps else None))
+    ring.add(Snapshot(None, "sim"))  # before a first tick there is no frame to keep
     assert len(ring) == 3
-    assert ring.training_series("tokens_per_sec") == [21.0, None, 40.0]
-    assert ring.last_training() == (4.0, {"tokens_per_sec": 40.0})
+    assert ring.training_series(lambda t: t.tokens_per_sec) == [21.0, None, 40.0]
+    assert ring.last_training() == (4.0, TrainingSample(tokens_per_sec=40.0))
+
+
+def test_a_daemons_history_fills_the_ring_without_counting_a_frame_twice():
+    ring = History(size=4)
+    ring.add(Snapshot(2.0, "sim", training=TrainingSample(tokens_per_sec=20.0)))
+    ring.extend(Snapshot(ts, "sim", training=TrainingSample(tokens_per_sec=ts * 10)).frame for ts in (1.0, 2.0, 3.0))
+    assert [f.ts for f in ring] == [2.0, 3.0]  # older than the ring's newest: already seen; the same: replaced
+    assert ring.newest_ts == 3.0 and ring.size == 4

@@ -10,9 +10,8 @@ import pytest
 from rich.cells import cell_len
 
 from trainpulse_otel.collect.sim import SimulatedNode
-from trainpulse_otel.dashboard.app import Dashboard
-from trainpulse_otel.dashboard.sources import RemoteSource
 from trainpulse_otel.dashboard.view import History, Link
+from trainpulse_otel.publish.snapshot import Snapshot
 from trainpulse_otel.samples import to_dict
 
 GPU_ROW = re.compile(r"(?:^|\s{2})(\d{1,2}) +(?:H100[^█]*)?[█▉▊▋▌▍▎▏░]")
@@ -189,26 +188,14 @@ def test_sparklines_show_a_throughput_collapse_from_the_history(screen):
     history = History()
     for t in range(0, 181, 2):  # 91 snapshots: all of them fit the sparkline at 120 columns
         collected = sim.sample(float(t))
-        history.add({"timestamp": sim.start_ts + t, "mode": "sim", "gpus": [to_dict(g) for g in collected.gpus],
-                     "training": to_dict(collected.training) if collected.training else None,
-                     "diagnosis": {}})
-    latest = list(history)[-1]
+        latest = Snapshot(sim.start_ts + t, "sim", gpus=collected.gpus, training=collected.training)
+        history.add(latest)
     lines = screen(latest, 120, 48, history=history)
     spark = re.search("[▁▂▃▄▅▆▇█]{80,}", line_with(lines, "tokens/s")).group()
     levels = "▁▂▃▄▅▆▇█"
     before = [levels.index(c) for c in spark[: len(spark) // 3]]
     after = [levels.index(c) for c in spark[-len(spark) // 3:]]
     assert median(before) >= median(after) + 4, spark  # a cliff, give or take the healthy run's glitches
-
-
-def test_a_snapshot_it_cannot_draw_is_reported_on_screen(snapshot, console_at):
-    broken = snapshot("straggler_8gpu")
-    broken["gpus"][0]["utilization_percent"] = "high"
-    console = console_at(80, 24)
-    dashboard = Dashboard(RemoteSource(REMOTE), History(), console, interval_s=1.0)
-    dashboard.snapshot = broken
-    console.print(dashboard.frame())
-    assert "cannot draw this snapshot" in console.export_text()
 
 
 @pytest.mark.parametrize("name", ["straggler_8gpu", "thermal_16gpu", "host_only"])

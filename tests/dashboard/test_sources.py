@@ -63,7 +63,7 @@ def test_a_daemon_that_goes_away_is_disconnected_then_reconnected(engine, screen
     try:
         assert source.link.state == "connecting"
         first = source.poll()
-        assert first is not None and first["training"]["model_name"] == "llama-3-8b"
+        assert first is not None and first.training is not None and first.training.model_name == "llama-3-8b"
         assert source.link.state == "connected"
 
         server.close()

@@ -9,14 +9,24 @@ is handed (the composition root passes the installed ones).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from flask import Flask, Response, jsonify, request
 
 from .. import __version__
 from ..adapters import Adapter, Translation
-from ..publish.snapshot import Snapshot
-from ..samples import DEFAULT_MAX_RANKS, SampleError, TrainingSample, parse_training, to_dict, type_name
+from ..publish.snapshot import Snapshot, history_to_dict
+from ..samples import (
+    DEFAULT_MAX_RANKS,
+    Frame,
+    Rule,
+    SampleError,
+    TrainingSample,
+    check_value,
+    parse_training,
+    to_dict,
+    type_name,
+)
 from ..telemetry.exporters import Exports
 from ..telemetry.operational import OperationalMetrics
 from .auth import require_bearer_token
@@ -25,6 +35,10 @@ from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
 
 log = logging.getLogger(__name__)
+
+#: ``/v1/history`` query parameters: ``since`` (unix seconds) and ``limit`` (how many of the newest frames).
+UNIX_SECONDS = Rule("float", 0)
+FRAME_COUNT = Rule("int", 0)
 
 
 class ApiBackend(Protocol):
@@ -39,6 +53,8 @@ class ApiBackend(Protocol):
     ops: OperationalMetrics
 
     def snapshot(self) -> Snapshot: ...
+
+    def history(self, since: float | None = None, limit: int | None = None) -> Sequence[Frame]: ...
 
     def liveness(self) -> dict[str, Any]: ...
 
@@ -75,7 +91,13 @@ def create_app(
 
     @app.get("/v1/snapshot")
     def snapshot() -> Response:
-        return jsonify(backend.snapshot())
+        return jsonify(backend.snapshot().to_dict())
+
+    @app.get("/v1/history")
+    def history() -> Response:
+        since = _query_number("since", UNIX_SECONDS)
+        limit = _query_number("limit", FRAME_COUNT)
+        return jsonify(history_to_dict(backend.history(since, limit)))
 
     @app.post("/v1/training")
     def ingest_training() -> tuple[Response, int]:
@@ -95,6 +117,22 @@ def create_app(
 
     register_metrics_routes(app, backend)
     return app
+
+
+def _query_number(name: str, rule: Rule) -> Any:
+    """The query parameter ``name`` checked against ``rule``; None when absent; a 400 naming it when bad."""
+    text = request.args.get(name)
+    if text is None:
+        return None
+    try:
+        value: float = int(text) if rule.kind == "int" else float(text)
+    except ValueError:
+        kind = "an integer" if rule.kind == "int" else "a number"
+        raise ApiError(400, f"{name}: must be {kind}, got {text!r}", name) from None
+    try:
+        return check_value(name, value, rule)
+    except SampleError as exc:
+        raise ApiError.from_sample_error(exc) from None
 
 
 def _adapter(known: Mapping[str, Adapter], name: str | None) -> Adapter:

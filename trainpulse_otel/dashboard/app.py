@@ -9,7 +9,6 @@ by the ``with`` blocks on every way out.
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import threading
@@ -19,14 +18,12 @@ from typing import Any, Callable, Iterator
 
 from rich.console import Console, RenderableType
 from rich.live import Live
-from rich.text import Text
 
+from ..publish.snapshot import Snapshot
 from .keys import KeyReader
 from .layout import render_screen
 from .sources import Source
-from .view import History, Snapshot, View
-
-log = logging.getLogger(__name__)
+from .view import History, View
 
 QUIT_KEYS = frozenset("qQ\x03")
 PAUSE_KEYS = frozenset("pP ")
@@ -94,15 +91,10 @@ class Dashboard:
             self.history.add(snapshot)
 
     def frame(self) -> RenderableType:
-        """The frame at the console's size now; a snapshot it cannot draw is shown, not raised."""
+        """The frame at the console's size now (a daemon's body that does not read never gets here)."""
         width, height = self.console.size
         view = View(self.snapshot, self.history, self.source.link, self.clock(), self.paused)
-        try:
-            return render_screen(view, self.console, width, height)
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            log.debug("cannot draw the snapshot", exc_info=True)
-            return Text(f"TrainPulse: cannot draw this snapshot ({type(exc).__name__}: {exc}); "
-                        "is the daemon a different version?", style="bold red")
+        return render_screen(view, self.console, width, height)
 
     def run(self) -> None:
         """Until ``q``, Ctrl-C, SIGTERM or SIGHUP; the terminal is restored however it ends."""

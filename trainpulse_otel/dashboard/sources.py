@@ -1,20 +1,28 @@
 """Where ``top`` gets snapshots: a local engine, or a running daemon over HTTP.
 
-Both answer ``poll() -> snapshot | None`` and keep a :class:`~.view.Link`
-saying how that is going, so the loop and the panels treat them alike.
+Both answer ``poll() -> Snapshot | None`` and keep a :class:`~.view.Link`
+saying how that is going, so the loop and the panels treat them alike. Both
+fill the sparklines' :class:`~.view.History` before the first frame: locally
+from the warm-up's ticks, remotely from the daemon's ``/v1/history`` — on
+connecting, and again after an outage for the frames missed.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import logging
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import replace
 from typing import Any, Callable, Protocol
 
-from .view import History, Link, Snapshot
+from ..publish.snapshot import Snapshot, history_from_dict
+from ..samples import Frame, SampleError
+from .view import History, Link
+
+log = logging.getLogger(__name__)
 
 #: How long the header says "reconnected" before it settles back to "connected".
 RECONNECTED_SHOWN_S = 10.0
@@ -23,7 +31,7 @@ MAX_FETCH_TIMEOUT_S = 3.0
 
 
 class RemoteSource:
-    """Follows a daemon's ``GET /v1/snapshot``; a failed poll marks the link disconnected."""
+    """Follows a daemon's ``GET /v1/snapshot``; a failed poll, or a body it cannot read, marks the link disconnected."""
 
     def __init__(self, url: str, token: str | None = None, timeout_s: float = 2.0,
                  clock: Callable[[], float] = time.time) -> None:
@@ -32,15 +40,24 @@ class RemoteSource:
         self.timeout_s = min(timeout_s, MAX_FETCH_TIMEOUT_S)
         self.clock = clock
         self.link = Link(source=self.url, state="connecting", changed_at=clock())
+        self.history: History | None = None
 
     def start(self, history: History, live: bool) -> None:
-        """Nothing to prepare: the daemon already has its history."""
+        """Fill ``history`` from the daemon's window when a poll connects (or reconnects)."""
+        self.history = history
 
     def poll(self) -> Snapshot | None:
-        """The daemon's latest snapshot, or None (and a disconnected link) when it cannot be read."""
+        """The daemon's latest snapshot, or None (and a disconnected link) when it cannot be read.
+
+        On connecting and after an outage the daemon's history comes first, so
+        the sparklines are full from the first frame and the outage leaves no gap
+        the daemon still holds; the snapshot, fetched after it, is the newest.
+        """
         now = self.clock()
         try:
-            snapshot = self._fetch()
+            if self.history is not None and self.link.state in ("connecting", "disconnected"):
+                self.history.extend(self._history(self.history))
+            snapshot = Snapshot.from_dict(self._get("/v1/snapshot"))
         except (OSError, ValueError) as exc:
             self._move("disconnected", now, error=describe_error(exc))
             return None
@@ -60,16 +77,28 @@ class RemoteSource:
             return "reconnected"
         return "connected"
 
-    def _fetch(self) -> Snapshot:
+    def _history(self, history: History) -> tuple[Frame, ...]:
+        """The daemon's frames newer than ``history`` holds, at most as many as it keeps.
+
+        A daemon that answers without them (an older version: 404; a body that
+        does not read) costs only the back-fill: the ring fills as polls arrive.
+        """
+        query = {"limit": history.size}
+        if history.newest_ts is not None:
+            query["since"] = history.newest_ts
+        try:
+            return history_from_dict(self._get("/v1/history?" + urllib.parse.urlencode(query)))
+        except (urllib.error.HTTPError, ValueError) as exc:
+            log.debug("no history from %s: %s", self.url, describe_error(exc))
+            return ()
+
+    def _get(self, path: str) -> Any:
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(self.url + "/v1/snapshot", headers=headers)
+        request = urllib.request.Request(self.url + path, headers=headers)
         with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-            body = json.load(resp)
-        if not isinstance(body, dict):
-            raise ValueError("the snapshot is not a JSON object")
-        return body
+            return json.load(resp)
 
     def close(self) -> None:
         """Nothing to release: each poll opens and closes its own connection."""
@@ -84,6 +113,8 @@ def describe_error(exc: Exception) -> str:
         return reason.strerror.lower()
     if isinstance(reason, json.JSONDecodeError):
         return "the response is not JSON"
+    if isinstance(reason, SampleError):
+        return f"unreadable: {reason}"
     return str(reason) or type(reason).__name__
 
 

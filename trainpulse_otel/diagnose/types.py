@@ -13,8 +13,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+
+from ..samples import SampleError, type_name
 
 SIGNALS: tuple[str, ...] = (
     "dataloader_starvation",
@@ -80,6 +83,15 @@ class Signal:
             "evidence": dict(self.evidence),
         }
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "signal") -> Signal:
+        """A signal read back from its ``to_dict`` form (a daemon's JSON); unknown keys are ignored."""
+        data = _object(data, where)
+        return cls(name=_field(data, "name", str, where), severity=_field(data, "severity", str, where),
+                   since=_field(data, "since", float, where), message=_field(data, "message", str, where),
+                   subject=_field(data, "subject", Mapping, where, {}),
+                   evidence=_field(data, "evidence", Mapping, where, {}))
+
 
 @dataclass(frozen=True)
 class RootCause:
@@ -102,6 +114,17 @@ class RootCause:
             "remediation": self.remediation,
         }
 
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "root_cause") -> RootCause:
+        """A root cause read back from its ``to_dict`` form; unknown keys are ignored."""
+        data = _object(data, where)
+        names = _field(data, "signals", list, where, [])
+        return cls(cause=_field(data, "cause", str, where), confidence=_field(data, "confidence", float, where),
+                   summary=_field(data, "summary", str, where),
+                   signals=tuple(_item(name, str, f"{where}.signals[{i}]") for i, name in enumerate(names)),
+                   subject=_field(data, "subject", Mapping, where, {}),
+                   remediation=_field(data, "remediation", str, where, ""))
+
 
 @dataclass(frozen=True)
 class Health:
@@ -112,6 +135,12 @@ class Health:
 
     def to_dict(self) -> dict[str, Any]:
         return {"score": round(self.score, 1), "status": self.status}
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "health") -> Health:
+        """The health read back; both fields are required (a missing score must not read as 100)."""
+        data = _object(data, where)
+        return cls(score=_field(data, "score", float, where), status=_field(data, "status", str, where))
 
 
 @dataclass(frozen=True)
@@ -129,6 +158,51 @@ class Diagnosis:
             "signals": [s.to_dict() for s in self.signals],
             "root_causes": [c.to_dict() for c in self.root_causes],
         }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "diagnosis", ts: float = 0.0) -> Diagnosis:
+        """A diagnosis read back from its ``to_dict`` form (inside a daemon's snapshot).
+
+        The JSON carries no time of its own: ``ts`` is the snapshot's timestamp,
+        which is the frame the pipeline diagnosed. Unknown keys are ignored, so a
+        newer daemon still reads; a malformed part raises :class:`SampleError`
+        naming it (``diagnosis.signals[2].since``).
+        """
+        data = _object(data, where)
+        signals = _field(data, "signals", list, where, [])
+        causes = _field(data, "root_causes", list, where, [])
+        return cls(ts=ts, health=Health.from_dict(data.get("health"), f"{where}.health"),
+                   signals=tuple(Signal.from_dict(s, f"{where}.signals[{i}]") for i, s in enumerate(signals)),
+                   root_causes=tuple(RootCause.from_dict(c, f"{where}.root_causes[{i}]")
+                                     for i, c in enumerate(causes)))
+
+
+_REQUIRED: Any = object()
+_KINDS = {str: "a string", float: "a number", Mapping: "an object", list: "an array"}
+
+
+def _object(data: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise SampleError(where, f"must be an object, got {type_name(data)}")
+    return data
+
+
+def _item(value: Any, kind: type, where: str) -> Any:
+    """``value`` if it is of ``kind`` (a JSON number for ``float``, as a float), else a SampleError at ``where``."""
+    accepted = (int, float) if kind is float else kind
+    if isinstance(value, bool) or not isinstance(value, accepted):
+        raise SampleError(where, f"must be {_KINDS[kind]}, got {type_name(value)}")
+    return float(value) if kind is float else value
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, where: str, default: Any = _REQUIRED) -> Any:
+    """``data[key]`` checked as :func:`_item`; absent or null is ``default``, or an error when there is none."""
+    value = data.get(key)
+    if value is None:
+        if default is _REQUIRED:
+            raise SampleError(f"{where}.{key}", "is required")
+        return default
+    return _item(value, kind, f"{where}.{key}")
 
 
 @dataclass(frozen=True)

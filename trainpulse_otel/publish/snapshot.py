@@ -1,15 +1,103 @@
-"""The snapshot: the newest frame and diagnosis in the contract's JSON shape."""
+"""The snapshot: the newest frame and diagnosis, one typed model for the API and the dashboard.
+
+:class:`Snapshot` is what :meth:`Engine.snapshot` returns and what
+``trainpulse top`` draws. ``to_dict`` is the contract's JSON (``GET
+/v1/snapshot``); ``from_dict`` reads a daemon's JSON back through the same
+sample parsers ingest uses, so a local and a remote dashboard see the same
+types, and a body that does not fit fails once, at the edge, naming the field.
+
+The history (``GET /v1/history``) is the window's frames in the snapshot's
+shape, without the diagnosis and without per-rank data: up to 8192 ranks a
+frame times ``history_size`` frames would make it large, and the sparklines
+need only the job-level numbers.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .. import __version__
 from ..diagnose.types import Diagnosis
-from ..samples import Frame, to_dict
+from ..samples import (
+    TRAINING_MEASUREMENT_FIELDS,
+    Frame,
+    GpuSample,
+    HostSample,
+    SampleError,
+    TrainingSample,
+    parse_gpus,
+    parse_host,
+    parse_training,
+    to_dict,
+    type_name,
+)
 
-#: The contract's snapshot object (``GET /v1/snapshot``).
-Snapshot = dict[str, Any]
+#: A daemon's own snapshot is not held to the ingest limit: a job daemon merges the ranks of every node.
+UNBOUNDED_RANKS = sys.maxsize
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The newest frame and its diagnosis; ``timestamp`` is None before the first tick."""
+
+    timestamp: float | None
+    mode: str
+    collectors: tuple[str, ...] = ()
+    version: str = __version__
+    gpus: tuple[GpuSample, ...] = ()
+    host: HostSample | None = None
+    training: TrainingSample | None = None
+    diagnosis: Diagnosis = Diagnosis()
+    uptime_s: float | None = None
+
+    @property
+    def frame(self) -> Frame | None:
+        """The samples as the frame they came from (None before the first tick)."""
+        if self.timestamp is None:
+            return None
+        return Frame(ts=self.timestamp, gpus=self.gpus, host=self.host, training=self.training)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"timestamp", "mode", "collectors", "version", "gpus", "host", "training", "diagnosis", "uptime_s"}``."""
+        out: dict[str, Any] = {
+            "timestamp": self.timestamp,
+            "mode": self.mode,
+            "collectors": list(self.collectors),
+            "version": self.version,
+            **_samples_dict(self.gpus, self.host, self.training),
+            "diagnosis": self.diagnosis.to_dict(),
+        }
+        if self.uptime_s is not None:
+            out["uptime_s"] = self.uptime_s
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Snapshot:
+        """A daemon's ``/v1/snapshot`` body read back; unknown keys are ignored, so a newer daemon still reads.
+
+        Raises :class:`~trainpulse_otel.samples.SampleError` (a ValueError)
+        naming the field when the body does not fit: ``gpus[0].index: is required``.
+        """
+        data = _object(data, "snapshot")
+        timestamp = _optional_number(data, "timestamp", "timestamp")
+        mode = data.get("mode")
+        if not isinstance(mode, str):
+            raise SampleError("mode", f"must be a string, got {type_name(mode)}")
+        collectors = data.get("collectors") or []
+        if not isinstance(collectors, list) or not all(isinstance(c, str) for c in collectors):
+            raise SampleError("collectors", "must be an array of strings")
+        version = data.get("version") or ""
+        if not isinstance(version, str):
+            raise SampleError("version", f"must be a string, got {type_name(version)}")
+        gpus, host, training = _samples(data, "", UNBOUNDED_RANKS)
+        if "diagnosis" not in data:
+            raise SampleError("diagnosis", "is required")
+        diagnosis = Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0)
+        return cls(timestamp, mode, tuple(collectors), version, gpus, host, training, diagnosis,
+                   _optional_number(data, "uptime_s", "uptime_s"))
 
 
 def build_snapshot(
@@ -19,17 +107,90 @@ def build_snapshot(
     collectors: Sequence[str] = (),
     uptime_s: float | None = None,
 ) -> Snapshot:
-    """``{"timestamp", "mode", "gpus", "host", "training", "diagnosis", …}`` for one frame."""
-    snapshot: dict[str, Any] = {
-        "timestamp": frame.ts if frame else None,
-        "mode": mode,
-        "collectors": list(collectors),
-        "version": __version__,
-        "gpus": [to_dict(g) for g in frame.gpus] if frame else [],
-        "host": to_dict(frame.host) if frame and frame.host else None,
-        "training": to_dict(frame.training) if frame and frame.training else None,
-        "diagnosis": diagnosis.to_dict(),
+    """The snapshot of one frame (None before the first tick) and the diagnosis of it."""
+    return Snapshot(
+        timestamp=frame.ts if frame else None,
+        mode=mode,
+        collectors=tuple(collectors),
+        gpus=frame.gpus if frame else (),
+        host=frame.host if frame else None,
+        training=frame.training if frame else None,
+        diagnosis=diagnosis,
+        uptime_s=None if uptime_s is None else round(uptime_s, 3),
+    )
+
+
+# ------------------------------------------------------------------ history
+
+
+def history_to_dict(frames: Sequence[Frame]) -> dict[str, Any]:
+    """``{"frames": [{"timestamp", "gpus", "host", "training"}, …]}``, per-rank data left out."""
+    return {"frames": [{"timestamp": f.ts, **_samples_dict(f.gpus, f.host, None), "training": _job_level(f.training)}
+                       for f in frames]}
+
+
+def history_from_dict(data: Any) -> tuple[Frame, ...]:
+    """A daemon's ``/v1/history`` body read back, oldest first; a bad frame raises naming ``frames[i]…``."""
+    frames = _object(data, "history").get("frames")
+    if not isinstance(frames, list):
+        raise SampleError("frames", f"must be an array, got {type_name(frames)}")
+    return tuple(_frame(item, f"frames[{i}]") for i, item in enumerate(frames))
+
+
+def _frame(data: Any, where: str) -> Frame:
+    data = _object(data, where)
+    ts = _optional_number(data, "timestamp", f"{where}.timestamp")
+    if ts is None:
+        raise SampleError(f"{where}.timestamp", "is required")
+    gpus, host, training = _samples(data, f"{where}.", UNBOUNDED_RANKS)
+    return Frame(ts=ts, gpus=gpus, host=host, training=training)
+
+
+def _job_level(training: TrainingSample | None) -> dict[str, Any] | None:
+    """The report without ``ranks``; None when only per-rank data made it a report (a heartbeat of ranks)."""
+    if training is None:
+        return None
+    values = to_dict(replace(training, ranks=()))  # not to_dict(training): thousands of ranks per frame
+    del values["ranks"]
+    return values if any(name in values for name in TRAINING_MEASUREMENT_FIELDS) else None
+
+
+# ------------------------------------------------------------------ shared
+
+
+def _samples_dict(gpus: Sequence[GpuSample], host: HostSample | None,
+                  training: TrainingSample | None) -> dict[str, Any]:
+    return {
+        "gpus": [to_dict(g) for g in gpus],
+        "host": to_dict(host) if host else None,
+        "training": to_dict(training) if training else None,
     }
-    if uptime_s is not None:
-        snapshot["uptime_s"] = round(uptime_s, 3)
-    return snapshot
+
+
+def _samples(data: Mapping[str, Any], prefix: str,
+             max_ranks: int) -> tuple[tuple[GpuSample, ...], HostSample | None, TrainingSample | None]:
+    """The ``gpus``, ``host`` and ``training`` of a snapshot or a frame, through the ingest parsers."""
+    gpus = parse_gpus(data.get("gpus") or [], f"{prefix}gpus")
+    host = None if data.get("host") is None else parse_host(data["host"], f"{prefix}host")
+    raw = data.get("training")
+    if raw is None:
+        return gpus, host, None
+    try:
+        return gpus, host, parse_training(raw, max_ranks=max_ranks)
+    except SampleError as exc:  # the training parser names fields from the payload's root
+        raise SampleError(f"{prefix}training" + (f".{exc.field}" if exc.field else ""), exc.message) from None
+
+
+def _object(data: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise SampleError("", f"the {what} must be a JSON object, got {type_name(data)}")
+    return data
+
+
+def _optional_number(data: Mapping[str, Any], key: str, field: str) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SampleError(field, f"must be a number, got {type_name(value)}")
+    return float(value)

@@ -7,12 +7,14 @@ variant per panel so the whole frame fits the terminal.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Sequence
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
 
+from ...samples import TrainingSample
 from ..view import View
 
 Variants = list[RenderableType | None]
@@ -23,6 +25,8 @@ SEVERITY_BADGE = {"critical": ("CRIT", "bold white on red"), "warning": ("WARN",
 TITLE_STYLE = "bold cyan"
 LABEL_STYLE = "bold"
 DIM = "grey50"
+#: What a panel reads when there is no training report: every field unknown.
+NO_TRAINING = TrainingSample()
 
 
 def titled(title: str, *body: RenderableType, note: str | Text = "") -> RenderableType:
@@ -59,7 +63,7 @@ def severity_badge(severity: str | None) -> Text:
     return Text(label, style=style)
 
 
-def subject_text(subject: dict | None) -> str:
+def subject_text(subject: Mapping[str, Any]) -> str:
     """``rank 5 · gpu 5`` from a signal's or cause's subject (lists allowed)."""
     if not subject:
         return ""

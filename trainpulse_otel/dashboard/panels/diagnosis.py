@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from rich.table import Table
 from rich.text import Text
 
+from ...diagnose.types import RootCause, Signal
 from .. import fmt
 from ..view import View
 from .base import DIM, Variants, one_line, severity_badge, subject_text, titled
@@ -30,25 +29,23 @@ def signals_panel(view: View, width: int) -> Variants:
     if len(rows) > SHORT_LIST:
         more = Text(f"  +{len(rows) - SHORT_LIST} more", style=DIM)
         short = titled("Signals", *rows[:SHORT_LIST], more, note=note)
-    names = ", ".join(str(s.get("name")) for s in signals)
+    names = ", ".join(s.name for s in signals)
     return [full, short, one_line("Signals", (note, "bold"), names)]
 
 
-def _signal_row(signal: Mapping[str, Any], now: float, width: int) -> Text:
-    since = signal.get("since")
-    age = fmt.duration(now - float(since)) if since is not None else ""
-    subject = subject_text(signal.get("subject"))
-    line = Text.assemble(severity_badge(signal.get("severity")), " ",
-                         (f"{str(signal.get('name')):<{NAME_W}}", "bold"), " ",
+def _signal_row(signal: Signal, now: float, width: int) -> Text:
+    age = fmt.duration(now - signal.since)
+    subject = subject_text(signal.subject)
+    line = Text.assemble(severity_badge(signal.severity), " ", (f"{signal.name:<{NAME_W}}", "bold"), " ",
                          (f"{age:>{AGE_W}}", DIM), " ", no_wrap=True, overflow="ellipsis")
     if width >= 100:
         line.append(f"{subject[:SUBJECT_W]:<{SUBJECT_W}} ", style="cyan")
-    line.append(str(signal.get("message") or subject))
+    line.append(signal.message or subject)
     return line
 
 
-def _counts(signals: list[Mapping[str, Any]]) -> str:
-    critical = sum(1 for s in signals if s.get("severity") == "critical")
+def _counts(signals: list[Signal]) -> str:
+    critical = sum(1 for s in signals if s.severity == "critical")
     words = [f"{critical} critical"] if critical else []
     if len(signals) - critical:
         words.append(f"{len(signals) - critical} warning")
@@ -57,32 +54,27 @@ def _counts(signals: list[Mapping[str, Any]]) -> str:
 
 def causes_panel(view: View, width: int) -> Variants:
     """Top three with summary and remediation · the top one · one line · hidden when there are none."""
-    causes = list(view.diagnosis.get("root_causes") or [])
+    causes = view.diagnosis.root_causes
     if not causes:
         return [None]
     blocks = [_cause_block(i + 1, c) for i, c in enumerate(causes[:TOP_CAUSES])]
     note = f"{len(causes)} ranked"
     top = causes[0]
-    line = one_line("Cause", (f"{top.get('cause')} {_confidence(top)}", "bold"), str(top.get("summary", "")))
+    line = one_line("Cause", (f"{top.cause} {top.confidence:.0%}", "bold"), top.summary)
     return [titled("Root causes", *blocks, note=note), titled("Root causes", blocks[0], note=note), line]
 
 
-def _cause_block(place: int, cause: Mapping[str, Any]) -> Table:
+def _cause_block(place: int, cause: RootCause) -> Table:
     """``#1 cause 82%  subject  summary`` and ``→ remediation``, wrapped under their own column."""
-    head = Text.assemble((str(cause.get("cause")), "bold magenta"), f" {_confidence(cause)}")
-    subject = subject_text(cause.get("subject"))
+    head = Text.assemble((cause.cause, "bold magenta"), f" {cause.confidence:.0%}")
+    subject = subject_text(cause.subject)
     if subject:
         head.append(f"  {subject}", style="cyan")
-    head.append(f"  {cause.get('summary', '')}")
+    head.append(f"  {cause.summary}")
     block = Table.grid(padding=(0, 1), expand=True)
     block.add_column(no_wrap=True, justify="right")
     block.add_column(ratio=1)
     block.add_row(Text(f"#{place}", style=DIM), head)
-    if cause.get("remediation"):
-        block.add_row(Text("→", style="bold green"), Text(str(cause["remediation"]), style="green"))
+    if cause.remediation:
+        block.add_row(Text("→", style="bold green"), Text(cause.remediation, style="green"))
     return block
-
-
-def _confidence(cause: Mapping[str, Any]) -> str:
-    value = cause.get("confidence")
-    return "" if value is None else f"{float(value):.0%}"

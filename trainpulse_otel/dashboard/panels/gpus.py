@@ -7,16 +7,15 @@ line up at any width and the panel's height is known before it is drawn.
 from __future__ import annotations
 
 from statistics import mean
-from typing import Any, Mapping
+from typing import Sequence
 
 from rich.text import Text
 
+from ...samples import GpuSample
 from .. import fmt
 from ..glyphs import bar
 from ..view import View
 from .base import DIM, LABEL_STYLE, Variants, graded, one_line, titled
-
-GPU = Mapping[str, Any]
 
 #: Short codes for NVML's throttle reasons, and how loudly to show them.
 THROTTLE_CODES: dict[str, tuple[str, str]] = {
@@ -39,12 +38,12 @@ def gpus_panel(view: View, width: int) -> Variants:
     """Full table · table without its heading row · two GPUs a line · one summary line."""
     gpus = view.gpus
     if not gpus:
-        mode = (view.snapshot or {}).get("mode", "")
+        mode = view.mode
         why = "host-only mode" if mode == "host" else f"mode {mode}" if mode else "waiting for data"
         return [one_line("GPUs", f"none reported ({why})")]
     rows = _Rows(width, show_name=width >= NAME_MIN_WIDTH)
     table = [rows.row(g) for g in gpus]
-    note = f"{len(gpus)} × {_short_name(gpus[0])}" if gpus[0].get("name") else f"{len(gpus)}"
+    note = f"{len(gpus)} × {_short_name(gpus[0])}" if gpus[0].name else f"{len(gpus)}"
     return [
         titled("GPUs", rows.heading(), *table, note=note),
         titled("GPUs", *table, note=note),
@@ -71,9 +70,9 @@ class _Rows:
                   _cell("power W", 8, right=True), _cell("SM MHz", 9, right=True), _cell("throttle", 8)]
         return _join(cells, style=DIM)
 
-    def row(self, g: GPU) -> Text:
-        util, mem_pct = g.get("utilization_percent"), _memory_percent(g)
-        cells = [_cell(str(g.get("index", "?")), 3, style=LABEL_STYLE)]
+    def row(self, g: GpuSample) -> Text:
+        util, mem_pct = g.utilization_percent, _memory_percent(g)
+        cells = [_cell(str(g.index), 3, style=LABEL_STYLE)]
         if self.name_w:
             cells.append(_cell(_short_name(g), self.name_w, style=DIM))
         cells += [
@@ -81,7 +80,7 @@ class _Rows:
                           _cell(fmt.percent(util), 4, right=True)),
             Text.assemble(bar(_fraction(mem_pct), self.bar_w, graded(mem_pct, MEMORY_GRADES, "cyan")), " ",
                           _cell(_memory_text(g), 7, right=True)),
-            _cell(_temp(g), 4, right=True, style=graded(g.get("temperature_celsius"), TEMP_GRADES)),
+            _cell(_temp(g), 4, right=True, style=graded(g.temperature_celsius, TEMP_GRADES)),
             _cell(_power(g), 8, right=True),
             _cell(_clock(g), 9, right=True, style=graded(_clock_ratio(g), CLOCK_GRADES, "red")),
             _throttle(g),
@@ -89,7 +88,7 @@ class _Rows:
         return _join(cells)
 
 
-def _pairs(gpus: list[GPU], width: int) -> list[Text]:
+def _pairs(gpus: Sequence[GpuSample], width: int) -> list[Text]:
     """Two GPUs a line, for tall GPU counts on short terminals."""
     half = (width - 2) // 2
     lines = []
@@ -101,37 +100,38 @@ def _pairs(gpus: list[GPU], width: int) -> list[Text]:
     return lines
 
 
-def _mini(g: GPU, width: int) -> Text:
-    util, mem_pct = g.get("utilization_percent"), _memory_percent(g)
+def _mini(g: GpuSample, width: int) -> Text:
+    util, mem_pct = g.utilization_percent, _memory_percent(g)
     code, code_style = (_codes(g) or [("", DIM)])[0]
     bar_w = max(3, width - 33)
     return Text.assemble(
-        _cell(str(g.get("index", "?")), 2, style=LABEL_STYLE), " ",
+        _cell(str(g.index), 2, style=LABEL_STYLE), " ",
         bar(_fraction(util), bar_w, graded(util, UTIL_GRADES, "red")), " ", _cell(fmt.percent(util), 4, right=True),
         _cell(f"m{fmt.percent(mem_pct)}", 5, right=True, style=graded(mem_pct, MEMORY_GRADES, "cyan")), " ",
-        _cell(_temp(g), 4, right=True, style=graded(g.get("temperature_celsius"), TEMP_GRADES)), " ",
-        _cell(fmt.num(g.get("power_watts")) + "W", 5, right=True), " ",
+        _cell(_temp(g), 4, right=True, style=graded(g.temperature_celsius, TEMP_GRADES)), " ",
+        _cell(fmt.num(g.power_watts) + "W", 5, right=True), " ",
         _cell(code, 8, style=code_style),
     )
 
 
-def _summary(gpus: list[GPU]) -> Text:
-    utils = [g["utilization_percent"] for g in gpus if g.get("utilization_percent") is not None]
+def _summary(gpus: Sequence[GpuSample]) -> Text:
+    reporting = [g for g in gpus if g.utilization_percent is not None]
     mems = [m for m in (_memory_percent(g) for g in gpus) if m is not None]
-    temps = [(g["temperature_celsius"], g.get("index")) for g in gpus if g.get("temperature_celsius") is not None]
+    temps = [(g.temperature_celsius, g.index) for g in gpus if g.temperature_celsius is not None]
     throttled = [g for g in gpus if any(code != "idle" for code, _ in _codes(g))]
     parts: list[str | tuple[str, str]] = [f"{len(gpus)} × {_short_name(gpus[0])}"]
-    if utils:
-        low = min(gpus, key=lambda g: g.get("utilization_percent", 101))
-        parts.append(f"util {fmt.percent(mean(utils))} (min {fmt.percent(low.get('utilization_percent'))} "
-                     f"gpu {low.get('index')})")
+    if reporting:
+        utils = [g.utilization_percent for g in reporting if g.utilization_percent is not None]
+        low = min(reporting, key=lambda g: g.utilization_percent or 0.0)
+        parts.append(f"util {fmt.percent(mean(utils))} (min {fmt.percent(low.utilization_percent)} "
+                     f"gpu {low.index})")
     if mems:
         parts.append(f"mem max {fmt.percent(max(mems))}")
     if temps:
         hottest = max(temps)
         parts.append((f"hottest {hottest[0]:.0f}°C gpu {hottest[1]}", graded(hottest[0], TEMP_GRADES)))
     if throttled:
-        named = ", ".join(f"{g.get('index')} {_codes(g)[0][0]}" for g in throttled[:4])
+        named = ", ".join(f"{g.index} {_codes(g)[0][0]}" for g in throttled[:4])
         parts.append((f"throttled: {named}", "bold red"))
     return one_line("GPUs", *parts)
 
@@ -156,56 +156,56 @@ def _fraction(percent: float | None) -> float | None:
     return None if percent is None else percent / 100.0
 
 
-def _memory_percent(g: GPU) -> float | None:
-    used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
+def _memory_percent(g: GpuSample) -> float | None:
+    used, total = g.memory_used_bytes, g.memory_total_bytes
     if used is not None and total:
         return 100.0 * used / total
-    return g.get("memory_utilization_percent") if used is None else None
+    return g.memory_utilization_percent if used is None else None
 
 
-def _memory_text(g: GPU) -> str:
-    used, total = g.get("memory_used_bytes"), g.get("memory_total_bytes")
+def _memory_text(g: GpuSample) -> str:
+    used, total = g.memory_used_bytes, g.memory_total_bytes
     if used is None or not total:
         return fmt.DASH
     return f"{used / 2**30:.0f}/{total / 2**30:.0f}G"
 
 
-def _temp(g: GPU) -> str:
-    t = g.get("temperature_celsius")
+def _temp(g: GpuSample) -> str:
+    t = g.temperature_celsius
     return fmt.DASH if t is None else f"{t:.0f}°C"
 
 
-def _power(g: GPU) -> str:
-    watts, limit = g.get("power_watts"), g.get("power_limit_watts")
+def _power(g: GpuSample) -> str:
+    watts, limit = g.power_watts, g.power_limit_watts
     if watts is None:
         return fmt.DASH
     return f"{watts:.0f}/{limit:.0f}W" if limit else f"{watts:.0f}W"
 
 
-def _clock(g: GPU) -> str:
-    clock, top = g.get("sm_clock_mhz"), g.get("max_sm_clock_mhz")
+def _clock(g: GpuSample) -> str:
+    clock, top = g.sm_clock_mhz, g.max_sm_clock_mhz
     if clock is None:
         return fmt.DASH
     return f"{clock:.0f}/{top:.0f}" if top else f"{clock:.0f}MHz"
 
 
-def _clock_ratio(g: GPU) -> float | None:
-    clock, top = g.get("sm_clock_mhz"), g.get("max_sm_clock_mhz")
+def _clock_ratio(g: GpuSample) -> float | None:
+    clock, top = g.sm_clock_mhz, g.max_sm_clock_mhz
     return clock / top if clock is not None and top else None
 
 
-def _codes(g: GPU) -> list[tuple[str, str]]:
-    return [THROTTLE_CODES.get(r, (r, "red")) for r in g.get("throttle_reasons") or []]
+def _codes(g: GpuSample) -> list[tuple[str, str]]:
+    return [THROTTLE_CODES.get(r, (r, "red")) for r in g.throttle_reasons or ()]
 
 
-def _throttle(g: GPU) -> Text:
+def _throttle(g: GpuSample) -> Text:
     codes = _codes(g)
     if not codes:
-        return Text("—" if g.get("throttle_reasons") is not None else "", style=DIM)
+        return Text("—" if g.throttle_reasons is not None else "", style=DIM)
     return Text(",").join(Text(code, style=style) for code, style in codes)
 
 
-def _short_name(g: GPU) -> str:
-    name = str(g.get("name") or "GPU")
+def _short_name(g: GpuSample) -> str:
+    name = g.name or "GPU"
     return name.removeprefix("NVIDIA ").removeprefix("Tesla ")
 

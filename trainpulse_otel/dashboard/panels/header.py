@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -12,7 +11,7 @@ from rich.text import Text
 from .. import fmt
 from ..glyphs import big_number
 from ..view import View
-from .base import DIM, LABEL_STYLE, STATUS_STYLE, Variants
+from .base import DIM, LABEL_STYLE, NO_TRAINING, STATUS_STYLE, Variants
 
 KEYS_HINT = "q quit · p pause · r refresh"
 
@@ -54,10 +53,10 @@ def _with(line: RenderableType, alarm: Text | None) -> RenderableType:
 
 
 def _health(view: View) -> tuple[str, str]:
-    health = view.diagnosis.get("health") or {}
-    if view.snapshot is None or health.get("score") is None:
+    if view.snapshot is None:
         return "--", "waiting"
-    return f"{float(health['score']):.0f}", str(health.get("status", "healthy"))
+    health = view.diagnosis.health
+    return f"{health.score:.0f}", health.status
 
 
 def _title_line(view: View, status: str, style: str) -> Text:
@@ -96,43 +95,42 @@ def _disconnected_line(view: View) -> Text | None:
 
 
 def _model_line(view: View) -> Text:
-    t: Mapping[str, Any] = view.training or {}
-    parts = [t.get(k) for k in ("model_family", "framework", "precision", "workload_kind")]
-    line = Text.assemble(("model ", LABEL_STYLE), (str(t.get("model_name") or "—"), "bold"))
-    details = " · ".join(str(p) for p in parts if p)
+    t = view.training or NO_TRAINING
+    parts = (t.model_family, t.framework, t.precision, t.workload_kind)
+    line = Text.assemble(("model ", LABEL_STYLE), (t.model_name or "—", "bold"))
+    details = " · ".join(p for p in parts if p)
     if details:
         line.append(f"  {details}", style=DIM)
     return line
 
 
 def _job_line(view: View) -> Text:
-    t: Mapping[str, Any] = view.training or {}
-    snap = view.snapshot or {}
+    t = view.training or NO_TRAINING
     line = Text.assemble(("job ", LABEL_STYLE))
     words = []
-    if t.get("world_size"):
-        degrees = [f"{k} {t[f'{name}_parallel_size']}" for k, name in
-                   (("dp", "data"), ("tp", "tensor"), ("pp", "pipeline")) if t.get(f"{name}_parallel_size")]
-        words.append(f"world {t['world_size']}" + (f" ({' · '.join(degrees)})" if degrees else ""))
-    if t.get("global_step") is not None:
-        words.append(f"step {t['global_step']:,}")
-    if t.get("hostname"):
-        words.append(str(t["hostname"]))
-    words.append(f"mode {snap.get('mode', '—')}")
-    words.append(f"up {fmt.duration(snap.get('uptime_s'))}")
+    if t.world_size:
+        degrees = [f"{label} {size}" for label, size in
+                   (("dp", t.data_parallel_size), ("tp", t.tensor_parallel_size), ("pp", t.pipeline_parallel_size))
+                   if size]
+        words.append(f"world {t.world_size}" + (f" ({' · '.join(degrees)})" if degrees else ""))
+    if t.global_step is not None:
+        words.append(f"step {t.global_step:,}")
+    if t.hostname:
+        words.append(t.hostname)
+    words.append(f"mode {view.mode or '—'}")
+    words.append(f"up {fmt.duration(view.uptime_s)}")
     line.append(" · ".join(words))
     return line
 
 
 def _summary(view: View) -> Text:
-    t: Mapping[str, Any] = view.training or {}
-    snap = view.snapshot or {}
-    words = [] if view.link.state == "local" else [str(snap.get("mode", "—"))]
-    if t.get("model_name"):
-        words.append(str(t["model_name"]))
-    if t.get("global_step") is not None:
-        words.append(f"step {t['global_step']:,}")
-    words.append(f"up {fmt.duration(snap.get('uptime_s'))}")
+    t = view.training or NO_TRAINING
+    words = [] if view.link.state == "local" else [view.mode or "—"]
+    if t.model_name:
+        words.append(t.model_name)
+    if t.global_step is not None:
+        words.append(f"step {t.global_step:,}")
+    words.append(f"up {fmt.duration(view.uptime_s)}")
     line = Text(" · ".join(words) + "  ")
     line.append_text(_link_text(view))
     if view.paused:

@@ -18,11 +18,10 @@ from typing import Any, Mapping, Sequence
 
 from rich.text import Text
 
+from ...samples import RankSample
 from .. import fmt
 from ..view import View
 from .base import DIM, LABEL_STYLE, Variants, one_line, severity_badge, titled
-
-Rank = Mapping[str, Any]
 
 #: Step time over the median rank's → colour, slowest band first.
 HEAT: tuple[tuple[float, str], ...] = (
@@ -49,32 +48,32 @@ def heat_style(ratio: float | None) -> str:
 class RankStats:
     """The ranks of one report against their median busy time."""
 
-    ranks: tuple[Rank, ...]
+    ranks: tuple[RankSample, ...]
     median_ms: float | None
     ratios: dict[int, float]
 
     @classmethod
-    def of(cls, ranks: Sequence[Rank]) -> RankStats:
-        times = [r["step_time_ms"] for r in ranks if r.get("step_time_ms") is not None]
-        mid = median(times) if times else None
-        ratios = {int(r["rank"]): r["step_time_ms"] / mid for r in ranks
-                  if mid and r.get("step_time_ms") is not None}
-        return cls(tuple(sorted(ranks, key=lambda r: r["rank"])), mid, ratios)
+    def of(cls, ranks: Sequence[RankSample]) -> RankStats:
+        timed = [(r.rank, r.step_time_ms) for r in ranks if r.step_time_ms is not None]
+        mid = median(ms for _, ms in timed) if timed else None
+        ratios = {rank: ms / mid for rank, ms in timed} if mid else {}
+        return cls(tuple(sorted(ranks, key=lambda r: r.rank)), mid, ratios)
 
     def slowest(self, k: int) -> list[tuple[int, float]]:
         return sorted(self.ratios.items(), key=lambda kv: kv[1], reverse=True)[:k]
 
-    def by_rank(self, rank: int) -> Rank | None:
-        return next((r for r in self.ranks if r["rank"] == rank), None)
+    def by_rank(self, rank: int) -> RankSample | None:
+        return next((r for r in self.ranks if r.rank == rank), None)
 
-    def median_of(self, field: str) -> float | None:
-        values = [r[field] for r in self.ranks if r.get(field) is not None]
+    def median_sync_wait(self) -> float | None:
+        """How long the median rank waits for its peers: what a straggler costs the others."""
+        values = [r.sync_wait_ms for r in self.ranks if r.sync_wait_ms is not None]
         return median(values) if values else None
 
 
 def ranks_panel(view: View, width: int) -> Variants:
     """Strip (up to four rows) with legend, stats and callouts · one-row strip and callouts · one line · hidden."""
-    ranks = (view.training or {}).get("ranks") or []
+    ranks = view.training.ranks if view.training else ()
     if not ranks:
         return [one_line("Ranks", "no per-rank data in the training reports"), None] if view.training else [None]
     stats = RankStats.of(ranks)
@@ -99,7 +98,7 @@ def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> lis
     lines = []
     for row_start in range(0, len(bins), cols):
         row = bins[row_start:row_start + cols]
-        line = Text(f"r{row[0][0]['rank']:<{ROW_LABEL_W - 1}}", style=DIM, no_wrap=True)
+        line = Text(f"r{row[0][0].rank:<{ROW_LABEL_W - 1}}", style=DIM, no_wrap=True)
         cells = [_bin_cell(cell, stats, flagged) for cell in row]
         for (char, style), run in groupby(cells):  # one span per run of equal cells, not one per cell
             line.append(char * len(list(run)), style=style)
@@ -109,9 +108,9 @@ def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> lis
     return lines
 
 
-def _bin_cell(cell: Sequence[Rank], stats: RankStats, flagged: set[int]) -> tuple[str, str]:
+def _bin_cell(cell: Sequence[RankSample], stats: RankStats, flagged: set[int]) -> tuple[str, str]:
     """A binned cell: ``▼`` if it holds a flagged straggler, else a block coloured by its slowest rank."""
-    members = [int(r["rank"]) for r in cell]
+    members = [r.rank for r in cell]
     if any(m in flagged for m in members):
         return FLAGGED, "bold red"
     return "█", heat_style(max((stats.ratios[m] for m in members if m in stats.ratios), default=None))
@@ -120,7 +119,7 @@ def _bin_cell(cell: Sequence[Rank], stats: RankStats, flagged: set[int]) -> tupl
 def _labelled_cells(stats: RankStats, flagged: set[int], cell_w: int) -> Text:
     line = Text(f"{'rank':<{ROW_LABEL_W}}", style=DIM, no_wrap=True)
     for r in stats.ranks:
-        rank = int(r["rank"])
+        rank = r.rank
         label = f"{FLAGGED}{rank}" if rank in flagged else str(rank)
         style = "bold white on red" if rank in flagged else f"black on {heat_style(stats.ratios.get(rank))}"
         line.append(f"{label:^{cell_w - 1}}", style=style)
@@ -140,34 +139,28 @@ def _stats_line(stats: RankStats) -> Text:
 
 
 def _flagged(view: View) -> set[int]:
-    ranks: set[int] = set()
-    for signal in view.signals("rank_straggler"):
-        subject = signal.get("subject") or {}
-        if subject.get("rank") is not None:
-            ranks.add(int(subject["rank"]))
-        ranks.update(int(r) for r in subject.get("ranks") or [])
-    return ranks
+    return {rank for signal in view.signals("rank_straggler") for rank in _subject_ranks(signal.subject)}
 
 
 def _callouts(view: View, stats: RankStats) -> list[Text]:
     """One line per flagged straggler: who, where, how much slower, what it costs the others."""
     lines = []
     for signal in view.signals("rank_straggler"):
-        subject = signal.get("subject") or {}
+        subject = signal.subject
         for rank in _subject_ranks(subject):
-            r = stats.by_rank(rank) or {}
+            r = stats.by_rank(rank) or RankSample(rank=rank)
             where = [f"rank {rank}"]
-            gpu = subject.get("gpu_index", r.get("gpu_index"))
+            gpu = subject.get("gpu_index", r.gpu_index)
             if gpu is not None:
                 where.append(f"GPU {gpu}")
-            if r.get("hostname"):
-                where.append(str(r["hostname"]))
-            line = Text.assemble(severity_badge(signal.get("severity")), " ", (" · ".join(where), "bold red"),
+            if r.hostname:
+                where.append(r.hostname)
+            line = Text.assemble(severity_badge(signal.severity), " ", (" · ".join(where), "bold red"),
                                  no_wrap=True, overflow="ellipsis")
             if rank in stats.ratios:
                 line.append(f"  {stats.ratios[rank]:.2f}× median busy time")
-            peers = stats.median_of("sync_wait_ms")
-            if r.get("sync_wait_ms") is not None and peers is not None:
+            peers = stats.median_sync_wait()
+            if r.sync_wait_ms is not None and peers is not None:
                 line.append(f"; others wait {fmt.millis(peers)} for it", style=DIM)
             lines.append(line)
     return lines

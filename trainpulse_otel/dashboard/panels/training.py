@@ -2,26 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Callable
 
 from rich.text import Text
 
+from ...samples import TrainingSample
 from .. import fmt
 from ..glyphs import sparkline, stacked_bar
 from ..view import View
 from .base import DIM, LABEL_STYLE, Variants, one_line, titled
 
-Training = Mapping[str, Any]
+Read = Callable[[TrainingSample], float | None]
 
-#: The step-time breakdown, in drawing order: (label, training field, colour).
-#: ``compute`` is what is left of the step once the named waits are taken out.
-BREAKDOWN: tuple[tuple[str, str | None, str], ...] = (
-    ("compute", None, "green"),
-    ("data", "data_wait_ms", "magenta"),
-    ("tokenizer", "tokenizer_wait_ms", "bright_magenta"),
-    ("sync", "sync_wait_ms", "yellow"),
-    ("all-reduce", "all_reduce_wait_ms", "blue"),
-    ("checkpoint", "checkpoint_ms", "red"),
+#: The step-time breakdown after ``compute`` (what is left of the step once these waits are taken out),
+#: in drawing order: (label, the wait's field, colour).
+COMPUTE = ("compute", "green")
+WAITS: tuple[tuple[str, Read, str], ...] = (
+    ("data", lambda t: t.data_wait_ms, "magenta"),
+    ("tokenizer", lambda t: t.tokenizer_wait_ms, "bright_magenta"),
+    ("sync", lambda t: t.sync_wait_ms, "yellow"),
+    ("all-reduce", lambda t: t.all_reduce_wait_ms, "blue"),
+    ("checkpoint", lambda t: t.checkpoint_ms, "red"),
 )
 LABEL_W = 10
 VALUE_W = 7
@@ -29,60 +30,67 @@ VALUE_W = 7
 
 def training_panel(view: View, width: int) -> Variants:
     """Full (context line, sparklines, breakdown and legend) · without context and legend · one line."""
-    reported_at, t = (view.snapshot or {}).get("timestamp"), view.training
-    if not t:
+    reported_at, t = None, view.training
+    if t is None:  # a checkpoint blocking the loop: the last report stays on screen, marked stale
         reported_at, t = view.history.last_training()
-    if not t:
+    if t is None:
         return [one_line("Training", "no training data yet — POST /v1/training, "
                                      "or use trainpulse_otel.TrainingMonitor in the job")]
     stale = _staleness(view, reported_at)
     spark_w = max(8, width - LABEL_W - VALUE_W - 2 - 16)
-    tokens = _spark_row(view, "tokens/s", "tokens_per_sec", fmt.num(t.get("tokens_per_sec")), spark_w, "cyan",
-                        fmt.num)
-    mfu = _spark_row(view, "MFU", "mfu", fmt.percent(t.get("mfu"), is_fraction=True), spark_w, "green",
+    tokens = _spark_row(view, "tokens/s", _tokens, fmt.num(t.tokens_per_sec), spark_w, "cyan", fmt.num)
+    mfu = _spark_row(view, "MFU", _mfu, fmt.percent(t.mfu, is_fraction=True), spark_w, "green",
                      lambda v: fmt.percent(v, is_fraction=True))
     parts = breakdown(t)
-    step = Text.assemble((f"{'step':<{LABEL_W}}", LABEL_STYLE), f"{fmt.millis(t.get('step_time_ms')):>{VALUE_W}} ",
+    step = Text.assemble((f"{'step':<{LABEL_W}}", LABEL_STYLE), f"{fmt.millis(t.step_time_ms):>{VALUE_W}} ",
                          stacked_bar([(ms, style) for _, ms, style in parts], max(8, width - LABEL_W - VALUE_W - 1)),
                          no_wrap=True)
     full = titled("Training", _context(t), tokens, mfu, step, *_legend(parts, width), note=stale)
     short = titled("Training", tokens, mfu, step, note=stale)
     line = one_line(
         "Training",
-        f"step {t.get('global_step', '-'):,}" if t.get("global_step") is not None else "step -",
-        Text.assemble(f"{fmt.num(t.get('tokens_per_sec'))} tok/s ",
-                      sparkline(view.history.training_series("tokens_per_sec"), 12, "cyan")),
-        f"MFU {fmt.percent(t.get('mfu'), is_fraction=True)}",
-        f"{fmt.millis(t.get('step_time_ms'))}/step",
+        f"step {t.global_step:,}" if t.global_step is not None else "step -",
+        Text.assemble(f"{fmt.num(t.tokens_per_sec)} tok/s ",
+                      sparkline(view.history.training_series(_tokens), 12, "cyan")),
+        f"MFU {fmt.percent(t.mfu, is_fraction=True)}",
+        f"{fmt.millis(t.step_time_ms)}/step",
         _worst_wait(parts),
     )
     return [full, short, line]
 
 
-def breakdown(t: Training) -> list[tuple[str, float, str]]:
+def _tokens(t: TrainingSample) -> float | None:
+    return t.tokens_per_sec
+
+
+def _mfu(t: TrainingSample) -> float | None:
+    return t.mfu
+
+
+def breakdown(t: TrainingSample) -> list[tuple[str, float, str]]:
     """(label, ms, colour) for each part of the step; compute is the remainder, never negative."""
-    waits = [(label, float(t.get(field) or 0.0), style) for label, field, style in BREAKDOWN if field]
-    step = float(t.get("step_time_ms") or 0.0)
-    compute = max(0.0, step - sum(ms for _, ms, _ in waits))
-    return [(BREAKDOWN[0][0], compute, BREAKDOWN[0][2]), *waits]
+    waits = [(label, read(t) or 0.0, style) for label, read, style in WAITS]
+    compute = max(0.0, (t.step_time_ms or 0.0) - sum(ms for _, ms, _ in waits))
+    return [(COMPUTE[0], compute, COMPUTE[1]), *waits]
 
 
-def _context(t: Training) -> Text:
+def _context(t: TrainingSample) -> Text:
     words = []
-    if t.get("global_step") is not None:
-        words.append(f"step {t['global_step']:,}")
-    for key, label, show in (("loss", "loss", lambda v: f"{v:.4g}"), ("grad_norm", "grad", lambda v: f"{v:.3g}"),
-                             ("learning_rate", "lr", lambda v: f"{v:.2e}"), ("global_batch_size", "gbs", str),
-                             ("tflops", "TFLOP/s", fmt.num)):
-        if t.get(key) is not None:
-            words.append(f"{label} {show(t[key])}")
-    if t.get("avg_seq_len") is not None:
-        words.append(f"seq {t['avg_seq_len']:.0f}/{t.get('max_seq_len', 0):.0f}")
+    if t.global_step is not None:
+        words.append(f"step {t.global_step:,}")
+    for value, label, show in ((t.loss, "loss", lambda v: f"{v:.4g}"), (t.grad_norm, "grad", lambda v: f"{v:.3g}"),
+                               (t.learning_rate, "lr", lambda v: f"{v:.2e}"), (t.global_batch_size, "gbs", str),
+                               (t.tflops, "TFLOP/s", fmt.num)):
+        if value is not None:
+            words.append(f"{label} {show(value)}")
+    if t.avg_seq_len is not None:
+        words.append(f"seq {t.avg_seq_len:.0f}/{t.max_seq_len or 0:.0f}")
     return Text(" · ".join(words), style=DIM, no_wrap=True, overflow="ellipsis")
 
 
-def _spark_row(view: View, label: str, field: str, now: str, width: int, style: str, show: Any) -> Text:
-    series = view.history.training_series(field)
+def _spark_row(view: View, label: str, read: Read, now: str, width: int, style: str,
+               show: Callable[[float], str]) -> Text:
+    series = view.history.training_series(read)
     known = [v for v in series[-width:] if v is not None]
     span = f" {show(min(known))}–{show(max(known))}" if known else ""
     return Text.assemble((f"{label:<{LABEL_W}}", LABEL_STYLE), (f"{now:>{VALUE_W}} ", "bold"),
@@ -108,7 +116,7 @@ def _worst_wait(parts: list[tuple[str, float, str]]) -> str:
     return f"{label} {ms / total:.0%}" if total and ms / total >= 0.05 else "compute-bound"
 
 
-def _staleness(view: View, reported_at: Any) -> str:
-    if reported_at is None or view.training:
+def _staleness(view: View, reported_at: float | None) -> str:
+    if reported_at is None:  # the report is the snapshot's own
         return ""
-    return f"no report for {fmt.duration(view.now - float(reported_at))}; last one shown"
+    return f"no report for {fmt.duration(view.now - reported_at)}; last one shown"
