@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from trainpulse_otel.collect.scenarios import SCENARIOS
+from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime import build_pipeline, discover, open_replay
 from trainpulse_otel.runtime.evaluate import VARIANTS, Variant, sim_records

@@ -217,7 +217,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .collect.scenarios import SCENARIOS
+    from .collect.sim.scenarios import SCENARIOS
     from .config import parse_duration
     from .runtime.evaluate import VARIANTS, evaluate, format_report
 

@@ -210,7 +210,7 @@ class Option:
 
 def _scenario(value: Any) -> str:
     text = _text(r"[a-z0-9_]+", "a scenario name")(value)
-    from .collect.scenarios import SCENARIOS  # deferred: the catalogue is only needed to validate
+    from .collect.sim.scenarios import SCENARIOS  # deferred: the catalogue is only needed to validate
 
     if text not in SCENARIOS:
         raise ValueError(f"unknown scenario {text!r}; known: {', '.join(sorted(SCENARIOS))}")

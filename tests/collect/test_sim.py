@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import statistics
-from functools import lru_cache
+from functools import cache
+from itertools import pairwise
 
 import pytest
 
 from trainpulse_otel.collect.base import Collected, Collector
-from trainpulse_otel.collect.scenarios import GPU_KNOBS, JOB_KNOBS, SCENARIOS, Effect
 from trainpulse_otel.collect.sim import (
     GPU_MEMORY_BYTES,
     HOST_MEMORY_BYTES,
@@ -17,6 +17,7 @@ from trainpulse_otel.collect.sim import (
     SimCollector,
     SimulatedNode,
 )
+from trainpulse_otel.collect.sim.scenarios import GPU_KNOBS, JOB_KNOBS, SCENARIOS, Effect
 from trainpulse_otel.diagnose.types import ROOT_CAUSES, SIGNALS
 from trainpulse_otel.samples import (
     TrainingSample,
@@ -30,7 +31,7 @@ START = 1764400000.0
 Run = tuple[tuple[float, Collected], ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(name: str, seconds: float | None = None, seed: int = 0) -> Run:
     """One scenario sampled once a second for its evaluation duration (cached across tests)."""
     node = SimulatedNode(name, seed=seed, start_ts=START)
@@ -163,7 +164,7 @@ def test_rank_semantics_busy_time_excludes_waiting_for_peers(healthy):
         arrivals = [r.data_wait_ms + r.step_time_ms - r.all_reduce_wait_ms for r in s.ranks]
         last = arrivals.index(max(arrivals))
         assert s.ranks[last].sync_wait_ms < 2.5  # the last to arrive only pays the barrier latency
-        for r, arrival in zip(s.ranks, arrivals):
+        for r, arrival in zip(s.ranks, arrivals, strict=True):
             assert r.sync_wait_ms == pytest.approx(max(arrivals) - arrival, abs=2.5)
         assert s.step_time_ms >= max(arrivals) + median(r.all_reduce_wait_ms for r in s.ranks) * 0.98
         ars = [r.all_reduce_wait_ms for r in s.ranks]
@@ -277,12 +278,12 @@ def test_thermal_instability_cycles_gpu5_through_its_slowdown_point():
     assert all(84 <= g.temperature_celsius <= 90 for g in gpu5)
     throttled = ["sw_thermal" in g.throttle_reasons for g in gpu5]
     assert 0.25 <= sum(throttled) / len(throttled) <= 0.9
-    assert sum(a and not b for a, b in zip(throttled, throttled[1:])) >= 10  # on and off
+    assert sum(a and not b for a, b in pairwise(throttled)) >= 10  # on and off
     assert any("hw_thermal" in g.throttle_reasons for g in gpu5)
-    assert all(1350 <= g.sm_clock_mhz <= 1650 for g, hot in zip(gpu5, throttled) if hot)
-    assert all(g.sm_clock_mhz >= 1950 for g, hot in zip(gpu5, throttled) if not hot)
+    assert all(1350 <= g.sm_clock_mhz <= 1650 for g, hot in zip(gpu5, throttled, strict=True) if hot)
+    assert all(g.sm_clock_mhz >= 1950 for g, hot in zip(gpu5, throttled, strict=True) if not hot)
     assert all(c.gpus[i].throttle_reasons == () for c in now for i in range(8) if i != 5)
-    hot_steps = [c.training for c, hot in zip(now, throttled) if hot]
+    hot_steps = [c.training for c, hot in zip(now, throttled, strict=True) if hot]
     for s in hot_steps:
         others = [r.step_time_ms for r in s.ranks if r.rank != 5]
         assert s.ranks[5].step_time_ms >= 1.15 * median(others)
@@ -356,7 +357,7 @@ def test_checkpoint_stall_blocks_training_with_idle_gpus_and_heavy_writes():
     saved = [(t, c.training.checkpoint_ms) for t, c in samples if c.training and c.training.checkpoint_ms]
     assert len(saved) >= 4 and all(t > onset for t, _ in saved)
     assert all(15000 <= ms <= 40000 for _, ms in saved)
-    assert all(30 <= b - a - ms_b / 1000 <= 60 for (a, _), (b, ms_b) in zip(saved, saved[1:]))  # trains, then saves
+    assert all(30 <= b - a - ms_b / 1000 <= 60 for (a, _), (b, ms_b) in pairwise(saved))  # trains, then saves
     blocked = [c for t, c in samples if c.training is None]
     assert blocked and all(g.throttle_reasons == ("gpu_idle",) and g.utilization_percent == 0
                            for c in blocked for g in c.gpus)
@@ -397,7 +398,7 @@ def test_oom_risk_drains_host_memory_until_the_oom_kill_at_exhaust_s():
     assert exhaust is not None and 600 <= exhaust - onset <= 900 and exhaust < scenario.duration_s
     draining = [(t, c.host.memory_available_bytes) for t, c in samples if onset + 10 <= t < exhaust - 60]
     rate = -slope(draining)
-    assert 60e6 * 8 <= rate  # a steady leak, many processes
+    assert rate >= 60e6 * 8  # a steady leak, many processes
     healthy_level = median(c.host.memory_available_bytes for c in ticks(samples, *before("oom_risk")))
     assert healthy_level / rate == pytest.approx(exhaust - onset, rel=0.05)  # linear forecast is right
     alive = [t for t, c in samples if c.training is not None]
@@ -491,7 +492,7 @@ def test_many_ranks_live_on_other_hosts():
 
 @pytest.mark.parametrize("kwargs", [{"gpus": 0}, {"ranks": 4}, {"ranks": 4097}])
 def test_bad_shapes_are_refused(kwargs):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be"):
         SimulatedNode(**kwargs)
 
 

@@ -26,8 +26,8 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Iterator, Sequence
 
-from ..collect.scenarios import SCENARIOS, Scenario
 from ..collect.sim import SimulatedNode
+from ..collect.sim.scenarios import SCENARIOS, Scenario
 from ..collect.trace import TraceRecord
 from ..config import Settings
 from ..diagnose import Diagnosis, PipelineResult, Transition

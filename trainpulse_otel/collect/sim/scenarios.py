@@ -1,7 +1,7 @@
 """The simulator's fault catalogue: one realistic fault per contract signal.
 
 A scenario is a small declarative description — which *knobs* of the shared
-physical model (:mod:`trainpulse_otel.collect.sim`) move, on which GPUs, from
+physical model (:mod:`trainpulse_otel.collect.sim`, its knobs in :mod:`.knobs`) move, on which GPUs, from
 when, and how fast — plus what a correct diagnosis of it looks like. Nothing
 here computes a sample: keeping every scenario a handful of :class:`Effect` rows
 applied by one model is what keeps the layers coherent (a throttled GPU really
@@ -17,8 +17,9 @@ the leaked memory runs out, so a forecast's lead time can be checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 #: Knobs that apply to the whole job (an Effect on them must not name GPUs).
 JOB_KNOBS: Mapping[str, str] = {
@@ -98,9 +99,20 @@ class Scenario:
     expected_cause: str | None
     expected_subject: dict[str, int] = field(default_factory=dict)
     effects: tuple[Effect, ...] = ()
-    #: Overrides of the simulated job's configuration (``sim.JobConfig`` fields),
+    #: Overrides of the simulated job's configuration (:class:`.job.JobConfig` fields),
     #: in force from the first sample: a mis-configured job, not an event.
     job: Mapping[str, Any] = field(default_factory=dict)
+
+    def starting_at(self, onset_s: float) -> Scenario:
+        """This fault beginning ``onset_s`` seconds into the run (``-onset``) instead of at its own onset.
+
+        Every effect moves with it (one with its own onset keeps its distance
+        from the scenario's); ``job`` overrides, a mis-configured job, stay in
+        force from the first sample.
+        """
+        shift = onset_s - self.onset_s
+        effects = tuple(e if e.onset_s is None else replace(e, onset_s=e.onset_s + shift) for e in self.effects)
+        return replace(self, onset_s=onset_s, effects=effects)
 
     @property
     def exhaust_s(self) -> float | None:

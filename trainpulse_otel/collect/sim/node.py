@@ -1,0 +1,118 @@
+"""The simulated node: GPUs, host and training loop of one node, sampled at seconds since start.
+
+:class:`SimulatedNode` composes the parts — the GPU model (:mod:`.gpus`), the
+host (:mod:`.host`), the step and its report (:mod:`.training`) — over one
+seeded random stream, and applies the scenario's knobs (:mod:`.knobs`) each
+tick. It is pure: the same seed, scenario and sequence of ``t`` give the same
+samples, with no clock and no I/O.
+
+Cadence: each ``sample(t)`` returns GPUs and host as seen at ``t``, and one
+training report describing the step that just finished. While a checkpoint
+save blocks training, and after the job has been killed (the OOM scenarios),
+no step finishes, so ``training`` is None; the step that ends a save reports
+the save's length in ``checkpoint_ms``. ``global_step`` advances with the
+simulated wall time, so with steps longer than the interval two reports may
+carry the same step number.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import replace
+
+from ..base import Collected
+from .gpus import Heat, busy_gpus, governed_clock, idle_gpus, new_gpu
+from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
+from .job import RANK_SPREAD, JobConfig, JobShape
+from .knobs import Knobs
+from .physics import THERMAL_TAU_S, approach
+from .scenarios import Scenario, get_scenario
+from .training import Checkpointing, Reporter, StepModel
+
+
+class SimulatedNode:
+    """A deterministic model of one training node; ``sample(t)`` gives what it shows at ``t``."""
+
+    def __init__(
+        self,
+        scenario: str | Scenario = "healthy",
+        seed: int = 0,
+        gpus: int = 8,
+        ranks: int | None = None,
+        interval_s: float = 1.0,
+        start_ts: float = 1764400000.0,
+        hostname: str = "node-000",
+    ) -> None:
+        self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        self.job = replace(JobConfig(), **self.scenario.job)
+        self.gpus = gpus
+        self.ranks = gpus if ranks is None else ranks
+        self.interval_s = interval_s
+        self.start_ts = start_ts
+        self.hostname = hostname
+        self.shape = JobShape.of(self.job, self.ranks, gpus)
+        self._rng = rng = random.Random(seed)
+        self._gpu = [new_gpu(rng, i) for i in range(gpus)]
+        self._healthy = Knobs.healthy([g.mem_frac for g in self._gpu])
+        rank_speed = [math.exp(rng.gauss(0.0, RANK_SPREAD)) for _ in range(self.ranks)]
+        rank_hosts = [self._host_of(r) for r in range(self.ranks)]
+        self._phase = rng.uniform(0.0, 2 * math.pi)
+        self._host = HostModel(rng, self._phase, self.shape)
+        self._step = StepModel(rng, self.shape, rank_speed)
+        self._reporter = Reporter(rng, self.job, self.shape, hostname, rank_hosts)
+        self._checkpoint = Checkpointing()
+        self._t: float | None = None
+        self._settle = True
+        self._steps = 0.0
+        self._crashed = False
+
+    def _host_of(self, rank: int) -> str:
+        node = rank // self.gpus
+        return self.hostname if node == 0 else f"node-{node:03d}"
+
+    def sample(self, t: float) -> Collected:
+        """What the node shows ``t`` seconds after start (call with increasing ``t``)."""
+        self._settle = self._t is None  # start at equilibrium: the job has been running a while
+        dt = self.interval_s if self._settle else max(0.0, t - self._t)
+        self._t = t
+        k = self._healthy.at(self.scenario, t)
+        if k.host_memory_leak >= 1.0 or max(k.memory_frac) >= 1.0:
+            self._crashed = True  # the OOM killer, or a CUDA OOM tearing the job down
+        if self._crashed:
+            return self._idle(t, dt, k, saving=False)
+        if self._checkpoint.saving(dt):
+            return self._idle(t, dt, k, saving=True)
+        checkpoint_ms = self._checkpoint.finished_ms()
+        if not checkpoint_ms and self._checkpoint.due(dt, k.checkpoint_every_s):
+            self._checkpoint.start(k.checkpoint_save_s * (0.75 + 0.5 * self._rng.random()))
+        return self._train(t, dt, k, checkpoint_ms)
+
+    def _train(self, t: float, dt: float, k: Knobs, checkpoint_ms: float) -> Collected:
+        """A tick on which a step finished: time it, then show it on GPUs, host and the report."""
+        intensity = 0.3 + 0.7 * k.flop_efficiency  # tensor-core share of the work: drives power
+        clocks, reasons = zip(*(governed_clock(g, k.power_cap_w, intensity) for g in self._gpu), strict=True)
+        step = self._step.time(k, clocks)
+        self._steps += dt * 1000.0 / step.wall_ms
+        gpus = busy_gpus(self._rng, self._gpu, step, k, clocks, reasons, intensity, self._heat(dt))
+        cpu = HOST_CPU_PERCENT + k.host_cpu_percent
+        host = self._host.sample(t, dt, cpu, k.host_memory_leak, 0.0, step.wall_ms, self._settle)
+        global_step = self.job.first_step + int(self._steps)
+        training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms)
+        return Collected(gpus=gpus, host=host, training=training)
+
+    def _idle(self, t: float, dt: float, k: Knobs, saving: bool) -> Collected:
+        """A tick with no step: a checkpoint save blocks training, or the job is dead."""
+        gpus = idle_gpus(self._rng, self._gpu, k, saving, self._heat(dt))
+        if saving:
+            write = self.shape.checkpoint_bytes / max(self._checkpoint.save_s, 1e-3)
+            cpu = HOST_CPU_PERCENT + SAVE_CPU_PERCENT + k.host_cpu_percent
+            host = self._host.sample(t, dt, cpu, k.host_memory_leak, write, None, self._settle)
+        else:
+            host = self._host.sample(t, dt, 1.0, None, 0.0, None, self._settle)
+        return Collected(gpus=gpus, host=host, training=None)
+
+    def _heat(self, dt: float) -> Heat:
+        """This tick's inlet drift (+-1.2 C over ~30 min) and how far temperatures move toward target."""
+        drift = 1.2 * math.sin(2 * math.pi * (self._t or 0.0) / 1800.0 + self._phase)
+        return Heat(drift, approach(dt, THERMAL_TAU_S, self._settle), self._settle)

@@ -1,0 +1,241 @@
+"""One training step across the ranks, the checkpoint schedule, and the report the training loop sends.
+
+GPU clocks set each rank's compute time; compute (after its data-loader wait)
+sets its arrival at the all-reduce; the last arrival sets everyone's sync wait
+and the step's wall time, and so tokens/s and MFU.
+
+Per-rank semantics (``TrainingSample.ranks``; rank i runs on local GPU i, ranks
+beyond the node's GPUs run on hosts ``node-001``… with ``gpu_index = rank %
+gpus``):
+
+- ``step_time_ms`` — the rank's own busy time for the step: forward, backward
+  and optimizer plus its part of the gradient all-reduce; NOT the time it spent
+  waiting for slower peers.
+- ``sync_wait_ms`` — that waiting: how long after this rank reached the
+  all-reduce the last rank arrived (plus a small barrier latency).
+- ``all_reduce_wait_ms`` — time in the gradient all-reduce proper; about equal
+  across ranks, since everyone moves the same bytes.
+- ``data_wait_ms`` — the rank's wait on its data loader before the step.
+- ``tokens_per_sec`` — the rank's share of the step's tokens (global tokens /
+  world size) over its own busy time, i.e. the rate it could sustain alone.
+
+The job-level ``step_time_ms`` is the step's wall time: the latest arrival
+(data wait + compute) over ranks, plus tokenizer wait, the all-reduce, fixed
+overheads, any pipeline bubble and any checkpoint save. Job-level
+``data_wait_ms``, ``sync_wait_ms`` and ``all_reduce_wait_ms`` are means over
+ranks; ``tokens_per_sec`` counts real (non-padding) tokens over wall time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from ...samples import RankSample, TrainingSample
+from .job import (
+    BARRIER_MS,
+    DATA_WAIT_MS,
+    OVERHEAD_MS,
+    P_DATA_SPIKE,
+    P_GC_PAUSE,
+    RANK_JITTER,
+    STEP_JITTER,
+    TOKENIZER_MS,
+    JobConfig,
+    JobShape,
+    expected_loss,
+    learning_rate,
+)
+from .knobs import Knobs
+from .physics import PEAK_BF16_FLOPS, memory_pressure
+
+
+@dataclass(slots=True)
+class Step:
+    """One training step's timing, per rank (ms) and for the job."""
+
+    compute: list[float]
+    data: list[float]
+    sync: list[float]
+    allreduce: list[float]
+    tokenizer_ms: float
+    wall_ms: float  # without any checkpoint save
+
+
+@dataclass(slots=True)
+class Checkpointing:
+    """The save schedule: train for ``every`` seconds, then block for a save."""
+
+    trained_s: float = 0.0
+    remaining_s: float = 0.0
+    save_s: float = 0.0
+
+    def saving(self, dt: float) -> bool:
+        """Advance a save in progress; True while it still blocks training."""
+        if self.remaining_s <= 0:
+            return False
+        self.remaining_s -= dt
+        return self.remaining_s > 1e-9
+
+    def finished_ms(self) -> float:
+        """The length of a save that has just ended (0 if none), and reset for the next."""
+        if self.save_s <= 0 or self.remaining_s > 1e-9:
+            return 0.0
+        done, self.save_s, self.remaining_s, self.trained_s = self.save_s, 0.0, 0.0, 0.0
+        return done * 1000.0
+
+    def due(self, dt: float, every_s: float) -> bool:
+        """Count training time; True when a save is due."""
+        self.trained_s += dt
+        return self.trained_s >= every_s
+
+    def start(self, save_s: float) -> None:
+        """Begin a save that blocks training for ``save_s`` seconds."""
+        self.remaining_s = self.save_s = save_s
+
+
+class StepModel:
+    """Times one step on every rank: compute, data, all-reduce, then who waits for whom."""
+
+    def __init__(self, rng: random.Random, shape: JobShape, rank_speed: list[float]) -> None:
+        self._rng = rng
+        self._shape = shape
+        self._rank_speed = rank_speed
+
+    def time(self, k: Knobs, clocks: tuple[float, ...]) -> Step:
+        """This tick's step, with the GPUs at ``clocks`` (fractions of their maximum)."""
+        rng, gauss, exp = self._rng, self._rng.gauss, math.exp
+        compute = self._compute(k, clocks)
+        allreduce_ms = self._shape.allreduce_ms * k.allreduce_factor * exp(gauss(0.0, 0.03))
+        data_common = DATA_WAIT_MS * exp(gauss(0.0, 0.25))
+        if rng.random() < P_DATA_SPIKE:
+            data_common += 150.0 + 250.0 * rng.random()  # a slow shard open on shared storage
+        f = k.data_wait_frac
+        starved_ms = f / (1 - f) * (sum(compute) / len(compute) + allreduce_ms + OVERHEAD_MS)
+        data, allreduce, barrier = [], [], []
+        for _ in compute:
+            z = gauss(0.0, 1.0)
+            data.append(data_common * exp(0.2 * z) + starved_ms * exp(0.05 * z))
+            u = rng.random()
+            allreduce.append(allreduce_ms * (0.99 + 0.02 * u))
+            barrier.append(BARRIER_MS * (0.5 + u))
+        arrivals = [d + c for d, c in zip(data, compute, strict=True)]
+        last = max(arrivals)
+        sync = [last - a + b for a, b in zip(arrivals, barrier, strict=True)]
+        f = k.tokenizer_frac
+        tokenizer_ms = TOKENIZER_MS * exp(gauss(0.0, 0.3)) + f / (1 - f) * (last + allreduce_ms + OVERHEAD_MS)
+        bubble = self._shape.bubble
+        bubble_ms = max(compute) * bubble / (1 - bubble)
+        wall = last + bubble_ms + tokenizer_ms + allreduce_ms + OVERHEAD_MS
+        return Step(compute, data, sync, allreduce, tokenizer_ms, wall)
+
+    def _compute(self, k: Knobs, clocks: tuple[float, ...]) -> list[float]:
+        """Each rank's forward+backward+optimizer time (ms)."""
+        rng, gauss, exp = self._rng, self._rng.gauss, math.exp
+        base = self._shape.compute_ms / (k.flop_efficiency * k.kernel_density) * exp(gauss(0.0, STEP_JITTER))
+        compute = [base * speed * exp(gauss(0.0, RANK_JITTER)) for speed in self._rank_speed]
+        if k.imbalance_cv:  # data-dependent work: a different rank draws the heavy batch each step
+            compute = [c * max(0.4, 1.0 + k.imbalance_cv * gauss(0.0, 1.0)) for c in compute]
+        for g, delay in enumerate(self._allocator_delay(k)):
+            compute[g] *= k.rank_slowdown[g] / clocks[g] * delay
+        if rng.random() < P_GC_PAUSE:  # a full Python GC on one rank
+            compute[int(rng.random() * self._shape.ranks)] += 200.0 + 400.0 * rng.random()
+        return compute
+
+    def _allocator_delay(self, k: Knobs) -> list[float]:
+        """Near-full GPU memory makes cudaMalloc retry (free the cache, synchronise): step jitter.
+
+        Data-parallel ranks run the same graph on the same shapes, so their
+        allocators fragment alike and retry on the same steps: one draw per tick.
+        """
+        pressure = [memory_pressure(frac) for frac in k.memory_frac]
+        if not any(pressure):
+            return [1.0] * self._shape.gpus
+        rng = self._rng
+        jitter, retry, cost = rng.gauss(0.0, 1.0), rng.random(), rng.uniform(0.1, 0.3)
+        return [
+            math.exp(0.04 * p * jitter) * (1.0 + cost if retry < 0.3 * p else 1.0) for p in pressure
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Reporter:
+    """Writes the training loop's report of each finished step, as the contract's :class:`TrainingSample`."""
+
+    rng: random.Random
+    job: JobConfig
+    shape: JobShape
+    hostname: str
+    rank_hosts: list[str]
+
+    def report(self, ts: float, global_step: int, step: Step, checkpoint_ms: float) -> TrainingSample:
+        """The report at ``ts`` for the step that just finished (``checkpoint_ms``: a save it ended)."""
+        job, shape, gauss, n = self.job, self.shape, self.rng.gauss, self.shape.ranks
+        avg_seq = self._avg_seq_len()
+        tokens = shape.global_batch * avg_seq
+        step_ms = step.wall_ms + checkpoint_ms
+        tokens_per_sec = tokens / (step_ms / 1000.0)
+        achieved = shape.flops_per_token * tokens_per_sec / n
+        rank_tokens = tokens / n
+        ranks = tuple(
+            RankSample(
+                rank=r,
+                gpu_index=r % shape.gpus,
+                hostname=self.rank_hosts[r],
+                step_time_ms=round(step.compute[r] + step.allreduce[r], 3),
+                tokens_per_sec=round(rank_tokens / ((step.compute[r] + step.allreduce[r]) / 1000.0), 1),
+                data_wait_ms=round(step.data[r], 3),
+                sync_wait_ms=round(step.sync[r], 3),
+                all_reduce_wait_ms=round(step.allreduce[r], 3),
+            )
+            for r in range(n)
+        )
+        return TrainingSample(
+            timestamp=ts,
+            workload_kind=job.workload_kind,
+            model_family=job.model_family,
+            model_name=job.model_name,
+            framework=job.framework,
+            precision=job.precision,
+            hostname=self.hostname,
+            global_step=global_step,
+            step_time_ms=round(step_ms, 3),
+            tokens_per_sec=round(tokens_per_sec, 1),
+            samples_per_sec=round(shape.global_batch / (step_ms / 1000.0), 3),
+            mfu=round(min(1.0, achieved / PEAK_BF16_FLOPS), 4),
+            tflops=round(achieved / 1e12, 2),
+            avg_seq_len=round(avg_seq, 1),
+            max_seq_len=float(job.max_seq_len),
+            data_wait_ms=round(sum(step.data) / n, 3),
+            tokenizer_wait_ms=round(step.tokenizer_ms, 3),
+            sync_wait_ms=round(sum(step.sync) / n, 3),
+            all_reduce_wait_ms=round(sum(step.allreduce) / n, 3),
+            checkpoint_ms=round(checkpoint_ms, 3),
+            pipeline_bubble_ratio=self._bubble_ratio(),
+            loss=round(expected_loss(global_step) + gauss(0.0, 0.025), 4),
+            grad_norm=round(0.28 * math.exp(gauss(0.0, 0.12)), 4),
+            learning_rate=learning_rate(global_step, job),
+            world_size=n,
+            global_batch_size=shape.global_batch,
+            micro_batch_size=job.micro_batch_size,
+            gradient_accumulation_steps=job.gradient_accumulation_steps,
+            tensor_parallel_size=job.tensor_parallel_size,
+            pipeline_parallel_size=job.pipeline_parallel_size,
+            data_parallel_size=shape.data_parallel,
+            ranks=ranks,
+        )
+
+    def _bubble_ratio(self) -> float:
+        """The schedule's idle share as a profiler would measure it: the theory, a little noisy."""
+        bubble = self.shape.bubble
+        if not bubble:
+            return 0.0
+        return round(min(1.0, max(0.0, bubble + self.rng.gauss(0.0, 0.004))), 4)
+
+    def _avg_seq_len(self) -> float:
+        """Real tokens per sequence: packing fills ~99.8 % of each; otherwise the batch's mean document."""
+        job, gauss = self.job, self.rng.gauss
+        if job.packing:
+            return job.max_seq_len * (0.998 + 0.001 * max(-1.5, min(1.5, gauss(0.0, 1.0))))
+        return min(float(job.max_seq_len), max(64.0, job.mean_doc_len * math.exp(gauss(0.0, 0.08))))
