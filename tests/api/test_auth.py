@@ -33,12 +33,13 @@ def test_ingest_without_the_right_token_is_401(guarded, header):
 def test_ingest_with_the_token_is_accepted_and_reads_stay_open(guarded):
     status, _, _ = guarded.request("POST", "/v1/training", BODY, dict(JSON, Authorization=f"Bearer {TOKEN}"))
     assert status == 202
-    assert guarded.request("GET", "/v1/snapshot")[0] == 200  # scope "ingest": reads need no token
+    for path in ("/v1/snapshot", "/v1/history"):
+        assert guarded.request("GET", path)[0] == 200  # scope "ingest": reads need no token
 
 
 def test_scope_all_guards_every_endpoint(serve_app):
     served = serve_app(lambda engine: parts.app(engine, auth_token=TOKEN, auth_scope="all"))
-    for path in ("/healthz", "/v1/snapshot", "/metrics", "/v1/metrics"):
+    for path in ("/healthz", "/v1/snapshot", "/v1/history", "/metrics", "/v1/metrics"):
         assert served.request("GET", path)[0] == 401
         assert served.request("GET", path, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
 

@@ -83,21 +83,18 @@ class Snapshot:
         """
         data = _object(data, "snapshot")
         timestamp = _optional_number(data, "timestamp", "timestamp")
-        mode = data.get("mode")
-        if not isinstance(mode, str):
-            raise SampleError("mode", f"must be a string, got {type_name(mode)}")
-        collectors = data.get("collectors") or []
-        if not isinstance(collectors, list) or not all(isinstance(c, str) for c in collectors):
-            raise SampleError("collectors", "must be an array of strings")
-        version = data.get("version") or ""
-        if not isinstance(version, str):
-            raise SampleError("version", f"must be a string, got {type_name(version)}")
+        mode = _text(data.get("mode"), "mode")
+        collectors = data.get("collectors", [])
+        if not isinstance(collectors, list):
+            raise SampleError("collectors", f"must be an array, got {type_name(collectors)}")
         gpus, host, training = _samples(data, "", UNBOUNDED_RANKS)
         if "diagnosis" not in data:
             raise SampleError("diagnosis", "is required")
-        diagnosis = Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0)
-        return cls(timestamp, mode, tuple(collectors), version, gpus, host, training, diagnosis,
-                   _optional_number(data, "uptime_s", "uptime_s"))
+        return cls(timestamp=timestamp, mode=mode,
+                   collectors=tuple(_text(c, f"collectors[{i}]") for i, c in enumerate(collectors)),
+                   version=_text(data.get("version", ""), "version"), gpus=gpus, host=host, training=training,
+                   diagnosis=Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0),
+                   uptime_s=_optional_number(data, "uptime_s", "uptime_s"))
 
 
 def build_snapshot(
@@ -170,7 +167,7 @@ def _samples_dict(gpus: Sequence[GpuSample], host: HostSample | None,
 def _samples(data: Mapping[str, Any], prefix: str,
              max_ranks: int) -> tuple[tuple[GpuSample, ...], HostSample | None, TrainingSample | None]:
     """The ``gpus``, ``host`` and ``training`` of a snapshot or a frame, through the ingest parsers."""
-    gpus = parse_gpus(data.get("gpus") or [], f"{prefix}gpus")
+    gpus = () if data.get("gpus") is None else parse_gpus(data["gpus"], f"{prefix}gpus")
     host = None if data.get("host") is None else parse_host(data["host"], f"{prefix}host")
     raw = data.get("training")
     if raw is None:
@@ -185,6 +182,12 @@ def _object(data: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(data, Mapping):
         raise SampleError("", f"the {what} must be a JSON object, got {type_name(data)}")
     return data
+
+
+def _text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise SampleError(field, f"must be a string, got {type_name(value)}")
+    return value
 
 
 def _optional_number(data: Mapping[str, Any], key: str, field: str) -> float | None:
