@@ -32,7 +32,7 @@ def sim_history(ranks: int) -> History:
     """Two minutes of a straggler job's snapshots, as the client-side ring would hold them."""
     node = SimulatedNode("rank_straggler", ranks=ranks)
     history = History()
-    for t in range(0, 121):
+    for t in range(121):
         c = node.sample(float(t))
         history.add({"timestamp": node.start_ts + t, "mode": "sim", "gpus": [to_dict(g) for g in c.gpus],
                      "host": to_dict(c.host), "training": to_dict(c.training) if c.training else None,

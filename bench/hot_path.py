@@ -23,16 +23,16 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from trainpulse_otel import TrainingMonitor  # noqa: E402
-from trainpulse_otel.samples import to_dict  # noqa: E402
+from trainpulse_otel import TrainingMonitor
+from trainpulse_otel.samples import to_dict
 
 SEQ_LENS = [512, 480, 512, 377, 512, 500, 512, 256]
 JOB_FIELDS = {"precision": "bf16", "global_batch_size": 64, "micro_batch_size": 8, "world_size": 8}
@@ -67,7 +67,7 @@ def floor(steps: int) -> None:
     out = []
     for i in range(steps):
         value = float(i)
-        out.append({name: value for name in FIELD_NAMES})
+        out.append(dict.fromkeys(FIELD_NAMES, value))
 
 
 def monitor_body(monitor: TrainingMonitor, extra: bool) -> Callable[[int], None]:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from trainpulse_otel import TrainingMonitor  # noqa: E402
+from trainpulse_otel import TrainingMonitor
 
 BATCH = 32
 
@@ -85,7 +85,7 @@ def main() -> None:
     finally:
         monitor.close()
     base, mon = statistics.median(without), statistics.median(with_monitor)
-    pairs = statistics.median((m - b) / b for b, m in zip(without, with_monitor))
+    pairs = statistics.median((m - b) / b for b, m in zip(without, with_monitor, strict=True))
     print(f"fast-step loop overhead: median of {args.runs} alternating runs of {args.steps} steps")
     print(f"{'':16} {'ms/step':>8}")
     print(f"{'without monitor':16} {base * 1000:8.3f}")

@@ -18,7 +18,7 @@ import os
 import statistics
 import tempfile
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from trainpulse_otel.collect.sim import SimulatedNode
 from trainpulse_otel.collect.trace import bounded_lines, encode_line, read_trace

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.collect.sim import SimulatedNode
@@ -36,7 +36,7 @@ def main() -> None:
     print(f"floor (empty Collected): {floor * 1e6:8.2f} us/call")
     for ranks in (8, 64, 512, 4096):
         calls = max(20, CALLS * 8 // ranks)
-        cost = per_call(lambda: SimulatedNode("thermal_instability", ranks=ranks).sample, calls)
+        cost = per_call(lambda ranks=ranks: SimulatedNode("thermal_instability", ranks=ranks).sample, calls)
         print(f"sim {ranks:5d} ranks: {cost * 1e3:8.3f} ms/call  ({cost / floor:,.0f}x floor)")
 
 

@@ -63,7 +63,7 @@ def test_training_is_recorded_only_when_new(tmp_path):
 
 
 def test_malformed_lines_are_reported_with_their_number_and_skipped(tmp_path):
-    path, live = _record(tmp_path, ticks=5)
+    path, _live = _record(tmp_path, ticks=5)
     lines = path.read_text().splitlines()
     lines.insert(2, "{not json")
     lines.insert(4, json.dumps({"ts": 5, "gpus": [{"index": 0}], "host": {}}))

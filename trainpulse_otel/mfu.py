@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 # ---------------------------------------------------------------- FLOPs per token
 
@@ -220,7 +221,7 @@ def peak_flops(gpu_name: str | None, dtype: Any = "bf16") -> float | None:
     key, kind = match_gpu(gpu_name), normalize_dtype(dtype)
     if key is None or kind is None:
         return None
-    return dict((k, peaks) for k, _, peaks in PEAK_TABLE)[key].get(kind)
+    return {k: peaks for k, _, peaks in PEAK_TABLE}[key].get(kind)
 
 
 def resolve_peak_flops(gpu_name: str | None, dtype: Any = "bf16", override: float | None = None) -> float | None:

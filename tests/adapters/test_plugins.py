@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from trainpulse_otel.runtime import plugins
 from trainpulse_otel.adapters import Adapter
+from trainpulse_otel.runtime import plugins
 
 BUILTINS = {"generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan"}
 
@@ -48,13 +48,13 @@ NOT_AN_ADAPTER = 42
 
 @pytest.fixture
 def third_party(tmp_path, monkeypatch):
-    _install_plugin(tmp_path, "acme_trainpulse", "\n".join([
-        "acme = acme_adapter:ADAPTER",
-        "acme-class = acme_adapter:ClassPlugin",
-        "broken = acme_missing_module:ADAPTER",
-        "bogus = acme_adapter:NOT_AN_ADAPTER",
-        "megatron = acme_adapter:ADAPTER",
-    ]), "acme_adapter", PLUGIN_SOURCE)
+    _install_plugin(tmp_path, "acme_trainpulse", (
+        "acme = acme_adapter:ADAPTER\n"
+        "acme-class = acme_adapter:ClassPlugin\n"
+        "broken = acme_missing_module:ADAPTER\n"
+        "bogus = acme_adapter:NOT_AN_ADAPTER\n"
+        "megatron = acme_adapter:ADAPTER"
+    ), "acme_adapter", PLUGIN_SOURCE)
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("acme_adapter", None)

@@ -39,7 +39,7 @@ def test_generic_passes_contract_fields_and_the_original_tools_keys():
 
 
 def test_unknown_keys_only_is_a_clear_error_listing_them():
-    with pytest.raises(SampleError, match="nothing measurable.*foo, bar"):
+    with pytest.raises(SampleError, match=r"nothing measurable.*foo, bar"):
         generic.translate({"foo": 1, "bar": 2}).sample()
 
 

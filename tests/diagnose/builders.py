@@ -12,13 +12,13 @@ and signal state machine and records what was raised and cleared, and when.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from trainpulse_otel.diagnose.types import Finding
 from trainpulse_otel.diagnose.tick import TickBuilder
 from trainpulse_otel.diagnose.tracker import SignalTracker
-from trainpulse_otel.diagnose.types import Transition
+from trainpulse_otel.diagnose.types import Finding, Transition
 from trainpulse_otel.samples import Frame, GpuSample, HostSample, RankSample, TrainingSample
 
 T0 = 1_764_400_000.0
@@ -54,7 +54,7 @@ def ranks(n: int, rng: random.Random, step_ms: float, every: Mapping[str, Any],
                               **fields))
     arrivals = [x.data_wait_ms + x.step_time_ms - x.all_reduce_wait_ms for x in out]
     last = max(arrivals)
-    return tuple(replace(x, sync_wait_ms=round(last - a + 1.5, 3)) for x, a in zip(out, arrivals))
+    return tuple(replace(x, sync_wait_ms=round(last - a + 1.5, 3)) for x, a in zip(out, arrivals, strict=True))
 
 
 def job(t: float, seed: int = 0, n_ranks: int = 8, gpu_changes: Mapping[str, Any] | None = None,

@@ -8,10 +8,9 @@ from importlib.metadata import distribution
 import pytest
 
 from tests.diagnose.builders import job
-from trainpulse_otel.runtime import plugins
 from trainpulse_otel.diagnose import DEFAULT_POLICY, ROOT_CAUSES, SIGNALS, DiagnosticPipeline
 from trainpulse_otel.diagnose.detectors import LowMfu
-from trainpulse_otel.runtime import build_pipeline
+from trainpulse_otel.runtime import build_pipeline, plugins
 
 
 def detectors(autoload: bool | None = None) -> list:
@@ -91,7 +90,7 @@ def test_a_third_party_detector_and_rule_join_the_pipeline(third_party):
     assert _signal_active(result) == {("loss_spike", "warning"): 1, ("loss_spike", "critical"): 0}
 
 
-def _signal_active(result) -> dict:  # noqa: ANN001
+def _signal_active(result) -> dict:
     """The plugin signal's ``trainpulse.signal.active`` series, as the OTel reader sees them."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.metrics import MeterProvider

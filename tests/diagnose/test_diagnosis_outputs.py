@@ -8,10 +8,10 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from tests import parts
-from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim_records
+from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.publish.otel import EVENT_RAISED, EVENT_ROOT_CAUSE, DiagnosisPublisher
+from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim_records
 from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 #: Long enough for each fault to show and its cause to settle (the full runs are ``trainpulse eval``).

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from trainpulse_otel.cli import main
-from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, _latency
 from trainpulse_otel.diagnose.types import Transition
+from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, _latency
 
 
 def test_eval_prints_a_row_per_scenario_and_a_summary(capsys):
@@ -41,7 +41,9 @@ def test_a_missed_figure_fails_the_run():
 
 
 def test_latency_counts_from_the_onset_and_an_already_active_signal_at_zero():
-    t = lambda ts, event: (ts, Transition(ts, event, "s", "warning", {}))  # noqa: E731
+    def t(ts: float, event: str) -> tuple[float, Transition]:
+        return ts, Transition(ts, event, "s", "warning", {})
+
     assert _latency([t(95.0, "raised")], "s", 90.0) == 5.0
     assert _latency([t(50.0, "raised"), t(95.0, "raised")], "s", 90.0) == 0.0
     assert _latency([t(50.0, "raised"), t(60.0, "cleared"), t(97.0, "raised")], "s", 90.0) == 7.0

@@ -6,6 +6,7 @@ import pytest
 
 from tests.diagnose.builders import GIB, GPU_TOTAL, T0, Harness, job
 from trainpulse_otel.diagnose.detectors import GpuOomRisk, HostOomRisk, ThermalThrottleRisk
+from trainpulse_otel.samples import Frame
 
 
 def gpu_leak(t: float, start: float = 60.0, per_s: float = 25e6, gpu: int = 3):
@@ -76,7 +77,9 @@ def test_when_training_resumes_the_post_mortem_clears():
 def test_host_memory_noise_raises_nothing():
     import math
 
-    wave = lambda t: job(t, host_changes={"memory_available_bytes": int((1400 + 3 * math.sin(t / 200)) * GIB)})  # noqa
+    def wave(t: float) -> Frame:
+        return job(t, host_changes={"memory_available_bytes": int((1400 + 3 * math.sin(t / 200)) * GIB)})
+
     assert Harness(HostOomRisk()).run(range(900), wave).raised() == []
 
 
@@ -121,7 +124,9 @@ def test_a_quick_rebound_after_a_lighter_spell_is_no_risk():
 
 
 def test_the_whole_node_warming_at_the_same_power_is_a_risk_on_every_gpu():
-    room = lambda t: job(t, gpu_changes={"temperature_celsius": float(round(66.0 + max(0.0, t - 60) / 12.0))})  # noqa
+    def room(t: float) -> Frame:
+        return job(t, gpu_changes={"temperature_celsius": float(round(66.0 + max(0.0, t - 60) / 12.0))})
+
     h = Harness(ThermalThrottleRisk()).run(range(200), room)
     assert {x.subject["gpu_index"] for x in h.raised()} == set(range(8))
 

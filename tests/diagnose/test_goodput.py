@@ -23,7 +23,7 @@ def report(step: int, rng: random.Random, **fields: float) -> TrainingSample:
     return TrainingSample(global_step=step, **base)
 
 
-def run(steps: int, fault=None, causes=(), straggler=False, seed=0):  # noqa: ANN001, ANN201
+def run(steps: int, fault=None, causes=(), straggler=False, seed=0):
     """Feed ``steps`` one-second steps (``fault(step)`` gives changed fields); the budget and the account."""
     rng, builder, account = random.Random(seed), BudgetBuilder(), GoodputAccount()
     ts = T0

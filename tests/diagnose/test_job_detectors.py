@@ -26,13 +26,13 @@ STEP_SHARES = [
 ]
 
 
-@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+@pytest.mark.parametrize(("detector", "fault", "signal"), STEP_SHARES)
 def test_a_one_step_spike_is_ignored(detector, fault, signal):
     h = Harness(detector()).run(range(120), lambda t: job(t, training=fault if t == 60 else None))
     assert h.raised() == []
 
 
-@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+@pytest.mark.parametrize(("detector", "fault", "signal"), STEP_SHARES)
 def test_a_persistent_wait_is_raised_within_seconds_and_clears_after_recovery(detector, fault, signal):
     h = Harness(detector()).run(range(200), lambda t: job(t, training=fault if 60 <= t < 120 else None))
     assert 60 < h.first_raise_s(signal) <= 66
@@ -40,7 +40,7 @@ def test_a_persistent_wait_is_raised_within_seconds_and_clears_after_recovery(de
     assert 120 < h.cleared()[0].ts - 1_764_400_000.0 <= 150
 
 
-@pytest.mark.parametrize("detector, fault, signal", STEP_SHARES)
+@pytest.mark.parametrize(("detector", "fault", "signal"), STEP_SHARES)
 def test_a_fault_present_from_the_first_sample_is_found(detector, fault, signal):
     h = Harness(detector()).run(range(30), lambda t: job(t, training=fault))
     assert h.first_raise_s(signal) <= 5

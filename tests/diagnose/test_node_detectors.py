@@ -71,7 +71,9 @@ def test_throttle_cycles_do_not_flap():
 
 
 def test_a_gpu_heating_fast_alone_is_instability_before_it_throttles():
-    ramp = lambda t: hot(5, 67.0 + min(18.0, max(0.0, t - 100) * 0.4))  # noqa: E731 - +0.4 °C/s to 85 °C
+    def ramp(t: float) -> dict:  # +0.4 °C/s to 85 °C
+        return hot(5, 67.0 + min(18.0, max(0.0, t - 100) * 0.4))
+
     h = Harness(ThermalInstability()).run(range(200), lambda t: job(t, gpus=ramp(t)))
     first = h.first_raise_s("thermal_instability")
     assert first is not None and first <= 100 + 25

@@ -47,7 +47,7 @@ def test_baseline_is_not_ready_during_warmup_and_scores_zero():
 
 def test_trend_fits_any_trailing_window_exactly():
     trend = Trend(600.0)
-    for t in range(0, 300):
+    for t in range(300):
         y = 5.0 if t < 200 else 5.0 + 0.5 * (t - 200)  # flat, then a ramp over the last 100 s
         trend.add(1e9 + t, y)
     slope, now, r2, n = trend.fit(60.0)

@@ -20,7 +20,7 @@ def report(t: float, n: int, compute, convention: str = "own_busy", allreduce_ms
     rng = random.Random(hash((t, n)))
     work = [compute(r, rng) for r in range(n)]
     data = [4.0 * rng.uniform(0.8, 1.2) for _ in range(n)]
-    arrivals = [d + c for d, c in zip(data, work)]
+    arrivals = [d + c for d, c in zip(data, work, strict=True)]
     last = max(arrivals)
     wall = last + allreduce_ms + 12.0
     ranks = []
@@ -82,7 +82,7 @@ def test_data_dependent_imbalance_is_not_a_straggler():
     def imbalanced(r, rng):
         return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))
     for seed in range(3):
-        h = Harness(RankStraggler()).run(range(400), lambda t: report(t + 1000 * seed, 8, imbalanced))
+        h = Harness(RankStraggler()).run(range(400), lambda t, seed=seed: report(t + 1000 * seed, 8, imbalanced))
         assert h.raised() == []
 
 

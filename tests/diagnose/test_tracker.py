@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainpulse_otel.diagnose.types import Finding, Policy
 from trainpulse_otel.diagnose.tracker import SignalTracker
+from trainpulse_otel.diagnose.types import Finding, Policy
 
 POLICY = Policy(raise_evidence=2.5, min_observations=2, hold=0.75, clear_after_s=20.0, stale_after_s=60.0)
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
-from tests.exports.receivers import GrpcReceiver, HttpReceiver
 from tests import parts
+from tests.exports.receivers import GrpcReceiver, HttpReceiver
 from trainpulse_otel.api import ApiServer
 from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime.engine import Engine
@@ -21,7 +22,7 @@ from trainpulse_otel.runtime.engine import Engine
 def clean_otel_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No OTEL_* variable of the machine running the tests leaks into them."""
     for name in list(os.environ):
-        if name.startswith("OTEL_") or name.startswith("TRAINPULSE_"):
+        if name.startswith(("OTEL_", "TRAINPULSE_")):
             monkeypatch.delenv(name)
 
 

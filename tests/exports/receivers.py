@@ -17,10 +17,11 @@ import socket
 import threading
 import time
 import zlib
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
@@ -106,7 +107,7 @@ class _MetricsServicer(metrics_service_pb2_grpc.MetricsServiceServicer):
     def __init__(self, received: Received) -> None:
         self.received = received
 
-    def Export(self, request, context):  # noqa: N802, ANN001, ANN201 - gRPC's names
+    def Export(self, request, context):  # noqa: N802 - gRPC's method name
         self.received.add(request)
         return metrics_service_pb2.ExportMetricsServiceResponse()
 
@@ -115,7 +116,7 @@ class _LogsServicer(logs_service_pb2_grpc.LogsServiceServicer):
     def __init__(self, received: Received) -> None:
         self.received = received
 
-    def Export(self, request, context):  # noqa: N802, ANN001, ANN201
+    def Export(self, request, context):  # noqa: N802 - gRPC's method name
         self.received.add(request)
         return logs_service_pb2.ExportLogsServiceResponse()
 
@@ -151,7 +152,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
     received: Received  # set on the subclass made per receiver
     headers_seen: list[dict[str, str]]
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         kinds = _PATHS.get(self.path)
         if kinds is None:
             self.send_error(404)
@@ -175,7 +176,7 @@ class _OtlpHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet in tests
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's parameter name
         pass
 
 

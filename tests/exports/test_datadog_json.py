@@ -9,7 +9,7 @@ from tests.exports.scenario import exercise_every_instrument
 from trainpulse_otel import __version__
 
 
-def fetch(served) -> list[dict]:  # noqa: ANN001
+def fetch(served) -> list[dict]:
     status, content_type, body = served.get("/v1/metrics")
     assert status == 200 and content_type.startswith("application/json")
     return json.loads(body)

@@ -11,13 +11,13 @@ from tests.exports.scenario import exercise_every_instrument
 from trainpulse_otel.publish.otel import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
 
 
-def kind_of(metric) -> str:  # noqa: ANN001 - an SDK Metric
+def kind_of(metric) -> str:  # metric: an SDK Metric
     if isinstance(metric.data, Histogram):
         return "histogram"
     return "counter" if isinstance(metric.data, Sum) and metric.data.is_monotonic else "gauge"
 
 
-def prometheus_name(metric) -> str:  # noqa: ANN001
+def prometheus_name(metric) -> str:
     """The name the OTel Prometheus exporter gives ``metric`` (its own mapping functions)."""
     name, unit = sanitize_full_name(metric.name), map_unit(metric.unit or "")
     if unit and not name.endswith("_" + unit):

@@ -20,7 +20,7 @@ class BrokenCollector:
         pass
 
 
-def points(engine, name: str) -> list:  # noqa: ANN001
+def points(engine, name: str) -> list:
     for rm in engine.exports.datadog.reader.get_metrics_data().resource_metrics:
         for sm in rm.scope_metrics:
             for metric in sm.metrics:

@@ -104,8 +104,8 @@ def test_the_reader_asks_the_sdk_for_that_temporality(temporality, expected):
         assert isinstance(reader, PeriodicExportingMetricReader)
         preferred = reader._exporter._preferred_temporality  # what the reader passes on to the SDK
         assert {kind: preferred[kind] for kind in expected} == expected
-        assert export.descriptions == [f"OTLP metrics → http://127.0.0.1:9/v1/metrics (http/protobuf, every 10s, "
-                                       f"{temporality} temporality)"]
+        assert export.descriptions == [(f"OTLP metrics → http://127.0.0.1:9/v1/metrics (http/protobuf, every 10s, "
+                                        f"{temporality} temporality)")]
     finally:
         reader.shutdown(timeout_millis=1000)
 

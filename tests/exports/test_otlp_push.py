@@ -20,7 +20,7 @@ CUMULATIVE = AggregationTemporality.AGGREGATION_TEMPORALITY_CUMULATIVE
 QUIET = 3600  # export_interval: the test flushes explicitly, the periodic thread stays out of the way
 
 
-def number(point) -> float:  # noqa: ANN001 - a protobuf NumberDataPoint
+def number(point) -> float:  # point: a protobuf NumberDataPoint
     return getattr(point, point.WhichOneof("value"))
 
 
@@ -64,7 +64,7 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
     assert number(got.metric_points("trainpulse.health.score")[-1][1]) == 100.0
 
 
-def _export_twice(engine) -> None:  # noqa: ANN001
+def _export_twice(engine) -> None:
     """Two ingests, an export, one more ingest, another export."""
     for step_time_ms in (800.0, 1200.0):
         engine.ingest(parse_training({"step_time_ms": step_time_ms, "framework": "pytorch", "model_name": "m"}))

@@ -68,8 +68,7 @@ def test_concurrent_scrapes_each_get_everything(serve):
     bodies: list[bytes] = []
 
     def scrape() -> None:
-        for _ in range(5):
-            bodies.append(served.get("/metrics")[2])
+        bodies.extend(served.get("/metrics")[2] for _ in range(5))
 
     threads = [threading.Thread(target=scrape) for _ in range(4)]
     for thread in threads:

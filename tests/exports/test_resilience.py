@@ -36,7 +36,7 @@ def test_export_status_logs_first_failure_then_with_backoff_then_recovery(caplog
     status = ExportStatus("OTLP metrics export to x", clock=clock)
     caplog.set_level(logging.INFO, logger=RESILIENCE_LOGGER)
     reports = []
-    for second in range(0, 400):  # one failed export a second for 400 s
+    for second in range(400):  # one failed export a second for 400 s
         clock.now = 1000.0 + second
         status.record(False)
         reports.extend(second for r in caplog.records[len(reports):] if r.levelno == logging.WARNING)
@@ -78,7 +78,7 @@ def test_run_bounded_gives_up_on_a_stuck_step_and_survives_a_failing_one(caplog)
 # ------------------------------------------------------------ real failures
 
 
-def _drive(engine, seconds: float) -> float:  # noqa: ANN001
+def _drive(engine, seconds: float) -> float:
     """Tick for ``seconds`` (as the daemon would, every 50 ms); return the slowest tick."""
     slowest, end = 0.0, time.monotonic() + seconds
     while time.monotonic() < end:
@@ -89,7 +89,7 @@ def _drive(engine, seconds: float) -> float:  # noqa: ANN001
     return slowest
 
 
-def _failure_warnings(caplog) -> list[str]:  # noqa: ANN001
+def _failure_warnings(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == RESILIENCE_LOGGER and r.levelno == logging.WARNING]
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import string
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, ClassVar
 
 ERROR_CODES = {
     "NVML_ERROR_UNINITIALIZED": 1,
@@ -108,9 +109,9 @@ def _error_classes(module: types.ModuleType) -> None:
     """NVMLError plus one subclass per code, named and built like pynvml's."""
 
     class NVMLError(Exception):
-        _valClassMapping: dict[int, type] = {}
+        _valClassMapping: ClassVar[dict[int, type]] = {}
 
-        def __new__(typ, value):  # noqa: N804 - pynvml's own spelling
+        def __new__(typ, value):  # pynvml's own spelling
             if typ == NVMLError:
                 typ = NVMLError._valClassMapping.get(value, typ)
             obj = Exception.__new__(typ)

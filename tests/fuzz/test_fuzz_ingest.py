@@ -30,7 +30,7 @@ values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.di
                       max_leaves=12)
 rank_entry = st.dictionaries(st.sampled_from(sorted(RANK_RULES)), values, max_size=6)
 payload = st.dictionaries(
-    st.one_of(st.sampled_from(sorted(TRAINING_RULES) + ["ranks"]), st.text(max_size=10)),
+    st.one_of(st.sampled_from([*sorted(TRAINING_RULES), "ranks"]), st.text(max_size=10)),
     st.one_of(values, st.lists(rank_entry, max_size=5)),
     max_size=12,
 )

@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from trainpulse_otel.integrations.huggingface import TrainPulseCallback  # noqa: E402
+from trainpulse_otel.integrations.huggingface import TrainPulseCallback  # noqa: E402 - after the importorskip guard
 
 VOCAB, MAX_LEN = 96, 32
 
@@ -29,7 +29,7 @@ class PaddedTokens(torch.utils.data.Dataset):
         return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
 
 
-def tiny_trainer(tmp_path, callback: TrainPulseCallback, steps: int = 12) -> "transformers.Trainer":
+def tiny_trainer(tmp_path, callback: TrainPulseCallback, steps: int = 12) -> transformers.Trainer:
     config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=MAX_LEN,
                                      bos_token_id=0, eos_token_id=0)
     torch.manual_seed(0)

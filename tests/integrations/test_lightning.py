@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("lightning.pytorch")
 
-from trainpulse_otel.integrations.lightning import TrainPulseCallback  # noqa: E402
+from trainpulse_otel.integrations.lightning import TrainPulseCallback  # noqa: E402 - after the importorskip guard
 
 VOCAB, SEQ, BATCH = 50, 16, 4
 
@@ -18,11 +18,11 @@ class TokenModel(pl.LightningModule):
         self.embed = torch.nn.Embedding(VOCAB, 16)
         self.head = torch.nn.Linear(16, VOCAB)
 
-    def training_step(self, batch, batch_idx):  # noqa: ANN001, ANN201
+    def training_step(self, batch, batch_idx):
         logits = self.head(self.embed(batch["input_ids"]))
         return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), batch["input_ids"].reshape(-1))
 
-    def configure_optimizers(self):  # noqa: ANN201
+    def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
@@ -31,7 +31,7 @@ def loader() -> torch.utils.data.DataLoader:
     ids = torch.randint(1, VOCAB, (64, SEQ), generator=gen)
     lengths = torch.randint(4, SEQ + 1, (64,), generator=gen)
     mask = (torch.arange(SEQ)[None, :] < lengths[:, None]).long()
-    rows = [{"input_ids": i * m, "attention_mask": m} for i, m in zip(ids, mask)]
+    rows = [{"input_ids": i * m, "attention_mask": m} for i, m in zip(ids, mask, strict=True)]
     return torch.utils.data.DataLoader(rows, batch_size=BATCH)
 
 

@@ -42,7 +42,7 @@ def _value(rule: Rule) -> st.SearchStrategy:
     return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | whole
 
 
-def _fields(rules: dict[str, Rule], skip: set[str] = set()) -> st.SearchStrategy[dict]:
+def _fields(rules: dict[str, Rule], skip: frozenset[str] = frozenset()) -> st.SearchStrategy[dict]:
     """Any subset of the rules' fields, each with a valid value."""
     return st.fixed_dictionaries({}, optional={name: _value(rule) for name, rule in rules.items()
                                                if name not in IDENTITY | skip})
@@ -53,7 +53,7 @@ def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
     one = st.builds(lambda fields, throttle: (fields, throttle), _fields(GPU_RULES), reasons)
     return st.lists(one, max_size=4).flatmap(
         lambda items: st.permutations(range(len(items))).map(
-            lambda order: tuple(GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items))))
+            lambda order: tuple(GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items, strict=True))))
 
 
 def _training() -> st.SearchStrategy[TrainingSample]:

@@ -66,8 +66,9 @@ def test_diagnosis_outputs_are_not_read_back_as_inputs():
     provider = MeterProvider(metric_readers=[reader])
     meter = provider.get_meter("trainpulse_otel")
     register_measurements(meter, latest)
-    from trainpulse_otel.publish.otel import DiagnosisPublisher
     from opentelemetry.sdk._logs import LoggerProvider
+
+    from trainpulse_otel.publish.otel import DiagnosisPublisher
 
     DiagnosisPublisher(meter, LoggerProvider().get_logger("t"))
     frame = reader.read(1.0)

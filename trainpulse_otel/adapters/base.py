@@ -15,16 +15,17 @@ framework key it came from, so a client sees ``mfu(%)``, not ``mfu``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..samples import (
     DEFAULT_MAX_RANKS,
     TRAINING_RULES,
     SampleError,
     TrainingSample,
-    type_name,
     parse_training,
+    type_name,
 )
 
 #: Longer lines are no framework's log line (the longest real ones are a few KiB); they are skipped.
@@ -116,14 +117,14 @@ class Fields:
         self.notes: list[str] = []
 
     @classmethod
-    def from_payload(cls, payload: Any) -> "Fields":
+    def from_payload(cls, payload: Any) -> Fields:
         """Accept a flat dict or an envelope ``{"logs"|"metrics": {...}, <context>}``."""
         if not isinstance(payload, Mapping):
             raise SampleError("", f"body must be a JSON object, got {type_name(payload)}")
         return cls(unwrap(payload))
 
     @classmethod
-    def from_log(cls, record: Mapping[str, Any] | None, context: Mapping[str, Any], missing: str) -> "Fields":
+    def from_log(cls, record: Mapping[str, Any] | None, context: Mapping[str, Any], missing: str) -> Fields:
         """The newest record parsed from log text, over the request's context; ``missing`` if none."""
         if record is None:
             raise SampleError("", missing)

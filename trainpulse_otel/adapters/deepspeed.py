@@ -24,7 +24,8 @@ it, nor in the fwd + bwd + step breakdown.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..samples import SampleError
 from .base import Adapter, Fields, Rule, Translation, as_number, whole

@@ -8,7 +8,8 @@ is listed as ignored.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Adapter, Fields, Translation
 

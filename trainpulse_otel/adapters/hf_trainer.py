@@ -22,7 +22,8 @@ is read from its newest training entry, which carries its own ``step``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Adapter, Fields, Rule, Translation, note_not_training, scaled_by_world, world_size
 

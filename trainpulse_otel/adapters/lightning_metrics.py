@@ -19,7 +19,8 @@ device batches per second (gradient_accumulation_steps defaults to 1).
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import (
     Adapter,

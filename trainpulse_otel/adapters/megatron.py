@@ -21,7 +21,8 @@ the pipeline's receive timers -> sync_wait_ms (level 2), and with
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .base import Adapter, Fields, Rule, Translation, numeric_out, scaled_by_world, set_from_first
 from .megatron_text import PER_RANK_KEY, TIMER_PREFIX, newest_record

@@ -17,7 +17,8 @@ Two real vocabularies besides the contract's own names:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import Adapter, Fields, Rule, Translation, scaled_by_world
 

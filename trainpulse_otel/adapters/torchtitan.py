@@ -22,7 +22,8 @@ releases) is read as ``text/plain``: the newest complete training line wins.
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import (
     Adapter,

@@ -14,8 +14,9 @@ whole GPU for that tick instead of reporting a sample full of holes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from ..samples import THROTTLE_REASONS
 from ._once import LogOnce

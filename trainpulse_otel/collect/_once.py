@@ -7,7 +7,8 @@ operator needs to hear about it once.
 from __future__ import annotations
 
 import logging
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 
 class LogOnce:

@@ -26,7 +26,7 @@ class Collected:
     host: HostSample | None = None
     training: TrainingSample | None = None
 
-    def merge(self, other: "Collected") -> "Collected":
+    def merge(self, other: Collected) -> Collected:
         """Combine two bundles; the other's non-None parts win."""
         return Collected(
             gpus=other.gpus if other.gpus is not None else self.gpus,
@@ -57,4 +57,4 @@ class CollectorFactory(Protocol):
     composition root log the reason and go on without that collector.
     """
 
-    def __call__(self, settings: "Settings") -> Collector: ...
+    def __call__(self, settings: Settings) -> Collector: ...

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -127,7 +128,7 @@ class HostCollector:
         """``fn(*args)``, or None (logged once per field) when psutil cannot say."""
         try:
             return fn(*args)
-        except Exception as exc:  # psutil raises OSError, RuntimeError, NotImplementedError, …
+        except Exception as exc:  # noqa: BLE001 - psutil raises OSError, RuntimeError, NotImplementedError, …
             self._log_once(field, logging.WARNING, "host %s unavailable (%s: %s); reporting it as unknown",
                            field, type(exc).__name__, exc)
             return None

@@ -18,7 +18,8 @@ import os
 import shutil
 import signal
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..samples import GpuSample
 from ._nvml import NVML_H_REASON_BITS, decode_reasons
@@ -71,7 +72,7 @@ def _finite(text: str) -> float:
 
 
 def _mib_to_bytes(text: str) -> int:
-    return int(round(_finite(text) * _MIB))
+    return round(_finite(text) * _MIB)
 
 
 def _reasons(text: str) -> tuple[str, ...]:
@@ -130,7 +131,7 @@ def parse_row(row: list[str], on_bad_value: Callable[[str, str], None] | None = 
     if len(row) != len(_COLUMNS):
         raise SmiParseError("row", f"expected {len(_COLUMNS)} values, got {len(row)}")
     values: dict[str, Any] = {}
-    for (field, convert), raw in zip(_COLUMNS, row):
+    for (field, convert), raw in zip(_COLUMNS, row, strict=True):
         text = _cell(raw)
         if text is None:
             continue

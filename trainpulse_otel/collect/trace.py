@@ -9,11 +9,13 @@ is reported with its number and skipped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any, Iterable, Iterator, Union
+from typing import IO, Any
 
 from ..samples import (
     DEFAULT_MAX_RANKS,
@@ -33,7 +35,7 @@ KINDS = ("gpus", "host", "training")
 #: Longest trace line read; longer lines are reported and skipped (a 4,096-rank payload is ~1 MB).
 MAX_LINE_BYTES = 16 << 20
 
-Payload = Union[tuple[GpuSample, ...], HostSample, TrainingSample]
+Payload = tuple[GpuSample, ...] | HostSample | TrainingSample
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +104,8 @@ class TraceWriter:
 
     def _reset(self) -> None:
         if self._fh is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._fh.close()
-            except OSError:
-                pass
         self._fh = None
 
     def close(self) -> None:
@@ -171,7 +171,7 @@ def bounded_lines(fh: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]
 
 
 def read_trace(
-    lines: Iterable[Union[str, bytes]], errors: list[TraceError], max_line_bytes: int = MAX_LINE_BYTES
+    lines: Iterable[str | bytes], errors: list[TraceError], max_line_bytes: int = MAX_LINE_BYTES
 ) -> Iterator[TraceRecord]:
     """Yield the valid records of a trace; each bad line is appended to ``errors``.
 

@@ -20,7 +20,8 @@ these questions with small methods the rules read like sentences.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .tick import GpuState, NodeState
 from .types import CRITICAL, Signal

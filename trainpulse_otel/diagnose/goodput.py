@@ -26,8 +26,9 @@ Every badput figure only grows (they are exported as counters,
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..samples import TrainingSample
 from .budget import StepBudget

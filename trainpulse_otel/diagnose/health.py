@@ -19,7 +19,7 @@ Status: ``critical`` while any signal is critical or the score is under 50,
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .stats import decay
 from .types import CRITICAL, DEGRADED, HEALTHY, STATUS_CRITICAL, Health, Signal

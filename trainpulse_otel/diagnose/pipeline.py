@@ -11,13 +11,14 @@ however long the job has run.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
+from ..samples import Frame
 from .detectors.base import Detector
 from .health import HealthScorer
 from .rootcause import RootCauseRule, infer_root_causes
-from ..samples import Frame
 from .tick import TickBuilder
 from .tracker import SignalTracker
 from .types import Diagnosis, RootCause, Signal, Transition
@@ -73,7 +74,9 @@ class DiagnosticPipeline:
                 if findings is not None:
                     tracker.observe(source, findings, detector.policy, ts)
             except Exception:  # one broken detector (a plugin) must not blind the others
-                self._failed(detector)
+                if self._failed(detector) == 1:  # the first failure with its traceback, then quiet
+                    log.warning("detector %s failed; its signals hold until it judges again", detector.name,
+                                exc_info=True)
         tracker.expire(tick.ts)
         transitions = tracker.drain()
         signals = tracker.signals()
@@ -83,12 +86,11 @@ class DiagnosticPipeline:
         self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes)
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
-    def _failed(self, detector: Detector) -> None:
-        """Count a detector's failure; log the first one (with its traceback), then stay quiet."""
+    def _failed(self, detector: Detector) -> int:
+        """Count a detector's failure; return how many it has had so far."""
         name = detector.name
         self.failures[name] = self.failures.get(name, 0) + 1
-        if self.failures[name] == 1:
-            log.warning("detector %s failed; its signals hold until it judges again", name, exc_info=True)
+        return self.failures[name]
 
     def _root_causes(self, ts: float, signals: tuple[Signal, ...],
                      transitions: tuple[Transition, ...]) -> tuple[RootCause, ...]:

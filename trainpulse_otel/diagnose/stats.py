@@ -47,7 +47,7 @@ def sorted_median(s: list[float]) -> float:
 class RecentMedian:
     """Median of the last ``size`` values (a ring; ``size`` is small, 3–9)."""
 
-    __slots__ = ("_ring", "_size", "_next", "value")
+    __slots__ = ("_next", "_ring", "_size", "value")
 
     def __init__(self, size: int = 5) -> None:
         self._ring: list[float] = []
@@ -83,7 +83,7 @@ class RobustBaseline:
     ``min_scale`` keeps the band open on very quiet series (rounded readings).
     """
 
-    __slots__ = ("alpha", "warmup", "band", "adopt", "min_scale", "loc", "scale", "_seed")
+    __slots__ = ("_seed", "adopt", "alpha", "band", "loc", "min_scale", "scale", "warmup")
 
     def __init__(
         self,
@@ -149,7 +149,7 @@ class Trend:
     that keeps dozens of 10-minute series holds little and fragments nothing.
     """
 
-    __slots__ = ("max_span_s", "every_s", "_t", "_y", "_cum", "_head", "_base", "_origin", "_last")
+    __slots__ = ("_base", "_cum", "_head", "_last", "_origin", "_t", "_y", "every_s", "max_span_s")
 
     def __init__(self, max_span_s: float, every_s: float = 0.0) -> None:
         self.max_span_s = max_span_s
@@ -203,7 +203,7 @@ class Trend:
         self._y = array("d", (v - y0 for v in self._y))
         self._cum = array("d")
         n = st = sy = stt = sty = syy = 0.0
-        for t, v in zip(self._t, self._y):
+        for t, v in zip(self._t, self._y, strict=True):
             n, st, sy, stt, sty, syy = n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v
             self._cum.extend((n, st, sy, stt, sty, syy))
         self._base = _ZERO
@@ -226,7 +226,7 @@ class Trend:
             return None
         i = bisect_left(times, times[-1] - span_s, self._head)
         lo = self._base if i == self._head else self._sums_before(i)
-        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, self._cum[-SUMS:]))
+        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, self._cum[-SUMS:], strict=True))
         if n < 3:
             return None
         sxx = stt - st * st / n
@@ -237,7 +237,7 @@ class Trend:
         slope = sxy / sxx
         r2 = min(1.0, sxy * sxy / (sxx * syy)) if syy > 0 else 0.0
         now = sy / n + slope * (times[-1] - st / n)
-        return slope, self._origin[1] + now, r2, int(round(n))  # type: ignore[index]
+        return slope, self._origin[1] + now, r2, round(n)  # type: ignore[index]
 
 
 def t_stat(r2: float, n: int) -> float:
@@ -250,7 +250,7 @@ def t_stat(r2: float, n: int) -> float:
 class WindowMin:
     """Minimum of the values of the last ``span_s`` seconds (monotonic deque, O(1) amortised)."""
 
-    __slots__ = ("span_s", "_q")
+    __slots__ = ("_q", "span_s")
 
     def __init__(self, span_s: float) -> None:
         self.span_s = span_s

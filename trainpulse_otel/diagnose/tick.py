@@ -40,8 +40,18 @@ class GpuState:
     ``power_capped`` EWMAs of 0/1 indicators (the share of recent ticks with such a throttle reason)."""
 
     __slots__ = (
-        "index", "util", "clock_ratio", "thermal", "power_capped", "limit", "limit_max",
-        "last_thermal_ts", "busy_since", "temp", "reasons", "mem_frac",
+        "busy_since",
+        "clock_ratio",
+        "index",
+        "last_thermal_ts",
+        "limit",
+        "limit_max",
+        "mem_frac",
+        "power_capped",
+        "reasons",
+        "temp",
+        "thermal",
+        "util",
     )
 
     def __init__(self, index: int) -> None:
@@ -104,7 +114,7 @@ class GpuState:
 class HostState:
     """The host's smoothed CPU and disk-write rate, and its normal write rate."""
 
-    __slots__ = ("cpu", "disk_write", "disk_baseline", "available_frac")
+    __slots__ = ("available_frac", "cpu", "disk_baseline", "disk_write")
 
     def __init__(self) -> None:
         self.cpu: float | None = None
@@ -136,7 +146,7 @@ class HostState:
 class NodeState:
     """Per-GPU and host state, plus which rank runs on which local GPU."""
 
-    __slots__ = ("gpus", "host", "rank_of_gpu", "hostname")
+    __slots__ = ("gpus", "host", "hostname", "rank_of_gpu")
 
     def __init__(self) -> None:
         self.gpus: dict[int, GpuState] = {}
@@ -162,7 +172,7 @@ class NodeState:
 class Tick:
     """What detectors read at one tick."""
 
-    __slots__ = ("ts", "dt", "frame", "gpus", "host", "training", "report", "paused", "node")
+    __slots__ = ("dt", "frame", "gpus", "host", "node", "paused", "report", "training", "ts")
 
     def __init__(self, ts: float, dt: float, frame: Frame, report: TrainingSample | None,
                  paused: bool, node: NodeState) -> None:

@@ -18,10 +18,9 @@ mentioning an active key scored it 0. A key nobody judged for
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from .types import Finding, Policy
-from .types import CRITICAL, WARNING, Signal, Transition
+from .types import CRITICAL, WARNING, Finding, Policy, Signal, Transition
 
 EVIDENCE_CAP = 3.0
 #: A critical signal goes back to warning after this many clear_after_s without a critical finding.
@@ -29,8 +28,20 @@ DEESCALATE_FACTOR = 3.0
 
 
 class _State:
-    __slots__ = ("policy", "finding", "active", "severity", "since", "pending_since", "evidence",
-                 "positives", "below_since", "last_seen", "criticals", "last_critical")
+    __slots__ = (
+        "active",
+        "below_since",
+        "criticals",
+        "evidence",
+        "finding",
+        "last_critical",
+        "last_seen",
+        "pending_since",
+        "policy",
+        "positives",
+        "severity",
+        "since",
+    )
 
     def __init__(self, policy: Policy, finding: Finding, ts: float) -> None:
         self.policy = policy

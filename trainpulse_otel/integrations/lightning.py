@@ -21,8 +21,9 @@ Every rank runs a monitor; only global rank 0 sends or diagnoses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
-from typing import Any, Callable
+from typing import Any
 
 try:
     from lightning.pytorch.callbacks import Callback

@@ -20,7 +20,8 @@ per step (tens of microseconds with NCCL on one node).
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 def batch_stats(batch: Any, pad_token_id: int | None = None) -> dict[str, Any]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .model import DEFAULT_MAX_RANKS, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
 

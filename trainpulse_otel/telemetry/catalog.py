@@ -137,4 +137,4 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = MEASUREMENTS + (GPU_THROTTLE, TRAINING_INFO)
+ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO)

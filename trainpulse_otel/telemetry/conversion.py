@@ -11,7 +11,8 @@ followed by the assembler, so a replayed frame is the frame the daemon saw.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Union
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..samples import (
     GPU_RULES,
@@ -38,8 +39,8 @@ from .catalog import (
     MetricSpec,
 )
 
-Number = Union[int, float]
-Attributes = Mapping[str, Union[str, int]]
+Number = int | float
+Attributes = Mapping[str, str | int]
 Point = tuple[Number, Attributes]
 Observations = dict[str, list[Point]]
 
@@ -56,9 +57,9 @@ _INT_FIELDS: dict[str, frozenset[str]] = {
 # ------------------------------------------------------------ samples → points
 
 
-def gpu_attributes(gpu: GpuSample) -> dict[str, Union[str, int]]:
+def gpu_attributes(gpu: GpuSample) -> dict[str, str | int]:
     """Data-point attributes that identify a GPU (``gpu.index``, ``gpu.uuid``, ``gpu.name``)."""
-    attrs: dict[str, Union[str, int]] = {"gpu.index": gpu.index}
+    attrs: dict[str, str | int] = {"gpu.index": gpu.index}
     if gpu.uuid is not None:
         attrs["gpu.uuid"] = gpu.uuid
     if gpu.name is not None:
@@ -66,9 +67,9 @@ def gpu_attributes(gpu: GpuSample) -> dict[str, Union[str, int]]:
     return attrs
 
 
-def rank_attributes(rank: RankSample) -> dict[str, Union[str, int]]:
+def rank_attributes(rank: RankSample) -> dict[str, str | int]:
     """Data-point attributes that identify a rank (``rank``, ``gpu.index``, ``hostname``)."""
-    attrs: dict[str, Union[str, int]] = {"rank": rank.rank}
+    attrs: dict[str, str | int] = {"rank": rank.rank}
     if rank.gpu_index is not None:
         attrs["gpu.index"] = rank.gpu_index
     if rank.hostname is not None:

@@ -18,7 +18,8 @@ Each point becomes ``{"metric", "value", "type", "tags"}``:
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from opentelemetry.sdk.metrics import ObservableCounter, ObservableGauge
 from opentelemetry.sdk.metrics.export import (

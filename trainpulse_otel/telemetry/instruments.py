@@ -7,7 +7,7 @@ the newest samples, so collection costs nothing between reads and every reader
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
@@ -56,9 +57,9 @@ _DELTA, _CUMULATIVE = AggregationTemporality.DELTA, AggregationTemporality.CUMUL
 _INSTRUMENTS = (Counter, UpDownCounter, Histogram, ObservableCounter, ObservableUpDownCounter, ObservableGauge)
 #: Per-instrument temporality for each ``temporality`` value (as the SDK defines the standard preference).
 TEMPORALITIES: dict[str, dict[type, AggregationTemporality]] = {
-    "cumulative": {kind: _CUMULATIVE for kind in _INSTRUMENTS},
-    "delta": {**{kind: _CUMULATIVE for kind in _INSTRUMENTS}, Counter: _DELTA, Histogram: _DELTA, ObservableCounter: _DELTA},
-    "lowmemory": {**{kind: _CUMULATIVE for kind in _INSTRUMENTS}, Counter: _DELTA, Histogram: _DELTA},
+    "cumulative": dict.fromkeys(_INSTRUMENTS, _CUMULATIVE),
+    "delta": {**dict.fromkeys(_INSTRUMENTS, _CUMULATIVE), Counter: _DELTA, Histogram: _DELTA, ObservableCounter: _DELTA},
+    "lowmemory": {**dict.fromkeys(_INSTRUMENTS, _CUMULATIVE), Counter: _DELTA, Histogram: _DELTA},
 }
 PROFILE_TEMPORALITY = {DATADOG: "delta"}
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
+from opentelemetry._logs import Logger
+from opentelemetry.metrics import Meter
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
@@ -60,12 +62,12 @@ class Telemetry:
     _closed: bool = field(default=False, repr=False)
 
     @property
-    def meter(self):  # noqa: ANN201 - the SDK's Meter type is private
+    def meter(self) -> Meter:
         """The ``trainpulse_otel`` meter."""
         return self.meter_provider.get_meter(METER_NAME, __version__)
 
     @property
-    def logger(self):  # noqa: ANN201 - the logs API is still underscore-private
+    def logger(self) -> Logger:  # the API's Logger: OTel's logs API lives under opentelemetry._logs
         """The ``trainpulse_otel`` logger, for events."""
         return self.logger_provider.get_logger(METER_NAME, __version__)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -99,7 +100,7 @@ class ReportingMetricExporter(MetricExporter):
     def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
         try:
             result = self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
-        except Exception:  # noqa: BLE001 - an exporter bug must not kill the reader thread
+        except Exception:  # an exporter bug must not kill the reader thread
             log.debug("metric export raised", exc_info=True)
             result = MetricExportResult.FAILURE
         self.status.record(result is MetricExportResult.SUCCESS)
@@ -123,7 +124,7 @@ class ReportingLogExporter(LogRecordExporter):
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         try:
             result = self.inner.export(batch)
-        except Exception:  # noqa: BLE001
+        except Exception:  # an exporter bug must not kill the export thread
             log.debug("log export raised", exc_info=True)
             result = LogRecordExportResult.FAILURE
         self.status.record(result is LogRecordExportResult.SUCCESS)
@@ -209,7 +210,7 @@ def run_bounded(steps: Mapping[str, Callable[[], object]], timeout_s: float) -> 
 def _guarded(name: str, step: Callable[[], object], done: threading.Event) -> None:
     try:
         step()
-    except Exception:  # noqa: BLE001 - a failing exporter must not break shutdown
+    except Exception:  # a failing exporter must not break shutdown
         log.warning("%s failed", name, exc_info=True)
     finally:
         done.set()

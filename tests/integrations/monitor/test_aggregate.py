@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from trainpulse_otel.mfu import ModelShape
 from trainpulse_otel.integrations.monitor.aggregate import (
     ALL_REDUCE,
     CHECKPOINT,
@@ -16,6 +15,7 @@ from trainpulse_otel.integrations.monitor.aggregate import (
     aggregate,
     build_sample,
 )
+from trainpulse_otel.mfu import ModelShape
 from trainpulse_otel.samples import RankSample, parse_training, to_dict
 
 JOB = JobContext(fields={"model_name": "m", "framework": "pytorch"})

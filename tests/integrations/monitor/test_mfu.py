@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from trainpulse_otel.integrations.monitor.core import peak_from_env
-
 from trainpulse_otel.mfu import (
     PEAK_TABLE,
     ModelShape,
@@ -94,7 +93,7 @@ def test_flops_need_a_model_or_numbers():
         flops_per_token(seq_len=10)
 
 
-@pytest.mark.parametrize("nvml_name, key", [
+@pytest.mark.parametrize(("nvml_name", "key"), [
     ("NVIDIA H100 80GB HBM3", "H100 SXM"),
     ("NVIDIA H100 PCIe", "H100 PCIe"),
     ("NVIDIA H100 NVL", "H100 NVL"),

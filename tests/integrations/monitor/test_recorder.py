@@ -17,7 +17,7 @@ def monitor():
 
 
 def test_steps_phases_and_data_waits_make_one_report(monitor):
-    for batch in monitor.wrap_dataloader(_slow(range(3), 0.02)):
+    for _batch in monitor.wrap_dataloader(_slow(range(3), 0.02)):
         with monitor.step(tokens=100, samples=2, seq_lens=[40, 50]):
             with monitor.phase("sync"):
                 time.sleep(0.01)
@@ -67,9 +67,8 @@ def test_hot_path_never_raises(monitor, caplog):
 
 
 def test_a_failing_step_is_not_recorded_and_its_error_goes_through(monitor):
-    with pytest.raises(RuntimeError, match="out of memory"):
-        with monitor.step(tokens=10):
-            raise RuntimeError("out of memory")
+    with pytest.raises(RuntimeError, match="out of memory"), monitor.step(tokens=10):
+        raise RuntimeError("out of memory")
     with monitor.step(tokens=10):
         pass
     assert monitor.drain().global_step == 1

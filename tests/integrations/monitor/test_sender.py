@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from waitress.server import create_server
@@ -31,12 +33,10 @@ class Recorder:
         return f"http://127.0.0.1:{self._server.effective_port}"
 
     def _serve(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._server.run()
-        except OSError:
-            pass
 
-    def _app(self, environ, start_response):  # noqa: ANN001, ANN202
+    def _app(self, environ, start_response):
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
         request = {"path": environ["PATH_INFO"], "auth": environ.get("HTTP_AUTHORIZATION"),
                    "json": json.loads(body or b"null")}
@@ -45,7 +45,7 @@ class Recorder:
         start_response(status, [("Content-Type", "application/json")])
         return [answer]
 
-    def __enter__(self) -> "Recorder":
+    def __enter__(self) -> Recorder:
         self._thread.start()
         return self
 

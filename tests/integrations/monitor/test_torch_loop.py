@@ -9,9 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from trainpulse_otel import TrainingMonitor  # noqa: E402
-from trainpulse_otel.integrations.torch import batch_stats  # noqa: E402
-from trainpulse_otel.mfu import flops_per_token  # noqa: E402
+from trainpulse_otel import TrainingMonitor  # noqa: E402 - after the importorskip guard
+from trainpulse_otel.integrations.torch import batch_stats  # noqa: E402 - after the importorskip guard
+from trainpulse_otel.mfu import flops_per_token  # noqa: E402 - after the importorskip guard
 
 VOCAB, D, HEADS, LAYERS, SEQ, BATCH = 64, 32, 4, 2, 32, 8
 
@@ -24,7 +24,7 @@ class TinyLM(nn.Module):
         self.blocks = nn.TransformerEncoder(layer, LAYERS, enable_nested_tensor=False)
         self.head = nn.Linear(D, VOCAB)
 
-    def forward(self, input_ids, attention_mask):  # noqa: ANN001, ANN201
+    def forward(self, input_ids, attention_mask):
         hidden = self.blocks(self.embed(input_ids), src_key_padding_mask=attention_mask == 0)
         return self.head(hidden)
 

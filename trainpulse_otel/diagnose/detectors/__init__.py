@@ -23,7 +23,6 @@ from .schedule import CheckpointStall, PipelineBubble
 from .thermal import ThermalInstability
 from .throughput import GpuUnderutilization, ThroughputCollapse
 
-
 __all__ = [
     "AllreduceWait", "BaseDetector", "CheckpointStall", "DataloaderStarvation", "Detector", "GpuMemoryPressure",
     "GpuOomRisk", "GpuUnderutilization", "HostMemoryPressure", "HostOomRisk", "LowMfu", "PipelineBubble",

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
-from ..types import DEFAULT_POLICY, Finding, Policy
 from ..stats import RobustBaseline
 from ..tick import Tick
-from ..types import CRITICAL, WARNING
+from ..types import CRITICAL, DEFAULT_POLICY, WARNING, Finding, Policy
 
 #: Findings scoring below ``policy.hold - REPORT_MARGIN`` (and never below REPORT_FLOOR) are
 #: left out: they could not even hold an active signal, and skipping them keeps healthy ticks cheap.

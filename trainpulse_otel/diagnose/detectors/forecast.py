@@ -19,10 +19,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..types import Finding, Policy
 from ..stats import RobustBaseline, Trend, t_stat
 from ..tick import Tick
-from ..types import CRITICAL, WARNING
+from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
 from .memory import GIB, host_subject
 
@@ -35,7 +34,7 @@ MIN_T_STAT = 6.0
 class Forecaster:
     """A series fitted over several trailing windows; ``eta`` is the earliest trusted time to a limit."""
 
-    __slots__ = ("trend", "spans", "min_r2", "min_change", "min_t")
+    __slots__ = ("min_change", "min_r2", "min_t", "spans", "trend")
 
     def __init__(self, spans: tuple[float, ...], every_s: float, min_r2: float, min_change: float,
                  min_t: float = MIN_T_STAT) -> None:
@@ -88,7 +87,7 @@ def _minutes(seconds: float) -> str:
 class _Memory:
     """One memory series (a GPU's used fraction or the host's available fraction)."""
 
-    __slots__ = ("forecaster", "limit", "alarm", "last")
+    __slots__ = ("alarm", "forecaster", "last", "limit")
 
     def __init__(self, forecaster: Forecaster, limit: float) -> None:
         self.forecaster = forecaster

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...samples import TrainingSample
-from ..types import Finding
 from ..stats import RecentMedian, RobustBaseline
 from ..tick import Tick
+from ..types import Finding
 from .base import BaseDetector, Threshold, percent
 
 #: Values needed before the median is trusted (a fault from the first sample is seen on the third).

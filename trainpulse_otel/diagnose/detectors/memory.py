@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import Finding, Policy
 from ..tick import Tick
-from ..types import CRITICAL, WARNING
+from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector, Threshold, percent
 
 GIB = 1024**3
@@ -22,7 +21,7 @@ class _Plateau:
     starts while a job is still allocating has no plateau to grow from yet.
     """
 
-    __slots__ = ("level", "candidate", "since", "confirmed")
+    __slots__ = ("candidate", "confirmed", "level", "since")
 
     def __init__(self, frac: float, ts: float) -> None:
         self.level = self.candidate = frac

@@ -45,10 +45,9 @@ from collections import deque
 from typing import Any
 
 from ...samples import RankSample
-from ..types import Finding, Policy
 from ..stats import sorted_median
 from ..tick import Tick
-from ..types import CRITICAL, WARNING
+from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
 
 SLOWER_WARNING = 0.10
@@ -96,7 +95,7 @@ def own_busy_vote(ranks: tuple[RankSample, ...]) -> bool | None:
     syncs = [r.sync_wait_ms or 0.0 for r in ranks]
     if not any(syncs):
         return None
-    leave = [(r.data_wait_ms or 0.0) + s + w for r, s, w in zip(ranks, steps, syncs)]  # type: ignore[operator]
+    leave = [(r.data_wait_ms or 0.0) + s + w for r, s, w in zip(ranks, steps, syncs, strict=True)]  # type: ignore[operator]
     return _pstdev(leave) < _pstdev(steps)  # type: ignore[arg-type]
 
 
@@ -262,7 +261,7 @@ class RankStraggler(BaseDetector):
         """``{rank: (relative score, individual score)}`` for every rank seen."""
         ref = self.reference
         out = {}
-        for rank, s, best in zip(self._ids, self._smooth, self._best):
+        for rank, s, best in zip(self._ids, self._smooth, self._best, strict=True):
             if s is not None and ref and s > 0:
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
         return out

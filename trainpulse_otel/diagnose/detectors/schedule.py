@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import Finding, Policy
 from ..stats import decay
 from ..tick import Tick
+from ..types import Finding, Policy
 from .base import BaseDetector, Threshold, percent
 from .level import LevelDetector
 
@@ -99,10 +99,10 @@ class CheckpointStall(BaseDetector):
 
     def _message(self) -> str:
         if self._ongoing_s:
-            return f"training blocked {self._ongoing_s:.0f} s so far on a checkpoint save " \
-                   f"({percent(self.share)} of recent time)"
-        return f"checkpoint saves blocked training {percent(self.share)} of recent time " \
-               f"(last save {self._last_save_s:.0f} s)"
+            return (f"training blocked {self._ongoing_s:.0f} s so far on a checkpoint save "
+                    f"({percent(self.share)} of recent time)")
+        return (f"checkpoint saves blocked training {percent(self.share)} of recent time "
+                f"(last save {self._last_save_s:.0f} s)")
 
     def _evidence(self) -> dict[str, Any]:
         evidence: dict[str, Any] = {"blocked_share": round(self.share, 4),

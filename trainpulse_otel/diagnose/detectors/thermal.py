@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..types import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, WindowMin, median
 from ..tick import THERMAL_REASONS, GpuState, Tick
-from ..types import CRITICAL, WARNING
+from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import BaseDetector
 
 #: Seconds between judgements: temperature moves on a ~12 s time constant.
@@ -30,7 +29,7 @@ HARD_REASONS = frozenset(("hw_thermal", "hw_slowdown"))
 class _GpuTemps:
     """One GPU's filtered temperature, its busy baseline and its recent minimum since it settled."""
 
-    __slots__ = ("recent", "baseline", "low", "low_since")
+    __slots__ = ("baseline", "low", "low_since", "recent")
 
     def __init__(self) -> None:
         self.recent = RecentMedian(5)
@@ -132,8 +131,8 @@ class ThermalInstability(BaseDetector):
             clock = f"; SM clock at {state.clock_ratio:.0%} of max" if state.clock_ratio is not None else ""
             return f"GPU {state.index} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
         if rel_rise is not None and rel_rise >= RISE_C / 2:
-            return f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute " \
-                   f"(now {temp:.0f} °C) under unchanged load"
+            return (f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute "
+                    f"(now {temp:.0f} °C) under unchanged load")
         return f"GPU {state.index} runs hot: {temp:.0f} °C, well above its usual temperature and its peers'"
 
     @staticmethod

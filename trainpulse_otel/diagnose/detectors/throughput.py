@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...samples import TrainingSample
-from ..types import Finding, Policy
 from ..stats import RecentMedian, RobustBaseline, median
 from ..tick import Tick
+from ..types import Finding, Policy
 from .base import BaseDetector, Threshold, percent
 from .level import LevelDetector
 
@@ -18,7 +18,7 @@ BASELINE_REPORTS = 20
 class _Rate:
     """One throughput series: a short median and a baseline that learns only normal values."""
 
-    __slots__ = ("recent", "baseline")
+    __slots__ = ("baseline", "recent")
 
     def __init__(self) -> None:
         self.recent = RecentMedian(5)

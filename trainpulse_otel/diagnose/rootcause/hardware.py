@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..correlate import Evidence
 from ..types import Signal
 from .ranking import Candidate, Rule, base_confidence, pct, symptoms
-from ..correlate import Evidence
 
 REMEDY_THERMAL = (
     "Check GPU {gpu}'s cooling: fan speeds, inlet/exhaust temperatures and airflow "
@@ -73,8 +73,8 @@ def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: li
                                              if eta is not None else " far above its peers")
     if stragglers:
         s = stragglers[0]
-        text += f"; rank {s.subject.get('rank')} on it is {pct(s.evidence.get('slower_than_median'))} slower " \
-                "than the median rank and the others wait for it"
+        text += (f"; rank {s.subject.get('rank')} on it is {pct(s.evidence.get('slower_than_median'))} slower "
+                 "than the median rank and the others wait for it")
     return text
 
 
@@ -109,8 +109,8 @@ def power(ev: Evidence) -> list[Candidate]:
     for s in ev.active("rank_straggler"):
         g = ev.local_gpu_of(s)
         if g is not None and g in capped and not ev.thermally_throttled(g):
-            summary = f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), " \
-                      f"so rank {s.subject.get('rank')} on it is the straggler"  # type: ignore[union-attr]
+            summary = (f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), "
+                       f"so rank {s.subject.get('rank')} on it is the straggler")  # type: ignore[union-attr]
             out.append(Candidate("gpu_power_throttling", 0.75, summary, REMEDY_POWER, [],
                                  [s, *symptoms(ev)], ev.gpu_subject([g])))
     return out
@@ -147,8 +147,8 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
         remedy = REMEDY_GPU_LEAK.format(rank=subject.get("rank", "?")) if len(by_gpu) == 1 else REMEDY_GPU_FULL
     else:
         fracs = [s.evidence.get("used_fraction") for s in signals if s.evidence.get("used_fraction") is not None]
-        summary = f"{where} is {pct(max(fracs) if fracs else None)} full: the allocator is at its limit " \
-                  "and stalls on retries before it fails"
+        summary = (f"{where} is {pct(max(fracs) if fracs else None)} full: the allocator is at its limit "
+                   "and stalls on retries before it fails")
         remedy = REMEDY_GPU_FULL
     return [Candidate("gpu_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, remedy, signals, explains,
                       subject)]
@@ -159,8 +159,8 @@ def _forecast_summary(where: str, forecast: Signal, of: str, used: float | None)
     if forecast.evidence.get("eta_s") == 0.0:
         return f"{where} ran out and training stopped ({forecast.message})"
     rate = abs(forecast.evidence.get("rate_fraction_per_s", 0.0))
-    text = f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in " \
-           f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min"
+    text = (f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in "
+            f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min")
     return text + (f" ({pct(used)} in use)" if used is not None else "")
 
 

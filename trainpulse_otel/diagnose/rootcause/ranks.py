@@ -5,8 +5,6 @@ from __future__ import annotations
 from ..correlate import Evidence
 from .ranking import Candidate, Rule, base_confidence, symptoms
 
-
-
 REMEDY_STRAGGLER = (
     "Find what slows rank {rank} on {host}: CPU contention or a noisy neighbour on its cores (top, pidstat, "
     "cgroup CPU limits), the process's CPU/NUMA affinity, its data-loader workers, PCIe/NVLink health "
@@ -28,8 +26,8 @@ def straggler(ev: Evidence) -> list[Candidate]:
             if ev.thermally_throttled(g) or ev.power_throttled(g):
                 summary += f"; its GPU {g} is throttled"
             elif utils is not None and utils[0] < utils[1] - 3.0:
-                summary += f"; its GPU {g} is not throttled but idles more than its peers " \
-                           f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow"
+                summary += (f"; its GPU {g} is not throttled but idles more than its peers "
+                            f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow")
         out.append(Candidate("straggler_rank", base_confidence([s]), summary, REMEDY_STRAGGLER.format(rank=rank, host=host),
                              [s], symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
                              dict(s.subject)))

@@ -6,7 +6,6 @@ from ..correlate import Evidence
 from .ranking import Candidate, Rule, symptoms
 
 
-
 def inefficiency(ev: Evidence) -> list[Candidate]:
     """Low MFU, idle GPUs or lost throughput that no other cause accounts for."""
     left = [s for s in symptoms(ev, "low_mfu", "gpu_underutilization", "throughput_collapse")

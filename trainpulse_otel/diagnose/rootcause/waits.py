@@ -3,11 +3,10 @@ pipeline schedule, and compute spent on padding."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..correlate import Evidence
 from .ranking import Candidate, Rule, base_confidence, pct, symptoms
-
 
 
 def _waiting(cause: str, signal: str, remedy: Callable[[Evidence], str],
@@ -99,8 +98,8 @@ def padding(ev: Evidence) -> list[Candidate]:
     summary = s.message
     if ev.explains_mfu(waste):
         explains += symptoms(ev, "low_mfu")
-        summary += f": MFU {ev.fact('low_mfu'):.2f} counts real tokens only; without the padding it would " \
-                   f"be ~{ev.mfu_without(waste):.2f}"
+        summary += (f": MFU {ev.fact('low_mfu'):.2f} counts real tokens only; without the padding it would "
+                    f"be ~{ev.mfu_without(waste):.2f}")
     remedy = ("Pack sequences (concatenate documents with per-document attention masks or position resets, "
               "e.g. Hugging Face DataCollatorWithFlattening), or bucket by length and pad to each batch's "
               "longest sequence; padding-free (varlen) FlashAttention skips pads entirely.")

@@ -25,8 +25,9 @@ What each job-level field means (docs/instrumentation.md repeats it):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from ...mfu import ModelShape
 from ...samples import TRAINING_MEASUREMENT_FIELDS, RankSample, TrainingSample

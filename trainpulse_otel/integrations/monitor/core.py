@@ -19,7 +19,8 @@ import logging
 import os
 import socket
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ...collect.gpu_name import detect_gpu_name
 from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
@@ -32,7 +33,7 @@ from .recorder import DEFAULT_BUFFER_STEPS, PhaseTimer, StepRecorder, StepTimer,
 log = logging.getLogger(__name__)
 
 ENDPOINT_ENV = "TRAINPULSE_ENDPOINT"
-TOKEN_ENV = "TRAINPULSE_AUTH_TOKEN"
+TOKEN_ENV = "TRAINPULSE_AUTH_TOKEN"  # noqa: S105 - the variable's name, not a token
 PEAK_FLOPS_ENV = "TRAINPULSE_PEAK_FLOPS"
 HARDWARE_MODES = ("auto", "nvml", "nvidia-smi", "host", "none")
 
@@ -168,7 +169,7 @@ class TrainingMonitor:
         self._closed = True
         self._destination.close()
 
-    def __enter__(self) -> "TrainingMonitor":
+    def __enter__(self) -> TrainingMonitor:
         return self
 
     def __exit__(self, *exc: object) -> None:

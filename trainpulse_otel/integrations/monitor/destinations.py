@@ -19,7 +19,8 @@ import http.client
 import json
 import logging
 import threading
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from ...collect.base import Collected

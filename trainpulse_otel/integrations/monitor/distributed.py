@@ -27,9 +27,10 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Sequence
+from typing import Any
 
 from ...samples import RankSample
 from .aggregate import ALL_REDUCE, DATA, SYNC
@@ -117,7 +118,7 @@ class RankGatherer:
             rows = self._all_gather(self._sums)
             if self._hostnames is None:
                 self._hostnames = self._all_gather_hostnames()
-        except Exception:  # noqa: BLE001 - a broken process group must not end the job from here
+        except Exception:  # a broken process group must not end the job from here
             self._broken = True
             log.warning("gathering per-rank step times failed; per-rank reports stop", exc_info=True)
             return

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from time import perf_counter, time
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from .aggregate import DATA, PHASE_INDEX, PHASES, StepRecord
 
@@ -29,7 +30,7 @@ StepHook = Callable[[float, list, Any], None]
 class _NoPhase:
     """The context an unknown phase name gets: times nothing, raises nothing."""
 
-    def __enter__(self) -> "_NoPhase":
+    def __enter__(self) -> _NoPhase:
         return self
 
     def __exit__(self, *exc: object) -> bool:
@@ -42,16 +43,16 @@ _NO_PHASE = _NoPhase()
 class StepTimer:
     """``with recorder.step(...) as s:`` — ``s.tokens`` etc. may be set inside the block."""
 
-    __slots__ = ("_recorder", "_t0", "tokens", "samples", "seq_lens", "padded_len")
+    __slots__ = ("_recorder", "_t0", "padded_len", "samples", "seq_lens", "tokens")
 
-    def __init__(self, recorder: "StepRecorder", tokens: Any, samples: Any, seq_lens: Any, padded_len: Any) -> None:
+    def __init__(self, recorder: StepRecorder, tokens: Any, samples: Any, seq_lens: Any, padded_len: Any) -> None:
         self._recorder = recorder
         self.tokens = tokens
         self.samples = samples
         self.seq_lens = seq_lens
         self.padded_len = padded_len
 
-    def __enter__(self) -> "StepTimer":
+    def __enter__(self) -> StepTimer:
         self._recorder.in_step = True
         self._t0 = perf_counter()
         return self
@@ -72,14 +73,14 @@ class PhaseTimer:
     phase nest (its time is then counted once per level).
     """
 
-    __slots__ = ("_recorder", "_index", "_starts")
+    __slots__ = ("_index", "_recorder", "_starts")
 
-    def __init__(self, recorder: "StepRecorder", index: int) -> None:
+    def __init__(self, recorder: StepRecorder, index: int) -> None:
         self._recorder = recorder
         self._index = index
         self._starts: list[float] = []
 
-    def __enter__(self) -> "PhaseTimer":
+    def __enter__(self) -> PhaseTimer:
         self._starts.append(perf_counter())
         return self
 
@@ -96,7 +97,7 @@ class PhaseTimer:
 class TimedIterable:
     """An iterable whose iterator times each ``next()`` as data wait; ``len()`` passes through."""
 
-    def __init__(self, recorder: "StepRecorder", iterable: Iterable[Any]) -> None:
+    def __init__(self, recorder: StepRecorder, iterable: Iterable[Any]) -> None:
         self._recorder = recorder
         self._iterable = iterable
 
