@@ -5,8 +5,8 @@ import json
 import threading
 
 from tests.exports.receivers import wait_until
-from trainpulse_otel.runtime import engine as engine_module
 from trainpulse_otel.collect.base import Collected
+from trainpulse_otel.runtime import engine as engine_module
 from trainpulse_otel.samples import parse_training
 
 

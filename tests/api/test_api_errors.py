@@ -48,7 +48,7 @@ BAD_TRAINING_BODIES = [
 ]
 
 
-@pytest.mark.parametrize("what,body,field", BAD_TRAINING_BODIES, ids=[c[0] for c in BAD_TRAINING_BODIES])
+@pytest.mark.parametrize(("what", "body", "field"), BAD_TRAINING_BODIES, ids=[c[0] for c in BAD_TRAINING_BODIES])
 def test_bad_training_input_is_a_json_400_naming_the_field(served, what, body, field):
     status, headers, raw = served.send("POST", "/v1/training", body, JSON)
     answer = json.loads(raw)
@@ -96,7 +96,7 @@ def test_oversized_body_with_content_length_is_413(served):
 
 def test_oversized_chunked_body_without_content_length_is_413(served):
     chunks = iter([b'{"step_time_ms": 1, "pad": "'] + [b"x" * 65536] * 20 + [b'"}'])
-    status, headers, raw = served.send("POST", "/v1/training", chunks, JSON)
+    status, _headers, raw = served.send("POST", "/v1/training", chunks, JSON)
     assert status == 413 and "larger than" in json.loads(raw)["error"]
 
 
@@ -119,7 +119,7 @@ MALFORMED_HTTP = [
 ]
 
 
-@pytest.mark.parametrize("headers,code,message", MALFORMED_HTTP, ids=["bad chunk", "bad length", "unknown encoding"])
+@pytest.mark.parametrize(("headers", "code", "message"), MALFORMED_HTTP, ids=["bad chunk", "bad length", "unknown encoding"])
 def test_malformed_http_gets_a_json_error_from_the_server(served, headers, code, message):
     with socket.create_connection(("127.0.0.1", served.server.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/training HTTP/1.1\r\nHost: x\r\n" + headers)

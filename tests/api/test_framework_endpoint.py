@@ -37,7 +37,7 @@ JSON_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,payload,expected", JSON_CASES, ids=[c[0] for c in JSON_CASES])
+@pytest.mark.parametrize(("name", "payload", "expected"), JSON_CASES, ids=[c[0] for c in JSON_CASES])
 def test_each_adapter_ingests_its_framework_dict(served, name, payload, expected):
     status, _, raw = served.send("POST", f"/v1/framework?name={name}", json.dumps(payload).encode(), JSON)
     answer = json.loads(raw)
@@ -59,7 +59,7 @@ def test_the_answer_accounts_for_every_key(served):
     assert any("world_size" in note for note in answer["notes"])  # tps is per device: not scaled without it
 
 
-@pytest.mark.parametrize("name,fixture,query,expected", [
+@pytest.mark.parametrize(("name", "fixture", "query", "expected"), [
     ("megatron", "megatron_core_minmax.log", "&world_size=64&model_name=llama3-8b",
      {"global_step": 200, "step_time_ms": 3961.7, "data_wait_ms": 14.1, "model_name": "llama3-8b", "world_size": 64}),
     ("megatron", "megatron_all_ranks.log", "", {"global_step": 50, "all_reduce_wait_ms": 349.0}),
@@ -113,7 +113,7 @@ def test_text_hint_is_offered_by_text_adapters(served):
     assert status == 415 and "text/plain" in json.loads(raw)["error"]
 
 
-@pytest.mark.parametrize("name,body,headers,field,fragment", [
+@pytest.mark.parametrize(("name", "body", "headers", "field", "fragment"), [
     ("megatron", b"nothing useful here\n", TEXT, None, "no complete Megatron iteration line"),
     ("deepspeed", b"\xff\xfe not utf-8", TEXT, None, "not valid UTF-8"),
     ("generic", b"[1, 2]", JSON, None, "JSON object"),

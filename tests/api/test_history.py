@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from typing import Iterator
 
 import pytest
 
@@ -35,9 +34,9 @@ def tick_with_reports(engine: Engine, count: int, start: float) -> list[float]:
 
 
 @pytest.fixture
-def ticked(served) -> Iterator[tuple]:
+def ticked(served) -> tuple:
     """A served engine with six ticks behind it, and their timestamps."""
-    yield served, tick_with_reports(served.engine, 6, time.time() - 10)
+    return served, tick_with_reports(served.engine, 6, time.time() - 10)
 
 
 def frames(served, query: str = "") -> list[dict]:
@@ -76,7 +75,7 @@ def test_a_dashboard_reads_the_history_back(ticked):
     assert [f.training.tokens_per_sec for f in read] == [1000.0 + i for i in range(6)]
 
 
-@pytest.mark.parametrize("query, field, error", [
+@pytest.mark.parametrize(("query", "field", "error"), [
     ("since=yesterday", "since", "since: must be a number, got 'yesterday'"),
     ("since=-5", "since", "since: must be >= 0, got -5.0"),
     ("since=nan", "since", "since: must be finite, got nan"),

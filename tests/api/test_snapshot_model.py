@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -92,7 +93,7 @@ def _set(path: tuple, value: Any) -> Callable[[dict], None]:
     return mutate
 
 
-@pytest.mark.parametrize("mutate, field", [
+@pytest.mark.parametrize(("mutate", "field"), [
     (_set(("gpus", 0, "index"), KeyError), "gpus[0].index"),
     (_set(("gpus", 2, "utilization_percent"), "high"), "gpus[2].utilization_percent"),
     (_set(("host", "cpu_count"), 0), "host.cpu_count"),
@@ -132,7 +133,7 @@ def test_history_frames_drop_the_ranks_and_read_back():
     assert read[1] == frames[1]
 
 
-@pytest.mark.parametrize("body, field", [
+@pytest.mark.parametrize(("body", "field"), [
     ({}, "frames"),
     ({"frames": [{"gpus": []}]}, "frames[0].timestamp"),
     ({"frames": [{"timestamp": 1.0}, {"timestamp": 2.0, "training": {"mfu": 3}}]}, "frames[1].training.mfu"),

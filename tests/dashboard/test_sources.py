@@ -6,7 +6,7 @@ import json
 import socket
 import subprocess
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -9,7 +9,8 @@ is handed (the composition root passes the installed ones).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 

@@ -13,8 +13,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.live import Live

@@ -7,7 +7,7 @@ budget columns precisely and the layout never wraps by surprise.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from rich.text import Text
 
@@ -79,7 +79,7 @@ def stacked_bar(parts: Sequence[tuple[float, str]], width: int) -> Text:
     by_remainder = sorted(range(len(parts)), key=lambda i: exact[i] - cells[i], reverse=True)
     for i in by_remainder[: width - sum(cells)]:
         cells[i] += 1
-    return Text.assemble(*(("█" * n, style) for n, (_, style) in zip(cells, parts) if n))
+    return Text.assemble(*(("█" * n, style) for n, (_, style) in zip(cells, parts, strict=True) if n))
 
 
 def big_number(text: str, style: str) -> list[Text]:

@@ -15,8 +15,9 @@ import select
 import sys
 import termios
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import Callable, TextIO
+from typing import TextIO
 
 POLL_S = 0.1
 

@@ -11,7 +11,7 @@ signals — the reason the dashboard exists.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.segment import Segment
@@ -82,7 +82,7 @@ class _Fit:
         self.width_of = {name: self.widths[i] for i, stack in enumerate(self.stacks) for name in stack}
         self.width_of["header"] = width
         self.variants: dict[str, Variants] = {name: panel(view, self.width_of[name]) for name, panel in PANELS.items()}
-        self.level = {name: 0 for name in PANELS}
+        self.level = dict.fromkeys(PANELS, 0)
         self._heights: dict[tuple[str, int], int] = {}
 
     def chosen(self, name: str) -> RenderableType | None:
@@ -127,7 +127,7 @@ class _Fit:
     def _next_step(self) -> tuple[str, int] | None:
         """The first step that deepens a panel in the header or a tallest stack."""
         heights = self.stack_heights()
-        crowded = {name for stack, h in zip(self.stacks, heights) if h == max(heights) for name in stack}
+        crowded = {name for stack, h in zip(self.stacks, heights, strict=True) if h == max(heights) for name in stack}
         for name, level in COLLAPSE_ORDER:
             if (name == "header" or name in crowded) and self.level[name] < level:
                 return name, level

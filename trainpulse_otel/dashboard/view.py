@@ -9,8 +9,8 @@ reaches into collectors or detectors.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from ..diagnose.types import Diagnosis, Signal
 from ..publish.snapshot import Snapshot

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import __version__
@@ -50,7 +50,7 @@ class Snapshot:
     gpus: tuple[GpuSample, ...] = ()
     host: HostSample | None = None
     training: TrainingSample | None = None
-    diagnosis: Diagnosis = Diagnosis()
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
     uptime_s: float | None = None
 
     @property

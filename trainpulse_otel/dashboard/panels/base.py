@@ -7,8 +7,8 @@ variant per panel so the whole frame fits the terminal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule

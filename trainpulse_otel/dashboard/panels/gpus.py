@@ -6,8 +6,8 @@ line up at any width and the panel's height is known before it is drawn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import mean
-from typing import Sequence
 
 from rich.text import Text
 

@@ -11,10 +11,11 @@ signals, not guessed here.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from statistics import median
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rich.text import Text
 
