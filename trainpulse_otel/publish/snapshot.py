@@ -67,7 +67,7 @@ class Snapshot:
             "mode": self.mode,
             "collectors": list(self.collectors),
             "version": self.version,
-            **_samples_dict(self.gpus, self.host, self.training),
+            **_samples_dict(self.gpus, self.host, to_dict(self.training) if self.training else None),
             "diagnosis": self.diagnosis.to_dict(),
         }
         if self.uptime_s is not None:
@@ -87,7 +87,7 @@ class Snapshot:
         collectors = data.get("collectors", [])
         if not isinstance(collectors, list):
             raise SampleError("collectors", f"must be an array, got {type_name(collectors)}")
-        gpus, host, training = _samples(data, "", UNBOUNDED_RANKS)
+        gpus, host, training = _samples(data, "")
         if "diagnosis" not in data:
             raise SampleError("diagnosis", "is required")
         return cls(timestamp=timestamp, mode=mode,
@@ -122,8 +122,7 @@ def build_snapshot(
 
 def history_to_dict(frames: Sequence[Frame]) -> dict[str, Any]:
     """``{"frames": [{"timestamp", "gpus", "host", "training"}, …]}``, per-rank data left out."""
-    return {"frames": [{"timestamp": f.ts, **_samples_dict(f.gpus, f.host, None), "training": _job_level(f.training)}
-                       for f in frames]}
+    return {"frames": [{"timestamp": f.ts, **_samples_dict(f.gpus, f.host, _job_level(f.training))} for f in frames]}
 
 
 def history_from_dict(data: Any) -> tuple[Frame, ...]:
@@ -139,7 +138,7 @@ def _frame(data: Any, where: str) -> Frame:
     ts = _optional_number(data, "timestamp", f"{where}.timestamp")
     if ts is None:
         raise SampleError(f"{where}.timestamp", "is required")
-    gpus, host, training = _samples(data, f"{where}.", UNBOUNDED_RANKS)
+    gpus, host, training = _samples(data, f"{where}.")
     return Frame(ts=ts, gpus=gpus, host=host, training=training)
 
 
@@ -156,16 +155,12 @@ def _job_level(training: TrainingSample | None) -> dict[str, Any] | None:
 
 
 def _samples_dict(gpus: Sequence[GpuSample], host: HostSample | None,
-                  training: TrainingSample | None) -> dict[str, Any]:
-    return {
-        "gpus": [to_dict(g) for g in gpus],
-        "host": to_dict(host) if host else None,
-        "training": to_dict(training) if training else None,
-    }
+                  training: dict[str, Any] | None) -> dict[str, Any]:
+    return {"gpus": [to_dict(g) for g in gpus], "host": to_dict(host) if host else None, "training": training}
 
 
-def _samples(data: Mapping[str, Any], prefix: str,
-             max_ranks: int) -> tuple[tuple[GpuSample, ...], HostSample | None, TrainingSample | None]:
+def _samples(data: Mapping[str, Any], prefix: str) -> tuple[tuple[GpuSample, ...], HostSample | None,
+                                                          TrainingSample | None]:
     """The ``gpus``, ``host`` and ``training`` of a snapshot or a frame, through the ingest parsers."""
     gpus = () if data.get("gpus") is None else parse_gpus(data["gpus"], f"{prefix}gpus")
     host = None if data.get("host") is None else parse_host(data["host"], f"{prefix}host")
@@ -173,7 +168,7 @@ def _samples(data: Mapping[str, Any], prefix: str,
     if raw is None:
         return gpus, host, None
     try:
-        return gpus, host, parse_training(raw, max_ranks=max_ranks)
+        return gpus, host, parse_training(raw, max_ranks=UNBOUNDED_RANKS)
     except SampleError as exc:  # the training parser names fields from the payload's root
         raise SampleError(f"{prefix}training" + (f".{exc.field}" if exc.field else ""), exc.message) from None
 
