@@ -23,7 +23,7 @@ log = logging.getLogger("trainpulse_otel.cli")
 
 #: What every collecting command (daemon, top, snapshot) takes; the rest of OPTIONS stay config/env only.
 COLLECT_FLAGS = (
-    "mode", "interval", "scenario", "record", "history_size", "log_level", "log_format", "metrics_namespace",
+    "mode", "interval", "scenario", "onset", "record", "history_size", "log_level", "log_format", "metrics_namespace",
     "stale_after", "warmup", "smi_timeout",
 )
 #: Only the daemon serves an API: these flags are its own.
@@ -123,7 +123,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer
-    from .runtime import create_api, discover, open_engine
+    from .runtime import create_api, discover, open_engine, warm_up
 
     settings = _settings(args)
     _configure(settings)
@@ -137,6 +137,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None
     stop = threading.Event()
     _on_signals(lambda: stop.set())
+    if engine.mode == "sim":
+        warm_up(engine)  # in virtual time, as snapshot and top do: a baseline, and the fault from the first answer
     server.start()
     log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, engine.mode, settings.interval)
     try:

@@ -222,6 +222,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
     Option("mode", _choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
     Option("scenario", _scenario, "healthy", "simulation scenario (healthy or a signal name)", "NAME"),
+    Option("onset", _optional(_duration(0.0)), None,
+           "simulation: when the -scenario fault begins, from the start of the simulated run; "
+           "unset, the scenario's own (docs/simulation.md)", "DURATION"),
     Option("history_size", _int(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
     Option("log_format", _choice("text", "json"), "text", "log format: text|json", "FORMAT"),
@@ -265,6 +268,7 @@ class Settings:
     max_body_bytes: int = 1 << 20
     max_ranks: int = 8192
     stale_after: float = 300.0
+    onset: float | None = None
     warmup: float = 0.0
     smi_timeout: float = 5.0
 

@@ -11,10 +11,15 @@ mode is considered.
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from .base import Collector, CollectorFactory
+
+if TYPE_CHECKING:
+    from .sim import RealReports, SimCollector
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +34,19 @@ MODE_COLLECTORS: Mapping[str, tuple[str, ...]] = {
 BUILTIN_COLLECTORS = frozenset(name for names in MODE_COLLECTORS.values() for name in names)
 
 
-def build_collectors(settings: Settings, factories: Mapping[str, CollectorFactory]) -> tuple[str, list[Collector]]:
-    """The resolved mode and its open collectors (the mode's built-ins, then third-party ones)."""
+def build_collectors(settings: Settings, factories: Mapping[str, CollectorFactory],
+                     reports: RealReports | None = None) -> tuple[str, list[Collector]]:
+    """The resolved mode and its open collectors (the mode's built-ins, then third-party ones).
+
+    ``reports`` goes to the simulator (the built-in ``sim``, which no plugin can
+    replace), so that real training reports the engine ingests win over its own.
+    """
     mode = detect_mode(settings) if settings.mode == "auto" else settings.mode
     names = list(MODE_COLLECTORS[mode])
     if mode != "none":
         names += [name for name in factories if name not in BUILTIN_COLLECTORS]
+    if "sim" in factories:
+        factories = {**factories, "sim": partial(open_sim, reports=reports)}
     collectors = []
     for name in names:
         collector = _open(name, factories, settings)
@@ -91,8 +103,8 @@ def open_host(settings: Settings) -> Collector:
     return HostCollector()
 
 
-def open_sim(settings: Settings) -> Collector:
-    """The ``sim`` collector: the simulated node running ``-scenario``."""
+def open_sim(settings: Settings, reports: RealReports | None = None) -> SimCollector:
+    """The ``sim`` collector: the simulated node running ``-scenario`` from ``-onset``, yielding to ``reports``."""
     from .sim import SimCollector
 
-    return SimCollector(settings.scenario, interval_s=settings.interval)
+    return SimCollector(settings.scenario, interval_s=settings.interval, onset_s=settings.onset, reports=reports)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..collect.base import Collector
 from ..collect.modes import build_collectors
+from ..collect.sim.handover import RealReports
 from ..collect.trace import TraceWriter
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline
@@ -70,8 +71,9 @@ def open_engine(
     first, beside the mode's (the monitor's own report queue).
     """
     plugins = plugins or discover()
+    reports = RealReports(settings.stale_after)  # ingest stamps it; the simulator yields to it
     if collectors is None:
-        mode, collectors = build_collectors(settings, plugins.collectors)
+        mode, collectors = build_collectors(settings, plugins.collectors, reports)
     exports = build_exports(settings, push=push)
     telemetry = build_telemetry(settings.metrics_namespace, readers=exports.readers,
                                 log_processors=exports.log_processors)
@@ -85,7 +87,8 @@ def open_engine(
         publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace),
         recorder=TraceWriter(settings.record) if settings.record else None,
     )
-    return Engine(settings, mode or settings.mode, [*extra_collectors, *collectors], stepper, outputs, clock)
+    return Engine(settings, mode or settings.mode, [*extra_collectors, *collectors], stepper, outputs, clock,
+                  reports)
 
 
 class SampleFrames:

@@ -18,8 +18,9 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ..collect.base import Collected, Collector
 from ..collect.trace import TraceWriter
@@ -33,6 +34,9 @@ from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import REST, OperationalMetrics
 from ..telemetry.providers import Telemetry
 from .window import Window
+
+if TYPE_CHECKING:
+    from ..collect.sim.handover import RealReports
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +86,7 @@ class Engine:
     """Owns the stages of one running TrainPulse pipeline and ticks them."""
 
     def __init__(self, settings: Settings, mode: str, collectors: Sequence[Collector], stepper: Stepper,
-                 outputs: Outputs, clock: Clock = time.time) -> None:
+                 outputs: Outputs, clock: Clock = time.time, reports: RealReports | None = None) -> None:
         self.settings = settings
         self.mode = mode
         self.collectors = tuple(collectors)
@@ -96,6 +100,7 @@ class Engine:
         self.publisher = outputs.publisher
         self.recorder = outputs.recorder
         self.clock = clock
+        self.reports = reports
         self.started_at = clock()
         self.ticks = 0
         self._last_progress: float | None = None  # monotonic; set while the run loop is live
@@ -105,8 +110,14 @@ class Engine:
     # ------------------------------------------------------------------ inputs
 
     def ingest(self, sample: TrainingSample, source: str = REST) -> None:
-        """Take one validated training report; ``source`` is ``rest``, ``framework`` or ``sdk``."""
-        self.latest.put_training(sample, self.clock())
+        """Take one validated training report; ``source`` is ``rest``, ``framework`` or ``sdk``.
+
+        ``reports`` (from the composition root) notes its arrival, so a simulator stands its own training loop down.
+        """
+        now = self.clock()
+        self.latest.put_training(sample, now)
+        if self.reports is not None:
+            self.reports.arrived(now)
         self.ops.ingested(sample, source)
 
     # ------------------------------------------------------------------- ticks
