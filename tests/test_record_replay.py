@@ -93,7 +93,7 @@ def test_replay_json_shape(tmp_path):
     with open(path, "rb") as fh:
         out = replay(read_trace(fh, []), parts.stepper()).to_dict()
     assert set(out) == {"timeline", "diagnosis"}
-    assert set(out["diagnosis"]) == {"health", "signals", "root_causes"}
+    assert set(out["diagnosis"]) == {"health", "signals", "root_causes", "goodput"}
 
 
 def test_an_oversized_line_is_reported_and_the_next_line_still_read(tmp_path):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainpulse_otel.diagnose.pipeline import PipelineResult
-from trainpulse_otel.diagnose.types import Diagnosis, Health, RootCause, Signal, Transition
+from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RootCause, Signal, Transition
 from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.samples import parse_training
 
@@ -14,7 +14,8 @@ def straggler_raised(ts: float) -> PipelineResult:
     signal = Signal("rank_straggler", "warning", ts, "rank 5 is 38% slower than the median rank", subject)
     cause = RootCause("straggler_rank", 0.8, "rank 5 holds the job back", ("rank_straggler",), subject,
                       "check GPU 5's clocks and host")
-    diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,))
+    goodput = Goodput(0.81, 0.74, 1712.0, {"straggler_rank": 42.0, "unattributed": 3.5})
+    diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,), goodput)
     transition = Transition(ts, "raised", "rank_straggler", "warning", subject, signal.message)
     return PipelineResult(diagnosis, (transition,), top_cause_changed=True)
 

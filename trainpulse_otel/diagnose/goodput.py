@@ -27,12 +27,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..samples import TrainingSample
 from .budget import StepBudget
-from .types import RootCause
+from .types import Goodput, RootCause
 
 #: The span of ``window_ratio``.
 WINDOW_S = 600.0
@@ -47,24 +45,6 @@ CAUSE_OF_COMPONENT: Mapping[str, str] = {
 }
 #: Causes that are waits, not slower compute: a compute loss is never attributed to them.
 WAIT_CAUSES = frozenset({*CAUSE_OF_COMPONENT.values(), "load_imbalance"})
-
-
-@dataclass(frozen=True)
-class Goodput:
-    """The contract's ``goodput`` block."""
-
-    ratio: float
-    window_ratio: float
-    ideal_step_time_ms: float
-    badput_s: Mapping[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ratio": round(self.ratio, 4),
-            "window_ratio": round(self.window_ratio, 4),
-            "ideal_step_time_ms": round(self.ideal_step_time_ms, 3),
-            "badput_s": {cause: round(s, 3) for cause, s in self.badput_s.items()},
-        }
 
 
 class GoodputAccount:

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..samples import Frame
+from ..samples import Frame, TrainingSample
+from .budget import BudgetBuilder
 from .detectors.base import Detector
+from .goodput import GoodputAccount
 from .health import HealthScorer
 from .rootcause import RootCauseRule, infer_root_causes
 from .tick import TickBuilder
@@ -52,6 +54,8 @@ class DiagnosticPipeline:
         self._causes: tuple[RootCause, ...] = ()
         self._causes_at = float("-inf")
         self._top: tuple | None = None
+        self._budget = BudgetBuilder()
+        self._goodput = GoodputAccount()
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
 
@@ -83,8 +87,18 @@ class DiagnosticPipeline:
         top_before = self._top
         causes = self._root_causes(ts, signals, transitions)
         health = self._health.update(ts, signals)
-        self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes)
+        if tick.report is not None:
+            self._account(ts, tick.report, causes, signals)
+        self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes,
+                                    goodput=self._goodput.goodput(ts))
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
+
+    def _account(self, ts: float, report: TrainingSample, causes: tuple[RootCause, ...],
+                 signals: tuple[Signal, ...]) -> None:
+        """The new report's step into the budget, and the budget into goodput."""
+        budget = self._budget.add(ts, report)
+        straggler = any(s.name == "rank_straggler" for s in signals)
+        self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler)
 
     def _failed(self, detector: Detector) -> int:
         """Count a detector's failure; return how many it has had so far."""

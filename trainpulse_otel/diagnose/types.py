@@ -144,19 +144,47 @@ class Health:
 
 
 @dataclass(frozen=True)
+class Goodput:
+    """The contract's ``goodput`` block: productive time over wall time, and the seconds lost by cause."""
+
+    ratio: float
+    window_ratio: float
+    ideal_step_time_ms: float
+    badput_s: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ratio": round(self.ratio, 4),
+            "window_ratio": round(self.window_ratio, 4),
+            "ideal_step_time_ms": round(self.ideal_step_time_ms, 3),
+            "badput_s": {cause: round(s, 3) for cause, s in self.badput_s.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "goodput") -> Goodput:
+        data = _object(data, where)
+        badput = _object(data.get("badput_s", {}), f"{where}.badput_s")
+        return cls(ratio=_field(data, "ratio", float, where), window_ratio=_field(data, "window_ratio", float, where),
+                   ideal_step_time_ms=_field(data, "ideal_step_time_ms", float, where),
+                   badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()})
+
+
+@dataclass(frozen=True)
 class Diagnosis:
-    """Health, active signals and ranked root causes at one instant."""
+    """Health, active signals, ranked root causes and goodput at one instant (goodput None until known)."""
 
     ts: float = 0.0
     health: Health = Health()
     signals: tuple[Signal, ...] = ()
     root_causes: tuple[RootCause, ...] = ()
+    goodput: Goodput | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "health": self.health.to_dict(),
             "signals": [s.to_dict() for s in self.signals],
             "root_causes": [c.to_dict() for c in self.root_causes],
+            "goodput": self.goodput.to_dict() if self.goodput is not None else None,
         }
 
     @classmethod
@@ -171,10 +199,12 @@ class Diagnosis:
         data = _object(data, where)
         signals = _field(data, "signals", list, where, [])
         causes = _field(data, "root_causes", list, where, [])
+        goodput = data.get("goodput")
         return cls(ts=ts, health=Health.from_dict(data.get("health"), f"{where}.health"),
                    signals=tuple(Signal.from_dict(s, f"{where}.signals[{i}]") for i, s in enumerate(signals)),
                    root_causes=tuple(RootCause.from_dict(c, f"{where}.root_causes[{i}]")
-                                     for i, c in enumerate(causes)))
+                                     for i, c in enumerate(causes)),
+                   goodput=None if goodput is None else Goodput.from_dict(goodput, f"{where}.goodput"))
 
 
 _REQUIRED: Any = object()

@@ -10,13 +10,14 @@ reader ignores them: outputs never feed back into inputs.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from ..diagnose.pipeline import PipelineResult
-from ..diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Transition
+from ..diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Goodput, Transition
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,23 @@ class DiagnosisPublisher:
         meter.create_observable_gauge(
             f"{namespace}.root_cause.confidence", callbacks=[self._observe_causes], unit="1",
             description="Confidence of each root cause currently inferred, 0-1 (absent when not inferred).",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.goodput.ratio", callbacks=[self._goodput_reading(lambda g: g.ratio)], unit="1",
+            description="Productive time (steps x the ideal step) over wall time since the first training report.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.goodput.window_ratio", callbacks=[self._goodput_reading(lambda g: g.window_ratio)],
+            unit="1", description="Productive time over wall time in the last 10 minutes.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.goodput.ideal_step_time", unit="s",
+            callbacks=[self._goodput_reading(lambda g: g.ideal_step_time_ms / 1000.0)],
+            description="The job's ideal step: its best sustained pace (lowest 31-step median, 30 minutes).",
+        )
+        meter.create_observable_counter(
+            f"{namespace}.badput", callbacks=[self._observe_badput], unit="s",
+            description="Wall time lost, in seconds, by the root cause it is attributed to (or unattributed).",
         )
 
     @property
@@ -84,6 +102,20 @@ class DiagnosisPublisher:
             if cause.cause in ROOT_CAUSES
         ]
 
+    def _goodput_reading(self, read: Callable[[Goodput], float]) -> Callable[[CallbackOptions], list[Observation]]:
+        """A callback observing one figure of the goodput (nothing until the ideal step is known)."""
+
+        def observe(_options: CallbackOptions) -> list[Observation]:
+            goodput = self._diagnosis.goodput
+            return [] if goodput is None else [Observation(read(goodput))]
+
+        return observe
+
+    def _observe_badput(self, _options: CallbackOptions) -> Iterable[Observation]:
+        goodput = self._diagnosis.goodput
+        badput = goodput.badput_s if goodput is not None else {}
+        return [Observation(seconds, {"cause": cause}) for cause, seconds in badput.items()]
+
     def _emit_transition(self, transition: Transition) -> None:
         raised = transition.event == "raised"
         severity = SeverityNumber.ERROR if transition.severity == CRITICAL else SeverityNumber.WARN
@@ -114,7 +146,7 @@ class DiagnosisPublisher:
                 severity_text=severity.name,
                 attributes={"event.name": name, **attrs},
             )
-        except Exception:  # noqa: BLE001 - telemetry must never break the tick
+        except Exception:  # telemetry must never break the tick
             log.warning("emitting event %s failed", name, exc_info=True)
 
 
