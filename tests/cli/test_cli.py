@@ -70,7 +70,7 @@ def test_snapshot_sim_prints_the_contract_snapshot():
     assert snap["host"]["cpu_count"] > 0
     training = snap["training"]
     assert len(training["ranks"]) == 8 and {"rank", "gpu_index", "step_time_ms"} <= set(training["ranks"][0])
-    assert set(snap["diagnosis"]) == {"health", "signals", "root_causes"}
+    assert set(snap["diagnosis"]) == {"health", "signals", "root_causes", "goodput"}
 
 
 def test_daemon_serves_then_shuts_down_cleanly_on_sigterm(tmp_path):
