@@ -67,6 +67,9 @@ def test_straggler_at_160x48_shows_every_panel_in_full(screen, snapshot, history
     assert text.count("→ ") == 2
     assert "1m35s" in line_with(lines, "WARN rank_straggler")  # age on the snapshot's own clock
     assert "swap" in line_with(lines, "mem ")
+    goodput = line_with(lines, "goodput ")
+    assert re.search(r"goodput +78% 10 min 75% · lost: straggler_rank 38s, checkpoint_io_bound 4s *$",
+                     goodput), goodput
 
 
 # ------------------------------------------------------------------ 16 GPUs, thermal

@@ -45,8 +45,9 @@ def training_panel(view: View, width: int) -> Variants:
     step = Text.assemble((f"{'step':<{LABEL_W}}", LABEL_STYLE), f"{fmt.millis(t.step_time_ms):>{VALUE_W}} ",
                          stacked_bar([(ms, style) for _, ms, style in parts], max(8, width - LABEL_W - VALUE_W - 1)),
                          no_wrap=True)
-    full = titled("Training", _context(t), tokens, mfu, step, *_legend(parts, width), note=stale)
-    short = titled("Training", tokens, mfu, step, note=stale)
+    goodput = _goodput_row(view)
+    full = titled("Training", _context(t), tokens, mfu, step, *_legend(parts, width), *goodput, note=stale)
+    short = titled("Training", tokens, mfu, step, *goodput, note=stale)
     line = one_line(
         "Training",
         f"step {t.global_step:,}" if t.global_step is not None else "step -",
@@ -55,8 +56,26 @@ def training_panel(view: View, width: int) -> Variants:
         f"MFU {fmt.percent(t.mfu, is_fraction=True)}",
         f"{fmt.millis(t.step_time_ms)}/step",
         _worst_wait(parts),
+        *([f"goodput {view.diagnosis.goodput.window_ratio:.0%}"] if view.diagnosis.goodput else []),
     )
     return [full, short, line]
+
+
+#: Causes of lost time named on the goodput row, most seconds first.
+BADPUT_SHOWN = 2
+
+
+def _goodput_row(view: View) -> list[Text]:
+    """``goodput  78% · 10 min 75% · lost: straggler_rank 39 s, …`` (nothing until the ideal step is known)."""
+    goodput = view.diagnosis.goodput
+    if goodput is None:
+        return []
+    lost = sorted(((s, cause) for cause, s in goodput.badput_s.items() if s >= 0.5), reverse=True)[:BADPUT_SHOWN]
+    row = Text.assemble((f"{'goodput':<{LABEL_W}}", LABEL_STYLE), (f"{goodput.ratio:>{VALUE_W}.0%} ", "bold"),
+                        (f"10 min {goodput.window_ratio:.0%}", DIM), no_wrap=True, overflow="ellipsis")
+    if lost:
+        row.append(" · lost: " + ", ".join(f"{cause} {fmt.duration(s)}" for s, cause in lost), style=DIM)
+    return [row]
 
 
 def _tokens(t: TrainingSample) -> float | None:
