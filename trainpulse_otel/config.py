@@ -241,7 +241,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
     Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
     Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
-    Option("warmup", _duration(0.0), 0.0, "snapshot: collect this long before printing (sim: virtual time)", "DURATION"),
+    Option("warmup", _duration(0.0), 0.0, "collect this long before the first answer (snapshot, top; in sim also the daemon, in virtual time, default 3m)", "DURATION"),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}

@@ -64,3 +64,25 @@ def test_the_simulated_training_loop_stands_down_while_real_reports_arrive(caplo
     messages = [r.getMessage() for r in caplog.records]
     assert sum("stands down" in m for m in messages) == 1
     assert sum("no real training report for 5s: the simulated training loop resumes" in m for m in messages) == 1
+
+
+def test_a_real_report_replaces_the_simulated_job_view_ranks_and_all():
+    from tests import parts
+    from trainpulse_otel.config import Settings
+    from trainpulse_otel.samples import parse_training
+
+    clock = [T0]
+    engine = parts.engine(Settings(mode="sim"), clock=lambda: clock[0])
+    try:
+        for _ in range(3):
+            engine.tick()
+            clock[0] += 1.0
+        assert len(engine.snapshot().training.ranks) == 8  # the simulated job's
+        engine.ingest(parse_training({"model_name": "mine", "step_time_ms": 500.0,
+                                      "ranks": [{"rank": 0, "step_time_ms": 490.0}, {"rank": 1, "step_time_ms": 495.0}]}))
+        engine.tick()
+        training = engine.snapshot().training
+        assert training.model_name == "mine" and [r.rank for r in training.ranks] == [0, 1]
+        assert len(engine.snapshot().gpus) == 8  # the simulated GPUs go on
+    finally:
+        engine.close()

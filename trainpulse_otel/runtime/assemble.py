@@ -87,8 +87,10 @@ def open_engine(
         publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace),
         recorder=TraceWriter(settings.record) if settings.record else None,
     )
-    return Engine(settings, mode or settings.mode, [*extra_collectors, *collectors], stepper, outputs, clock,
-                  reports)
+    mode = mode or settings.mode
+    # only a simulator has a training loop to stand down for real reports
+    return Engine(settings, mode, [*extra_collectors, *collectors], stepper, outputs, clock,
+                  reports if mode == "sim" else None)
 
 
 class SampleFrames:

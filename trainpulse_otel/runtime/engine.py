@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
+#: The shortest step of a virtual-time back-fill (seconds).
+BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
@@ -115,9 +117,9 @@ class Engine:
         ``reports`` (from the composition root) notes its arrival, so a simulator stands its own training loop down.
         """
         now = self.clock()
+        if self.reports is not None and self.reports.arrived(now):
+            self.latest.forget_training()  # the simulator's view (its ranks too) must not linger beside the real one
         self.latest.put_training(sample, now)
-        if self.reports is not None:
-            self.reports.arrived(now)
         self.ops.ingested(sample, source)
 
     # ------------------------------------------------------------------- ticks
@@ -156,13 +158,14 @@ class Engine:
         self.recorder.write_tick(now, current.gpus, current.host, training)
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
-        """Tick over the last ``seconds`` at the interval, ending now, without sleeping.
+        """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.
 
         For collectors that can be asked about the past — the simulator — this
         fills the window at once, so a scenario's fault is on screen from the
-        first frame.
+        first frame. Virtual ticks are at least a second apart: a 100 ms
+        ``-interval`` would otherwise cost ten ticks per virtual second at start-up.
         """
-        interval = self.settings.interval
+        interval = max(self.settings.interval, BACKFILL_STEP_S)
         ticks = max(1, math.ceil(seconds / interval))
         start = self.clock() - (ticks - 1) * interval
         for i in range(ticks):

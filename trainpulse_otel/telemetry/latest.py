@@ -73,6 +73,14 @@ class LatestSamples:
             self._training_changes += 1
             self._changed()
 
+    def forget_training(self) -> None:
+        """Drop the training view and every rank (another source takes over the job's reports)."""
+        with self._lock:
+            self._job = None
+            self._ranks.clear()
+            self._training_changes += 1
+            self._changed()
+
     def expire(self, now: float) -> None:
         """Forget training reports and ranks not refreshed within ``stale_after_s``."""
         horizon = now - self.stale_after_s

@@ -137,7 +137,7 @@ def test_in_process_reports_pass_through_the_otel_instruments():
         frame = engine.frame  # built by the FrameReader from what the SDK collected
         assert frame.training.model_name == "otel" and frame.training.loss == 0.5
         assert frame.training.precision == "bf16" and frame.training.tokens_per_sec > 0
-        assert set(m.diagnosis()) == {"health", "signals", "root_causes"}
+        assert set(m.diagnosis()) == {"health", "signals", "root_causes", "goodput"}
         assert m.stats["ticks"] >= 1
     finally:
         m.close()

@@ -80,7 +80,7 @@ def test_monitor_reports_reach_the_daemon_and_its_diagnosis(served):
         served.engine.tick()
         _, snapshot = served.get_json("/v1/snapshot")
         assert snapshot["training"]["model_name"] == "rest" and snapshot["training"]["global_step"] == 5
-        assert set(monitor.diagnosis()) == {"health", "signals", "root_causes"}
+        assert set(monitor.diagnosis()) == {"health", "signals", "root_causes", "goodput"}
     finally:
         monitor.close()
     assert monitor.stats["sent"] >= 1 and monitor.stats["dropped"] == 0

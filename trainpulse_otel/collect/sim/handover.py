@@ -25,9 +25,11 @@ class RealReports:
     stale_after_s: float
     last_ts: float | None = None
 
-    def arrived(self, ts: float) -> None:
-        """A real report was ingested at ``ts`` (unix seconds)."""
+    def arrived(self, ts: float) -> bool:
+        """A real report was ingested at ``ts`` (unix seconds); True when it starts a hand-over (none was arriving)."""
+        starts = not self.active(ts)
         self.last_ts = ts
+        return starts
 
     def active(self, now: float) -> bool:
         """Whether real reports are arriving at ``now``: the last came less than ``stale_after_s`` before.
