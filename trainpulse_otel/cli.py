@@ -14,7 +14,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, NoReturn, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
 from . import __version__
 from .config import OPTIONS, ConfigError, Settings, load_settings

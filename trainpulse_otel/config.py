@@ -12,8 +12,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 ENV_PREFIX = "TRAINPULSE_"
 MODES = ("auto", "nvml", "nvidia-smi", "sim", "none")

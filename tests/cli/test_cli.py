@@ -62,7 +62,7 @@ def test_double_dash_and_equals_forms(capsys, monkeypatch):
 
 
 def test_snapshot_sim_prints_the_contract_snapshot():
-    proc = subprocess.run(TRAINPULSE + ["snapshot", "-mode", "sim"], capture_output=True, text=True,
+    proc = subprocess.run([*TRAINPULSE, "snapshot", "-mode", "sim"], capture_output=True, text=True,
                           env=_clean_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
     snap = json.loads(proc.stdout)
@@ -77,8 +77,7 @@ def test_daemon_serves_then_shuts_down_cleanly_on_sigterm(tmp_path):
     port = _free_port()
     trace = tmp_path / "trace.jsonl"
     proc = subprocess.Popen(
-        TRAINPULSE + ["daemon", "-mode", "sim", "-addr", f"127.0.0.1:{port}", "-interval", "200ms",
-                      "-record", str(trace), "-log-format", "json"],
+        [*TRAINPULSE, "daemon", "-mode", "sim", "-addr", f"127.0.0.1:{port}", "-interval", "200ms", "-record", str(trace), "-log-format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean_env(),
     )
     try:

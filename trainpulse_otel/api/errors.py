@@ -26,7 +26,7 @@ class ApiError(Exception):
         self.status, self.message, self.field, self.extra = status, message, field, extra
 
     @classmethod
-    def from_sample_error(cls, exc: SampleError) -> "ApiError":
+    def from_sample_error(cls, exc: SampleError) -> ApiError:
         return cls(400, str(exc) if exc.field else exc.message, exc.field or None)
 
 
@@ -61,5 +61,5 @@ def register_error_handlers(app: Flask, max_body_bytes: int) -> None:
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
-        log.exception("unexpected error serving %s %s", request.method, request.path)
+        log.error("unexpected error serving %s %s", request.method, request.path, exc_info=exc)
         return error_response(500, "internal error; the daemon's log has the details")

@@ -23,6 +23,7 @@ simply runs with waitress's default.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -99,10 +100,8 @@ class ApiServer:
         log.info("API listening on http://%s:%d", self.host, self.port)
 
     def _serve(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # closing the socket ends run() with EBADF
             self._server.run()
-        except OSError:  # closing the socket ends run() with EBADF
-            pass
 
     def close(self) -> None:
         """Stop accepting, let the workers finish, then end the serving loop.
@@ -116,10 +115,8 @@ class ApiServer:
         self._server.accepting = False  # type: ignore[union-attr]
         self._server.task_dispatcher.shutdown(timeout=5)  # type: ignore[union-attr]
         if self._thread.is_alive():
-            try:
+            with contextlib.suppress(OSError):  # the loop already ended and closed its trigger
                 self._server.trigger.pull_trigger(self._server.close)  # type: ignore[union-attr]
-            except OSError:  # the loop already ended and closed its trigger
-                pass
             self._thread.join(timeout=5)
         else:
             self._server.close()

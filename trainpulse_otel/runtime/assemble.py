@@ -20,7 +20,8 @@ No other module constructs an :class:`~.engine.Engine`.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..collect.base import Collector
 from ..collect.modes import build_collectors

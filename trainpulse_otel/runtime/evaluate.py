@@ -23,8 +23,9 @@ nodes, or half-length steps, so no threshold is tuned to one configuration.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..collect.sim import SimulatedNode
 from ..collect.sim.scenarios import SCENARIOS, Scenario
@@ -277,8 +278,8 @@ def evaluate(scenarios: Sequence[str] | None = None, seeds: int = 1, variants: S
 
 def format_report(report: EvalReport) -> str:
     """The human-readable table and summary line."""
-    lines = [f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
-             f"{'ok':<3}extra / early"]
+    lines = [(f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
+             f"{'ok':<3}extra / early")]
     for r in report.scenarios:
         lat = ", ".join(f"{k} {_secs(v)}" for k, v in r.latency_s.items()) or "—"
         if r.oom_lead_s is not None:
@@ -292,10 +293,11 @@ def format_report(report: EvalReport) -> str:
             cause += f" ({len(next(iter(r.top_subject.values())))} {next(iter(r.top_subject))})"
         noise = ", ".join(r.extra) + (" / " + ", ".join(r.early) if r.early else "")
         lines.append(f"{r.scenario:<23}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
-    for h in report.healthy:
-        lines.append(f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
-                     + "".join(f"\n    {x['t_s']:.0f} s {x['signal']} {x['subject']}: {x['message']}"
-                               for x in h.raised))
+    lines.extend(
+        f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
+        + "".join(f"\n    {x['t_s']:.0f} s {x['signal']} {x['subject']}: {x['message']}" for x in h.raised)
+        for h in report.healthy
+    )
     s = report.summary()
     lines.append("")
     lines.append(

@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import IO
 
 _TEXT_FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -33,7 +34,7 @@ class SummarizingFilter(logging.Filter):
     an operator needs to know the API is saturated, not a line per request.
     """
 
-    def __init__(self, period_s: float = 60.0, clock=time.monotonic) -> None:
+    def __init__(self, period_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.period_s = period_s
         self._clock = clock

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from ..adapters.base import Adapter
 from ..collect.base import CollectorFactory

@@ -12,8 +12,9 @@ pipeline. The clock is the trace's own timestamps: nothing sleeps.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..collect.base import Collected
 from ..collect.trace import TraceError, TraceRecord

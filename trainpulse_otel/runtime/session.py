@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..diagnose import PipelineResult
 from ..publish.snapshot import Snapshot

@@ -10,7 +10,7 @@ the first frame. ``history_size`` bounds it.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..samples import Frame
 
