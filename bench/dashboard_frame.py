@@ -37,8 +37,9 @@ def sim_history(ranks: int) -> tuple[History, Snapshot]:
     snapshot = Snapshot(None, "sim")
     for t in range(121):
         c = node.sample(float(t))
-        snapshot = Snapshot(node.start_ts + t, "sim", gpus=c.gpus or (), host=c.host, training=c.training,
-                            diagnosis=diagnosis)
+        snapshot = Snapshot(
+            node.start_ts + t, "sim", gpus=c.gpus or (), host=c.host, training=c.training, diagnosis=diagnosis
+        )
         history.add(snapshot)
     return history, snapshot
 

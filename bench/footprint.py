@@ -62,10 +62,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=20.0)
     args = parser.parse_args()
-    daemon = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "sim", "-interval", "1s",
-              "-addr", f"127.0.0.1:{free_port()}", "-log-level", "warning"]
-    results = {"daemon": measure(daemon, args.seconds, args.warmup),
-               "baseline": measure([sys.executable, "-c", BASELINE], args.seconds, args.warmup)}
+    daemon = [
+        sys.executable,
+        "-m",
+        "trainpulse_otel",
+        "daemon",
+        "-mode",
+        "sim",
+        "-interval",
+        "1s",
+        "-addr",
+        f"127.0.0.1:{free_port()}",
+        "-log-level",
+        "warning",
+    ]
+    results = {
+        "daemon": measure(daemon, args.seconds, args.warmup),
+        "baseline": measure([sys.executable, "-c", BASELINE], args.seconds, args.warmup),
+    }
     print(f"CPU over {args.seconds:g} s after a {args.warmup:g} s warm-up:")
     for name, (cpu, rss) in results.items():
         print(f"  {name:<9} {cpu:7.2%} of one core   RSS {rss / 2**20:6.1f} MiB")

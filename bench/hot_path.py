@@ -37,16 +37,29 @@ from trainpulse_otel.samples import to_dict
 SEQ_LENS = [512, 480, 512, 377, 512, 500, 512, 256]
 JOB_FIELDS = {"precision": "bf16", "global_batch_size": 64, "micro_batch_size": 8, "world_size": 8}
 EXTRA_FIELDS = {
-    "global_batch_size": 64, "micro_batch_size": 8, "gradient_accumulation_steps": 1, "world_size": 8,
-    "data_parallel_size": 8, "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "pipeline_bubble_ratio": 0.0,
-    "mfu": 0.41, "tflops": 405.0, "checkpoint_ms": 0.0, "tokenizer_wait_ms": 0.1, "loss": 2.31, "grad_norm": 0.8,
-    "learning_rate": 3e-4, "samples_per_sec": 100.0,
+    "global_batch_size": 64,
+    "micro_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "world_size": 8,
+    "data_parallel_size": 8,
+    "tensor_parallel_size": 1,
+    "pipeline_parallel_size": 1,
+    "pipeline_bubble_ratio": 0.0,
+    "mfu": 0.41,
+    "tflops": 405.0,
+    "checkpoint_ms": 0.0,
+    "tokenizer_wait_ms": 0.1,
+    "loss": 2.31,
+    "grad_norm": 0.8,
+    "learning_rate": 3e-4,
+    "samples_per_sec": 100.0,
 }
 FIELD_NAMES = [f"f{i}" for i in range(25)]
 
 
-def per_step_ns(body: Callable[[int], None], steps: int, runs: int,
-                between: Callable[[], object] = lambda: None) -> float:
+def per_step_ns(
+    body: Callable[[int], None], steps: int, runs: int, between: Callable[[], object] = lambda: None
+) -> float:
     """Median over runs of the mean cost of one step of ``body``, in nanoseconds.
 
     ``between`` runs untimed after each run: the monitor's drain, as the background thread would
@@ -128,8 +141,9 @@ def main() -> None:
     args = parser.parse_args()
 
     # A long interval keeps the background drain out of the hot-path figures; it is measured apart.
-    monitor = TrainingMonitor(model_name="bench", interval=3600.0, hardware="none", flops_per_token=6e9,
-                              peak_flops=989e12, **JOB_FIELDS)
+    monitor = TrainingMonitor(
+        model_name="bench", interval=3600.0, hardware="none", flops_per_token=6e9, peak_flops=989e12, **JOB_FIELDS
+    )
     body, provider = otel_body()
     try:
         results = {"floor": per_step_ns(floor, args.steps, args.runs)}

@@ -31,12 +31,29 @@ import urllib.request
 from trainpulse_otel.api.server import SEND_BYTES
 
 PAYLOAD = {
-    "model_name": "llama-3-8b", "framework": "pytorch", "global_step": 1200, "step_time_ms": 1750.0,
-    "tokens_per_sec": 74900.0, "mfu": 0.45, "data_wait_ms": 3.0, "sync_wait_ms": 12.0,
-    "all_reduce_wait_ms": 95.0, "world_size": 8,
-    "ranks": [{"rank": r, "gpu_index": r, "hostname": "node-000", "step_time_ms": 1700.0 + r,
-               "tokens_per_sec": 9400.0, "data_wait_ms": 3.0, "sync_wait_ms": 10.0 + r,
-               "all_reduce_wait_ms": 95.0} for r in range(8)],
+    "model_name": "llama-3-8b",
+    "framework": "pytorch",
+    "global_step": 1200,
+    "step_time_ms": 1750.0,
+    "tokens_per_sec": 74900.0,
+    "mfu": 0.45,
+    "data_wait_ms": 3.0,
+    "sync_wait_ms": 12.0,
+    "all_reduce_wait_ms": 95.0,
+    "world_size": 8,
+    "ranks": [
+        {
+            "rank": r,
+            "gpu_index": r,
+            "hostname": "node-000",
+            "step_time_ms": 1700.0 + r,
+            "tokens_per_sec": 9400.0,
+            "data_wait_ms": 3.0,
+            "sync_wait_ms": 10.0 + r,
+            "all_reduce_wait_ms": 95.0,
+        }
+        for r in range(8)
+    ],
 }
 
 BARE_APP = """
@@ -87,8 +104,18 @@ def start(kind: str, port: int) -> subprocess.Popen:
     elif kind == "bare-1send":
         cmd = [sys.executable, "-c", BARE_APP, str(port), str(SEND_BYTES)]
     else:
-        cmd = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "none",
-               "-addr", f"127.0.0.1:{port}", "-log-level", "error"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "trainpulse_otel",
+            "daemon",
+            "-mode",
+            "none",
+            "-addr",
+            f"127.0.0.1:{port}",
+            "-log-level",
+            "error",
+        ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_ready(port)
     return proc
@@ -97,7 +124,10 @@ def start(kind: str, port: int) -> subprocess.Popen:
 def run_wrk(port: int, seconds: int, script: str) -> tuple[float, float]:
     out = subprocess.run(
         ["wrk", "-t2", "-c8", f"-d{seconds}s", "--latency", "-s", script, f"http://127.0.0.1:{port}/v1/training"],  # noqa: S607 - wrk from PATH, a prerequisite
-        capture_output=True, text=True, check=True).stdout
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", out)
     scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[p99.group(2)]
@@ -130,15 +160,16 @@ def main() -> None:
                     proc.wait(timeout=30)
     finally:
         os.unlink(script)
-    print(f"8 keep-alive clients, 8-rank payload ({len(json.dumps(PAYLOAD))} bytes), "
-          f"{args.runs} runs x {args.seconds}s, medians:")
+    print(
+        f"8 keep-alive clients, 8-rank payload ({len(json.dumps(PAYLOAD))} bytes), "
+        f"{args.runs} runs x {args.seconds}s, medians:"
+    )
     medians = {}
     for kind, runs in results.items():
         rps = statistics.median(r for r, _ in runs)
         p99 = statistics.median(p for _, p in runs)
         medians[kind] = rps
-        print(f"  {kind:<11} {rps:8.0f} req/s   p99 {p99:6.2f} ms   runs: "
-              + ", ".join(f"{r:.0f}" for r, _ in runs))
+        print(f"  {kind:<11} {rps:8.0f} req/s   p99 {p99:6.2f} ms   runs: " + ", ".join(f"{r:.0f}" for r, _ in runs))
     for baseline in ("bare", "bare-1send"):
         print(f"  ratio trainpulse/{baseline}: {medians['trainpulse'] / medians[baseline]:.2f}")
 

@@ -73,8 +73,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     model, batches = make_model(args.width)
-    monitor = TrainingMonitor(model_name="overhead", model=model, interval=args.interval, hardware="none",
-                              peak_flops=1e11)
+    monitor = TrainingMonitor(
+        model_name="overhead", model=model, interval=args.interval, hardware="none", peak_flops=1e11
+    )
     bare(model, batches, args.steps // 5)  # warm up
     monitored(model, batches, args.steps // 5, monitor)
     without, with_monitor = [], []
@@ -90,7 +91,9 @@ def main() -> None:
     print(f"{'':16} {'ms/step':>8}")
     print(f"{'without monitor':16} {base * 1000:8.3f}")
     print(f"{'with monitor':16} {mon * 1000:8.3f}")
-    print(f"overhead: {100 * (mon - base) / base:+.2f}% of the bare step (median of per-pair ratios {100 * pairs:+.2f}%)")
+    print(
+        f"overhead: {100 * (mon - base) / base:+.2f}% of the bare step (median of per-pair ratios {100 * pairs:+.2f}%)"
+    )
     print(f"monitor: {monitor.stats}")
 
 

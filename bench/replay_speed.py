@@ -53,8 +53,9 @@ def frames_only(path: str) -> int:
     stepper = open_replay(Settings(), PLUGINS)
     feed = TraceFeed(stepper.latest)
     with open(path, "rb") as fh:
-        return sum(1 for group in group_ticks(read_trace(bounded_lines(fh), []))
-                   if stepper.frames.read(feed.apply(group)))
+        return sum(
+            1 for group in group_ticks(read_trace(bounded_lines(fh), [])) if stepper.frames.read(feed.apply(group))
+        )
 
 
 def full_replay(path: str) -> int:
@@ -82,13 +83,17 @@ def main() -> None:
         write_trace(path, seconds)
         size_mb = os.path.getsize(path) / 1e6
         print(f"trace: {seconds} ticks, {size_mb:.1f} MB; median of {args.runs} runs")
-        rates = {name: ticks_per_second(fn, path, args.runs)
-                 for name, fn in (("read", read_only), ("frames", frames_only), ("replay", full_replay))}
+        rates = {
+            name: ticks_per_second(fn, path, args.runs)
+            for name, fn in (("read", read_only), ("frames", frames_only), ("replay", full_replay))
+        }
     for name, rate in rates.items():
         print(f"  {name:<7} {rate:8.0f} ticks/s  ({rates['replay'] / rate:.2f}x replay's rate)")
     per_tick_ms = {name: 1e3 / rate for name, rate in rates.items()}
-    print(f"  pipeline share: {per_tick_ms['replay'] - per_tick_ms['frames']:.3f} ms/tick of "
-          f"{per_tick_ms['replay']:.3f} ms/tick")
+    print(
+        f"  pipeline share: {per_tick_ms['replay'] - per_tick_ms['frames']:.3f} ms/tick of "
+        f"{per_tick_ms['replay']:.3f} ms/tick"
+    )
     print(f"  24-hour trace: {DAY_S / rates['replay']:.1f} s to diagnose")
 
 

@@ -32,7 +32,7 @@ def per_call(make: Callable[[], Callable[[float], object]], calls: int) -> float
 
 
 def main() -> None:
-    floor = per_call(lambda: (lambda t: Collected()), CALLS)
+    floor = per_call(lambda: lambda t: Collected(), CALLS)
     print(f"floor (empty Collected): {floor * 1e6:8.2f} us/call")
     for ranks in (8, 64, 512, 4096):
         calls = max(20, CALLS * 8 // ranks)

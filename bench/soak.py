@@ -26,11 +26,17 @@ from collections import Counter
 
 import psutil
 
-PAYLOAD = json.dumps({
-    "model_name": "llama-3-8b", "framework": "pytorch", "step_time_ms": 1750.0, "tokens_per_sec": 74900.0,
-    "mfu": 0.45, "world_size": 8,
-    "ranks": [{"rank": r, "gpu_index": r, "step_time_ms": 1700.0 + r, "sync_wait_ms": 10.0} for r in range(8)],
-}).encode()
+PAYLOAD = json.dumps(
+    {
+        "model_name": "llama-3-8b",
+        "framework": "pytorch",
+        "step_time_ms": 1750.0,
+        "tokens_per_sec": 74900.0,
+        "mfu": 0.45,
+        "world_size": 8,
+        "ranks": [{"rank": r, "gpu_index": r, "step_time_ms": 1700.0 + r, "sync_wait_ms": 10.0} for r in range(8)],
+    }
+).encode()
 
 
 def free_port() -> int:
@@ -84,15 +90,34 @@ def main() -> None:
     args = parser.parse_args()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINPULSE_", "OTEL_"))}
-    daemon = subprocess.Popen([sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "sim", "-interval", "100ms",
-                               "-addr", f"127.0.0.1:{port}", "-log-format", "json"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    daemon = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "trainpulse_otel",
+            "daemon",
+            "-mode",
+            "sim",
+            "-interval",
+            "100ms",
+            "-addr",
+            f"127.0.0.1:{port}",
+            "-log-format",
+            "json",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc = psutil.Process(daemon.pid)
     time.sleep(3)
     outcomes: Counter = Counter()
     stop = threading.Event()
-    workers = [threading.Thread(target=ingest, args=(port, args.rate, stop, outcomes)),
-               threading.Thread(target=scrape, args=(port, stop, outcomes))]
+    workers = [
+        threading.Thread(target=ingest, args=(port, args.rate, stop, outcomes)),
+        threading.Thread(target=scrape, args=(port, stop, outcomes)),
+    ]
     for w in workers:
         w.start()
     started, samples = time.monotonic(), []
@@ -115,8 +140,10 @@ def main() -> None:
     print(f"{args.minutes:g} min, sim at 100 ms, ingest at {args.rate:g} req/s, scrape every 1 s")
     print(f"  requests: {sum(outcomes.values())}  ({dict(sorted(outcomes.items()))})")
     print(f"  errors: {sum(errors.values())} {errors or ''}; error lines in the daemon log: {len(logged_errors)}")
-    print(f"  RSS: {base[1] / 2**20:.1f} MiB at {base[0]:.0f}s -> {end[1] / 2**20:.1f} MiB at {end[0]:.0f}s "
-          f"({(end[1] - base[1]) / base[1]:+.1%})")
+    print(
+        f"  RSS: {base[1] / 2**20:.1f} MiB at {base[0]:.0f}s -> {end[1] / 2**20:.1f} MiB at {end[0]:.0f}s "
+        f"({(end[1] - base[1]) / base[1]:+.1%})"
+    )
     print(f"  daemon CPU: {(end[2] - base[2]) / (end[0] - base[0]):.1%} of one core; exit status {daemon.returncode}")
 
 

@@ -36,8 +36,9 @@ class Served:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.port}"
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         req = urllib.request.Request(self.url + path, data=body, method=method, headers=headers or {})
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
@@ -45,8 +46,9 @@ class Served:
         except urllib.error.HTTPError as err:
             return err.code, dict(err.headers), err.read()
 
-    def send(self, method: str, path: str, body: bytes | Iterable[bytes] | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    def send(
+        self, method: str, path: str, body: bytes | Iterable[bytes] | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], bytes]:
         """Exactly these headers (no client defaults); an iterable body goes chunked."""
         conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
         try:

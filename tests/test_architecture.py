@@ -27,8 +27,9 @@ def modules() -> dict[str, ast.Module]:
 
 def imported(name: str, tree: ast.Module) -> set[str]:
     """The absolute names of the modules (and names) ``tree`` imports."""
-    package = name if name.count(".") == 0 or (PACKAGE.parent / name.replace(".", "/")).is_dir() \
-        else name.rpartition(".")[0]
+    package = (
+        name if name.count(".") == 0 or (PACKAGE.parent / name.replace(".", "/")).is_dir() else name.rpartition(".")[0]
+    )
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -53,7 +54,8 @@ def loaded_after_import(module: str) -> list[str]:
 
 def test_exactly_one_module_constructs_the_engine():
     constructing = sorted(
-        name for name, tree in modules().items()
+        name
+        for name, tree in modules().items()
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Engine"
     )
@@ -62,16 +64,27 @@ def test_exactly_one_module_constructs_the_engine():
 
 def test_importing_the_judge_loads_no_collection_telemetry_api_dashboard_or_nvml():
     loaded = loaded_after_import("trainpulse_otel.diagnose")
-    forbidden = ("trainpulse_otel.collect", "trainpulse_otel.telemetry", "trainpulse_otel.api",
-                 "trainpulse_otel.dashboard", "trainpulse_otel.runtime", "trainpulse_otel.publish",
-                 "pynvml", "opentelemetry", "flask", "psutil")
+    forbidden = (
+        "trainpulse_otel.collect",
+        "trainpulse_otel.telemetry",
+        "trainpulse_otel.api",
+        "trainpulse_otel.dashboard",
+        "trainpulse_otel.runtime",
+        "trainpulse_otel.publish",
+        "pynvml",
+        "opentelemetry",
+        "flask",
+        "psutil",
+    )
     assert [m for m in loaded if m.startswith(forbidden)] == []
 
 
 def test_the_dashboard_imports_no_collector_and_builds_no_engine():
     for name, tree in modules().items():
         if name.startswith("trainpulse_otel.dashboard"):
-            bad = {m for m in imported(name, tree) if m.startswith(("trainpulse_otel.collect", "trainpulse_otel.runtime"))}
+            bad = {
+                m for m in imported(name, tree) if m.startswith(("trainpulse_otel.collect", "trainpulse_otel.runtime"))
+            }
             assert not bad, f"{name} imports {sorted(bad)}"
     loaded = loaded_after_import("trainpulse_otel.dashboard.app")
     assert [m for m in loaded if m.startswith(("trainpulse_otel.collect", "pynvml"))] == []

@@ -9,8 +9,16 @@ from trainpulse_otel.config import ConfigError, load_settings, parse_duration
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("500ms", 0.5), ("1s", 1.0), ("2m", 120.0), ("1h30m", 5400.0), ("1.5s", 1.5), ("250us", 0.00025),
-     ("0", 0.0), ("1m0.5s", 60.5)],
+    [
+        ("500ms", 0.5),
+        ("1s", 1.0),
+        ("2m", 120.0),
+        ("1h30m", 5400.0),
+        ("1.5s", 1.5),
+        ("250us", 0.00025),
+        ("0", 0.0),
+        ("1m0.5s", 60.5),
+    ],
 )
 def test_go_durations(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)

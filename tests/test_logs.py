@@ -19,8 +19,10 @@ def test_json_format_is_one_object_per_line():
 def test_queue_depth_warnings_are_summarised():
     now = [0.0]
     flt = SummarizingFilter(period_s=60.0, clock=lambda: now[0])
-    records = [logging.LogRecord("waitress.queue", logging.WARNING, "", 0, "Task queue depth is %d", (i,), None)
-               for i in range(1000)]
+    records = [
+        logging.LogRecord("waitress.queue", logging.WARNING, "", 0, "Task queue depth is %d", (i,), None)
+        for i in range(1000)
+    ]
     passed = [r for r in records[:999] if flt.filter(r)]
     assert len(passed) == 1
     now[0] = 61.0

@@ -12,8 +12,7 @@ from trainpulse_otel.config import Settings
 @pytest.mark.parametrize("path", ["/dev/full", "/nonexistent-dir/trace.jsonl"])
 def test_recording_failures_are_logged_once_and_ticks_go_on(path, caplog):
     caplog.set_level(logging.INFO, logger="trainpulse_otel")
-    engine = parts.engine(Settings(record=path), collectors=[SimCollector()], mode="sim",
-                          clock=lambda: 1_764_400_000.0)
+    engine = parts.engine(Settings(record=path), collectors=[SimCollector()], mode="sim", clock=lambda: 1_764_400_000.0)
     try:
         for i in range(5):
             result = engine.tick(1_764_400_000.0 + i)
@@ -28,8 +27,9 @@ def test_recording_failures_are_logged_once_and_ticks_go_on(path, caplog):
 def test_recording_resumes_when_writes_succeed_again(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="trainpulse_otel")
     target = tmp_path / "later" / "trace.jsonl"
-    engine = parts.engine(Settings(record=str(target)), collectors=[SimCollector()], mode="sim",
-                          clock=lambda: 1_764_400_000.0)
+    engine = parts.engine(
+        Settings(record=str(target)), collectors=[SimCollector()], mode="sim", clock=lambda: 1_764_400_000.0
+    )
     try:
         engine.tick(1_764_400_000.0)  # the folder does not exist yet: fails
         target.parent.mkdir()

@@ -17,9 +17,16 @@ class ScriptedCollector:
 
     def collect(self, now: float) -> Collected:
         k = int(now) % 7
-        gpus = tuple(GpuSample(index=i, utilization_percent=90.0 + k + i / 8, temperature_celsius=60.0 + k,
-                               sm_clock_mhz=1980.0 - 10 * k, throttle_reasons=("gpu_idle",) if k == 3 else ())
-                     for i in range(4))
+        gpus = tuple(
+            GpuSample(
+                index=i,
+                utilization_percent=90.0 + k + i / 8,
+                temperature_celsius=60.0 + k,
+                sm_clock_mhz=1980.0 - 10 * k,
+                throttle_reasons=("gpu_idle",) if k == 3 else (),
+            )
+            for i in range(4)
+        )
         return Collected(gpus=gpus, host=HostSample(cpu_percent=10.0 + k, memory_available_bytes=10**9 + k))
 
     def close(self) -> None:
@@ -27,15 +34,23 @@ class ScriptedCollector:
 
 
 def _training(step: int) -> TrainingSample:
-    return TrainingSample(global_step=step, step_time_ms=1000.0 + step, model_name="m",
-                          ranks=tuple(RankSample(rank=r, gpu_index=r, step_time_ms=990.0 + r + step) for r in range(4)))
+    return TrainingSample(
+        global_step=step,
+        step_time_ms=1000.0 + step,
+        model_name="m",
+        ranks=tuple(RankSample(rank=r, gpu_index=r, step_time_ms=990.0 + r + step) for r in range(4)),
+    )
 
 
 def _record(tmp_path, ticks=40):
     path = tmp_path / "trace.jsonl"
     clock = [1_764_400_000.0]
-    engine = parts.engine(Settings(record=str(path), history_size=1000), collectors=[ScriptedCollector()],
-                          mode="scripted", clock=lambda: clock[0])
+    engine = parts.engine(
+        Settings(record=str(path), history_size=1000),
+        collectors=[ScriptedCollector()],
+        mode="scripted",
+        clock=lambda: clock[0],
+    )
     for i in range(ticks):
         if i % 3 == 0:  # training reports arrive every third tick, between ticks
             engine.ingest(_training(i))
@@ -57,8 +72,9 @@ def test_replay_reproduces_the_live_frames_exactly(tmp_path):
 
 def test_training_is_recorded_only_when_new(tmp_path):
     path, _ = _record(tmp_path, ticks=9)
-    kinds = [next(k for k in ("gpus", "host", "training") if k in json.loads(line))
-             for line in path.read_text().splitlines()]
+    kinds = [
+        next(k for k in ("gpus", "host", "training") if k in json.loads(line)) for line in path.read_text().splitlines()
+    ]
     assert kinds.count("gpus") == 9 and kinds.count("training") == 3
 
 
@@ -80,11 +96,14 @@ def test_malformed_lines_are_reported_with_their_number_and_skipped(tmp_path):
 def test_grouping_follows_the_daemon_cadence():
     from trainpulse_otel.collect.trace import TraceRecord
 
-    recs = [TraceRecord(1, 10.0, "gpus", ()), TraceRecord(2, 10.0, "host", HostSample()),
-            TraceRecord(3, 10.3, "training", TrainingSample(step_time_ms=1)),
-            TraceRecord(4, 10.6, "training", TrainingSample(step_time_ms=2)),
-            TraceRecord(5, 10.9, "gpus", ()),  # second GPU reading: new tick
-            TraceRecord(6, 12.5, "training", TrainingSample(step_time_ms=3))]  # > interval later: new tick
+    recs = [
+        TraceRecord(1, 10.0, "gpus", ()),
+        TraceRecord(2, 10.0, "host", HostSample()),
+        TraceRecord(3, 10.3, "training", TrainingSample(step_time_ms=1)),
+        TraceRecord(4, 10.6, "training", TrainingSample(step_time_ms=2)),
+        TraceRecord(5, 10.9, "gpus", ()),  # second GPU reading: new tick
+        TraceRecord(6, 12.5, "training", TrainingSample(step_time_ms=3)),
+    ]  # > interval later: new tick
     assert [[r.lineno for r in g] for g in group_ticks(recs, 1.0)] == [[1, 2, 3, 4], [5], [6]]
 
 

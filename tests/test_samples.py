@@ -13,17 +13,50 @@ from trainpulse_otel.samples import (
 )
 
 FULL_TRAINING = {
-    "workload_kind": "pretraining", "model_family": "llama", "model_name": "llama-3-8b",
-    "framework": "pytorch", "precision": "bf16", "global_step": 1200, "step_time_ms": 1450.5,
-    "tokens_per_sec": 180000.0, "mfu": 0.43, "tflops": 410.0, "avg_seq_len": 4000, "max_seq_len": 4096,
-    "data_wait_ms": 3.1, "tokenizer_wait_ms": 0.4, "sync_wait_ms": 12.0, "all_reduce_wait_ms": 90.0,
-    "world_size": 8, "timestamp": 1764400000.5, "samples_per_sec": 44.0, "checkpoint_ms": 0,
-    "pipeline_bubble_ratio": 0.0, "loss": 2.31, "grad_norm": 0.9, "learning_rate": 3e-4,
-    "global_batch_size": 64, "micro_batch_size": 2, "gradient_accumulation_steps": 4,
-    "tensor_parallel_size": 1, "pipeline_parallel_size": 1, "data_parallel_size": 8, "hostname": "node-0",
-    "ranks": [{"rank": r, "gpu_index": r, "step_time_ms": 1400 + r, "tokens_per_sec": 22500,
-               "hostname": "node-0", "data_wait_ms": 3, "sync_wait_ms": 10, "all_reduce_wait_ms": 90}
-              for r in range(8)],
+    "workload_kind": "pretraining",
+    "model_family": "llama",
+    "model_name": "llama-3-8b",
+    "framework": "pytorch",
+    "precision": "bf16",
+    "global_step": 1200,
+    "step_time_ms": 1450.5,
+    "tokens_per_sec": 180000.0,
+    "mfu": 0.43,
+    "tflops": 410.0,
+    "avg_seq_len": 4000,
+    "max_seq_len": 4096,
+    "data_wait_ms": 3.1,
+    "tokenizer_wait_ms": 0.4,
+    "sync_wait_ms": 12.0,
+    "all_reduce_wait_ms": 90.0,
+    "world_size": 8,
+    "timestamp": 1764400000.5,
+    "samples_per_sec": 44.0,
+    "checkpoint_ms": 0,
+    "pipeline_bubble_ratio": 0.0,
+    "loss": 2.31,
+    "grad_norm": 0.9,
+    "learning_rate": 3e-4,
+    "global_batch_size": 64,
+    "micro_batch_size": 2,
+    "gradient_accumulation_steps": 4,
+    "tensor_parallel_size": 1,
+    "pipeline_parallel_size": 1,
+    "data_parallel_size": 8,
+    "hostname": "node-0",
+    "ranks": [
+        {
+            "rank": r,
+            "gpu_index": r,
+            "step_time_ms": 1400 + r,
+            "tokens_per_sec": 22500,
+            "hostname": "node-0",
+            "data_wait_ms": 3,
+            "sync_wait_ms": 10,
+            "all_reduce_wait_ms": 90,
+        }
+        for r in range(8)
+    ],
 }
 
 

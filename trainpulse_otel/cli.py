@@ -24,8 +24,18 @@ log = logging.getLogger("trainpulse_otel.cli")
 
 #: What every collecting command (daemon, top, snapshot) takes; the rest of OPTIONS stay config/env only.
 COLLECT_FLAGS = (
-    "mode", "interval", "scenario", "onset", "record", "history_size", "log_level", "log_format", "metrics_namespace",
-    "stale_after", "warmup", "smi_timeout",
+    "mode",
+    "interval",
+    "scenario",
+    "onset",
+    "record",
+    "history_size",
+    "log_level",
+    "log_format",
+    "metrics_namespace",
+    "stale_after",
+    "warmup",
+    "smi_timeout",
 )
 #: Only the daemon serves an API: these flags are its own.
 SERVER_FLAGS = ("addr", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "max_ranks")
@@ -57,8 +67,13 @@ def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str], hid
         switch = {"nargs": "?", "const": "true"} if isinstance(option.default, bool) else {}  # -flag alone means true
         shown = f"{option.help} (default: {_show_default(option.default)})"
         parser.add_argument(
-            f"-{flag}", f"--{flag}", dest=option.key, metavar=option.metavar, default=None,
-            help=argparse.SUPPRESS if option.key in hidden else shown, **switch,
+            f"-{flag}",
+            f"--{flag}",
+            dest=option.key,
+            metavar=option.metavar,
+            default=None,
+            help=argparse.SUPPRESS if option.key in hidden else shown,
+            **switch,
         )
 
 
@@ -72,8 +87,11 @@ def _show_default(value: Any) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse tree for every command."""
-    parser = _Parser(prog="trainpulse", allow_abbrev=False,
-                     description="OpenTelemetry-native predictive diagnostics for AI training jobs.")
+    parser = _Parser(
+        prog="trainpulse",
+        allow_abbrev=False,
+        description="OpenTelemetry-native predictive diagnostics for AI training jobs.",
+    )
     parser.add_argument("-version", "--version", action="version", version=f"trainpulse {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
@@ -87,10 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "top":
             sub.add_argument("-remote", "--remote", metavar="URL", help="follow a running daemon's API")
             sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
-    rep = commands.add_parser("replay", help="diagnose a recorded trace", allow_abbrev=False,
-                              description="Run the diagnostic pipeline over a JSONL trace, without sleeping.")
-    rep.add_argument("files", nargs="+", metavar="FILE",
-                     help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace")
+    rep = commands.add_parser(
+        "replay",
+        help="diagnose a recorded trace",
+        allow_abbrev=False,
+        description="Run the diagnostic pipeline over a JSONL trace, without sleeping.",
+    )
+    rep.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace",
+    )
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
     _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after"))
     _add_eval_parser(commands)
@@ -100,18 +126,31 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_eval_parser(commands: Any) -> None:
     from .runtime.evaluate import VARIANTS
 
-    ev = commands.add_parser("eval", help="score the diagnosis on every simulated fault", allow_abbrev=False,
-                             description="Replay every simulation scenario, score detection, latency and the "
-                                         "top root cause, then a long healthy run for false alarms. Exit code 1 "
-                                         "when a figure is missed.")
+    ev = commands.add_parser(
+        "eval",
+        help="score the diagnosis on every simulated fault",
+        allow_abbrev=False,
+        description="Replay every simulation scenario, score detection, latency and the "
+        "top root cause, then a long healthy run for false alarms. Exit code 1 "
+        "when a figure is missed.",
+    )
     ev.add_argument("-json", "--json", action="store_true", help="print one JSON object")
     ev.add_argument("-seeds", "--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
-    ev.add_argument("-scenario", "--scenario", action="append", metavar="NAME",
-                    help="only this scenario (repeatable)")
-    ev.add_argument("-variants", "--variants", default="default", metavar="LIST",
-                    help=f"comma-separated job shapes: {', '.join(VARIANTS)}, or all (default: default)")
-    ev.add_argument("-healthy", "--healthy", default="1h", metavar="DURATION",
-                    help="length of the healthy run, 0 to skip (default 1h)")
+    ev.add_argument("-scenario", "--scenario", action="append", metavar="NAME", help="only this scenario (repeatable)")
+    ev.add_argument(
+        "-variants",
+        "--variants",
+        default="default",
+        metavar="LIST",
+        help=f"comma-separated job shapes: {', '.join(VARIANTS)}, or all (default: default)",
+    )
+    ev.add_argument(
+        "-healthy",
+        "--healthy",
+        default="1h",
+        metavar="DURATION",
+        help="length of the healthy run, 0 to skip (default 1h)",
+    )
 
 
 # ------------------------------------------------------------------ commands
@@ -245,8 +284,7 @@ def _print_timeline(result: Any) -> None:
         subject = " ".join(f"{k}={v}" for k, v in t.subject.items())
         print(f"{stamp}Z  {t.event:<7}  {t.signal:<22} {t.severity:<8} {subject}".rstrip())
     d = result.diagnosis
-    print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); "
-          f"{len(d.signals)} active signal(s)")
+    print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); {len(d.signals)} active signal(s)")
     for cause in d.root_causes:
         print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
         if cause.remediation:
@@ -259,8 +297,7 @@ def _print_timeline(result: Any) -> None:
 def _configure(settings: Settings, quiet: bool = False) -> None:
     from .runtime.logs import configure_logging
 
-    configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level,
-                      settings.log_format)
+    configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level, settings.log_format)
 
 
 def _on_signals(handler: Callable[[], None]) -> None:

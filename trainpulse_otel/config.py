@@ -223,26 +223,54 @@ OPTIONS: tuple[Option, ...] = (
     Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
     Option("mode", _choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
     Option("scenario", _scenario, "healthy", "simulation scenario (healthy or a signal name)", "NAME"),
-    Option("onset", _optional(_duration(0.0)), None,
-           "simulation: when the -scenario fault begins, from the start of the simulated run; "
-           "unset, the scenario's own (docs/simulation.md)", "DURATION"),
+    Option(
+        "onset",
+        _optional(_duration(0.0)),
+        None,
+        "simulation: when the -scenario fault begins, from the start of the simulated run; "
+        "unset, the scenario's own (docs/simulation.md)",
+        "DURATION",
+    ),
     Option("history_size", _int(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
     Option("log_format", _choice("text", "json"), "text", "log format: text|json", "FORMAT"),
-    Option("metrics_namespace", _text(r"[a-zA-Z_][a-zA-Z0-9_]*", "an identifier"), "trainpulse",
-           "prefix of every metric name", "NAME"),
+    Option(
+        "metrics_namespace",
+        _text(r"[a-zA-Z_][a-zA-Z0-9_]*", "an identifier"),
+        "trainpulse",
+        "prefix of every metric name",
+        "NAME",
+    ),
     Option("record", _optional(_text()), None, "write a JSONL trace of every tick to FILE", "FILE"),
     Option("otlp", _optional(_object(OTLP_KEYS)), None, "OTLP export settings (JSON object)", "JSON"),
-    Option("prometheus", _object(PROMETHEUS_KEYS), {"enabled": True}, "Prometheus /metrics settings (JSON object)", "JSON"),
-    Option("auth_token", _optional(_secret), None,
-           "Bearer token the API requires (prefer TRAINPULSE_AUTH_TOKEN: flags show in ps)", "TOKEN"),
+    Option(
+        "prometheus", _object(PROMETHEUS_KEYS), {"enabled": True}, "Prometheus /metrics settings (JSON object)", "JSON"
+    ),
+    Option(
+        "auth_token",
+        _optional(_secret),
+        None,
+        "Bearer token the API requires (prefer TRAINPULSE_AUTH_TOKEN: flags show in ps)",
+        "TOKEN",
+    ),
     Option("auth_scope", _choice("ingest", "all"), "ingest", "what the token guards: ingest|all endpoints", "SCOPE"),
-    Option("allow_insecure_bind", _bool, False,
-           "listen on a non-loopback address without auth_token (not recommended)", "BOOL"),
+    Option(
+        "allow_insecure_bind",
+        _bool,
+        False,
+        "listen on a non-loopback address without auth_token (not recommended)",
+        "BOOL",
+    ),
     Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
     Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
     Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
-    Option("warmup", _duration(0.0), 0.0, "collect this long before the first answer (snapshot, top; in sim also the daemon, in virtual time, default 3m)", "DURATION"),
+    Option(
+        "warmup",
+        _duration(0.0),
+        0.0,
+        "collect this long before the first answer (snapshot, top; in sim also the daemon, in virtual time, default 3m)",
+        "DURATION",
+    ),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
@@ -318,7 +346,7 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for name, value in environ.items():
         if name.startswith(ENV_PREFIX) and name not in NON_SETTING_ENV:
-            out[name[len(ENV_PREFIX):].lower()] = value
+            out[name[len(ENV_PREFIX) :].lower()] = value
     return out
 
 

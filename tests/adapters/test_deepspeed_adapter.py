@@ -21,8 +21,10 @@ def test_current_log_pairs_the_newest_step_with_its_own_breakdown(fixture_text):
 
 
 def test_step_time_from_the_throughput_timer_when_there_is_no_breakdown():
-    line = ("[2025-02-11 09:20:20,140] [INFO] [timer.py:264:stop] epoch=0/micro_step=80/global_step=20, "
-            "RunningAvgSamplesPerSec=203.41230011, CurrSamplesPerSec=200.0, MemAllocated=10.12GB, MaxMemAllocated=31.47GB")
+    line = (
+        "[2025-02-11 09:20:20,140] [INFO] [timer.py:264:stop] epoch=0/micro_step=80/global_step=20, "
+        "RunningAvgSamplesPerSec=203.41230011, CurrSamplesPerSec=200.0, MemAllocated=10.12GB, MaxMemAllocated=31.47GB"
+    )
     sample = deepspeed.translate_text(line, {"train_batch_size": 256}).sample()
     assert sample.step_time_ms == pytest.approx(1000 * 256 / 200.0)
     unknown_batch = deepspeed.translate_text(line, {})
@@ -60,16 +62,27 @@ def test_text_with_no_deepspeed_line_is_an_error():
 
 
 MONITOR = {
-    "Train/Samples/train_loss": 2.3104, "Train/Samples/lr": 2.9999e-05, "Train/Samples/loss_scale": 65536.0,
-    "Train/Samples/elapsed_time_ms_forward": 432.4, "Train/Samples/elapsed_time_ms_backward": 830.21,
-    "Train/Samples/elapsed_time_ms_backward_inner": 700.05, "Train/Samples/elapsed_time_ms_backward_allreduce": 130.16,
+    "Train/Samples/train_loss": 2.3104,
+    "Train/Samples/lr": 2.9999e-05,
+    "Train/Samples/loss_scale": 65536.0,
+    "Train/Samples/elapsed_time_ms_forward": 432.4,
+    "Train/Samples/elapsed_time_ms_backward": 830.21,
+    "Train/Samples/elapsed_time_ms_backward_inner": 700.05,
+    "Train/Samples/elapsed_time_ms_backward_allreduce": 130.16,
     "Train/Samples/elapsed_time_ms_step": 61.3,
 }
 
 
 def test_monitor_events_flat_with_samples_axis_converted_to_steps():
-    result = deepspeed.translate({**MONITOR, "global_samples": 5120, "train_batch_size": 256,
-                                  "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 4})
+    result = deepspeed.translate(
+        {
+            **MONITOR,
+            "global_samples": 5120,
+            "train_batch_size": 256,
+            "train_micro_batch_size_per_gpu": 8,
+            "gradient_accumulation_steps": 4,
+        }
+    )
     sample = result.sample()
     assert sample.global_step == 20  # 5120 samples / 256 per step
     assert sample.loss == 2.3104 and sample.learning_rate == 2.9999e-05
@@ -88,8 +101,9 @@ def test_monitor_event_tuples_keep_the_sample_axis_when_the_batch_size_is_unknow
 
 
 def test_monitor_events_as_objects_and_a_bad_event_named():
-    sample = deepspeed.translate({"events": [{"name": "Train/Samples/train_loss", "value": 2.0, "global_samples": 512}],
-                                  "train_batch_size": 256}).sample()
+    sample = deepspeed.translate(
+        {"events": [{"name": "Train/Samples/train_loss", "value": 2.0, "global_samples": 512}], "train_batch_size": 256}
+    ).sample()
     assert (sample.loss, sample.global_step) == (2.0, 2)
     with pytest.raises(SampleError) as err:
         deepspeed.translate({"events": [["Train/Samples/train_loss", 2.0]]})

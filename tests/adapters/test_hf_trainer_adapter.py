@@ -7,8 +7,9 @@ from trainpulse_otel.samples import SampleError
 
 
 def test_on_log_dict_with_the_step_beside_it():
-    result = huggingface.translate({"logs": {"loss": 2.1432, "grad_norm": 0.8412, "learning_rate": 1.98e-05,
-                                             "epoch": 0.12}, "step": 120})
+    result = huggingface.translate(
+        {"logs": {"loss": 2.1432, "grad_norm": 0.8412, "learning_rate": 1.98e-05, "epoch": 0.12}, "step": 120}
+    )
     sample = result.sample()
     assert (sample.loss, sample.grad_norm, sample.learning_rate, sample.global_step) == (2.1432, 0.8412, 1.98e-05, 120)
     assert sample.framework == "huggingface" and result.ignored == ("epoch",)
@@ -20,15 +21,32 @@ def test_top_level_global_step_and_missing_grad_norm():
 
 
 def test_on_log_token_speed_is_a_whole_job_running_average():
-    result = huggingface.translate({"logs": {"loss": 2.0, "learning_rate": 2e-5, "epoch": 0.5,
-                                             "num_input_tokens_seen": 52428800, "train_runtime": 1200.5,
-                                             "train_tokens_per_second": 43672.1}, "step": 400})
+    result = huggingface.translate(
+        {
+            "logs": {
+                "loss": 2.0,
+                "learning_rate": 2e-5,
+                "epoch": 0.5,
+                "num_input_tokens_seen": 52428800,
+                "train_runtime": 1200.5,
+                "train_tokens_per_second": 43672.1,
+            },
+            "step": 400,
+        }
+    )
     assert result.sample().tokens_per_sec == 43672.1
     assert "num_input_tokens_seen" in result.ignored
 
 
-END_OF_TRAIN = {"train_runtime": 3605.2341, "train_samples_per_second": 69.234, "train_steps_per_second": 0.541,
-                "total_flos": 4.123456789e18, "train_loss": 2.0876543, "epoch": 3.0, "train_tokens_per_second": 4417.3}
+END_OF_TRAIN = {
+    "train_runtime": 3605.2341,
+    "train_samples_per_second": 69.234,
+    "train_steps_per_second": 0.541,
+    "total_flos": 4.123456789e18,
+    "train_loss": 2.0876543,
+    "epoch": 3.0,
+    "train_tokens_per_second": 4417.3,
+}
 
 
 def test_end_of_train_metrics_with_world_size():
@@ -48,14 +66,31 @@ def test_end_of_train_tokens_per_device_are_left_out_without_world_size():
 
 
 def test_global_batch_from_training_arguments():
-    sample = huggingface.translate({"logs": {"loss": 2.0}, "step": 10, "per_device_train_batch_size": 4,
-                                    "gradient_accumulation_steps": 8, "world_size": 16}).sample()
+    sample = huggingface.translate(
+        {
+            "logs": {"loss": 2.0},
+            "step": 10,
+            "per_device_train_batch_size": 4,
+            "gradient_accumulation_steps": 8,
+            "world_size": 16,
+        }
+    ).sample()
     assert (sample.micro_batch_size, sample.global_batch_size, sample.gradient_accumulation_steps) == (4, 512, 8)
 
 
 def test_evaluation_only_dict_is_not_a_training_measurement():
-    result = huggingface.translate({"logs": {"eval_loss": 2.2, "eval_runtime": 41.2, "eval_samples_per_second": 121.3,
-                                             "eval_steps_per_second": 3.8, "epoch": 0.77}, "step": 500})
+    result = huggingface.translate(
+        {
+            "logs": {
+                "eval_loss": 2.2,
+                "eval_runtime": 41.2,
+                "eval_samples_per_second": 121.3,
+                "eval_steps_per_second": 3.8,
+                "epoch": 0.77,
+            },
+            "step": 500,
+        }
+    )
     assert any("evaluation" in note for note in result.notes)
     with pytest.raises(SampleError, match="eval_loss"):
         result.sample()

@@ -76,18 +76,22 @@ def test_bigscience_seconds_per_iteration(fixture_text):
 
 
 def test_context_supplies_what_the_log_lacks():
-    line = (" iteration       10/    1000 | consumed samples:         2560 | elapsed time per iteration (ms): 1000.0 |"
-            " learning rate: 1.000000E-04 | global batch size:   256 | lm loss: 8.000000E+00 | loss scale: 1.0 |"
-            " number of skipped iterations:   0 | number of nan iterations:   0 |")
+    line = (
+        " iteration       10/    1000 | consumed samples:         2560 | elapsed time per iteration (ms): 1000.0 |"
+        " learning rate: 1.000000E-04 | global batch size:   256 | lm loss: 8.000000E+00 | loss scale: 1.0 |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
     sample = megatron.translate_text(line, {"seq_length": 2048, "model_name": "gpt3-1.3b"}).sample()
     assert sample.samples_per_sec == 256.0 and sample.tokens_per_sec == 256.0 * 2048
     assert sample.model_name == "gpt3-1.3b" and sample.max_seq_len == 2048
 
 
 def test_model_without_lm_loss_uses_its_own_loss_key():
-    line = (" iteration       10/    1000 | consumed samples:          320 | elapsed time per iteration (ms): 500.0 |"
-            " learning rate: 1.000000E-04 | global batch size:    32 | sop loss: 6.931472E-01 | loss scale: 1.0 |"
-            " number of skipped iterations:   0 | number of nan iterations:   0 |")
+    line = (
+        " iteration       10/    1000 | consumed samples:          320 | elapsed time per iteration (ms): 500.0 |"
+        " learning rate: 1.000000E-04 | global batch size:    32 | sop loss: 6.931472E-01 | loss scale: 1.0 |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |"
+    )
     assert megatron.translate_text(line, {}).sample().loss == pytest.approx(0.6931472)
 
 
@@ -98,11 +102,23 @@ def test_text_without_an_iteration_line_is_an_error_that_says_so():
 
 def test_tensorboard_scalars_are_seconds_and_become_milliseconds():
     scalars = {
-        "iteration-time": 3.9542, "throughput": 388.7, "learning-rate": 1.5e-05, "batch-size": 512.0,
-        "lm loss": 7.412345, "lm loss vs samples": 7.412345, "loss-scale": 1.0, "world-size": 64,
-        "grad-norm": 2.345, "num-zeros": 0.0, "params-norm": 812.5, "mem-allocated-bytes": 2.4e10,
-        "forward-backward-time": 3.70254, "all-grads-sync-time": 0.14387, "batch-generator-time": 0.01234,
-        "forward-recv-time": 0.09533, "backward-recv-time": 0.10177,
+        "iteration-time": 3.9542,
+        "throughput": 388.7,
+        "learning-rate": 1.5e-05,
+        "batch-size": 512.0,
+        "lm loss": 7.412345,
+        "lm loss vs samples": 7.412345,
+        "loss-scale": 1.0,
+        "world-size": 64,
+        "grad-norm": 2.345,
+        "num-zeros": 0.0,
+        "params-norm": 812.5,
+        "mem-allocated-bytes": 2.4e10,
+        "forward-backward-time": 3.70254,
+        "all-grads-sync-time": 0.14387,
+        "batch-generator-time": 0.01234,
+        "forward-recv-time": 0.09533,
+        "backward-recv-time": 0.10177,
     }
     result = megatron.translate({"metrics": scalars, "step": 100})
     sample = result.sample()
@@ -115,12 +131,19 @@ def test_tensorboard_scalars_are_seconds_and_become_milliseconds():
 
 
 def test_megatron_native_opentelemetry_names():
-    sample = megatron.translate({
-        "megatron.training.step_duration_ms": 3954.2, "megatron.training.loss": 7.41,
-        "megatron.training.throughput_tflops": 388.7, "megatron.training.tokens_per_sec": 530412.0,
-        "megatron.training.grad_norm": 2.3, "megatron.training.learning_rate": 1.5e-5,
-        "megatron.training.memory_allocated_gb": 61.2, "megatron.training.skipped_iters": 0, "step": 100,
-    }).sample()
+    sample = megatron.translate(
+        {
+            "megatron.training.step_duration_ms": 3954.2,
+            "megatron.training.loss": 7.41,
+            "megatron.training.throughput_tflops": 388.7,
+            "megatron.training.tokens_per_sec": 530412.0,
+            "megatron.training.grad_norm": 2.3,
+            "megatron.training.learning_rate": 1.5e-5,
+            "megatron.training.memory_allocated_gb": 61.2,
+            "megatron.training.skipped_iters": 0,
+            "step": 100,
+        }
+    ).sample()
     assert (sample.step_time_ms, sample.loss, sample.tflops, sample.tokens_per_sec) == (3954.2, 7.41, 388.7, 530412.0)
     assert (sample.grad_norm, sample.learning_rate, sample.global_step) == (2.3, 1.5e-5, 100)
 

@@ -28,7 +28,7 @@ def _install_plugin(root: Path, dist: str, entry_points: str, module: str, sourc
     (info / "entry_points.txt").write_text(f"[trainpulse.adapters]\n{entry_points}\n")
 
 
-PLUGIN_SOURCE = '''
+PLUGIN_SOURCE = """
 from trainpulse_otel.adapters.base import Adapter, Fields
 
 def translate(payload):
@@ -43,18 +43,24 @@ class ClassPlugin:
         return {"tokens_per_sec": payload["tps"]}
 
 NOT_AN_ADAPTER = 42
-'''
+"""
 
 
 @pytest.fixture
 def third_party(tmp_path, monkeypatch):
-    _install_plugin(tmp_path, "acme_trainpulse", (
-        "acme = acme_adapter:ADAPTER\n"
-        "acme-class = acme_adapter:ClassPlugin\n"
-        "broken = acme_missing_module:ADAPTER\n"
-        "bogus = acme_adapter:NOT_AN_ADAPTER\n"
-        "megatron = acme_adapter:ADAPTER"
-    ), "acme_adapter", PLUGIN_SOURCE)
+    _install_plugin(
+        tmp_path,
+        "acme_trainpulse",
+        (
+            "acme = acme_adapter:ADAPTER\n"
+            "acme-class = acme_adapter:ClassPlugin\n"
+            "broken = acme_missing_module:ADAPTER\n"
+            "bogus = acme_adapter:NOT_AN_ADAPTER\n"
+            "megatron = acme_adapter:ADAPTER"
+        ),
+        "acme_adapter",
+        PLUGIN_SOURCE,
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("acme_adapter", None)

@@ -19,20 +19,46 @@ def test_ddp_logging_data_nanoseconds_become_one_rank(fixture_json):
 
 
 def test_torchvision_metric_logger_meters():
-    sample = pytorch.translate({"time": 0.3456, "data": 0.0123, "lr": 0.1, "loss": 6.91, "img/s": 740.7,
-                                "acc1": 0.1, "world_size": 8, "step": 10}).sample()
+    sample = pytorch.translate(
+        {
+            "time": 0.3456,
+            "data": 0.0123,
+            "lr": 0.1,
+            "loss": 6.91,
+            "img/s": 740.7,
+            "acc1": 0.1,
+            "world_size": 8,
+            "step": 10,
+        }
+    ).sample()
     assert sample.step_time_ms == pytest.approx(345.6) and sample.data_wait_ms == pytest.approx(12.3)
     assert sample.samples_per_sec == pytest.approx(740.7 * 8)
     assert (sample.learning_rate, sample.loss, sample.framework) == (0.1, 6.91, "pytorch")
 
 
 def test_generic_passes_contract_fields_and_the_original_tools_keys():
-    result = generic.translate({"model": "llama-3-8b", "train_tokens_per_second": 1.2e6, "model_flops_utilization": 0.41,
-                                "gradient_allreduce_ms": 85.0, "global_batch_size": 1024, "gradient_accumulation_steps": 8,
-                                "step": 42, "step_time_ms": 910.0, "framework": "jax", "custom_thing": 1,
-                                "ranks": [{"rank": 0, "step_time_ms": 900.0}]})
+    result = generic.translate(
+        {
+            "model": "llama-3-8b",
+            "train_tokens_per_second": 1.2e6,
+            "model_flops_utilization": 0.41,
+            "gradient_allreduce_ms": 85.0,
+            "global_batch_size": 1024,
+            "gradient_accumulation_steps": 8,
+            "step": 42,
+            "step_time_ms": 910.0,
+            "framework": "jax",
+            "custom_thing": 1,
+            "ranks": [{"rank": 0, "step_time_ms": 900.0}],
+        }
+    )
     sample = result.sample()
-    assert (sample.model_name, sample.tokens_per_sec, sample.mfu, sample.all_reduce_wait_ms) == ("llama-3-8b", 1.2e6, 0.41, 85.0)
+    assert (sample.model_name, sample.tokens_per_sec, sample.mfu, sample.all_reduce_wait_ms) == (
+        "llama-3-8b",
+        1.2e6,
+        0.41,
+        85.0,
+    )
     assert (sample.global_batch_size, sample.gradient_accumulation_steps, sample.global_step) == (1024, 8, 42)
     assert sample.framework == "jax" and sample.ranks[0].step_time_ms == 900.0
     assert result.ignored == ("custom_thing",)

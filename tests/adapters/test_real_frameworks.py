@@ -50,13 +50,28 @@ def _hf_run(tmp_path):
     config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=64, n_positions=16)
     torch.manual_seed(0)
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=8, per_device_train_batch_size=4, logging_steps=2,
-        eval_strategy="steps", eval_steps=4, per_device_eval_batch_size=4, include_num_input_tokens_seen=True,
-        save_strategy="no", report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0,
+        output_dir=str(tmp_path),
+        max_steps=8,
+        per_device_train_batch_size=4,
+        logging_steps=2,
+        eval_strategy="steps",
+        eval_steps=4,
+        per_device_eval_batch_size=4,
+        include_num_input_tokens_seen=True,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
     )
     recorder = Recorder()
-    trainer = transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args, train_dataset=Tokens(64),
-                                   eval_dataset=Tokens(8), callbacks=[recorder])
+    trainer = transformers.Trainer(
+        model=transformers.GPT2LMHeadModel(config),
+        args=args,
+        train_dataset=Tokens(64),
+        eval_dataset=Tokens(8),
+        callbacks=[recorder],
+    )
     trainer.train()
     return recorder.logs, trainer.state
 
@@ -74,7 +89,9 @@ def test_real_trainer_logs(served, tmp_path):
         assert status == 202, answer
         sample, raw = answer["sample"], entry["logs"]
         assert sample["global_step"] == entry["step"] and sample["loss"] == raw["loss"]
-        assert sample["grad_norm"] == pytest.approx(raw["grad_norm"]) and sample["learning_rate"] == raw["learning_rate"]
+        assert (
+            sample["grad_norm"] == pytest.approx(raw["grad_norm"]) and sample["learning_rate"] == raw["learning_rate"]
+        )
         assert sample["tokens_per_sec"] == pytest.approx(raw["train_tokens_per_second"])
         assert "num_input_tokens_seen" in answer["ignored"] and "epoch" in answer["ignored"]
 
@@ -156,10 +173,19 @@ def _lightning_run(tmp_path) -> list[tuple[int, dict]]:
     logger = Recording()
     data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 32)), batch_size=8)
     trainer = pl.Trainer(
-        max_steps=8, accelerator="cpu", devices=1, logger=logger, log_every_n_steps=1, default_root_dir=str(tmp_path),
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-        callbacks=[ThroughputMonitor(batch_size_fn=lambda batch: batch[0].size(0), window_size=3),
-                   LearningRateMonitor(logging_interval="step")],
+        max_steps=8,
+        accelerator="cpu",
+        devices=1,
+        logger=logger,
+        log_every_n_steps=1,
+        default_root_dir=str(tmp_path),
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[
+            ThroughputMonitor(batch_size_fn=lambda batch: batch[0].size(0), window_size=3),
+            LearningRateMonitor(logging_interval="step"),
+        ],
     )
     trainer.fit(Tiny(), data)
     return logger.rows
@@ -203,8 +229,13 @@ dist.destroy_process_group()
 
 
 def test_real_ddp_logging_data(served, tmp_path):
-    out = subprocess.run([sys.executable, "-c", DDP_SCRIPT, str(tmp_path / "store")], capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", DDP_SCRIPT, str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     data = json.loads(out.stdout.strip().splitlines()[-1])
     status, answer = post(served, "pytorch", data)
     assert status == 202, answer

@@ -6,11 +6,23 @@ from trainpulse_otel.adapters import torchtitan
 from trainpulse_otel.samples import SampleError
 
 METRICS = {
-    "loss_metrics/global_avg_loss": 9.8712, "loss_metrics/global_max_loss": 10.1034, "grad_norm": 1.8834,
-    "n_tokens_seen": 5242880, "throughput(tps)": 6812.4, "tflops": 394.54, "mfu(%)": 39.89,
-    "time_metrics/end_to_end(s)": 1.2027, "time_metrics/data_loading(s)": 0.0113, "time_metrics/data_loading(%)": 0.94,
-    "memory/max_active(GiB)": 58.11, "memory/max_active(%)": 73.45, "memory/max_reserved(GiB)": 61.02,
-    "memory/max_reserved(%)": 77.13, "memory/num_alloc_retries": 0, "memory/num_ooms": 0, "lr": 8e-4,
+    "loss_metrics/global_avg_loss": 9.8712,
+    "loss_metrics/global_max_loss": 10.1034,
+    "grad_norm": 1.8834,
+    "n_tokens_seen": 5242880,
+    "throughput(tps)": 6812.4,
+    "tflops": 394.54,
+    "mfu(%)": 39.89,
+    "time_metrics/end_to_end(s)": 1.2027,
+    "time_metrics/data_loading(s)": 0.0113,
+    "time_metrics/data_loading(%)": 0.94,
+    "memory/max_active(GiB)": 58.11,
+    "memory/max_active(%)": 73.45,
+    "memory/max_reserved(GiB)": 61.02,
+    "memory/max_reserved(%)": 77.13,
+    "memory/num_alloc_retries": 0,
+    "memory/num_ooms": 0,
+    "lr": 8e-4,
 }
 
 
@@ -32,8 +44,15 @@ def test_job_tokens_are_not_derivable_without_world_size():
 
 
 def test_learning_rate_per_optimizer_and_validation_metrics():
-    result = torchtitan.translate({"lr/AdamW/group_0": 3e-4, "mfu(%)": 20.0, "validation_metrics/loss": 2.5,
-                                   "validation_metrics/throughput(tps)": 20113.0, "step": 100})
+    result = torchtitan.translate(
+        {
+            "lr/AdamW/group_0": 3e-4,
+            "mfu(%)": 20.0,
+            "validation_metrics/loss": 2.5,
+            "validation_metrics/throughput(tps)": 20113.0,
+            "step": 100,
+        }
+    )
     assert result.sample().learning_rate == 3e-4
     assert "validation_metrics/loss" in result.ignored
 

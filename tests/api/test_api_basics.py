@@ -54,10 +54,12 @@ def test_healthz_is_503_while_the_run_loop_is_stuck_and_recovers(served, monkeyp
         loop.join(5)
 
 
-
 def test_snapshot_shows_ingested_training_after_a_tick(served):
-    served.engine.ingest(parse_training({"step_time_ms": 1200, "model_name": "m",
-                                         "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 1100}]}))
+    served.engine.ingest(
+        parse_training(
+            {"step_time_ms": 1200, "model_name": "m", "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 1100}]}
+        )
+    )
     served.engine.tick()
     status, snap = served.get_json("/v1/snapshot")
     assert status == 200
@@ -92,7 +94,7 @@ def test_ingest_errors_name_the_field(served):
     cases = [
         (b"{not json", 400, None),
         (b'{"step_time_ms": NaN}', 400, None),
-        (b'[1, 2]', 400, None),
+        (b"[1, 2]", 400, None),
         (json.dumps({"step_time_ms": "slow"}).encode(), 400, "step_time_ms"),
         (json.dumps({"mfu": 2}).encode(), 400, "mfu"),
         (json.dumps({"ranks": [{"rank": 0, "step_time_ms": -1}]}).encode(), 400, "ranks[0].step_time_ms"),

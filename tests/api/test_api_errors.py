@@ -78,8 +78,10 @@ def test_json_with_parameters_or_a_json_suffix_is_accepted(served, content_type)
     assert status == 202
 
 
-@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain", "application/xml",
-                                          "multipart/form-data; boundary=x"])
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/x-www-form-urlencoded", "text/plain", "application/xml", "multipart/form-data; boundary=x"],
+)
 def test_other_content_types_are_415_with_a_curl_hint(served, content_type):
     status, _, raw = served.send("POST", "/v1/training", b'{"step_time_ms": 1}', {"Content-Type": content_type})
     answer = json.loads(raw)
@@ -119,7 +121,9 @@ MALFORMED_HTTP = [
 ]
 
 
-@pytest.mark.parametrize(("headers", "code", "message"), MALFORMED_HTTP, ids=["bad chunk", "bad length", "unknown encoding"])
+@pytest.mark.parametrize(
+    ("headers", "code", "message"), MALFORMED_HTTP, ids=["bad chunk", "bad length", "unknown encoding"]
+)
 def test_malformed_http_gets_a_json_error_from_the_server(served, headers, code, message):
     with socket.create_connection(("127.0.0.1", served.server.port), timeout=10) as sock:
         sock.sendall(b"POST /v1/training HTTP/1.1\r\nHost: x\r\n" + headers)

@@ -54,8 +54,13 @@ def test_the_token_never_reaches_the_logs(guarded, caplog):
 def _daemon(*args, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINPULSE_", "OTEL_"))}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "none", *args],
-                          capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "none", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
 
 
 def test_a_non_loopback_address_without_token_is_refused():

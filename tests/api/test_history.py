@@ -19,8 +19,13 @@ RANKS = [{"rank": r, "gpu_index": r, "step_time_ms": 1000.0 + r} for r in range(
 
 
 def report(i: int) -> dict:
-    return {"model_name": "llama-3-8b", "global_step": i, "step_time_ms": 1000.0, "tokens_per_sec": 1000.0 + i,
-            "ranks": RANKS}
+    return {
+        "model_name": "llama-3-8b",
+        "global_step": i,
+        "step_time_ms": 1000.0,
+        "tokens_per_sec": 1000.0 + i,
+        "ranks": RANKS,
+    }
 
 
 def tick_with_reports(engine: Engine, count: int, start: float) -> list[float]:
@@ -75,15 +80,18 @@ def test_a_dashboard_reads_the_history_back(ticked):
     assert [f.training.tokens_per_sec for f in read] == [1000.0 + i for i in range(6)]
 
 
-@pytest.mark.parametrize(("query", "field", "error"), [
-    ("since=yesterday", "since", "since: must be a number, got 'yesterday'"),
-    ("since=-5", "since", "since: must be >= 0, got -5.0"),
-    ("since=nan", "since", "since: must be finite, got nan"),
-    ("since=", "since", "since: must be a number, got ''"),
-    ("limit=ten", "limit", "limit: must be an integer, got 'ten'"),
-    ("limit=2.5", "limit", "limit: must be an integer, got '2.5'"),
-    ("limit=-1", "limit", "limit: must be >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    ("query", "field", "error"),
+    [
+        ("since=yesterday", "since", "since: must be a number, got 'yesterday'"),
+        ("since=-5", "since", "since: must be >= 0, got -5.0"),
+        ("since=nan", "since", "since: must be finite, got nan"),
+        ("since=", "since", "since: must be a number, got ''"),
+        ("limit=ten", "limit", "limit: must be an integer, got 'ten'"),
+        ("limit=2.5", "limit", "limit: must be an integer, got '2.5'"),
+        ("limit=-1", "limit", "limit: must be >= 0, got -1"),
+    ],
+)
 def test_a_bad_parameter_is_a_400_naming_it(served, query, field, error):
     status, headers, body = served.request("GET", "/v1/history?" + query)
     assert status == 400 and headers["Content-Type"] == "application/json"

@@ -17,15 +17,34 @@ from trainpulse_otel.samples import Frame, GpuSample, SampleError, TrainingSampl
 
 SNAPSHOTS = Path(__file__).parent.parent / "fixtures" / "snapshots"
 FIXTURES = ("straggler_8gpu", "thermal_16gpu", "host_only")
-TRAINING = {"model_name": "llama-3-8b", "global_step": 7, "step_time_ms": 950.5, "tokens_per_sec": 1.1e6,
-            "mfu": 0.41, "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 941.0},
-                                   {"rank": 1, "gpu_index": 1, "step_time_ms": 1290.0, "hostname": "node-7"}]}
+TRAINING = {
+    "model_name": "llama-3-8b",
+    "global_step": 7,
+    "step_time_ms": 950.5,
+    "tokens_per_sec": 1.1e6,
+    "mfu": 0.41,
+    "ranks": [
+        {"rank": 0, "gpu_index": 0, "step_time_ms": 941.0},
+        {"rank": 1, "gpu_index": 1, "step_time_ms": 1290.0, "hostname": "node-7"},
+    ],
+}
 DIAGNOSIS = Diagnosis(
-    ts=1764400100.0, health=Health(64.0, "degraded"),
-    signals=(Signal("rank_straggler", "warning", 1764400005.0, "rank 1 is 37% slower than the median rank",
-                    {"rank": 1, "gpu_index": 1}, {"ratio": 1.37}),),
-    root_causes=(RootCause("straggler_rank", 0.82, "rank 1 is slow", ("rank_straggler",), {"rank": 1},
-                           "cordon the node"),))
+    ts=1764400100.0,
+    health=Health(64.0, "degraded"),
+    signals=(
+        Signal(
+            "rank_straggler",
+            "warning",
+            1764400005.0,
+            "rank 1 is 37% slower than the median rank",
+            {"rank": 1, "gpu_index": 1},
+            {"ratio": 1.37},
+        ),
+    ),
+    root_causes=(
+        RootCause("straggler_rank", 0.82, "rank 1 is slow", ("rank_straggler",), {"rank": 1}, "cordon the node"),
+    ),
+)
 
 
 def fixture(name: str) -> dict[str, Any]:
@@ -51,19 +70,28 @@ def test_an_engines_snapshot_round_trips_through_its_json():
         snapshot = engine.snapshot()
         data = json.loads(json.dumps(snapshot.to_dict()))
         assert Snapshot.from_dict(data) == snapshot
-        assert data["training"]["ranks"][1] == {"rank": 1, "gpu_index": 1, "hostname": "node-7",
-                                                "step_time_ms": 1290.0}
+        assert data["training"]["ranks"][1] == {"rank": 1, "gpu_index": 1, "hostname": "node-7", "step_time_ms": 1290.0}
     finally:
         engine.close()
 
 
 def test_to_dict_is_the_contract_shape():
-    frame = Frame(ts=1764400100.0, gpus=(GpuSample(index=0, utilization_percent=97.0),),
-                  training=parse_training(TRAINING))
+    frame = Frame(
+        ts=1764400100.0, gpus=(GpuSample(index=0, utilization_percent=97.0),), training=parse_training(TRAINING)
+    )
     snapshot = build_snapshot(frame, DIAGNOSIS, "sim", ["sim"], uptime_s=12.34567)
     data = snapshot.to_dict()
-    assert list(data) == ["timestamp", "mode", "collectors", "version", "gpus", "host", "training", "diagnosis",
-                          "uptime_s"]
+    assert list(data) == [
+        "timestamp",
+        "mode",
+        "collectors",
+        "version",
+        "gpus",
+        "host",
+        "training",
+        "diagnosis",
+        "uptime_s",
+    ]
     assert data["gpus"] == [{"index": 0, "utilization_percent": 97.0}] and data["host"] is None
     assert data["uptime_s"] == 12.346 and data["diagnosis"] == DIAGNOSIS.to_dict()
     assert Snapshot.from_dict(data) == snapshot  # the diagnosis' time is the snapshot's timestamp
@@ -90,23 +118,27 @@ def _set(path: tuple, value: Any) -> Callable[[dict], None]:
             del target[path[-1]]
         else:
             target[path[-1]] = value
+
     return mutate
 
 
-@pytest.mark.parametrize(("mutate", "field"), [
-    (_set(("gpus", 0, "index"), KeyError), "gpus[0].index"),
-    (_set(("gpus", 2, "utilization_percent"), "high"), "gpus[2].utilization_percent"),
-    (_set(("host", "cpu_count"), 0), "host.cpu_count"),
-    (_set(("training", "step_time_ms"), "slow"), "training.step_time_ms"),
-    (_set(("training", "ranks", 3, "rank"), KeyError), "training.ranks[3].rank"),
-    (_set(("diagnosis", "signals", 1, "since"), "a while"), "diagnosis.signals[1].since"),
-    (_set(("diagnosis", "root_causes", 0, "signals"), "rank_straggler"), "diagnosis.root_causes[0].signals"),
-    (_set(("diagnosis", "health", "score"), KeyError), "diagnosis.health.score"),
-    (_set(("diagnosis",), KeyError), "diagnosis"),
-    (_set(("mode",), 3), "mode"),
-    (_set(("timestamp",), "now"), "timestamp"),
-    (_set(("gpus",), {}), "gpus"),
-])
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (_set(("gpus", 0, "index"), KeyError), "gpus[0].index"),
+        (_set(("gpus", 2, "utilization_percent"), "high"), "gpus[2].utilization_percent"),
+        (_set(("host", "cpu_count"), 0), "host.cpu_count"),
+        (_set(("training", "step_time_ms"), "slow"), "training.step_time_ms"),
+        (_set(("training", "ranks", 3, "rank"), KeyError), "training.ranks[3].rank"),
+        (_set(("diagnosis", "signals", 1, "since"), "a while"), "diagnosis.signals[1].since"),
+        (_set(("diagnosis", "root_causes", 0, "signals"), "rank_straggler"), "diagnosis.root_causes[0].signals"),
+        (_set(("diagnosis", "health", "score"), KeyError), "diagnosis.health.score"),
+        (_set(("diagnosis",), KeyError), "diagnosis"),
+        (_set(("mode",), 3), "mode"),
+        (_set(("timestamp",), "now"), "timestamp"),
+        (_set(("gpus",), {}), "gpus"),
+    ],
+)
 def test_a_malformed_snapshot_names_the_field(mutate, field):
     data = fixture("straggler_8gpu")
     mutate(data)
@@ -122,8 +154,11 @@ def test_a_body_that_is_not_an_object_is_a_value_error():
 
 def test_history_frames_drop_the_ranks_and_read_back():
     training = parse_training(TRAINING)
-    frames = (Frame(ts=1.0, training=training), Frame(ts=2.0, gpus=(GpuSample(index=3),)),
-              Frame(ts=3.0, training=parse_training({"ranks": TRAINING["ranks"]})))
+    frames = (
+        Frame(ts=1.0, training=training),
+        Frame(ts=2.0, gpus=(GpuSample(index=3),)),
+        Frame(ts=3.0, training=parse_training({"ranks": TRAINING["ranks"]})),
+    )
     data = json.loads(json.dumps(history_to_dict(frames)))
     assert [f["timestamp"] for f in data["frames"]] == [1.0, 2.0, 3.0]
     assert "ranks" not in data["frames"][0]["training"]
@@ -133,11 +168,14 @@ def test_history_frames_drop_the_ranks_and_read_back():
     assert read[1] == frames[1]
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "frames"),
-    ({"frames": [{"gpus": []}]}, "frames[0].timestamp"),
-    ({"frames": [{"timestamp": 1.0}, {"timestamp": 2.0, "training": {"mfu": 3}}]}, "frames[1].training.mfu"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "frames"),
+        ({"frames": [{"gpus": []}]}, "frames[0].timestamp"),
+        ({"frames": [{"timestamp": 1.0}, {"timestamp": 2.0, "training": {"mfu": 3}}]}, "frames[1].training.mfu"),
+    ],
+)
 def test_a_malformed_history_names_the_field(body, field):
     with pytest.raises(SampleError) as caught:
         history_from_dict(body)

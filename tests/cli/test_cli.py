@@ -62,8 +62,9 @@ def test_double_dash_and_equals_forms(capsys, monkeypatch):
 
 
 def test_snapshot_sim_prints_the_contract_snapshot():
-    proc = subprocess.run([*TRAINPULSE, "snapshot", "-mode", "sim"], capture_output=True, text=True,
-                          env=_clean_env(), timeout=120)
+    proc = subprocess.run(
+        [*TRAINPULSE, "snapshot", "-mode", "sim"], capture_output=True, text=True, env=_clean_env(), timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     snap = json.loads(proc.stdout)
     assert [g["index"] for g in snap["gpus"]] == list(range(8))
@@ -77,8 +78,24 @@ def test_daemon_serves_then_shuts_down_cleanly_on_sigterm(tmp_path):
     port = _free_port()
     trace = tmp_path / "trace.jsonl"
     proc = subprocess.Popen(
-        [*TRAINPULSE, "daemon", "-mode", "sim", "-addr", f"127.0.0.1:{port}", "-interval", "200ms", "-record", str(trace), "-log-format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_clean_env(),
+        [
+            *TRAINPULSE,
+            "daemon",
+            "-mode",
+            "sim",
+            "-addr",
+            f"127.0.0.1:{port}",
+            "-interval",
+            "200ms",
+            "-record",
+            str(trace),
+            "-log-format",
+            "json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_clean_env(),
     )
     try:
         health = _wait_json(f"http://127.0.0.1:{port}/healthz")
@@ -134,7 +151,10 @@ def test_replay_of_rotated_pieces_equals_replay_of_the_whole(tmp_path, capsys):
     lines = []
     for t in range(120):
         seen = node.sample(float(t))
-        lines += [encode_line(1_764_400_000.0 + t, "gpus", seen.gpus), encode_line(1_764_400_000.0 + t, "host", seen.host)]
+        lines += [
+            encode_line(1_764_400_000.0 + t, "gpus", seen.gpus),
+            encode_line(1_764_400_000.0 + t, "host", seen.host),
+        ]
         if seen.training is not None:
             lines.append(encode_line(1_764_400_000.0 + t, "training", seen.training))
     whole, older, newer = tmp_path / "trace.jsonl", tmp_path / "trace.jsonl.1", tmp_path / "trace.jsonl.2"

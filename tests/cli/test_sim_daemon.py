@@ -58,8 +58,9 @@ class SimDaemon:
             return json.load(resp)
 
     def post(self, path: str, body: dict[str, Any]) -> int:
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status
 
@@ -100,8 +101,13 @@ def start() -> Iterator[Callable[..., SimDaemon]]:
         daemon.stop()
 
 
-REAL_REPORT = {"model_name": "my-real-model", "framework": "pytorch", "step_time_ms": 1234.5, "global_step": 7,
-               "tokens_per_sec": 5000.0}
+REAL_REPORT = {
+    "model_name": "my-real-model",
+    "framework": "pytorch",
+    "step_time_ms": 1234.5,
+    "global_step": 7,
+    "tokens_per_sec": 5000.0,
+}
 
 
 def test_a_real_training_report_wins_over_the_simulated_one_until_it_goes_stale(start):
@@ -130,8 +136,9 @@ def _fault_timing(daemon: SimDaemon) -> tuple[float, dict[str, Any], list[dict[s
 
 
 def _step_ms(frames: list[dict[str, Any]], start: float, lo: float, hi: float) -> float:
-    return statistics.median(f["training"]["step_time_ms"] for f in frames
-                             if f["training"] and lo <= f["timestamp"] - start < hi)
+    return statistics.median(
+        f["training"]["step_time_ms"] for f in frames if f["training"] and lo <= f["timestamp"] - start < hi
+    )
 
 
 @pytest.mark.parametrize(("flags", "onset"), [((), 90.0), (("-onset", "30s"), 30.0)])

@@ -13,8 +13,10 @@ from trainpulse_otel.collect.host import Counters, HostCollector, rate, rates
 from trainpulse_otel.samples import parse_host, to_dict
 
 RATE_FIELDS = (
-    "disk_read_bytes_per_sec", "disk_write_bytes_per_sec",
-    "net_rx_bytes_per_sec", "net_tx_bytes_per_sec",
+    "disk_read_bytes_per_sec",
+    "disk_write_bytes_per_sec",
+    "net_rx_bytes_per_sec",
+    "net_tx_bytes_per_sec",
 )
 
 

@@ -74,7 +74,10 @@ def test_gpus_come_out_in_index_order_with_their_own_values(install):
     install([FakeGpu(uuid=f"GPU-{i}", temperature=50 + i) for i in range(4)])
     gpus = NvmlCollector().collect(now=1.0).gpus
     assert [(g.index, g.uuid, g.temperature_celsius) for g in gpus] == [
-        (0, "GPU-0", 50.0), (1, "GPU-1", 51.0), (2, "GPU-2", 52.0), (3, "GPU-3", 53.0)
+        (0, "GPU-0", 50.0),
+        (1, "GPU-1", 51.0),
+        (2, "GPU-2", 52.0),
+        (3, "GPU-3", 53.0),
     ]
 
 
@@ -96,8 +99,7 @@ def test_bytes_from_older_bindings_become_str(install):
         (0x48, ("hw_slowdown", "hw_thermal")),
         # applications clocks, sync boost and display clocks have no contract name
         (0x02 | 0x10 | 0x100, ()),
-        (0x1FF, ("gpu_idle", "sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal",
-                 "hw_power_brake")),
+        (0x1FF, ("gpu_idle", "sw_power_cap", "hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake")),
     ],
 )
 def test_throttle_bits_decode_to_contract_names(install, mask, reasons):
@@ -192,9 +194,7 @@ def test_pynvml_not_installed(monkeypatch):
     assert _nvml.init() is False
 
 
-@pytest.mark.skipif(
-    ctypes.util.find_library("nvidia-ml") is not None, reason="this machine has NVML"
-)
+@pytest.mark.skipif(ctypes.util.find_library("nvidia-ml") is not None, reason="this machine has NVML")
 def test_real_pynvml_without_a_driver_says_unavailable(monkeypatch):
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
     assert NvmlCollector.available() is False
@@ -225,8 +225,7 @@ def test_close_shuts_nvml_down_once(install):
 def test_lost_gpu_is_dropped_others_flow_and_it_is_logged_once(install, caplog):
     # Each healthy read is 11 calls (UUID and name only on the first), so GPU 1
     # answers the first tick and is lost from the second on.
-    fake = install([FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1", lost_after=13),
-                    FakeGpu(uuid="GPU-2")])
+    fake = install([FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1", lost_after=13), FakeGpu(uuid="GPU-2")])
     caplog.set_level(logging.INFO)
     collector = NvmlCollector()
 
@@ -307,8 +306,14 @@ def test_fake_errors_are_built_like_pynvml(install):
 
 def test_reason_bits_match_nvml_h_with_or_without_pynvml(install, monkeypatch):
     install([])
-    expected = {"gpu_idle": 1, "sw_power_cap": 4, "hw_slowdown": 8, "sw_thermal": 32,
-                "hw_thermal": 64, "hw_power_brake": 128}
+    expected = {
+        "gpu_idle": 1,
+        "sw_power_cap": 4,
+        "hw_slowdown": 8,
+        "sw_thermal": 32,
+        "hw_thermal": 64,
+        "hw_power_brake": 128,
+    }
     assert _nvml.reason_bits() == expected
     monkeypatch.setitem(sys.modules, "pynvml", None)
     assert _nvml.reason_bits() == expected

@@ -127,13 +127,21 @@ def healthy() -> list[TrainingSample]:
 def test_healthy_job_identity_and_shape(healthy):
     s = healthy[0]
     assert (s.model_family, s.model_name, s.framework, s.precision, s.workload_kind) == (
-        "llama", "llama-3-8b", "pytorch", "bf16", "pretraining")
+        "llama",
+        "llama-3-8b",
+        "pytorch",
+        "bf16",
+        "pretraining",
+    )
     assert (s.world_size, s.tensor_parallel_size, s.pipeline_parallel_size, s.data_parallel_size) == (8, 1, 1, 8)
     assert s.global_batch_size == s.micro_batch_size * s.gradient_accumulation_steps * s.data_parallel_size
     assert s.max_seq_len == 4096 and all(x.avg_seq_len >= 0.99 * x.max_seq_len for x in healthy)  # packed
     assert [(r.rank, r.gpu_index, r.hostname) for r in s.ranks] == [(i, i, "node-000") for i in range(8)]
-    assert all(None not in (r.step_time_ms, r.tokens_per_sec, r.data_wait_ms, r.sync_wait_ms,
-                            r.all_reduce_wait_ms) for x in healthy for r in x.ranks)
+    assert all(
+        None not in (r.step_time_ms, r.tokens_per_sec, r.data_wait_ms, r.sync_wait_ms, r.all_reduce_wait_ms)
+        for x in healthy
+        for r in x.ranks
+    )
 
 
 def test_healthy_throughput_is_consistent_with_batch_and_step_time(healthy):
@@ -260,8 +268,7 @@ def test_memory_pressure_fills_every_gpu_and_jitters_the_step():
     name, samples = "memory_pressure", run("memory_pressure")
     for c in ticks(samples, *late(name, 80)):
         assert all(0.97 <= g.memory_used_bytes / g.memory_total_bytes <= 0.99 for g in c.gpus)
-    assert all(g.memory_used_bytes / g.memory_total_bytes < 0.85 for c in ticks(samples, *before(name))
-               for g in c.gpus)
+    assert all(g.memory_used_bytes / g.memory_total_bytes < 0.85 for c in ticks(samples, *before(name)) for g in c.gpus)
 
     def cv(tr):
         steps = [s.step_time_ms for s in tr]
@@ -359,8 +366,9 @@ def test_checkpoint_stall_blocks_training_with_idle_gpus_and_heavy_writes():
     assert all(15000 <= ms <= 40000 for _, ms in saved)
     assert all(30 <= b - a - ms_b / 1000 <= 60 for (a, _), (b, ms_b) in pairwise(saved))  # trains, then saves
     blocked = [c for t, c in samples if c.training is None]
-    assert blocked and all(g.throttle_reasons == ("gpu_idle",) and g.utilization_percent == 0
-                           for c in blocked for g in c.gpus)
+    assert blocked and all(
+        g.throttle_reasons == ("gpu_idle",) and g.utilization_percent == 0 for c in blocked for g in c.gpus
+    )
     assert all(c.host.disk_write_bytes_per_sec > 1e9 for c in blocked)
     assert all(c.host.disk_write_bytes_per_sec < 2e8 for c in ticks(samples, 0, onset))
 
@@ -483,7 +491,8 @@ def test_many_ranks_live_on_other_hosts():
     assert len(s.gpus) == 8 and tr.world_size == 64 and len(tr.ranks) == 64
     assert tr.global_batch_size == tr.micro_batch_size * tr.gradient_accumulation_steps * 64
     assert {(r.rank, r.gpu_index, r.hostname) for r in tr.ranks} == {
-        (r, r % 8, f"node-{r // 8:03d}") for r in range(64)}
+        (r, r % 8, f"node-{r // 8:03d}") for r in range(64)
+    }
     assert 0.35 <= tr.mfu <= 0.5
     assert s.host.net_tx_bytes_per_sec > 1e9  # the inter-node all-reduce uses the NICs
     big = SimulatedNode("rank_straggler", ranks=4096).sample(100.0).training

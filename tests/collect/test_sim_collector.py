@@ -78,8 +78,15 @@ def test_a_real_report_replaces_the_simulated_job_view_ranks_and_all():
             engine.tick()
             clock[0] += 1.0
         assert len(engine.snapshot().training.ranks) == 8  # the simulated job's
-        engine.ingest(parse_training({"model_name": "mine", "step_time_ms": 500.0,
-                                      "ranks": [{"rank": 0, "step_time_ms": 490.0}, {"rank": 1, "step_time_ms": 495.0}]}))
+        engine.ingest(
+            parse_training(
+                {
+                    "model_name": "mine",
+                    "step_time_ms": 500.0,
+                    "ranks": [{"rank": 0, "step_time_ms": 490.0}, {"rank": 1, "step_time_ms": 495.0}],
+                }
+            )
+        )
         engine.tick()
         training = engine.snapshot().training
         assert training.model_name == "mine" and [r.rank for r in training.ranks] == [0, 1]

@@ -73,7 +73,10 @@ def test_throttled_box_decodes_the_reasons_mask():
     assert errors == []
     reasons = {g.index: g.throttle_reasons for g in gpus}
     assert reasons == {
-        0: (), 1: (), 2: (), 4: (),
+        0: (),
+        1: (),
+        2: (),
+        4: (),
         3: ("hw_slowdown", "hw_thermal"),
         5: ("sw_power_cap",),
         6: ("sw_thermal",),
@@ -96,7 +99,10 @@ def test_mig_mode_utilization_is_unknown_not_zero():
     gpus, errors = parse("a100_sxm4_4x_mig.csv")
     assert errors == []
     assert [(g.utilization_percent, g.memory_utilization_percent) for g in gpus] == [
-        (None, None), (None, None), (100.0, 62.0), (0.0, 0.0)
+        (None, None),
+        (None, None),
+        (100.0, 62.0),
+        (0.0, 0.0),
     ]
     assert gpus[0].memory_used_bytes == 39812 * MIB and gpus[0].ecc_uncorrected_errors == 0
     assert gpus[3].throttle_reasons == ("gpu_idle",)
@@ -108,9 +114,7 @@ def test_consumer_cards_without_ecc_or_power_readings():
     desktop, laptop = gpus
     assert desktop.ecc_uncorrected_errors is None and desktop.power_watts == 431.27
     assert laptop.name == "NVIDIA GeForce RTX 3060 Laptop GPU"
-    assert (laptop.power_watts, laptop.power_limit_watts, laptop.ecc_uncorrected_errors) == (
-        None, None, None
-    )
+    assert (laptop.power_watts, laptop.power_limit_watts, laptop.ecc_uncorrected_errors) == (None, None, None)
     assert laptop.memory_total_bytes == 6144 * MIB and laptop.max_sm_clock_mhz == 2100.0
 
 
@@ -141,20 +145,24 @@ def test_a_bad_value_is_none_and_reported_but_keeps_the_gpu():
     assert (gpu.utilization_percent, gpu.temperature_celsius, gpu.throttle_reasons) == (None, None, None)
     assert gpu.memory_used_bytes == 2 * MIB
     assert [(line, col) for line, col, _ in errors] == [
-        (1, "utilization_percent"), (1, "temperature_celsius"), (1, "throttle_reasons")
+        (1, "utilization_percent"),
+        (1, "temperature_celsius"),
+        (1, "throttle_reasons"),
     ]
 
 
 def test_bad_index_duplicates_and_blank_lines():
     good = "1, GPU-b, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0"
-    text = "\n".join([
-        "x, GPU-a, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
-        "",
-        good,
-        "[N/A], GPU-c, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
-        good.replace("GPU-b", "GPU-dup"),
-        "0, GPU-z, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
-    ])
+    text = "\n".join(
+        [
+            "x, GPU-a, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
+            "",
+            good,
+            "[N/A], GPU-c, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
+            good.replace("GPU-b", "GPU-dup"),
+            "0, GPU-z, H100, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0x0, 0",
+        ]
+    )
     errors = []
     gpus = parse_query_output(text, on_error=lambda *e: errors.append(e))
     assert [(g.index, g.uuid) for g in gpus] == [(0, "GPU-z"), (1, "GPU-b")]
@@ -268,8 +276,7 @@ def _gone(pid: int, wait_s: float = 2.0) -> bool:
 def test_recovers_after_a_hang_and_says_so(fake_smi, tmp_path, caplog):
     flag = tmp_path / "hung-once"
     fake_smi(
-        f'if [ ! -e "{flag}" ]; then touch "{flag}"; exec sleep 30; fi\n'
-        f'cat "{FIXTURES / "h100_sxm_8x_healthy.csv"}"'
+        f'if [ ! -e "{flag}" ]; then touch "{flag}"; exec sleep 30; fi\ncat "{FIXTURES / "h100_sxm_8x_healthy.csv"}"'
     )
     caplog.set_level(logging.INFO)
     collector = SmiCollector(timeout=0.5)
@@ -282,8 +289,7 @@ def test_no_second_nvidia_smi_while_a_killed_one_is_still_alive(fake_smi, tmp_pa
     """A process stuck in the driver ignores SIGKILL; simulate one that is slow to die."""
     flag = tmp_path / "slow-once"
     calls = fake_smi(
-        f'if [ ! -e "{flag}" ]; then touch "{flag}"; exec sleep 1; fi\n'
-        f'cat "{FIXTURES / "h100_sxm_8x_healthy.csv"}"'
+        f'if [ ! -e "{flag}" ]; then touch "{flag}"; exec sleep 1; fi\ncat "{FIXTURES / "h100_sxm_8x_healthy.csv"}"'
     )
     monkeypatch.setattr(smi, "_kill", lambda proc: proc)  # "killed", but still running
     collector = SmiCollector(timeout=0.2)
@@ -316,11 +322,13 @@ def test_missing_binary_is_no_gpus_logged_once(tmp_path, caplog):
 
 
 def test_available_only_when_it_runs_and_lists_a_gpu(fake_smi, tmp_path, monkeypatch):
-    fake_smi('echo 0; echo 1')
+    fake_smi("echo 0; echo 1")
     assert SmiCollector.available() is True
 
-    fake_smi("echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
-             "driver. Make sure that the latest NVIDIA driver is installed and running.\"; exit 9")
+    fake_smi(
+        "echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+        'driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9'
+    )
     assert SmiCollector.available() is False
 
     fake_smi("exec sleep 30")

@@ -35,12 +35,26 @@ def load_history(name: str) -> History:
 
 
 def recording_console(width: int, height: int) -> Console:
-    return Console(width=width, height=height, record=True, file=io.StringIO(), force_terminal=True,
-                   color_system="truecolor", legacy_windows=False, _environ={})
+    return Console(
+        width=width,
+        height=height,
+        record=True,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        legacy_windows=False,
+        _environ={},
+    )
 
 
-def render(snapshot: dict | Snapshot | None, width: int, height: int | None, history: History | None = None,
-           link: Link = LOCAL, wall: float | None = None) -> list[str]:
+def render(
+    snapshot: dict | Snapshot | None,
+    width: int,
+    height: int | None,
+    history: History | None = None,
+    link: Link = LOCAL,
+    wall: float | None = None,
+) -> list[str]:
     """The frame as the lines a ``width`` x ``height`` terminal would show (no styles).
 
     A dict is read as a daemon's JSON (``Snapshot.from_dict``), exactly as a remote ``top`` reads it.

@@ -46,10 +46,20 @@ def test_a_stacked_bar_splits_its_width_by_largest_remainder():
 
 
 def test_the_step_breakdown_takes_compute_as_the_remainder():
-    parts = {label: ms for label, ms, _ in breakdown(
-        TrainingSample(step_time_ms=2000.0, data_wait_ms=100.0, sync_wait_ms=500.0, checkpoint_ms=0.0))}
-    assert parts == {"compute": 1400.0, "data": 100.0, "tokenizer": 0.0, "sync": 500.0,
-                     "all-reduce": 0.0, "checkpoint": 0.0}
+    parts = {
+        label: ms
+        for label, ms, _ in breakdown(
+            TrainingSample(step_time_ms=2000.0, data_wait_ms=100.0, sync_wait_ms=500.0, checkpoint_ms=0.0)
+        )
+    }
+    assert parts == {
+        "compute": 1400.0,
+        "data": 100.0,
+        "tokenizer": 0.0,
+        "sync": 500.0,
+        "all-reduce": 0.0,
+        "checkpoint": 0.0,
+    }
     over = {label: ms for label, ms, _ in breakdown(TrainingSample(step_time_ms=100.0, sync_wait_ms=150.0))}
     assert over["compute"] == 0.0  # reports that do not add up never draw a negative part
 
@@ -60,20 +70,25 @@ def test_big_digits_are_three_rows_of_equal_width():
     assert rows[0].plain == "▀█  █▀█ █▀█"
 
 
-@pytest.mark.parametrize(("value", "text"), [(None, "-"), (0, "0"), (0.4513, "0.451"), (75234.0, "75.2k"),
-                                         (117000.0, "117k"), (2.5e9, "2.5G")])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "-"), (0, "0"), (0.4513, "0.451"), (75234.0, "75.2k"), (117000.0, "117k"), (2.5e9, "2.5G")],
+)
 def test_num(value, text):
     assert fmt.num(value) == text
 
 
-@pytest.mark.parametrize(("value", "text"), [(0, "0B"), (512, "512B"), (65035829248, "60.6G"),
-                                         (2 * 1024**4, "2T"), (None, "-")])
+@pytest.mark.parametrize(
+    ("value", "text"), [(0, "0B"), (512, "512B"), (65035829248, "60.6G"), (2 * 1024**4, "2T"), (None, "-")]
+)
 def test_size(value, text):
     assert fmt.size(value) == text
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (59.9, "59s"), (95, "1m35s"), (3 * 3600 + 125, "3h02m"),
-                                           (90000, "1d01h"), (-3, "0s"), (None, "-")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (59.9, "59s"), (95, "1m35s"), (3 * 3600 + 125, "3h02m"), (90000, "1d01h"), (-3, "0s"), (None, "-")],
+)
 def test_duration(seconds, text):
     assert fmt.duration(seconds) == text
 

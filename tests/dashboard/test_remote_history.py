@@ -28,8 +28,16 @@ SPARK = re.compile("[▁▂▃▄▅▆▇█]")
 
 def tick(engine: Engine, ts: float) -> None:
     """One tick at ``ts`` after a report whose throughput wanders with time, so every sparkline cell shows."""
-    engine.ingest(parse_training({"model_name": "llama-3-8b", "step_time_ms": 1000.0, "mfu": 0.4,
-                                  "tokens_per_sec": 70000.0 + 500.0 * (ts % 7)}))
+    engine.ingest(
+        parse_training(
+            {
+                "model_name": "llama-3-8b",
+                "step_time_ms": 1000.0,
+                "mfu": 0.4,
+                "tokens_per_sec": 70000.0 + 500.0 * (ts % 7),
+            }
+        )
+    )
     engine.tick(ts)
 
 

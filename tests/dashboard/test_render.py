@@ -68,8 +68,7 @@ def test_straggler_at_160x48_shows_every_panel_in_full(screen, snapshot, history
     assert "1m35s" in line_with(lines, "WARN rank_straggler")  # age on the snapshot's own clock
     assert "swap" in line_with(lines, "mem ")
     goodput = line_with(lines, "goodput ")
-    assert re.search(r"goodput +78% 10 min 75% · lost: straggler_rank 38s, checkpoint_io_bound 4s *$",
-                     goodput), goodput
+    assert re.search(r"goodput +78% 10 min 75% · lost: straggler_rank 38s, checkpoint_io_bound 4s *$", goodput), goodput
 
 
 # ------------------------------------------------------------------ 16 GPUs, thermal
@@ -93,8 +92,13 @@ def test_sixteen_gpus_at_160x48_one_row_each_with_throttle_flags(screen, snapsho
     assert gpu_indices(lines) == set(range(16))
     throttled = [line for line in lines if "thermal " in line[:100] and "°C" in line]
     assert len(throttled) == 1 and throttled[0].startswith("5 ") and "1485/1980" in throttled[0]
-    for name in ("thermal_instability", "throughput_collapse", "rank_straggler", "sync_imbalance",
-                 "thermal_throttle_risk"):
+    for name in (
+        "thermal_instability",
+        "throughput_collapse",
+        "rank_straggler",
+        "sync_imbalance",
+        "thermal_throttle_risk",
+    ):
         assert name in text
     assert "#3 gpu_power_throttling" in text
 
@@ -140,8 +144,7 @@ def test_before_the_first_snapshot_the_header_says_waiting(screen):
 def test_a_lost_daemon_is_shown_with_the_last_data(screen, snapshot):
     straggler = snapshot("straggler_8gpu")
     now = straggler["timestamp"]
-    link = Link(source=REMOTE, state="disconnected", changed_at=now - 12, error="connection refused",
-                last_ok=now - 14)
+    link = Link(source=REMOTE, state="disconnected", changed_at=now - 12, error="connection refused", last_ok=now - 14)
     lines = screen(straggler, 80, 24, link=link, wall=now)
     text = "\n".join(lines)
     assert fits(lines, 80, 24)
@@ -159,13 +162,27 @@ def _sim_snapshot(scenario: str, seconds: float, **node: Any) -> dict[str, Any]:
     for t in range(0, int(seconds) + 1, 4):
         collected = sim.sample(float(t))
     assert collected is not None and collected.training is not None
-    return {"timestamp": sim.start_ts + seconds, "mode": "sim", "gpus": [to_dict(g) for g in collected.gpus],
-            "host": to_dict(collected.host), "training": to_dict(collected.training),
-            "diagnosis": {"health": {"score": 70.0, "status": "degraded"}, "root_causes": [],
-                          "signals": [{"name": "rank_straggler", "severity": "warning",
-                                       "since": sim.start_ts + seconds - 30,
-                                       "message": "rank 5 is 33% slower than the median rank",
-                                       "subject": {"rank": 5, "gpu_index": 5}, "evidence": {}}]}}
+    return {
+        "timestamp": sim.start_ts + seconds,
+        "mode": "sim",
+        "gpus": [to_dict(g) for g in collected.gpus],
+        "host": to_dict(collected.host),
+        "training": to_dict(collected.training),
+        "diagnosis": {
+            "health": {"score": 70.0, "status": "degraded"},
+            "root_causes": [],
+            "signals": [
+                {
+                    "name": "rank_straggler",
+                    "severity": "warning",
+                    "since": sim.start_ts + seconds - 30,
+                    "message": "rank 5 is 33% slower than the median rank",
+                    "subject": {"rank": 5, "gpu_index": 5},
+                    "evidence": {},
+                }
+            ],
+        },
+    }
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +214,7 @@ def test_sparklines_show_a_throughput_collapse_from_the_history(screen):
     spark = re.search("[▁▂▃▄▅▆▇█]{80,}", line_with(lines, "tokens/s")).group()
     levels = "▁▂▃▄▅▆▇█"
     before = [levels.index(c) for c in spark[: len(spark) // 3]]
-    after = [levels.index(c) for c in spark[-len(spark) // 3:]]
+    after = [levels.index(c) for c in spark[-len(spark) // 3 :]]
     assert median(before) >= median(after) + 4, spark  # a cliff, give or take the healthy run's glitches
 
 

@@ -18,10 +18,16 @@ from trainpulse_otel.dashboard.sources import RECONNECTED_SHOWN_S, RemoteSource,
 from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.samples import parse_training
 
-TRAINING = {"model_name": "llama-3-8b", "framework": "pytorch", "global_step": 120, "step_time_ms": 1750.0,
-            "tokens_per_sec": 74900.0, "mfu": 0.45, "world_size": 2,
-            "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 1700.0},
-                      {"rank": 1, "gpu_index": 1, "step_time_ms": 1710.0}]}
+TRAINING = {
+    "model_name": "llama-3-8b",
+    "framework": "pytorch",
+    "global_step": 120,
+    "step_time_ms": 1750.0,
+    "tokens_per_sec": 74900.0,
+    "mfu": 0.45,
+    "world_size": 2,
+    "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 1700.0}, {"rank": 1, "gpu_index": 1, "step_time_ms": 1710.0}],
+}
 
 
 class Clock:
@@ -70,7 +76,10 @@ def test_a_daemon_that_goes_away_is_disconnected_then_reconnected(engine, screen
         clock.now += 5
         assert source.poll() is None
         assert (source.link.state, source.link.error, source.link.changed_at) == (
-            "disconnected", "connection refused", clock.now)
+            "disconnected",
+            "connection refused",
+            clock.now,
+        )
         clock.now += 7
         assert source.poll() is None and source.link.changed_at == clock.now - 7  # still the same outage
         text = "\n".join(screen(first, 80, 24, link=source.link, wall=clock.now))
@@ -135,8 +144,9 @@ def test_top_once_in_sim_backfills_the_scenario(capsys):
 
 @pytest.mark.slow
 def test_top_with_stdout_not_a_terminal_prints_one_frame_and_exits():
-    done = subprocess.run([sys.executable, "-m", "trainpulse_otel", "top", "-mode", "none"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainpulse_otel", "top", "-mode", "none"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert "TrainPulse" in done.stdout and "Signals none active" in done.stdout
     assert "\x1b[" not in done.stdout  # no escape codes into a pipe

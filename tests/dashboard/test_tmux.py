@@ -48,8 +48,9 @@ class Pane:
         self.tmux("new-session", "-d", "-x", str(width), "-y", str(height), f"sh {script}")
 
     def tmux(self, *args: str) -> str:
-        done = subprocess.run([TMUX, "-L", self.socket, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            [TMUX, "-L", self.socket, "-f", "/dev/null", *args], capture_output=True, text=True, timeout=10
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -114,8 +115,14 @@ def test_top_shows_the_simulated_node_follows_a_resize_and_q_quits(pane):
     assert ("tokens/s" in text or "tok/s" in text) and "MFU" in text
 
     p.tmux("resize-window", "-x", "80", "-y", "24")
-    small = p.wait_for(lambda s: len(s.splitlines()) <= 24 and "GPUs" in s and
-                       max(len(line) for line in s.splitlines()) <= 80 and "q quit" not in s)
+    small = p.wait_for(
+        lambda s: (
+            len(s.splitlines()) <= 24
+            and "GPUs" in s
+            and max(len(line) for line in s.splitlines()) <= 80
+            and "q quit" not in s
+        )
+    )
     assert len(GPU_ROW.findall(small)) == 8
 
     p.tmux("send-keys", "q")

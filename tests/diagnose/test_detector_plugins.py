@@ -20,8 +20,9 @@ def detectors(autoload: bool | None = None) -> list:
 def test_the_builtins_are_registered_once_as_our_own_entry_points():
     installed = distribution(plugins.DISTRIBUTION).entry_points
     for group in plugins.GROUPS:
-        assert {ep.name for ep in installed.select(group=group)} == set(plugins.load_group(group, lambda n, o: o,
-                                                                                           autoload=False))
+        assert {ep.name for ep in installed.select(group=group)} == set(
+            plugins.load_group(group, lambda n, o: o, autoload=False)
+        )
     assert not hasattr(plugins, "BUILTIN_ENTRY_POINTS")  # no second list beside pyproject.toml
 
 
@@ -34,7 +35,7 @@ def test_the_builtins_cover_every_contract_signal_and_cause_under_their_own_name
     assert [n for n, r in found.root_causes.items() if r.residual] == ["compute_inefficiency"]
 
 
-PLUGIN = '''
+PLUGIN = """
 from trainpulse_otel.diagnose import BaseDetector, Candidate, Finding, Rule
 
 class LossSpike(BaseDetector):
@@ -57,7 +58,7 @@ def propose(evidence):
     return [Candidate("bad_data_shard", 0.8, "loss spiked on one data shard", "skip the shard", [spike])]
 
 RULE = Rule("bad_data_shard", propose)
-'''
+"""
 
 
 @pytest.fixture
@@ -69,7 +70,8 @@ def third_party(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(
         "[trainpulse.detectors]\nloss_spike = acme_detectors:LossSpike\nbogus = acme_detectors:NOT_A_DETECTOR\n"
         "ranks = acme_detectors:LossSpike\n"
-        "[trainpulse.root_causes]\nbad_data_shard = acme_detectors:RULE\nbroken = acme_detectors:NOT_A_DETECTOR\n")
+        "[trainpulse.root_causes]\nbad_data_shard = acme_detectors:RULE\nbroken = acme_detectors:NOT_A_DETECTOR\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("acme_detectors", None)
@@ -99,12 +101,22 @@ def _signal_active(result) -> dict:
     from trainpulse_otel.publish.otel import DiagnosisPublisher
 
     reader = InMemoryMetricReader()
-    publisher = DiagnosisPublisher(MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t"))
+    publisher = DiagnosisPublisher(
+        MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t")
+    )
     publisher.publish(result)
-    [metric] = [m for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics
-                for m in sm.metrics if m.name == "trainpulse.signal.active"]
-    return {(p.attributes["signal"], p.attributes["severity"]): p.value for p in metric.data.data_points
-            if p.attributes["signal"] == "loss_spike"}
+    [metric] = [
+        m
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "trainpulse.signal.active"
+    ]
+    return {
+        (p.attributes["signal"], p.attributes["severity"]): p.value
+        for p in metric.data.data_points
+        if p.attributes["signal"] == "loss_spike"
+    }
 
 
 def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):
@@ -129,4 +141,6 @@ def test_a_failing_detector_is_logged_once_and_the_others_go_on(caplog):
         result = pipeline.update(job(float(t), training={"mfu": 0.05}))
     assert [s.name for s in result.diagnosis.signals] == ["low_mfu"]
     assert pipeline.failures == {"broken": 6}
-    assert [r.getMessage() for r in caplog.records] == ["detector broken failed; its signals hold until it judges again"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "detector broken failed; its signals hold until it judges again"
+    ]

@@ -15,8 +15,15 @@ from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim
 from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 #: Long enough for each fault to show and its cause to settle (the full runs are ``trainpulse eval``).
-SHORT = {"thermal_instability": 240, "thermal_throttle_risk": 200, "memory_pressure": 170, "oom_risk": 130,
-         "gpu_memory_leak": 130, "checkpoint_stall": 100, "gpu_underutilization": 140}
+SHORT = {
+    "thermal_instability": 240,
+    "thermal_throttle_risk": 200,
+    "memory_pressure": 170,
+    "oom_risk": 130,
+    "gpu_memory_leak": 130,
+    "checkpoint_stall": 100,
+    "gpu_underutilization": 140,
+}
 FAULTS = [n for n in SCENARIOS if n != "healthy"]
 
 
@@ -54,7 +61,9 @@ def test_a_scenario_signal_becomes_otel_events_and_gauges():
     records = [r.log_record for r in exporter.get_finished_logs()]
     raised = [r for r in records if r.attributes.get("event.name") == EVENT_RAISED]
     straggler = [r for r in raised if r.attributes["signal"] == "rank_straggler"]
-    assert straggler and straggler[0].attributes["subject.rank"] == 5 and straggler[0].attributes["subject.gpu_index"] == 5
+    assert (
+        straggler and straggler[0].attributes["subject.rank"] == 5 and straggler[0].attributes["subject.gpu_index"] == 5
+    )
     assert "slower than the median rank" in straggler[0].body
     causes = [r for r in records if r.attributes.get("event.name") == EVENT_ROOT_CAUSE]
     assert causes and causes[-1].attributes["cause"] == "straggler_rank"

@@ -33,8 +33,21 @@ def test_eval_rejects_unknown_names(capsys):
 
 
 def test_a_missed_figure_fails_the_run():
-    missed = ScenarioResult("low_mfu", 0, "default", 0.0, ["low_mfu"], {"low_mfu": None}, [], [], "compute_inefficiency",
-                            None, {}, False, True)
+    missed = ScenarioResult(
+        "low_mfu",
+        0,
+        "default",
+        0.0,
+        ["low_mfu"],
+        {"low_mfu": None},
+        [],
+        [],
+        "compute_inefficiency",
+        None,
+        {},
+        False,
+        True,
+    )
     report = EvalReport([missed], [])
     figures = report.summary()["figures"]
     assert not figures["every_signal_detected"] and not figures["top_cause"] and not report.passed

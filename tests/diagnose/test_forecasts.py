@@ -27,7 +27,8 @@ def test_a_gpu_leak_is_forecast_minutes_ahead_with_its_eta():
 
 def test_a_one_off_allocation_step_is_not_a_leak():
     h = Harness(GpuOomRisk()).run(
-        range(300), lambda t: job(t, gpus={3: {"memory_used_bytes": int((0.78 if t < 100 else 0.86) * GPU_TOTAL)}}))
+        range(300), lambda t: job(t, gpus={3: {"memory_used_bytes": int((0.78 if t < 100 else 0.86) * GPU_TOTAL)}})
+    )
     assert h.raised() == []
 
 
@@ -54,8 +55,13 @@ def test_when_the_job_dies_as_forecast_the_signal_says_memory_ran_out():
     def frame(t):
         if t < 700:
             return host_leak(t)
-        return job(t, gpu_changes={"utilization_percent": 0.0, "memory_used_bytes": 512 * 1024**2},
-                   host_changes={"memory_available_bytes": 1800 * GIB}, with_training=False)
+        return job(
+            t,
+            gpu_changes={"utilization_percent": 0.0, "memory_used_bytes": 512 * 1024**2},
+            host_changes={"memory_available_bytes": 1800 * GIB},
+            with_training=False,
+        )
+
     h = Harness(HostOomRisk()).run(range(800), frame)
     assert h.cleared() == []
     signal = h.active()[0]
@@ -67,9 +73,14 @@ def test_when_training_resumes_the_post_mortem_clears():
         if t < 700:
             return host_leak(t)
         if t < 760:
-            return job(t, gpu_changes={"utilization_percent": 0.0}, with_training=False,
-                       host_changes={"memory_available_bytes": 1800 * GIB})
+            return job(
+                t,
+                gpu_changes={"utilization_percent": 0.0},
+                with_training=False,
+                host_changes={"memory_available_bytes": 1800 * GIB},
+            )
         return job(t, host_changes={"memory_available_bytes": 1800 * GIB})
+
     h = Harness(HostOomRisk()).run(range(900), frame)
     assert h.active() == [] and len(h.cleared()) == 1
 
@@ -100,8 +111,11 @@ def test_a_gpu_warming_back_up_after_idling_is_no_risk():
     def frame(t):
         if 100 <= t < 140:
             return job(t, gpus={2: {"utilization_percent": 0.0, "temperature_celsius": 45.0}})
-        return job(t, gpus={2: {"temperature_celsius": float(round(67 - max(0.0, 22 - (t - 140) * 0.5)))}}
-                   if t >= 140 else None)
+        return job(
+            t,
+            gpus={2: {"temperature_celsius": float(round(67 - max(0.0, 22 - (t - 140) * 0.5)))}} if t >= 140 else None,
+        )
+
     assert Harness(ThermalThrottleRisk()).run(range(300), frame).raised() == []
 
 
@@ -119,7 +133,10 @@ def test_a_quick_rebound_after_a_lighter_spell_is_no_risk():
         if t < 280:
             return 67.0 - (t - 100) / 30.0
         return 61.0 + min(4.0, (t - 280) / 10.0)
-    h = Harness(ThermalThrottleRisk()).run(range(360), lambda t: job(t, gpus={2: {"temperature_celsius": float(round(temp(t)))}}))
+
+    h = Harness(ThermalThrottleRisk()).run(
+        range(360), lambda t: job(t, gpus={2: {"temperature_celsius": float(round(temp(t)))}})
+    )
     assert h.raised() == []
 
 
@@ -137,4 +154,5 @@ def test_more_load_warming_a_gpu_to_a_new_level_is_no_risk():
             return job(t)
         rise = 8.0 * (1 - 2.718 ** (-(t - 100) / 12.0))
         return job(t, gpus={4: {"temperature_celsius": float(round(67.0 + rise)), "power_watts": 690.0}})
+
     assert Harness(ThermalThrottleRisk()).run(range(300), frame).raised() == []

@@ -17,8 +17,13 @@ STEP_MS = 1000.0
 
 def report(step: int, rng: random.Random, **fields: float) -> TrainingSample:
     """One step of a healthy job: ~1 s, of which 5 ms data, 1 ms tokenizer, 8 ms sync, 60 ms all-reduce."""
-    base = {"step_time_ms": STEP_MS * rng.uniform(0.99, 1.01), "data_wait_ms": 5.0 * rng.uniform(0.9, 1.1),
-            "tokenizer_wait_ms": 1.0, "sync_wait_ms": 8.0 * rng.uniform(0.9, 1.1), "all_reduce_wait_ms": 60.0}
+    base = {
+        "step_time_ms": STEP_MS * rng.uniform(0.99, 1.01),
+        "data_wait_ms": 5.0 * rng.uniform(0.9, 1.1),
+        "tokenizer_wait_ms": 1.0,
+        "sync_wait_ms": 8.0 * rng.uniform(0.9, 1.1),
+        "all_reduce_wait_ms": 60.0,
+    }
     base.update(fields)
     return TrainingSample(global_step=step, **base)
 
@@ -54,29 +59,39 @@ def test_nothing_is_known_before_the_warm_up_and_a_report_without_step_time_has_
 
 
 def test_a_ramping_fault_never_becomes_the_ideal():
-    builder, _, _ = run(900, fault=lambda s: {} if s < 100 else {"data_wait_ms": 5.0 + 2.0 * (s - 100),
-                                                                  "step_time_ms": STEP_MS + 2.0 * (s - 100)})
+    builder, _, _ = run(
+        900,
+        fault=lambda s: (
+            {} if s < 100 else {"data_wait_ms": 5.0 + 2.0 * (s - 100), "step_time_ms": STEP_MS + 2.0 * (s - 100)}
+        ),
+    )
     assert builder.ideal_ms == pytest.approx(STEP_MS, rel=0.01)
 
 
 def test_checkpoint_seconds_are_the_saves_own_time_counted_once():
     saves = {100: 20_000.0, 400: 35_000.0}  # the step that ended each save reports how long it took
-    _, account, ts = run(600, fault=lambda s: {"checkpoint_ms": saves[s], "step_time_ms": STEP_MS + saves[s]}
-                         if s in saves else {})
+    _, account, ts = run(
+        600, fault=lambda s: {"checkpoint_ms": saves[s], "step_time_ms": STEP_MS + saves[s]} if s in saves else {}
+    )
     assert account.goodput(ts).badput_s["checkpoint_io_bound"] == pytest.approx(55.0, rel=0.01)
 
 
 def test_a_wait_every_rank_pays_is_baseline_and_its_growth_is_the_loss():
-    _, account, ts = run(600, fault=lambda s: {"all_reduce_wait_ms": 260.0, "step_time_ms": STEP_MS + 200.0}
-                         if s >= 300 else {})
+    _, account, ts = run(
+        600, fault=lambda s: {"all_reduce_wait_ms": 260.0, "step_time_ms": STEP_MS + 200.0} if s >= 300 else {}
+    )
     badput = account.goodput(ts).badput_s
     assert badput["communication_bound"] == pytest.approx(300 * 0.2, rel=0.1)
     assert badput.get(UNATTRIBUTED, 0.0) < 5.0
 
 
 def test_tokenization_inside_the_loaders_wait_explains_that_part_of_it():
-    _, account, ts = run(400, fault=lambda s: {"data_wait_ms": 305.0, "tokenizer_wait_ms": 251.0,
-                                               "step_time_ms": STEP_MS + 300.0} if s >= 200 else {})
+    _, account, ts = run(
+        400,
+        fault=lambda s: (
+            {"data_wait_ms": 305.0, "tokenizer_wait_ms": 251.0, "step_time_ms": STEP_MS + 300.0} if s >= 200 else {}
+        ),
+    )
     badput = account.goodput(ts).badput_s
     assert badput["tokenizer_bound"] == pytest.approx(200 * 0.25, rel=0.1)
     assert badput["input_pipeline_bound"] == pytest.approx(200 * 0.05, rel=0.25)
@@ -87,8 +102,7 @@ def test_sync_waits_go_to_what_makes_the_straggler_late_else_to_imbalance():
         return {"sync_wait_ms": 308.0, "step_time_ms": STEP_MS + 300.0} if s >= 300 else {}
 
     thermal = RootCause("gpu_thermal_throttling", 0.9, "GPU 5 throttles")
-    _, account, ts = run(600, fault=slow, causes=[thermal, RootCause("straggler_rank", 0.8, "rank 5")],
-                         straggler=True)
+    _, account, ts = run(600, fault=slow, causes=[thermal, RootCause("straggler_rank", 0.8, "rank 5")], straggler=True)
     assert account.goodput(ts).badput_s["gpu_thermal_throttling"] == pytest.approx(90.0, rel=0.1)
     _, account, ts = run(600, fault=slow)
     assert account.goodput(ts).badput_s["load_imbalance"] == pytest.approx(90.0, rel=0.1)

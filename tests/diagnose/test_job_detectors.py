@@ -49,7 +49,8 @@ def test_a_fault_present_from_the_first_sample_is_found(detector, fault, signal)
 def test_a_data_wait_ramp_is_caught_early_against_the_jobs_baseline():
     # 4 ms of data wait for a minute, then +10 ms a second: 3 % of the step 14 s in, long before 10 %
     h = Harness(DataloaderStarvation()).run(
-        range(140), lambda t: job(t, training={"data_wait_ms": 4.0 + max(0.0, t - 60) * 10.0}))
+        range(140), lambda t: job(t, training={"data_wait_ms": 4.0 + max(0.0, t - 60) * 10.0})
+    )
     first = h.first_raise_s("dataloader_starvation")
     assert first is not None and first < 60 + 15
     assert "data loader" in h.raised()[0].message
@@ -58,8 +59,9 @@ def test_a_data_wait_ramp_is_caught_early_against_the_jobs_baseline():
 def test_allreduce_wait_counts_the_fastest_ranks_so_a_straggler_is_not_slow_communication():
     # A framework whose all-reduce timer includes the wait for rank 5: every other rank reports 700 ms.
     slow_wait = {r: {"all_reduce_wait_ms": 700.0} for r in range(8) if r != 5}
-    h = Harness(AllreduceWait()).run(range(60), lambda t: job(t, rank_changes=slow_wait,
-                                                              training={"all_reduce_wait_ms": 630.0}))
+    h = Harness(AllreduceWait()).run(
+        range(60), lambda t: job(t, rank_changes=slow_wait, training={"all_reduce_wait_ms": 630.0})
+    )
     assert h.raised() == []
     slow_comm = Harness(AllreduceWait()).run(range(60), lambda t: job(t, rank={"all_reduce_wait_ms": 500.0}))
     assert slow_comm.first_raise_s("allreduce_wait") <= 5
@@ -86,7 +88,8 @@ def test_gpu_underutilization_is_not_judged_while_every_gpu_is_idle():
     h = Harness(GpuUnderutilization()).run(range(200), lambda t: job(t, gpu_changes=save if 60 <= t < 90 else None))
     assert h.raised() == []
     starved = Harness(GpuUnderutilization()).run(
-        range(200), lambda t: job(t, gpu_changes={"utilization_percent": 45.0} if t >= 60 else None))
+        range(200), lambda t: job(t, gpu_changes={"utilization_percent": 45.0} if t >= 60 else None)
+    )
     assert 60 < starved.first_raise_s("gpu_underutilization") <= 65
     assert starved.raised()[0].severity == "critical"
 
@@ -117,8 +120,12 @@ def test_pipeline_bubble_from_the_reported_ratio_or_the_schedule():
 def _saving(t: float, start: float, length: float, report_ms: bool = True):
     """A job that blocks on a checkpoint save from ``start`` for ``length`` seconds."""
     if start <= t < start + length:
-        return job(t, gpu_changes={"utilization_percent": 0.0, "throttle_reasons": ("gpu_idle",)},
-                   host_changes={"disk_write_bytes_per_sec": 4e9}, with_training=False)
+        return job(
+            t,
+            gpu_changes={"utilization_percent": 0.0, "throttle_reasons": ("gpu_idle",)},
+            host_changes={"disk_write_bytes_per_sec": 4e9},
+            with_training=False,
+        )
     end = {"checkpoint_ms": length * 1000.0} if report_ms and start + length <= t < start + length + 1 else None
     return job(t, training=end)
 
@@ -139,6 +146,7 @@ def test_a_long_blocking_save_is_a_stall_seen_while_it_runs():
 def test_a_reported_checkpoint_time_counts_without_gpu_data():
     def frame(t):
         return job(t, with_gpus=False, training={"checkpoint_ms": 30000.0} if t % 40 == 0 and t else None)
+
     h = Harness(CheckpointStall()).run(range(200), frame)
     assert h.raised("checkpoint_stall")
     assert h.raised()[0].ts - 1_764_400_000.0 <= 45
@@ -148,17 +156,21 @@ def test_a_repeated_report_is_not_new_evidence():
     repeated = job(10.0, training={"mfu": 0.1})
     h = Harness(LowMfu())
     h.feed([job(0.0), job(1.0)])
-    h.feed(repeated.__class__(ts=repeated.ts + d, gpus=repeated.gpus, host=repeated.host,
-                              training=repeated.training) for d in range(30))
+    h.feed(
+        repeated.__class__(ts=repeated.ts + d, gpus=repeated.gpus, host=repeated.host, training=repeated.training)
+        for d in range(30)
+    )
     assert h.raised() == []  # one low report, repeated by the daemon for 30 s, is still one report
 
 
 def test_a_rank_only_report_uses_rank_waits_and_skips_fields_ranks_do_not_carry():
     def frame(t):
         f = job(t, rank={"data_wait_ms": 700.0})
-        bare = f.training.__class__(timestamp=f.training.timestamp, step_time_ms=f.training.step_time_ms,
-                                    ranks=f.training.ranks)
+        bare = f.training.__class__(
+            timestamp=f.training.timestamp, step_time_ms=f.training.step_time_ms, ranks=f.training.ranks
+        )
         return f.__class__(ts=f.ts, gpus=f.gpus, host=f.host, training=bare)
+
     assert Harness(DataloaderStarvation()).run(range(20), frame).raised("dataloader_starvation")
     tokenizer = Harness(TokenizerStall()).run(range(20), frame)
     assert tokenizer.raised() == [] and tokenizer.findings == []  # no tokenizer wait anywhere: nothing judged
@@ -171,6 +183,8 @@ def test_low_mfu_from_tflops_when_mfu_is_not_reported():
     assert h.active()[0].evidence["mfu"] == pytest.approx(120 / 989, abs=1e-3)
     healthy = Harness(LowMfu()).run(range(30), lambda t: job(t, training={"mfu": None, "tflops": 420.0}))
     assert healthy.raised() == []
-    unknown_gpu = Harness(LowMfu()).run(range(30), lambda t: job(t, gpu_changes={"name": "Mystery Accelerator"},
-                                                                 training={"mfu": None, "tflops": 120.0}))
+    unknown_gpu = Harness(LowMfu()).run(
+        range(30),
+        lambda t: job(t, gpu_changes={"name": "Mystery Accelerator"}, training={"mfu": None, "tflops": 120.0}),
+    )
     assert unknown_gpu.raised() == []  # no peak to compare with: no guess

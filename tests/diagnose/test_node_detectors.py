@@ -20,7 +20,8 @@ def test_a_steady_high_level_is_not_pressure_but_fast_growth_is():
     steady = Harness(GpuMemoryPressure()).run(range(200), lambda t: job(t, gpu_changes=used(0.90)))
     assert steady.raised() == []
     growing = Harness(GpuMemoryPressure()).run(
-        range(200), lambda t: job(t, gpu_changes=used(min(0.93, 0.78 + max(0.0, t - 60) * 0.002))))
+        range(200), lambda t: job(t, gpu_changes=used(min(0.93, 0.78 + max(0.0, t - 60) * 0.002)))
+    )
     first = growing.first_raise_s("memory_pressure")
     assert first is not None and first < 60 + 40  # 84 % after 30 s of growth, 6 points above its plateau
     assert "up from 78%" in growing.raised()[0].message
@@ -38,7 +39,8 @@ def test_memory_pressure_clears_after_memory_is_freed():
 
 def test_host_memory_low_is_pressure_on_the_host():
     h = Harness(HostMemoryPressure()).run(
-        range(60), lambda t: job(t, host_changes={"memory_available_bytes": 100 * GIB} if t >= 10 else None))
+        range(60), lambda t: job(t, host_changes={"memory_available_bytes": 100 * GIB} if t >= 10 else None)
+    )
     assert h.raised()[0].subject == {"hostname": "node-000"}
     assert h.active()[0].severity == "critical"  # 100 GiB of 2 TiB is under 5 %
 
@@ -54,7 +56,8 @@ def test_a_three_second_temperature_blip_is_not_instability():
 
 def test_thermal_throttling_is_instability_on_that_gpu():
     h = Harness(ThermalInstability()).run(
-        range(200), lambda t: job(t, gpus=hot(5, 87.0, ("sw_thermal",)) if t >= 100 else None))
+        range(200), lambda t: job(t, gpus=hot(5, 87.0, ("sw_thermal",)) if t >= 100 else None)
+    )
     raised = h.raised("thermal_instability")
     assert raised and raised[0].subject == {"gpu_index": 5}
     assert 100 < raised[0].ts - T0 <= 106
@@ -65,6 +68,7 @@ def test_throttle_cycles_do_not_flap():
     def frame(t):
         on = t >= 100 and (t // 20) % 2 == 0  # 20 s throttled, 20 s not
         return job(t, gpus=hot(5, 87.0 if on else 85.0, ("sw_thermal",) if on else ()))
+
     h = Harness(ThermalInstability()).run(range(400), frame)
     assert [x.severity for x in h.raised()] == ["warning", "critical"]  # escalates once, never clears
     assert h.cleared() == []
@@ -82,7 +86,8 @@ def test_a_gpu_heating_fast_alone_is_instability_before_it_throttles():
 
 def test_every_gpu_warming_together_is_load_not_instability():
     h = Harness(ThermalInstability()).run(
-        range(200), lambda t: job(t, gpu_changes={"temperature_celsius": 60.0 + min(15.0, max(0.0, t - 100) * 0.5)}))
+        range(200), lambda t: job(t, gpu_changes={"temperature_celsius": 60.0 + min(15.0, max(0.0, t - 100) * 0.5)})
+    )
     assert h.raised() == []
 
 
@@ -91,11 +96,13 @@ def test_warming_up_after_an_idle_spell_is_not_judged():
         if 100 <= t < 130:
             return job(t, gpus={5: {"utilization_percent": 0.0, "temperature_celsius": 45.0}})
         return job(t, gpus=hot(5, 67.0 - max(0.0, 22.0 - (t - 130) * 1.5)) if t >= 130 else None)
+
     h = Harness(ThermalInstability()).run(range(260), frame)
     assert h.raised() == []
 
 
 def test_a_slow_drift_is_left_to_the_forecast():
     h = Harness(ThermalInstability()).run(
-        range(400), lambda t: job(t, gpus=hot(2, 67.0 + max(0.0, t - 60) / 15.0)))  # 1 °C per 15 s
+        range(400), lambda t: job(t, gpus=hot(2, 67.0 + max(0.0, t - 60) / 15.0))
+    )  # 1 °C per 15 s
     assert h.raised() == []

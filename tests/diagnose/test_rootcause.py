@@ -29,8 +29,9 @@ def sig(name: str, severity: str = "warning", subject: dict | None = None, **evi
 
 
 def straggler(rank: int = 5) -> Signal:
-    return sig("rank_straggler", "critical", {"rank": rank, "gpu_index": rank}, slower_than_median=0.35,
-               hostname="node-000")
+    return sig(
+        "rank_straggler", "critical", {"rank": rank, "gpu_index": rank}, slower_than_median=0.35, hostname="node-000"
+    )
 
 
 def causes(signals, facts=None, n=None):
@@ -38,10 +39,12 @@ def causes(signals, facts=None, n=None):
 
 
 def test_a_throttled_gpu_making_its_rank_a_straggler_is_thermal_first_then_the_straggler():
-    hot = {"g5": {"last_thermal_ts": TS - 5, "thermal": 0.6, "clock_ratio": 0.74, "temp": 87.0,
-                  "reasons": ("sw_thermal",)}}
-    got = causes([straggler(), sig("sync_imbalance"), sig("thermal_instability", "critical", {"gpu_index": 5})],
-                 n=node(**hot))
+    hot = {
+        "g5": {"last_thermal_ts": TS - 5, "thermal": 0.6, "clock_ratio": 0.74, "temp": 87.0, "reasons": ("sw_thermal",)}
+    }
+    got = causes(
+        [straggler(), sig("sync_imbalance"), sig("thermal_instability", "critical", {"gpu_index": 5})], n=node(**hot)
+    )
     assert [c.cause for c in got[:2]] == ["gpu_thermal_throttling", "straggler_rank"]
     assert got[0].subject == {"gpu_index": 5, "rank": 5}
     assert got[0].confidence > got[1].confidence
@@ -84,8 +87,10 @@ def test_power_capping_on_all_gpus_that_collapses_throughput_is_power_throttling
 
 def test_power_capping_with_no_performance_problem_is_no_cause():
     capped = {f"g{i}": {"power_capped": 1.0, "clock_ratio": 0.9} for i in range(8)}
-    assert causes([sig("thermal_throttle_risk", subject={"gpu_index": 1})], n=node(**capped))[0].cause \
+    assert (
+        causes([sig("thermal_throttle_risk", subject={"gpu_index": 1})], n=node(**capped))[0].cause
         == "gpu_thermal_throttling"
+    )
 
 
 def test_idle_gpus_with_no_wait_to_blame_are_compute_inefficiency_launch_bound():
@@ -96,8 +101,13 @@ def test_idle_gpus_with_no_wait_to_blame_are_compute_inefficiency_launch_bound()
 def test_data_starvation_explains_idle_gpus_and_reads_the_host_cpu():
     n = node()
     n.host.cpu = 96.0
-    got = causes([sig("dataloader_starvation", "critical", data_wait_ms_share=0.42),
-                  sig("gpu_underutilization", median_utilization_percent=56.0)], n=n)
+    got = causes(
+        [
+            sig("dataloader_starvation", "critical", data_wait_ms_share=0.42),
+            sig("gpu_underutilization", median_utilization_percent=56.0),
+        ],
+        n=n,
+    )
     assert [c.cause for c in got] == ["input_pipeline_bound"]
     assert "CPU-bound" in got[0].remediation
     n.host.cpu = 30.0
@@ -125,17 +135,33 @@ def test_a_host_leak_is_host_memory_pressure_with_its_eta():
 
 
 def test_each_waiting_signal_maps_to_its_cause():
-    for signal, cause in [("tokenizer_stall", "tokenizer_bound"), ("allreduce_wait", "communication_bound"),
-                          ("checkpoint_stall", "checkpoint_io_bound"), ("pipeline_bubble", "pipeline_bubbles")]:
+    for signal, cause in [
+        ("tokenizer_stall", "tokenizer_bound"),
+        ("allreduce_wait", "communication_bound"),
+        ("checkpoint_stall", "checkpoint_io_bound"),
+        ("pipeline_bubble", "pipeline_bubbles"),
+    ]:
         got = causes([sig(signal), sig("gpu_underutilization", median_utilization_percent=60.0)])
         assert [c.cause for c in got] == [cause], signal
         assert got[0].remediation and got[0].confidence > 0.5
 
 
 def test_every_cause_is_a_contract_name_and_no_signals_means_no_causes():
-    everything = [sig(n) for n in ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance",
-                                   "dataloader_starvation", "tokenizer_stall", "allreduce_wait", "checkpoint_stall",
-                                   "pipeline_bubble", "sequence_padding")] + [straggler()]
+    everything = [
+        sig(n)
+        for n in (
+            "throughput_collapse",
+            "gpu_underutilization",
+            "low_mfu",
+            "sync_imbalance",
+            "dataloader_starvation",
+            "tokenizer_stall",
+            "allreduce_wait",
+            "checkpoint_stall",
+            "pipeline_bubble",
+            "sequence_padding",
+        )
+    ] + [straggler()]
     got = causes(everything)
     assert got and all(c.cause in ROOT_CAUSES for c in got)
     assert [c.confidence for c in got] == sorted((c.confidence for c in got), reverse=True)

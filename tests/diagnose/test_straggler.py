@@ -27,10 +27,20 @@ def report(t: float, n: int, compute, convention: str = "own_busy", allreduce_ms
     for r in range(n):
         sync = last - arrivals[r] + 1.5
         step = work[r] + allreduce_ms if convention == "own_busy" else wall
-        ranks.append(RankSample(rank=r, gpu_index=r % 8, hostname=f"node-{r // 8:03d}", step_time_ms=step,
-                                data_wait_ms=data[r], sync_wait_ms=sync, all_reduce_wait_ms=allreduce_ms))
-    training = TrainingSample(timestamp=T0 + t, global_step=int(t), hostname="node-000", step_time_ms=wall,
-                              ranks=tuple(ranks))
+        ranks.append(
+            RankSample(
+                rank=r,
+                gpu_index=r % 8,
+                hostname=f"node-{r // 8:03d}",
+                step_time_ms=step,
+                data_wait_ms=data[r],
+                sync_wait_ms=sync,
+                all_reduce_wait_ms=allreduce_ms,
+            )
+        )
+    training = TrainingSample(
+        timestamp=T0 + t, global_step=int(t), hostname="node-000", step_time_ms=wall, ranks=tuple(ranks)
+    )
     return Frame(ts=T0 + t, training=training)
 
 
@@ -74,13 +84,15 @@ def test_4096_healthy_ranks_raise_nothing():
 
 def test_uniformly_slow_communication_is_not_a_straggler():
     h = Harness(RankStraggler()).run(
-        range(120), lambda t: report(t, 8, healthy, allreduce_ms=ALLREDUCE_MS * (4.5 if t >= 60 else 1.0)))
+        range(120), lambda t: report(t, 8, healthy, allreduce_ms=ALLREDUCE_MS * (4.5 if t >= 60 else 1.0))
+    )
     assert h.raised() == []
 
 
 def test_data_dependent_imbalance_is_not_a_straggler():
     def imbalanced(r, rng):
         return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))
+
     for seed in range(3):
         h = Harness(RankStraggler()).run(range(400), lambda t, seed=seed: report(t + 1000 * seed, 8, imbalanced))
         assert h.raised() == []
@@ -89,6 +101,7 @@ def test_data_dependent_imbalance_is_not_a_straggler():
 def test_a_gc_pause_on_one_step_is_not_a_straggler():
     def pause(t):
         return lambda r, rng: healthy(r, rng) + (600.0 if r == 3 and t == 50 else 0.0)
+
     h = Harness(RankStraggler()).run(range(120), lambda t: report(t, 8, pause(t)))
     assert h.raised() == []
 
@@ -101,9 +114,12 @@ def test_recovery_clears_the_straggler():
 def test_ranks_reporting_only_tokens_per_second():
     def frame(t):
         f = report(t, 8, slow(6, 1.3, 20, t))
-        ranks = tuple(RankSample(rank=r.rank, gpu_index=r.gpu_index, tokens_per_sec=16384 / (r.step_time_ms / 1000))
-                      for r in f.training.ranks)
+        ranks = tuple(
+            RankSample(rank=r.rank, gpu_index=r.gpu_index, tokens_per_sec=16384 / (r.step_time_ms / 1000))
+            for r in f.training.ranks
+        )
         return Frame(ts=f.ts, training=TrainingSample(timestamp=f.ts, ranks=ranks))
+
     h = Harness(RankStraggler()).run(range(60), frame)
     assert h.raised()[0].subject["rank"] == 6
     assert "peers_wait_ms" not in h.active()[0].evidence
@@ -119,5 +135,6 @@ def test_two_ranks_the_slower_one_against_the_other():
 def test_two_ranks_taking_turns_are_not_a_straggler():
     def imbalanced(r, rng):
         return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))
+
     h = Harness(RankStraggler()).run(range(300), lambda t: report(t, 2, imbalanced))
     assert h.raised() == []

@@ -80,10 +80,15 @@ class ServedEngine:
         """(status, content type, body) of a GET."""
         return self.request("GET", path)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                content_type: str = "application/json") -> tuple[int, str, bytes]:
-        req = urllib.request.Request(self.url + path, data=body, method=method,
-                                     headers={"Content-Type": content_type} if body is not None else {})
+    def request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str = "application/json"
+    ) -> tuple[int, str, bytes]:
+        req = urllib.request.Request(
+            self.url + path,
+            data=body,
+            method=method,
+            headers={"Content-Type": content_type} if body is not None else {},
+        )
         try:
             with urllib.request.urlopen(req, timeout=10) as response:
                 return response.status, response.headers["Content-Type"], response.read()
@@ -109,4 +114,3 @@ def serve() -> Iterator[Callable[..., ServedEngine]]:
     for one in served:
         one.server.close()
         one.engine.close()
-

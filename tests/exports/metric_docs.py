@@ -6,8 +6,10 @@ import re
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
-ROW = re.compile(r"^\| `(?P<prom>[a-z_0-9]+)` \| `(?P<otel>[a-z_.0-9]+)` \| (?P<unit>[^|]+) \| (?P<type>[^|]+) \| "
-                 r"(?P<labels>[^|]+) \| (?P<meaning>[^|]+) \|$")
+ROW = re.compile(
+    r"^\| `(?P<prom>[a-z_0-9]+)` \| `(?P<otel>[a-z_.0-9]+)` \| (?P<unit>[^|]+) \| (?P<type>[^|]+) \| "
+    r"(?P<labels>[^|]+) \| (?P<meaning>[^|]+) \|$"
+)
 
 
 def documented() -> dict[str, dict[str, str]]:

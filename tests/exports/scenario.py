@@ -12,8 +12,14 @@ def straggler_raised(ts: float) -> PipelineResult:
     """What the pipeline returns on the tick a straggler is first seen (detectors live on another branch)."""
     subject = {"rank": 5, "gpu_index": 5}
     signal = Signal("rank_straggler", "warning", ts, "rank 5 is 38% slower than the median rank", subject)
-    cause = RootCause("straggler_rank", 0.8, "rank 5 holds the job back", ("rank_straggler",), subject,
-                      "check GPU 5's clocks and host")
+    cause = RootCause(
+        "straggler_rank",
+        0.8,
+        "rank 5 holds the job back",
+        ("rank_straggler",),
+        subject,
+        "check GPU 5's clocks and host",
+    )
     goodput = Goodput(0.81, 0.74, 1712.0, {"straggler_rank": 42.0, "unattributed": 3.5})
     diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,), goodput)
     transition = Transition(ts, "raised", "rank_straggler", "warning", subject, signal.message)
@@ -28,16 +34,50 @@ def straggler_cleared(ts: float) -> PipelineResult:
 
 #: A training report with every contract field, so every training and rank instrument has a point.
 FULL_TRAINING = {
-    "timestamp": 1764400000.0, "workload_kind": "pretraining", "model_family": "llama", "model_name": "llama-3-8b",
-    "framework": "megatron", "precision": "bf16", "hostname": "node-1", "global_step": 1200,
-    "step_time_ms": 1450.0, "tokens_per_sec": 180000.0, "samples_per_sec": 44.0, "mfu": 0.41, "tflops": 390.0,
-    "avg_seq_len": 3100.0, "max_seq_len": 4096.0, "data_wait_ms": 12.0, "tokenizer_wait_ms": 3.0,
-    "sync_wait_ms": 40.0, "all_reduce_wait_ms": 95.0, "checkpoint_ms": 0.0, "pipeline_bubble_ratio": 0.08,
-    "loss": 2.1, "grad_norm": 0.9, "learning_rate": 3e-4, "world_size": 8, "global_batch_size": 256,
-    "micro_batch_size": 2, "gradient_accumulation_steps": 16, "tensor_parallel_size": 2,
-    "pipeline_parallel_size": 2, "data_parallel_size": 2,
-    "ranks": [{"rank": r, "gpu_index": r, "hostname": "node-1", "step_time_ms": 1300.0 + r, "tokens_per_sec": 22000.0,
-               "data_wait_ms": 10.0, "sync_wait_ms": 30.0, "all_reduce_wait_ms": 90.0} for r in range(8)],
+    "timestamp": 1764400000.0,
+    "workload_kind": "pretraining",
+    "model_family": "llama",
+    "model_name": "llama-3-8b",
+    "framework": "megatron",
+    "precision": "bf16",
+    "hostname": "node-1",
+    "global_step": 1200,
+    "step_time_ms": 1450.0,
+    "tokens_per_sec": 180000.0,
+    "samples_per_sec": 44.0,
+    "mfu": 0.41,
+    "tflops": 390.0,
+    "avg_seq_len": 3100.0,
+    "max_seq_len": 4096.0,
+    "data_wait_ms": 12.0,
+    "tokenizer_wait_ms": 3.0,
+    "sync_wait_ms": 40.0,
+    "all_reduce_wait_ms": 95.0,
+    "checkpoint_ms": 0.0,
+    "pipeline_bubble_ratio": 0.08,
+    "loss": 2.1,
+    "grad_norm": 0.9,
+    "learning_rate": 3e-4,
+    "world_size": 8,
+    "global_batch_size": 256,
+    "micro_batch_size": 2,
+    "gradient_accumulation_steps": 16,
+    "tensor_parallel_size": 2,
+    "pipeline_parallel_size": 2,
+    "data_parallel_size": 2,
+    "ranks": [
+        {
+            "rank": r,
+            "gpu_index": r,
+            "hostname": "node-1",
+            "step_time_ms": 1300.0 + r,
+            "tokens_per_sec": 22000.0,
+            "data_wait_ms": 10.0,
+            "sync_wait_ms": 30.0,
+            "all_reduce_wait_ms": 90.0,
+        }
+        for r in range(8)
+    ],
 }
 
 

@@ -16,7 +16,8 @@ from tests.exports.metric_docs import documented
 CONFIG = Path(__file__).resolve().parents[2] / "collector_config"
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (CI installs Debian's prometheus package through .ci/run)")
+    PROMTOOL is None, reason="promtool not installed (CI installs Debian's prometheus package through .ci/run)"
+)
 METRIC = re.compile(r"\b(trainpulse_[a-z0-9_]+)")
 HISTOGRAM_SERIES = ("_bucket", "_sum", "_count")
 
@@ -82,8 +83,13 @@ def test_grafana_dashboard_uses_the_contract_names():
     exprs = [t["expr"] for p in panels for t in p["targets"]]
     used = {name for expr in exprs for name in METRIC.findall(expr)}
     assert used <= known_prometheus_names(), used - known_prometheus_names()
-    assert {"trainpulse_health_score", "trainpulse_signal_active", "trainpulse_training_tokens_per_second",
-            "trainpulse_training_mfu", "trainpulse_gpu_utilization_percent"} <= used
+    assert {
+        "trainpulse_health_score",
+        "trainpulse_signal_active",
+        "trainpulse_training_tokens_per_second",
+        "trainpulse_training_mfu",
+        "trainpulse_gpu_utilization_percent",
+    } <= used
     assert len({p["id"] for p in dashboard["panels"]}) == len(dashboard["panels"])
     assert all(p["gridPos"]["x"] + p["gridPos"]["w"] <= 24 for p in dashboard["panels"])
     assert all(p["datasource"]["uid"] == "${datasource}" for p in panels)
@@ -91,12 +97,16 @@ def test_grafana_dashboard_uses_the_contract_names():
 
 
 @needs_promtool
-@pytest.mark.parametrize("command", [
-    ["check", "rules", "alerts.yml"],
-    ["test", "rules", "alerts_test.yml"],  # the alerts fire when they should, and only then
-    ["check", "config", "prometheus.yml"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts_test.yml"],  # the alerts fire when they should, and only then
+        ["check", "config", "prometheus.yml"],
+    ],
+)
 def test_promtool_accepts_the_prometheus_files(command):
-    result = subprocess.run([PROMTOOL, *command], cwd=CONFIG / "prometheus", capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [PROMTOOL, *command], cwd=CONFIG / "prometheus", capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -39,12 +39,20 @@ def test_tags_name_the_service_host_gpu_rank_signal_and_job(serve, monkeypatch):
     points = fetch(served)
     [health] = entries(points, "trainpulse.health.score")
     assert health["type"] == "gauge" and health["value"] == 62.0
-    assert {"service:trainpulse", f"host:{socket.gethostname()}", f"version:{__version__}", "env:prod",
-            "status:degraded"} <= set(health["tags"])
+    assert {
+        "service:trainpulse",
+        f"host:{socket.gethostname()}",
+        f"version:{__version__}",
+        "env:prod",
+        "status:degraded",
+    } <= set(health["tags"])
     gpus = entries(points, "trainpulse.gpu.utilization")
     assert sorted(t for p in gpus for t in p["tags"] if t.startswith("gpu:")) == sorted(f"gpu:{i}" for i in range(8))
-    straggler = [p for p in entries(points, "trainpulse.signal.active")
-                 if {"signal:rank_straggler", "severity:warning"} <= set(p["tags"])]
+    straggler = [
+        p
+        for p in entries(points, "trainpulse.signal.active")
+        if {"signal:rank_straggler", "severity:warning"} <= set(p["tags"])
+    ]
     assert [p["value"] for p in straggler] == [1]
     [rank5] = [p for p in entries(points, "trainpulse.rank.step_time") if "rank:5" in p["tags"]]
     assert rank5["value"] == 1305.0 and "gpu:5" in rank5["tags"] and "hostname:node-1" in rank5["tags"]

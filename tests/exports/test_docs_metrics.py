@@ -29,8 +29,12 @@ def test_every_live_metric_is_documented_with_unit_type_and_labels(serve):
     served = serve()
     exercise_every_instrument(served.engine)
     rows = documented()
-    collected = [m for rm in served.engine.exports.datadog.reader.get_metrics_data().resource_metrics
-                 for sm in rm.scope_metrics for m in sm.metrics]
+    collected = [
+        m
+        for rm in served.engine.exports.datadog.reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    ]
     assert len(collected) == len(rows) > 60
     for metric in collected:
         row = rows.get(metric.name)

@@ -35,14 +35,17 @@ def test_an_empty_block_pushes_both_signals_with_the_specification_defaults():
     assert (options.export_interval_s, options.temporality, options.profile) == (10.0, "cumulative", "default")
 
 
-@pytest.mark.parametrize(("env", "metrics", "logs"), [
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, True, True),
-    ({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4318/v1/metrics"}, True, False),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_METRICS_EXPORTER": "none"}, False, True),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_LOGS_EXPORTER": "none"}, True, False),
-    ({"OTEL_METRICS_EXPORTER": "otlp"}, True, False),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}, None, None),
-])
+@pytest.mark.parametrize(
+    ("env", "metrics", "logs"),
+    [
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, True, True),
+        ({"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4318/v1/metrics"}, True, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_METRICS_EXPORTER": "none"}, False, True),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_LOGS_EXPORTER": "none"}, True, False),
+        ({"OTEL_METRICS_EXPORTER": "otlp"}, True, False),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_SDK_DISABLED": "true"}, None, None),
+    ],
+)
 def test_standard_variables_turn_signals_on_and_off(env, metrics, logs):
     options = resolve_otlp(None, env)
     assert ((options.metrics, options.logs) if options else (None, None)) == (metrics, logs)
@@ -72,14 +75,17 @@ def test_endpoints_follow_the_specification():
     assert resolve_otlp({"protocol": "grpc"}, {}).signal_endpoint("logs") == "http://localhost:4317"
 
 
-@pytest.mark.parametrize(("block", "env", "expected"), [
-    ({"profile": "datadog"}, {}, "delta"),
-    ({"profile": "datadog"}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative"}, "delta"),
-    ({"profile": "datadog", "temporality": "cumulative"}, {}, "cumulative"),
-    ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "DELTA"}, "delta"),
-    ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "LowMemory"}, "lowmemory"),
-    ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "sideways"}, "cumulative"),
-])
+@pytest.mark.parametrize(
+    ("block", "env", "expected"),
+    [
+        ({"profile": "datadog"}, {}, "delta"),
+        ({"profile": "datadog"}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "cumulative"}, "delta"),
+        ({"profile": "datadog", "temporality": "cumulative"}, {}, "cumulative"),
+        ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "DELTA"}, "delta"),
+        ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "LowMemory"}, "lowmemory"),
+        ({}, {"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "sideways"}, "cumulative"),
+    ],
+)
 def test_temporality_comes_from_the_block_the_profile_or_the_standard_variable(block, env, expected):
     assert resolve_otlp(block, env).temporality == expected
 
@@ -91,12 +97,33 @@ def test_export_interval_from_the_block_or_the_standard_variable(caplog):
     assert "OTEL_METRIC_EXPORT_INTERVAL" in caplog.text
 
 
-@pytest.mark.parametrize(("temporality", "expected"), [
-    ("delta", {Counter: DELTA, Histogram: DELTA, ObservableCounter: DELTA,
-               UpDownCounter: CUMULATIVE, ObservableUpDownCounter: CUMULATIVE, ObservableGauge: CUMULATIVE}),
-    ("lowmemory", {Counter: DELTA, Histogram: DELTA, ObservableCounter: CUMULATIVE,
-                   UpDownCounter: CUMULATIVE, ObservableUpDownCounter: CUMULATIVE, ObservableGauge: CUMULATIVE}),
-])
+@pytest.mark.parametrize(
+    ("temporality", "expected"),
+    [
+        (
+            "delta",
+            {
+                Counter: DELTA,
+                Histogram: DELTA,
+                ObservableCounter: DELTA,
+                UpDownCounter: CUMULATIVE,
+                ObservableUpDownCounter: CUMULATIVE,
+                ObservableGauge: CUMULATIVE,
+            },
+        ),
+        (
+            "lowmemory",
+            {
+                Counter: DELTA,
+                Histogram: DELTA,
+                ObservableCounter: CUMULATIVE,
+                UpDownCounter: CUMULATIVE,
+                ObservableUpDownCounter: CUMULATIVE,
+                ObservableGauge: CUMULATIVE,
+            },
+        ),
+    ],
+)
 def test_the_reader_asks_the_sdk_for_that_temporality(temporality, expected):
     export = build_otlp(OtlpOptions(temporality=temporality, endpoint="http://127.0.0.1:9", logs=False))
     [reader] = export.readers
@@ -104,8 +131,9 @@ def test_the_reader_asks_the_sdk_for_that_temporality(temporality, expected):
         assert isinstance(reader, PeriodicExportingMetricReader)
         preferred = reader._exporter._preferred_temporality  # what the reader passes on to the SDK
         assert {kind: preferred[kind] for kind in expected} == expected
-        assert export.descriptions == [(f"OTLP metrics → http://127.0.0.1:9/v1/metrics (http/protobuf, every 10s, "
-                                        f"{temporality} temporality)")]
+        assert export.descriptions == [
+            (f"OTLP metrics → http://127.0.0.1:9/v1/metrics (http/protobuf, every 10s, {temporality} temporality)")
+        ]
     finally:
         reader.shutdown(timeout_millis=1000)
 

@@ -26,8 +26,9 @@ def number(point) -> float:  # point: a protobuf NumberDataPoint
 
 def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, make_engine):
     receiver = otlp_receiver
-    engine = make_engine("sim", otlp={"endpoint": receiver.endpoint, "protocol": receiver.protocol,
-                                      "export_interval": QUIET})
+    engine = make_engine(
+        "sim", otlp={"endpoint": receiver.endpoint, "protocol": receiver.protocol, "export_interval": QUIET}
+    )
     for _ in range(3):
         engine.tick()
     engine.publisher.publish(straggler_raised(engine.clock()))
@@ -36,8 +37,11 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
     assert got.wait_for(lambda r: r.metrics and r.events(EVENT_RAISED) and r.events(EVENT_ROOT_CAUSE))
 
     assert number(got.metric_points("trainpulse.health.score")[-1][1]) == 62.0
-    active = {(a["signal"], a["severity"]): number(p) for _, p in got.metric_points("trainpulse.signal.active")
-              for a in [attributes(p.attributes)]}
+    active = {
+        (a["signal"], a["severity"]): number(p)
+        for _, p in got.metric_points("trainpulse.signal.active")
+        for a in [attributes(p.attributes)]
+    }
     assert active[("rank_straggler", "warning")] == 1 and active[("rank_straggler", "critical")] == 0
     assert sum(active.values()) == 1 and len(active) == 15 * 2
     gpus = {attributes(p.attributes)["gpu.index"] for _, p in got.metric_points("trainpulse.gpu.utilization")}
@@ -73,15 +77,25 @@ def _export_twice(engine) -> None:
     assert engine.flush()
 
 
-@pytest.mark.parametrize(("profile", "temporality", "rest_counts", "step_counts"), [
-    ("datadog", DELTA, [2], [2, 1]),  # a delta series without new measurements is not sent
-    ("default", CUMULATIVE, [2, 2], [2, 3]),
-])
-def test_profile_sets_temporality_of_counters_and_histograms(profile, temporality, rest_counts, step_counts,
-                                                             otlp_receiver, make_engine):
+@pytest.mark.parametrize(
+    ("profile", "temporality", "rest_counts", "step_counts"),
+    [
+        ("datadog", DELTA, [2], [2, 1]),  # a delta series without new measurements is not sent
+        ("default", CUMULATIVE, [2, 2], [2, 3]),
+    ],
+)
+def test_profile_sets_temporality_of_counters_and_histograms(
+    profile, temporality, rest_counts, step_counts, otlp_receiver, make_engine
+):
     receiver = otlp_receiver
-    engine = make_engine(otlp={"endpoint": receiver.endpoint, "protocol": receiver.protocol, "profile": profile,
-                               "export_interval": QUIET})
+    engine = make_engine(
+        otlp={
+            "endpoint": receiver.endpoint,
+            "protocol": receiver.protocol,
+            "profile": profile,
+            "export_interval": QUIET,
+        }
+    )
     _export_twice(engine)
     got = receiver.received
     assert got.wait_for(lambda r: len(r.metrics) >= 2)
@@ -120,8 +134,15 @@ def test_standard_variables_configure_the_push(monkeypatch, http_receiver, make_
 def test_config_block_overrides_the_environment(monkeypatch, http_receiver, grpc_receiver, make_engine):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", grpc_receiver.endpoint)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    engine = make_engine(otlp={"endpoint": http_receiver.endpoint, "protocol": "http/protobuf",
-                               "headers": {"dd-api-key": "secret"}, "export_interval": QUIET, "logs": False})
+    engine = make_engine(
+        otlp={
+            "endpoint": http_receiver.endpoint,
+            "protocol": "http/protobuf",
+            "headers": {"dd-api-key": "secret"},
+            "export_interval": QUIET,
+            "logs": False,
+        }
+    )
     engine.publisher.publish(straggler_raised(engine.clock()))
     assert engine.flush()
     assert http_receiver.received.wait_for(lambda r: r.metrics)

@@ -16,7 +16,8 @@ from trainpulse_otel.telemetry.catalog import MEASUREMENTS
 
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (CI installs Debian's prometheus package through .ci/run)")
+    PROMTOOL is None, reason="promtool not installed (CI installs Debian's prometheus package through .ci/run)"
+)
 
 
 def samples(body: bytes) -> dict[str, list]:
@@ -91,7 +92,8 @@ def test_ingest_outcomes_are_counted(serve):
     assert served.request("POST", "/v1/training", b"step_time_ms=1", "text/plain")[0] == 415
     got = samples(served.get("/metrics")[2])
     assert [(s.labels, s.value) for s in got["trainpulse_ingest_samples_total"]] == [
-        ({"framework": "deepspeed", "source": "rest"}, 2.0)]
+        ({"framework": "deepspeed", "source": "rest"}, 2.0)
+    ]
     errors = {s.labels["reason"]: s.value for s in got["trainpulse_ingest_errors_total"]}
     assert errors == {"invalid_field": 1.0, "malformed": 1.0, "unsupported_media_type": 1.0}
     buckets = {s.labels["le"]: s.value for s in got["trainpulse_training_step_duration_seconds_bucket"]}
@@ -115,7 +117,10 @@ def test_promtool_check_metrics_finds_nothing_but_the_contracts_milliseconds(ser
     problems = (result.stdout + result.stderr).decode().strip().splitlines()
     assert result.returncode in (0, 3), problems  # 3: lint findings only; 1 would be a parse error
     allowed = contract_millisecond_names()
-    unexpected = [p for p in problems
-                  if not (p.split(" ", 1)[0] in allowed and p.endswith('use base unit "seconds" instead of "milliseconds"'))]
+    unexpected = [
+        p
+        for p in problems
+        if not (p.split(" ", 1)[0] in allowed and p.endswith('use base unit "seconds" instead of "milliseconds"'))
+    ]
     assert unexpected == []
     assert len(problems) == len(allowed)  # every millisecond name is exposed, and those are the only findings

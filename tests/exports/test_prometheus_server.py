@@ -26,8 +26,9 @@ RULES = Path(__file__).resolve().parents[2] / "collector_config" / "prometheus" 
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(PROMETHEUS is None,
-                       reason="prometheus not installed (CI installs Debian's prometheus package through .ci/run)"),
+    pytest.mark.skipif(
+        PROMETHEUS is None, reason="prometheus not installed (CI installs Debian's prometheus package through .ci/run)"
+    ),
 ]
 
 
@@ -36,8 +37,22 @@ def daemon() -> Iterator[str]:
     """``trainpulse daemon -mode sim`` on an ephemeral loopback port; yields its URL."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRAINPULSE_"))}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "sim", "-addr", "127.0.0.1:0", "-interval", "250ms"],
-        env=env, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "trainpulse_otel",
+            "daemon",
+            "-mode",
+            "sim",
+            "-addr",
+            "127.0.0.1:0",
+            "-interval",
+            "250ms",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         yield _wait_for_line(proc, r"API listening on (http://\S+)")
     finally:
@@ -59,13 +74,22 @@ def prometheus(tmp_path: Path, daemon: str) -> Iterator[str]:
         f"rule_files: [{json.dumps(str(RULES))}]\n"
         "scrape_configs:\n"
         f"  - job_name: trainpulse\n    static_configs: [{{targets: [{json.dumps(target)}]}}]\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     address = f"127.0.0.1:{free_port()}"
     log = (tmp_path / "prometheus.log").open("w")
     proc = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-         f"--web.listen-address={address}", "--log.level=warn"],
-        stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address={address}",
+            "--log.level=warn",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
     url = f"http://{address}"
     try:
         assert _poll(lambda: _ready(url), timeout=60), (tmp_path / "prometheus.log").read_text()
@@ -102,8 +126,12 @@ def test_prometheus_loads_and_evaluates_the_alert_rules(prometheus):
         return rules if rules and all(rule.get("lastEvaluation", "").startswith("2") for rule in rules) else []
 
     rules = _poll(evaluated, timeout=30)
-    assert {rule["name"] for rule in rules} >= {"TrainPulseSignalCritical", "TrainPulseSignalActive",
-                                                "TrainPulseHealthDegraded", "TrainPulseHealthCritical"}
+    assert {rule["name"] for rule in rules} >= {
+        "TrainPulseSignalCritical",
+        "TrainPulseSignalActive",
+        "TrainPulseHealthDegraded",
+        "TrainPulseHealthCritical",
+    }
     assert all(rule["health"] == "ok" for rule in rules), [r.get("lastError") for r in rules]
 
 

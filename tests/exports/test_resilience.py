@@ -39,7 +39,7 @@ def test_export_status_logs_first_failure_then_with_backoff_then_recovery(caplog
     for second in range(400):  # one failed export a second for 400 s
         clock.now = 1000.0 + second
         status.record(False)
-        reports.extend(second for r in caplog.records[len(reports):] if r.levelno == logging.WARNING)
+        reports.extend(second for r in caplog.records[len(reports) :] if r.levelno == logging.WARNING)
     assert reports == [0, 60, 180]  # first failure, then after 1 min, then 2 min later (next would be at 420)
     assert "still failing: 61 failed export(s) over 60s" in caplog.records[1].getMessage()
     assert not status.healthy
@@ -59,7 +59,9 @@ def test_rate_limit_filter_passes_each_message_once_per_window():
     assert quiet.filter(record("Transient error %s, retrying"))
     assert not quiet.filter(record("Transient error %s, retrying"))
     assert quiet.filter(record("Failed to export %s"))  # a different message still gets through once
-    assert quiet.filter(record("debug detail %s", logging.DEBUG)) and quiet.filter(record("debug detail %s", logging.DEBUG))
+    assert quiet.filter(record("debug detail %s", logging.DEBUG)) and quiet.filter(
+        record("debug detail %s", logging.DEBUG)
+    )
     clock.now += 301
     assert quiet.filter(record("Transient error %s, retrying"))
 
@@ -100,8 +102,9 @@ def test_a_dead_collector_stalls_neither_ticks_nor_shutdown(protocol, collector,
     hanging = HangingServer() if collector == "hanging" else None
     endpoint = hanging.endpoint if hanging else f"http://127.0.0.1:{free_port()}"
     try:
-        engine = make_engine("sim", otlp={"endpoint": endpoint, "protocol": protocol,
-                                          "export_interval": 0.1, "timeout": 2})
+        engine = make_engine(
+            "sim", otlp={"endpoint": endpoint, "protocol": protocol, "export_interval": 0.1, "timeout": 2}
+        )
         slowest = _drive(engine, 2.5)  # past the first export's timeout, so a hang is seen as a failure
         assert slowest < 1.0  # an export stuck for 2 s never shows in a tick
         assert engine.window.latest is not None and engine.ticks >= 10
@@ -123,15 +126,17 @@ def test_a_dead_collector_stalls_neither_ticks_nor_shutdown(protocol, collector,
 def test_a_collector_that_comes_back_gets_the_data_and_recovery_is_logged(protocol, make_engine, caplog):
     caplog.set_level(logging.INFO, logger=RESILIENCE_LOGGER)
     port = free_port()
-    engine = make_engine("sim", otlp={"endpoint": f"http://127.0.0.1:{port}", "protocol": protocol,
-                                      "export_interval": 0.2, "timeout": 1})
+    engine = make_engine(
+        "sim", otlp={"endpoint": f"http://127.0.0.1:{port}", "protocol": protocol, "export_interval": 0.2, "timeout": 1}
+    )
     assert wait_until(lambda: any("failed (collector" in w for w in _failure_warnings(caplog)), timeout=10)
     receiver = GrpcReceiver(port) if protocol == "grpc" else HttpReceiver(port)
     try:
         assert wait_until(lambda: (engine.tick(), bool(receiver.received.metrics))[1], timeout=20, step=0.2)
         assert "trainpulse.gpu.utilization" in receiver.received.metric_names()
-        assert wait_until(lambda: any("recovered after" in r.getMessage() for r in caplog.records), timeout=5), \
-            [(r.name, r.getMessage()) for r in caplog.records]
+        assert wait_until(lambda: any("recovered after" in r.getMessage() for r in caplog.records), timeout=5), [
+            (r.name, r.getMessage()) for r in caplog.records
+        ]
         engine.close()
     finally:
         receiver.close()
@@ -141,11 +146,29 @@ def test_a_collector_that_comes_back_gets_the_data_and_recovery_is_logged(protoc
 def test_sigterm_ends_the_daemon_promptly_while_the_collector_hangs(tmp_path):
     hanging = HangingServer()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRAINPULSE_"))}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=hanging.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
-               OTEL_METRIC_EXPORT_INTERVAL="200", OTEL_EXPORTER_OTLP_TIMEOUT="30")
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=hanging.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+        OTEL_METRIC_EXPORT_INTERVAL="200",
+        OTEL_EXPORTER_OTLP_TIMEOUT="30",
+    )
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "sim", "-addr", "127.0.0.1:0", "-interval", "100ms"],
-        env=env, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "trainpulse_otel",
+            "daemon",
+            "-mode",
+            "sim",
+            "-addr",
+            "127.0.0.1:0",
+            "-interval",
+            "100ms",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = _api_url(daemon)
         time.sleep(1.0)  # a few exports are now stuck on the hanging collector

@@ -30,8 +30,16 @@ def service_section() -> dict[str, list[str]]:
 
 def test_the_daemon_runs_unprivileged_and_sandboxed():
     service = service_section()
-    expected = {"DynamicUser": "yes", "NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes",
-                "PrivateTmp": "yes", "CapabilityBoundingSet": "", "RestrictSUIDSGID": "yes", "DevicePolicy": "closed"}
+    expected = {
+        "DynamicUser": "yes",
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "CapabilityBoundingSet": "",
+        "RestrictSUIDSGID": "yes",
+        "DevicePolicy": "closed",
+    }
     assert {key: service[key][-1] for key in expected} == expected
     assert "trainpulse daemon -config /etc/trainpulse/config.json" in service["ExecStart"][0]
     assert any(value.startswith("char-nvidia-frontend") for value in service["DeviceAllow"])
@@ -44,7 +52,8 @@ def test_systemd_accepts_the_unit_and_rates_it_well_hardened(tmp_path):
     unit.write_text(re.sub(r"(?m)^ExecStart=.*$", "ExecStart=/bin/true", UNIT.read_text(encoding="utf-8")))
     verify = subprocess.run([ANALYZE, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0 and verify.stderr.strip() == "", verify.stderr
-    security = subprocess.run([ANALYZE, "security", "--offline=yes", "--threshold=20", str(unit)],
-                              capture_output=True, text=True, timeout=60)
+    security = subprocess.run(
+        [ANALYZE, "security", "--offline=yes", "--threshold=20", str(unit)], capture_output=True, text=True, timeout=60
+    )
     assert security.returncode == 0, security.stdout[-2000:]  # exposure at most 2.0 of 10 ("OK")
     assert re.search(r"Overall exposure level for trainpulse\.service: [01]\.\d OK", security.stdout)

@@ -26,8 +26,11 @@ numbers = st.one_of(
     st.sampled_from([0, -1, 1e308, -1e-308, 2**53, 2**53 + 1]),
 )
 scalars = st.one_of(st.none(), st.booleans(), numbers, st.text(max_size=40))
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                      max_leaves=12)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
 rank_entry = st.dictionaries(st.sampled_from(sorted(RANK_RULES)), values, max_size=6)
 payload = st.dictionaries(
     st.one_of(st.sampled_from([*sorted(TRAINING_RULES), "ranks"]), st.text(max_size=10)),
@@ -50,7 +53,9 @@ def _answer_is_clean(status: int, body: bytes) -> None:
 def _still_diagnoses(served) -> None:
     """A valid payload afterwards is accepted and reaches the frame intact."""
     good = {"step_time_ms": 1234.5, "tokens_per_sec": 1e5, "ranks": [{"rank": 0, "gpu_index": 0, "step_time_ms": 1200}]}
-    status, _, _ = served.request("POST", "/v1/training", json.dumps(good).encode(), {"Content-Type": "application/json"})
+    status, _, _ = served.request(
+        "POST", "/v1/training", json.dumps(good).encode(), {"Content-Type": "application/json"}
+    )
     assert status == 202
     served.engine.tick()
     training = served.engine.frame.training
@@ -69,8 +74,12 @@ def test_training_payloads(served, body):
 
 
 @FUZZ
-@given(raw=st.binary(max_size=300), content_type=st.sampled_from(
-    ["application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin-1", ""]))
+@given(
+    raw=st.binary(max_size=300),
+    content_type=st.sampled_from(
+        ["application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin-1", ""]
+    ),
+)
 def test_random_bytes_and_content_types(served, raw, content_type):
     headers = {"Content-Type": content_type} if content_type else {}
     for path in ("/v1/training", "/v1/framework?name=megatron"):
@@ -79,14 +88,17 @@ def test_random_bytes_and_content_types(served, raw, content_type):
 
 
 @FUZZ
-@given(name=st.text(max_size=12) | st.sampled_from(["generic", "pytorch", "deepspeed", "megatron", "huggingface",
-                                                      "lightning", "torchtitan"]),
-       body=st.dictionaries(st.text(max_size=30), values, max_size=10))
+@given(
+    name=st.text(max_size=12)
+    | st.sampled_from(["generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan"]),
+    body=st.dictionaries(st.text(max_size=30), values, max_size=10),
+)
 def test_framework_payloads(served, name, body):
     from urllib.parse import quote
 
-    status, _, answer = served.request("POST", f"/v1/framework?name={quote(name)}", _encode(body),
-                                       {"Content-Type": "application/json"})
+    status, _, answer = served.request(
+        "POST", f"/v1/framework?name={quote(name)}", _encode(body), {"Content-Type": "application/json"}
+    )
     _answer_is_clean(status, answer)
 
 
@@ -118,10 +130,20 @@ def test_after_the_fuzzing_the_daemon_still_diagnoses(served):
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=st.lists(st.one_of(st.binary(max_size=200),
-                                st.builds(lambda ts, kind, v: _encode({"ts": ts, kind: v}),
-                                          numbers, st.sampled_from(["gpus", "host", "training", "other"]), values)),
-                      max_size=20))
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.binary(max_size=200),
+            st.builds(
+                lambda ts, kind, v: _encode({"ts": ts, kind: v}),
+                numbers,
+                st.sampled_from(["gpus", "host", "training", "other"]),
+                values,
+            ),
+        ),
+        max_size=20,
+    )
+)
 def test_trace_reader_reports_and_skips_every_bad_line(lines):
     errors: list[TraceError] = []
     records = list(read_trace(lines, errors))

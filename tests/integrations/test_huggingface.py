@@ -30,16 +30,26 @@ class PaddedTokens(torch.utils.data.Dataset):
 
 
 def tiny_trainer(tmp_path, callback: TrainPulseCallback, steps: int = 12) -> transformers.Trainer:
-    config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=MAX_LEN,
-                                     bos_token_id=0, eos_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=MAX_LEN, bos_token_id=0, eos_token_id=0
+    )
     torch.manual_seed(0)
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=4, gradient_accumulation_steps=2,
-        logging_steps=4, save_strategy="steps", save_steps=6, report_to=[], use_cpu=True, disable_tqdm=True,
+        output_dir=str(tmp_path),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=2,
+        logging_steps=4,
+        save_strategy="steps",
+        save_steps=6,
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    return transformers.Trainer(model=transformers.GPT2LMHeadModel(config), args=args,
-                                train_dataset=PaddedTokens(128), callbacks=[callback])
+    return transformers.Trainer(
+        model=transformers.GPT2LMHeadModel(config), args=args, train_dataset=PaddedTokens(128), callbacks=[callback]
+    )
 
 
 @pytest.mark.e2e

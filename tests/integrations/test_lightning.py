@@ -39,9 +39,17 @@ def loader() -> torch.utils.data.DataLoader:
 def test_lightning_run_reaches_the_daemon(tmp_path, served):
     callback = TrainPulseCallback(model_name="tiny-pl", endpoint=served.url, interval=0.05)
     checkpoints = pl.callbacks.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=3, save_top_k=-1)
-    trainer = pl.Trainer(max_steps=6, accumulate_grad_batches=2, accelerator="cpu", devices=1, logger=False,
-                         enable_progress_bar=False, enable_model_summary=False,
-                         callbacks=[callback, checkpoints], default_root_dir=tmp_path)
+    trainer = pl.Trainer(
+        max_steps=6,
+        accumulate_grad_batches=2,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback, checkpoints],
+        default_root_dir=tmp_path,
+    )
     trainer.fit(TokenModel(), loader())
 
     assert callback.monitor.stats["steps"] == 6  # optimizer steps: 12 micro-batches / 2

@@ -44,8 +44,9 @@ def _value(rule: Rule) -> st.SearchStrategy:
 
 def _fields(rules: dict[str, Rule], skip: frozenset[str] = frozenset()) -> st.SearchStrategy[dict]:
     """Any subset of the rules' fields, each with a valid value."""
-    return st.fixed_dictionaries({}, optional={name: _value(rule) for name, rule in rules.items()
-                                               if name not in IDENTITY | skip})
+    return st.fixed_dictionaries(
+        {}, optional={name: _value(rule) for name, rule in rules.items() if name not in IDENTITY | skip}
+    )
 
 
 def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
@@ -53,7 +54,11 @@ def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
     one = st.builds(lambda fields, throttle: (fields, throttle), _fields(GPU_RULES), reasons)
     return st.lists(one, max_size=4).flatmap(
         lambda items: st.permutations(range(len(items))).map(
-            lambda order: tuple(GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items, strict=True))))
+            lambda order: tuple(
+                GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items, strict=True)
+            )
+        )
+    )
 
 
 def _training() -> st.SearchStrategy[TrainingSample]:
@@ -63,16 +68,18 @@ def _training() -> st.SearchStrategy[TrainingSample]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(gpus=_gpus(), host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
-       training=st.none() | _training())
+@given(
+    gpus=_gpus(), host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)), training=st.none() | _training()
+)
 def test_direct_read_back_equals_the_readers_conversion(gpus, host, training):
     assert frame_from_samples(5.0, gpus, host, training) == frame_via_points(5.0, gpus, host, training)
 
 
 def test_what_has_no_point_is_not_in_the_frame():
     gpus = (GpuSample(index=0, name="idle, unmeasured"), GpuSample(index=1, utilization_percent=50.0))
-    training = TrainingSample(model_name="m", ranks=(RankSample(rank=0, gpu_index=0),
-                                                     RankSample(rank=1, gpu_index=1, step_time_ms=900.0)))
+    training = TrainingSample(
+        model_name="m", ranks=(RankSample(rank=0, gpu_index=0), RankSample(rank=1, gpu_index=1, step_time_ms=900.0))
+    )
     frame = frame_from_samples(1.0, gpus, HostSample(), training)
     assert [g.index for g in frame.gpus] == [1]
     assert frame.host is None

@@ -10,23 +10,57 @@ from trainpulse_otel.telemetry.latest import LatestSamples
 from trainpulse_otel.telemetry.reader import FrameReader
 
 GPUS = tuple(
-    GpuSample(index=i, uuid=f"GPU-{i:04d}", name="NVIDIA H100 80GB HBM3", utilization_percent=97.0 + i / 10,
-              memory_utilization_percent=40.0, memory_used_bytes=60 << 30, memory_total_bytes=80 << 30,
-              temperature_celsius=65.5, power_watts=612.25, power_limit_watts=700.0, sm_clock_mhz=1980.0,
-              max_sm_clock_mhz=1980.0, throttle_reasons=("sw_thermal",) if i == 5 else (),
-              ecc_uncorrected_errors=0)
+    GpuSample(
+        index=i,
+        uuid=f"GPU-{i:04d}",
+        name="NVIDIA H100 80GB HBM3",
+        utilization_percent=97.0 + i / 10,
+        memory_utilization_percent=40.0,
+        memory_used_bytes=60 << 30,
+        memory_total_bytes=80 << 30,
+        temperature_celsius=65.5,
+        power_watts=612.25,
+        power_limit_watts=700.0,
+        sm_clock_mhz=1980.0,
+        max_sm_clock_mhz=1980.0,
+        throttle_reasons=("sw_thermal",) if i == 5 else (),
+        ecc_uncorrected_errors=0,
+    )
     for i in range(8)
 )
-HOST = HostSample(cpu_percent=23.5, cpu_count=192, load1=20.0, load5=19.0, load15=18.5,
-                  memory_total_bytes=2 << 40, memory_available_bytes=1 << 40, swap_total_bytes=0,
-                  swap_used_bytes=0, disk_read_bytes_per_sec=1e6, disk_write_bytes_per_sec=2e6,
-                  net_rx_bytes_per_sec=3e6, net_tx_bytes_per_sec=4e6)
+HOST = HostSample(
+    cpu_percent=23.5,
+    cpu_count=192,
+    load1=20.0,
+    load5=19.0,
+    load15=18.5,
+    memory_total_bytes=2 << 40,
+    memory_available_bytes=1 << 40,
+    swap_total_bytes=0,
+    swap_used_bytes=0,
+    disk_read_bytes_per_sec=1e6,
+    disk_write_bytes_per_sec=2e6,
+    net_rx_bytes_per_sec=3e6,
+    net_tx_bytes_per_sec=4e6,
+)
 TRAINING = TrainingSample(
-    timestamp=1764400000.0, model_name="llama-3-8b", model_family="llama", framework="pytorch",
-    precision="bf16", workload_kind="pretraining", hostname="node-0", global_step=42, step_time_ms=1500.0,
-    tokens_per_sec=175000.0, mfu=0.45, world_size=8, avg_seq_len=4096.0, max_seq_len=4096.0,
-    ranks=tuple(RankSample(rank=r, gpu_index=r, hostname="node-0", step_time_ms=1400.0 + r, sync_wait_ms=7.0)
-                for r in range(8)),
+    timestamp=1764400000.0,
+    model_name="llama-3-8b",
+    model_family="llama",
+    framework="pytorch",
+    precision="bf16",
+    workload_kind="pretraining",
+    hostname="node-0",
+    global_step=42,
+    step_time_ms=1500.0,
+    tokens_per_sec=175000.0,
+    mfu=0.45,
+    world_size=8,
+    avg_seq_len=4096.0,
+    max_seq_len=4096.0,
+    ranks=tuple(
+        RankSample(rank=r, gpu_index=r, hostname="node-0", step_time_ms=1400.0 + r, sync_wait_ms=7.0) for r in range(8)
+    ),
 )
 
 

@@ -110,8 +110,10 @@ def _breakdown(fields: Fields, forward: str, backward: str, step: str, allreduce
     if all(fields.has(k) for k in (forward, backward, step)) and fields.wants("step_time_ms"):
         total = sum(fields.number(k) for k in (forward, backward, step))  # type: ignore[misc]
         fields.set("step_time_ms", total, forward)
-        fields.note(f"step_time_ms = {forward} + {backward} + {step} "
-                    "(forward() to step(); the wait for the next batch is not in it)")
+        fields.note(
+            f"step_time_ms = {forward} + {backward} + {step} "
+            "(forward() to step(); the wait for the next batch is not in it)"
+        )
     if fields.has(allreduce):
         fields.set("all_reduce_wait_ms", fields.number(allreduce), allreduce)
 
@@ -137,8 +139,10 @@ def _step_from_samples(fields: Fields) -> None:
     samples, batch = fields.number("global_samples"), _batch_size(fields)
     step = whole(samples / batch) if batch else None  # type: ignore[operator]
     if step is None:
-        fields.note(f"global_samples {samples:g} is the monitor's x-axis (samples, not steps); "
-                    "give train_batch_size to turn it into global_step")
+        fields.note(
+            f"global_samples {samples:g} is the monitor's x-axis (samples, not steps); "
+            "give train_batch_size to turn it into global_step"
+        )
         return
     fields.set("global_step", step, "global_samples")
     fields.note(f"global_step = global_samples / train_batch_size = {samples:g} / {batch:g}")

@@ -47,8 +47,12 @@ BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?
 PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")
 #: Old releases time one micro-step per throughput line; their rates carry this suffix.
 MICRO_STEP = " (micro-step)"
-RATE_KEYS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "RunningAvgSamplesPerSec" + MICRO_STEP,
-             "CurrSamplesPerSec" + MICRO_STEP)
+RATE_KEYS = (
+    "RunningAvgSamplesPerSec",
+    "CurrSamplesPerSec",
+    "RunningAvgSamplesPerSec" + MICRO_STEP,
+    "CurrSamplesPerSec" + MICRO_STEP,
+)
 #: Prefix of the breakdown values inside a record (their own names collide with ``step``).
 BREAKDOWN_PREFIX = "time (ms) "
 
@@ -118,7 +122,7 @@ def _finite(raw: dict[str, str]) -> dict[str, Any]:
 
 def _breakdown_kind(values: dict[str, Any]) -> str | None:
     """Which breakdown line these values came from: "step", "micro", "pipe", or None."""
-    names = {key[len(BREAKDOWN_PREFIX):] for key in values if key.startswith(BREAKDOWN_PREFIX)}
+    names = {key[len(BREAKDOWN_PREFIX) :] for key in values if key.startswith(BREAKDOWN_PREFIX)}
     if not names:
         return None
     if any(name.endswith("_microstep") for name in names):

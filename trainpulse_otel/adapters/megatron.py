@@ -90,8 +90,9 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Map the newest complete iteration line of a Megatron log and the timers after it."""
-    fields = Fields.from_log(newest_record(text), context,
-                             "no complete Megatron iteration line ('iteration N/ M | ... |') in the text")
+    fields = Fields.from_log(
+        newest_record(text), context, "no complete Megatron iteration line ('iteration N/ M | ... |') in the text"
+    )
     fields.apply(LOG_RULES)
     _other_loss(fields)
     _timers(fields, lambda name: TIMER_PREFIX + name, 1.0)
@@ -153,7 +154,8 @@ def _derived_rates(fields: Fields) -> None:
         fields.note(f"tokens_per_sec = samples_per_sec x sequence length {seq_len:g} (the padded length)")
 
 
-ADAPTER = Adapter("megatron", translate, translate_text,
-                  description="Megatron-LM TensorBoard scalars, OTel names and logs")
+ADAPTER = Adapter(
+    "megatron", translate, translate_text, description="Megatron-LM TensorBoard scalars, OTel names and logs"
+)
 normalize = ADAPTER.normalize
 parse_text = ADAPTER.parse_text

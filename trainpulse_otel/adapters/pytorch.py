@@ -56,8 +56,10 @@ def _ddp_rank(fields: Fields) -> None:
     if comm is not None:
         entry["all_reduce_wait_ms"] = max(comm - (overlap or 0.0), 0.0) / NS_PER_MS
     fields.set("ranks", [entry], "rank")
-    fields.note("ranks[].step_time_ms = (avg_forward_compute_time + avg_backward_compute_time) / 1e6; "
-                "all_reduce_wait_ms = (avg_backward_comm_time - overlap) / 1e6 (DDP reports ns)")
+    fields.note(
+        "ranks[].step_time_ms = (avg_forward_compute_time + avg_backward_compute_time) / 1e6; "
+        "all_reduce_wait_ms = (avg_backward_comm_time - overlap) / 1e6 (DDP reports ns)"
+    )
     if fields.has("iteration"):
         fields.set("global_step", fields.raw("iteration"), "iteration")
 

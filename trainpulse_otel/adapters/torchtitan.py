@@ -63,8 +63,11 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Read the newest complete training line of torchtitan's console log."""
-    fields = Fields.from_log(_newest_line_values(text), context,
-                             "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text")
+    fields = Fields.from_log(
+        _newest_line_values(text),
+        context,
+        "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text",
+    )
     fields.apply(TEXT_RULES)
     scaled_by_world(fields, first_present(fields, ("tps", "wps")) or "tps", "tokens_per_sec", "tokens/s")
     return fields.finish("torchtitan")
@@ -83,6 +86,7 @@ def _newest_line_values(text: str) -> dict[str, Any] | None:
     return None
 
 
-ADAPTER = Adapter("torchtitan", translate, translate_text,
-                  description="torchtitan MetricsProcessor dicts and console lines")
+ADAPTER = Adapter(
+    "torchtitan", translate, translate_text, description="torchtitan MetricsProcessor dicts and console lines"
+)
 normalize = ADAPTER.normalize

@@ -139,8 +139,9 @@ def _query_number(name: str, rule: Rule) -> Any:
 def _adapter(known: Mapping[str, Adapter], name: str | None) -> Adapter:
     names = sorted(known)
     if not name:
-        raise ApiError(400, f"query parameter 'name' is required; known adapters: {', '.join(names)}", "name",
-                       known=names)
+        raise ApiError(
+            400, f"query parameter 'name' is required; known adapters: {', '.join(names)}", "name", known=names
+        )
     if name not in known:
         raise ApiError(400, f"unknown adapter {name!r}; known adapters: {', '.join(names)}", "name", known=names)
     return known[name]

@@ -81,8 +81,7 @@ class ApiServer:
             adjustments["send_bytes"] = SEND_BYTES
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "send_bytes", DeprecationWarning)
-            self._server = create_server(app, host=host, port=port, threads=threads, ident="trainpulse",
-                                         **adjustments)
+            self._server = create_server(app, host=host, port=port, threads=threads, ident="trainpulse", **adjustments)
         self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
         self._thread = threading.Thread(target=self._serve, name="trainpulse-api", daemon=True)
 

@@ -179,7 +179,6 @@ class NvmlSession:
         self._log_once(key, level, "%s%s unavailable (%s); reporting it as unknown", where, field, exc)
 
 
-
 _default = NvmlSession()
 
 

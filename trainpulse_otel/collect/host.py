@@ -98,18 +98,20 @@ class HostCollector:
         memory = self._read("memory", psutil.virtual_memory)
         swap = self._read("swap", psutil.swap_memory)
         load = self._read("load", psutil.getloadavg) or (None, None, None)
-        return Collected(host=HostSample(
-            cpu_percent=self._read("cpu_percent", psutil.cpu_percent, None),
-            cpu_count=self._read("cpu_count", psutil.cpu_count, True),
-            load1=load[0],
-            load5=load[1],
-            load15=load[2],
-            memory_total_bytes=getattr(memory, "total", None),
-            memory_available_bytes=getattr(memory, "available", None),
-            swap_total_bytes=getattr(swap, "total", None),
-            swap_used_bytes=getattr(swap, "used", None),
-            **self._rates(now),
-        ))
+        return Collected(
+            host=HostSample(
+                cpu_percent=self._read("cpu_percent", psutil.cpu_percent, None),
+                cpu_count=self._read("cpu_count", psutil.cpu_count, True),
+                load1=load[0],
+                load5=load[1],
+                load15=load[2],
+                memory_total_bytes=getattr(memory, "total", None),
+                memory_available_bytes=getattr(memory, "available", None),
+                swap_total_bytes=getattr(swap, "total", None),
+                swap_used_bytes=getattr(swap, "used", None),
+                **self._rates(now),
+            )
+        )
 
     def close(self) -> None:
         """Nothing is held; forget the previous counters."""
@@ -129,6 +131,12 @@ class HostCollector:
         try:
             return fn(*args)
         except Exception as exc:  # noqa: BLE001 - psutil raises OSError, RuntimeError, NotImplementedError, …
-            self._log_once(field, logging.WARNING, "host %s unavailable (%s: %s); reporting it as unknown",
-                           field, type(exc).__name__, exc)
+            self._log_once(
+                field,
+                logging.WARNING,
+                "host %s unavailable (%s: %s); reporting it as unknown",
+                field,
+                type(exc).__name__,
+                exc,
+            )
             return None

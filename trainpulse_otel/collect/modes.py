@@ -34,8 +34,9 @@ MODE_COLLECTORS: Mapping[str, tuple[str, ...]] = {
 BUILTIN_COLLECTORS = frozenset(name for names in MODE_COLLECTORS.values() for name in names)
 
 
-def build_collectors(settings: Settings, factories: Mapping[str, CollectorFactory],
-                     reports: RealReports | None = None) -> tuple[str, list[Collector]]:
+def build_collectors(
+    settings: Settings, factories: Mapping[str, CollectorFactory], reports: RealReports | None = None
+) -> tuple[str, list[Collector]]:
     """The resolved mode and its open collectors (the mode's built-ins, then third-party ones).
 
     ``reports`` goes to the simulator (the built-in ``sim``, which no plugin can

@@ -155,19 +155,12 @@ class NvmlCollector:
                 self._get(gpu, "nvmlDeviceGetTemperature", k["temperature"], field="temperature")
             ),
             power_watts=_watts(self._get(gpu, "nvmlDeviceGetPowerUsage", field="power")),
-            power_limit_watts=_watts(
-                self._get(gpu, "nvmlDeviceGetEnforcedPowerLimit", field="power_limit")
-            ),
-            sm_clock_mhz=_number(
-                self._get(gpu, "nvmlDeviceGetClockInfo", k["clock_sm"], field="sm_clock")
-            ),
-            max_sm_clock_mhz=_number(
-                self._get(gpu, "nvmlDeviceGetMaxClockInfo", k["clock_sm"], field="max_sm_clock")
-            ),
+            power_limit_watts=_watts(self._get(gpu, "nvmlDeviceGetEnforcedPowerLimit", field="power_limit")),
+            sm_clock_mhz=_number(self._get(gpu, "nvmlDeviceGetClockInfo", k["clock_sm"], field="sm_clock")),
+            max_sm_clock_mhz=_number(self._get(gpu, "nvmlDeviceGetMaxClockInfo", k["clock_sm"], field="max_sm_clock")),
             throttle_reasons=self._reasons(gpu),
             ecc_uncorrected_errors=_number(
-                self._get(gpu, "nvmlDeviceGetTotalEccErrors", k["uncorrected"], k["volatile"],
-                          field="ecc_uncorrected"),
+                self._get(gpu, "nvmlDeviceGetTotalEccErrors", k["uncorrected"], k["volatile"], field="ecc_uncorrected"),
                 int,
             ),
         )

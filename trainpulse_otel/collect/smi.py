@@ -101,9 +101,20 @@ _COLUMNS: tuple[tuple[str, Callable[[str], Any]], ...] = (
 def query_fields(reasons_field: str = EVENT_REASONS_FIELD) -> tuple[str, ...]:
     """The ``--query-gpu`` fields, in the order :data:`_COLUMNS` reads them."""
     return (
-        "index", "uuid", "name", "utilization.gpu", "utilization.memory", "memory.used",
-        "memory.total", "temperature.gpu", "power.draw", "power.limit", "clocks.sm",
-        "clocks.max.sm", reasons_field, "ecc.errors.uncorrected.volatile.total",
+        "index",
+        "uuid",
+        "name",
+        "utilization.gpu",
+        "utilization.memory",
+        "memory.used",
+        "memory.total",
+        "temperature.gpu",
+        "power.draw",
+        "power.limit",
+        "clocks.sm",
+        "clocks.max.sm",
+        reasons_field,
+        "ecc.errors.uncorrected.volatile.total",
     )
 
 
@@ -203,8 +214,14 @@ def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     unkillable: such a process is handed back in ``SmiTimeout.straggler``.
     """
     proc = subprocess.Popen(
-        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, encoding="utf-8", errors="replace", start_new_session=True,
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
     )
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -265,8 +282,11 @@ class SmiCollector:
         if self._still_stuck():
             return None
         result = self._run()
-        if result is not None and self._reasons_field == EVENT_REASONS_FIELD \
-                and _NOT_A_FIELD in result.stdout + result.stderr:
+        if (
+            result is not None
+            and self._reasons_field == EVENT_REASONS_FIELD
+            and _NOT_A_FIELD in result.stdout + result.stderr
+        ):
             log.info("this nvidia-smi predates clock events; asking for %s", THROTTLE_REASONS_FIELD)
             self._reasons_field = THROTTLE_REASONS_FIELD
             result = self._run()
@@ -285,8 +305,9 @@ class SmiCollector:
             return run_bounded(cmd, self.timeout)
         except SmiTimeout as exc:
             self._straggler = exc.straggler
-            self._episode("timeout", "nvidia-smi gave no answer in %gs; killed it, no GPU samples "
-                          "until it answers", self.timeout)
+            self._episode(
+                "timeout", "nvidia-smi gave no answer in %gs; killed it, no GPU samples until it answers", self.timeout
+            )
         except OSError as exc:
             self._episode("start", "cannot run %s: %s", self.binary, exc)
         return None
@@ -313,5 +334,6 @@ class SmiCollector:
 
     def _parse_error(self, line: int, column: str, message: str) -> None:
         """Log a parse problem once per column ("row" for a line that is not a GPU)."""
-        self._log_once((column,), logging.WARNING, "nvidia-smi output line %d, %s: %s (logged once)",
-                       line, column, message)
+        self._log_once(
+            (column,), logging.WARNING, "nvidia-smi output line %d, %s: %s (logged once)", line, column, message
+        )

@@ -62,8 +62,14 @@ def print_frame(source: Source, history: History, console: Console) -> int:
 class Dashboard:
     """The interactive loop: poll, draw, wait for the interval or a key, repeat."""
 
-    def __init__(self, source: Source, history: History, console: Console, interval_s: float,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        source: Source,
+        history: History,
+        console: Console,
+        interval_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.source = source
         self.history = history
         self.console = console
@@ -99,9 +105,13 @@ class Dashboard:
 
     def run(self) -> None:
         """Until ``q``, Ctrl-C, SIGTERM or SIGHUP; the terminal is restored however it ends."""
-        with _signals(self._quit, self._wake.set), KeyReader(self.on_key), \
-                Live(console=self.console, screen=True, auto_refresh=False,
-                     redirect_stdout=False, redirect_stderr=False) as live:
+        with (
+            _signals(self._quit, self._wake.set),
+            KeyReader(self.on_key),
+            Live(
+                console=self.console, screen=True, auto_refresh=False, redirect_stdout=False, redirect_stderr=False
+            ) as live,
+        ):
             next_poll = 0.0
             while not self.stop.is_set():
                 now = time.monotonic()

@@ -43,21 +43,21 @@ GAP = 2
 
 #: (panel, variant level) steps, applied in this order until the frame fits.
 COLLAPSE_ORDER: tuple[tuple[str, int], ...] = (
-    ("header", 1),    # the big score becomes a one-line badge
-    ("host", 1),      # host: three lines → one
+    ("header", 1),  # the big score becomes a one-line badge
+    ("host", 1),  # host: three lines → one
     ("training", 1),  # no context line or breakdown legend
-    ("ranks", 1),     # one strip row, two callouts
-    ("causes", 1),    # only the top cause, with its remediation
-    ("gpus", 1),      # no column headings
-    ("host", 2),      # host hidden
-    ("signals", 1),   # first three signals and a count
+    ("ranks", 1),  # one strip row, two callouts
+    ("causes", 1),  # only the top cause, with its remediation
+    ("gpus", 1),  # no column headings
+    ("host", 2),  # host hidden
+    ("signals", 1),  # first three signals and a count
     ("training", 2),  # training: one line
-    ("ranks", 2),     # ranks: one line
-    ("gpus", 2),      # two GPUs a line
-    ("causes", 2),    # top cause: one line
-    ("ranks", 3),     # ranks hidden
-    ("gpus", 3),      # GPUs: one summary line
-    ("signals", 2),   # signals: one line
+    ("ranks", 2),  # ranks: one line
+    ("gpus", 2),  # two GPUs a line
+    ("causes", 2),  # top cause: one line
+    ("ranks", 3),  # ranks hidden
+    ("gpus", 3),  # GPUs: one summary line
+    ("signals", 2),  # signals: one line
 )
 
 

@@ -34,8 +34,9 @@ MAX_FETCH_TIMEOUT_S = 3.0
 class RemoteSource:
     """Follows a daemon's ``GET /v1/snapshot``; a failed poll, or a body it cannot read, marks the link disconnected."""
 
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 2.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout_s: float = 2.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.url = (url if "://" in url else f"http://{url}").rstrip("/")  # "-remote host:9876" works too
         self.token = token
         self.timeout_s = min(timeout_s, MAX_FETCH_TIMEOUT_S)

@@ -124,8 +124,12 @@ class BudgetBuilder:
 def _waits(report: TrainingSample) -> dict[str, float]:
     """The report's waits that it measured (ms). The all-reduce is the fastest ranks' time where ranks
     report it: a framework timer that also counts the wait for a straggler would count that twice."""
-    waits = {"data": report.data_wait_ms, "tokenizer": report.tokenizer_wait_ms, "sync": report.sync_wait_ms,
-             "all_reduce": report.all_reduce_wait_ms}
+    waits = {
+        "data": report.data_wait_ms,
+        "tokenizer": report.tokenizer_wait_ms,
+        "sync": report.sync_wait_ms,
+        "all_reduce": report.all_reduce_wait_ms,
+    }
     per_rank = sorted(w for w in (r.all_reduce_wait_ms for r in report.ranks) if w is not None)
     if per_rank:
         waits["all_reduce"] = per_rank[len(per_rank) // 10]

@@ -80,8 +80,12 @@ class Evidence:
 
     def host_signals(self, *names: str) -> list[Signal]:
         """Signals about the host (no GPU or rank subject)."""
-        return [s for name in names for s in self.by_name.get(name, ())
-                if "gpu_index" not in s.subject and "rank" not in s.subject and s.subject]
+        return [
+            s
+            for name in names
+            for s in self.by_name.get(name, ())
+            if "gpu_index" not in s.subject and "rank" not in s.subject and s.subject
+        ]
 
     @staticmethod
     def severity(signals: Iterable[Signal]) -> str:
@@ -126,8 +130,12 @@ class Evidence:
     def power_throttled(self, index: int) -> bool:
         """Is this GPU held down by its power limit (reason present most of the time, clocks down)?"""
         g = self.node.gpus.get(index)
-        return (g is not None and g.power_capped >= POWER_CAPPED_SHARE
-                and g.clock_ratio is not None and g.clock_ratio <= POWER_CLOCK_RATIO)
+        return (
+            g is not None
+            and g.power_capped >= POWER_CAPPED_SHARE
+            and g.clock_ratio is not None
+            and g.clock_ratio <= POWER_CLOCK_RATIO
+        )
 
     def power_throttled_gpus(self) -> list[int]:
         return [i for i in self.node.gpus if self.power_throttled(i)]
@@ -140,8 +148,9 @@ class Evidence:
         return 1.0 - g.limit / g.limit_max
 
     def median_clock_ratio(self, gpus: Iterable[int]) -> float | None:
-        ratios = sorted(r for r in (self.node.gpus[i].clock_ratio for i in gpus if i in self.node.gpus)
-                        if r is not None)
+        ratios = sorted(
+            r for r in (self.node.gpus[i].clock_ratio for i in gpus if i in self.node.gpus) if r is not None
+        )
         return ratios[len(ratios) // 2] if ratios else None
 
     def util_vs_peers(self, index: int) -> tuple[float, float] | None:

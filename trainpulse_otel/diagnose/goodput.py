@@ -61,8 +61,15 @@ class GoodputAccount:
         self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds) per report
         self._recent_s = 0.0
 
-    def add(self, ts: float, report: TrainingSample, budget: StepBudget | None, ideal_ms: float | None,
-            causes: Sequence[RootCause], straggler_active: bool) -> None:
+    def add(
+        self,
+        ts: float,
+        report: TrainingSample,
+        budget: StepBudget | None,
+        ideal_ms: float | None,
+        causes: Sequence[RootCause],
+        straggler_active: bool,
+    ) -> None:
         """Account for one new training report at ``ts`` with its step's budget."""
         if self.first_ts is None:
             self.first_ts = ts

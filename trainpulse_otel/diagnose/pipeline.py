@@ -79,8 +79,9 @@ class DiagnosticPipeline:
                     tracker.observe(source, findings, detector.policy, ts)
             except Exception:  # one broken detector (a plugin) must not blind the others
                 if self._failed(detector) == 1:  # the first failure with its traceback, then quiet
-                    log.warning("detector %s failed; its signals hold until it judges again", detector.name,
-                                exc_info=True)
+                    log.warning(
+                        "detector %s failed; its signals hold until it judges again", detector.name, exc_info=True
+                    )
         tracker.expire(tick.ts)
         transitions = tracker.drain()
         signals = tracker.signals()
@@ -89,12 +90,14 @@ class DiagnosticPipeline:
         health = self._health.update(ts, signals)
         if tick.report is not None:
             self._account(ts, tick.report, causes, signals)
-        self._diagnosis = Diagnosis(ts=ts, health=health, signals=signals, root_causes=causes,
-                                    goodput=self._goodput.goodput(ts))
+        self._diagnosis = Diagnosis(
+            ts=ts, health=health, signals=signals, root_causes=causes, goodput=self._goodput.goodput(ts)
+        )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
-    def _account(self, ts: float, report: TrainingSample, causes: tuple[RootCause, ...],
-                 signals: tuple[Signal, ...]) -> None:
+    def _account(
+        self, ts: float, report: TrainingSample, causes: tuple[RootCause, ...], signals: tuple[Signal, ...]
+    ) -> None:
         """The new report's step into the budget, and the budget into goodput."""
         budget = self._budget.add(ts, report)
         straggler = any(s.name == "rank_straggler" for s in signals)
@@ -106,8 +109,9 @@ class DiagnosticPipeline:
         self.failures[name] = self.failures.get(name, 0) + 1
         return self.failures[name]
 
-    def _root_causes(self, ts: float, signals: tuple[Signal, ...],
-                     transitions: tuple[Transition, ...]) -> tuple[RootCause, ...]:
+    def _root_causes(
+        self, ts: float, signals: tuple[Signal, ...], transitions: tuple[Transition, ...]
+    ) -> tuple[RootCause, ...]:
         if not signals:
             self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:

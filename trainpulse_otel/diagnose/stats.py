@@ -187,13 +187,13 @@ class Trend:
         """The running sums up to (not including) point ``i``."""
         if i == 0:
             return self._base
-        n, st, sy, stt, sty, syy = self._cum[SUMS * (i - 1):SUMS * i]
+        n, st, sy, stt, sty, syy = self._cum[SUMS * (i - 1) : SUMS * i]
         return n, st, sy, stt, sty, syy
 
     def _compact(self) -> None:
         """Drop the points that left the window; re-base on the oldest point when the sums grew large."""
         head = self._head
-        del self._t[:head], self._y[:head], self._cum[:SUMS * head]
+        del self._t[:head], self._y[:head], self._cum[: SUMS * head]
         self._head = 0
         if self._cum[-SUMS] < 100_000:
             return

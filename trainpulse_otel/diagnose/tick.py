@@ -174,8 +174,9 @@ class Tick:
 
     __slots__ = ("dt", "frame", "gpus", "host", "node", "paused", "report", "training", "ts")
 
-    def __init__(self, ts: float, dt: float, frame: Frame, report: TrainingSample | None,
-                 paused: bool, node: NodeState) -> None:
+    def __init__(
+        self, ts: float, dt: float, frame: Frame, report: TrainingSample | None, paused: bool, node: NodeState
+    ) -> None:
         self.ts = ts
         self.dt = dt
         self.frame = frame
@@ -200,8 +201,15 @@ def with_derived_mfu(report: TrainingSample, gpus: tuple[GpuSample, ...]) -> Tra
 
 def report_key(training: TrainingSample) -> tuple:
     """What tells one training report from a repeat of the same one."""
-    return (training.timestamp, training.global_step, training.step_time_ms, training.tokens_per_sec,
-            training.mfu, training.data_wait_ms, len(training.ranks))
+    return (
+        training.timestamp,
+        training.global_step,
+        training.step_time_ms,
+        training.tokens_per_sec,
+        training.mfu,
+        training.data_wait_ms,
+        len(training.ranks),
+    )
 
 
 def all_idle(gpus: tuple[GpuSample, ...]) -> bool:

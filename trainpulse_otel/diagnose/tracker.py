@@ -181,8 +181,14 @@ class SignalTracker:
             active = [st for st in self._states.values() if st.active]
             active.sort(key=lambda st: (st.severity != CRITICAL, st.since, st.finding.signal))
             self._signals = tuple(
-                Signal(st.finding.signal, st.severity, st.since, st.finding.message,
-                       st.finding.subject, st.finding.evidence)
+                Signal(
+                    st.finding.signal,
+                    st.severity,
+                    st.since,
+                    st.finding.message,
+                    st.finding.subject,
+                    st.finding.evidence,
+                )
                 for st in active
             )
         return self._signals

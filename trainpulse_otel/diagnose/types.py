@@ -87,10 +87,14 @@ class Signal:
     def from_dict(cls, data: Any, where: str = "signal") -> Signal:
         """A signal read back from its ``to_dict`` form (a daemon's JSON); unknown keys are ignored."""
         data = _object(data, where)
-        return cls(name=_field(data, "name", str, where), severity=_field(data, "severity", str, where),
-                   since=_field(data, "since", float, where), message=_field(data, "message", str, where),
-                   subject=_field(data, "subject", Mapping, where, {}),
-                   evidence=_field(data, "evidence", Mapping, where, {}))
+        return cls(
+            name=_field(data, "name", str, where),
+            severity=_field(data, "severity", str, where),
+            since=_field(data, "since", float, where),
+            message=_field(data, "message", str, where),
+            subject=_field(data, "subject", Mapping, where, {}),
+            evidence=_field(data, "evidence", Mapping, where, {}),
+        )
 
 
 @dataclass(frozen=True)
@@ -119,11 +123,14 @@ class RootCause:
         """A root cause read back from its ``to_dict`` form; unknown keys are ignored."""
         data = _object(data, where)
         names = _field(data, "signals", list, where, [])
-        return cls(cause=_field(data, "cause", str, where), confidence=_field(data, "confidence", float, where),
-                   summary=_field(data, "summary", str, where),
-                   signals=tuple(_item(name, str, f"{where}.signals[{i}]") for i, name in enumerate(names)),
-                   subject=_field(data, "subject", Mapping, where, {}),
-                   remediation=_field(data, "remediation", str, where, ""))
+        return cls(
+            cause=_field(data, "cause", str, where),
+            confidence=_field(data, "confidence", float, where),
+            summary=_field(data, "summary", str, where),
+            signals=tuple(_item(name, str, f"{where}.signals[{i}]") for i, name in enumerate(names)),
+            subject=_field(data, "subject", Mapping, where, {}),
+            remediation=_field(data, "remediation", str, where, ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -164,9 +171,12 @@ class Goodput:
     def from_dict(cls, data: Any, where: str = "goodput") -> Goodput:
         data = _object(data, where)
         badput = _object(data.get("badput_s", {}), f"{where}.badput_s")
-        return cls(ratio=_field(data, "ratio", float, where), window_ratio=_field(data, "window_ratio", float, where),
-                   ideal_step_time_ms=_field(data, "ideal_step_time_ms", float, where),
-                   badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()})
+        return cls(
+            ratio=_field(data, "ratio", float, where),
+            window_ratio=_field(data, "window_ratio", float, where),
+            ideal_step_time_ms=_field(data, "ideal_step_time_ms", float, where),
+            badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()},
+        )
 
 
 @dataclass(frozen=True)
@@ -200,11 +210,13 @@ class Diagnosis:
         signals = _field(data, "signals", list, where, [])
         causes = _field(data, "root_causes", list, where, [])
         goodput = data.get("goodput")
-        return cls(ts=ts, health=Health.from_dict(data.get("health"), f"{where}.health"),
-                   signals=tuple(Signal.from_dict(s, f"{where}.signals[{i}]") for i, s in enumerate(signals)),
-                   root_causes=tuple(RootCause.from_dict(c, f"{where}.root_causes[{i}]")
-                                     for i, c in enumerate(causes)),
-                   goodput=None if goodput is None else Goodput.from_dict(goodput, f"{where}.goodput"))
+        return cls(
+            ts=ts,
+            health=Health.from_dict(data.get("health"), f"{where}.health"),
+            signals=tuple(Signal.from_dict(s, f"{where}.signals[{i}]") for i, s in enumerate(signals)),
+            root_causes=tuple(RootCause.from_dict(c, f"{where}.root_causes[{i}]") for i, c in enumerate(causes)),
+            goodput=None if goodput is None else Goodput.from_dict(goodput, f"{where}.goodput"),
+        )
 
 
 _REQUIRED: Any = object()
@@ -254,6 +266,7 @@ class Transition:
             "severity": self.severity,
             "subject": dict(self.subject),
         }
+
 
 @dataclass(frozen=True, slots=True)
 class Policy:

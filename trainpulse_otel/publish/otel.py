@@ -36,32 +36,45 @@ class DiagnosisPublisher:
         self._signal_names: list[str] = list(SIGNALS)
         self._logger = logger
         meter.create_observable_gauge(
-            f"{namespace}.health.score", callbacks=[self._observe_health], unit="1",
+            f"{namespace}.health.score",
+            callbacks=[self._observe_health],
+            unit="1",
             description="Training health score, 0 (broken) to 100 (healthy).",
         )
         meter.create_observable_gauge(
-            f"{namespace}.signal.active", callbacks=[self._observe_signals], unit="1",
+            f"{namespace}.signal.active",
+            callbacks=[self._observe_signals],
+            unit="1",
             description="1 while the signal is active at this severity, 0 otherwise.",
         )
         meter.create_observable_gauge(
-            f"{namespace}.root_cause.confidence", callbacks=[self._observe_causes], unit="1",
+            f"{namespace}.root_cause.confidence",
+            callbacks=[self._observe_causes],
+            unit="1",
             description="Confidence of each root cause currently inferred, 0-1 (absent when not inferred).",
         )
         meter.create_observable_gauge(
-            f"{namespace}.goodput.ratio", callbacks=[self._goodput_reading(lambda g: g.ratio)], unit="1",
+            f"{namespace}.goodput.ratio",
+            callbacks=[self._goodput_reading(lambda g: g.ratio)],
+            unit="1",
             description="Productive time (steps x the ideal step) over wall time since the first training report.",
         )
         meter.create_observable_gauge(
-            f"{namespace}.goodput.window_ratio", callbacks=[self._goodput_reading(lambda g: g.window_ratio)],
-            unit="1", description="Productive time over wall time in the last 10 minutes.",
+            f"{namespace}.goodput.window_ratio",
+            callbacks=[self._goodput_reading(lambda g: g.window_ratio)],
+            unit="1",
+            description="Productive time over wall time in the last 10 minutes.",
         )
         meter.create_observable_gauge(
-            f"{namespace}.goodput.ideal_step_time", unit="s",
+            f"{namespace}.goodput.ideal_step_time",
+            unit="s",
             callbacks=[self._goodput_reading(lambda g: g.ideal_step_time_ms / 1000.0)],
             description="The job's ideal step: its best sustained pace (lowest 31-step median, 30 minutes).",
         )
         meter.create_observable_counter(
-            f"{namespace}.badput", callbacks=[self._observe_badput], unit="s",
+            f"{namespace}.badput",
+            callbacks=[self._observe_badput],
+            unit="s",
             description="Wall time lost, in seconds, by the root cause it is attributed to (or unattributed).",
         )
 

@@ -90,11 +90,17 @@ class Snapshot:
         gpus, host, training = _samples(data, "")
         if "diagnosis" not in data:
             raise SampleError("diagnosis", "is required")
-        return cls(timestamp=timestamp, mode=mode,
-                   collectors=tuple(_text(c, f"collectors[{i}]") for i, c in enumerate(collectors)),
-                   version=_text(data.get("version", ""), "version"), gpus=gpus, host=host, training=training,
-                   diagnosis=Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0),
-                   uptime_s=_optional_number(data, "uptime_s", "uptime_s"))
+        return cls(
+            timestamp=timestamp,
+            mode=mode,
+            collectors=tuple(_text(c, f"collectors[{i}]") for i, c in enumerate(collectors)),
+            version=_text(data.get("version", ""), "version"),
+            gpus=gpus,
+            host=host,
+            training=training,
+            diagnosis=Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0),
+            uptime_s=_optional_number(data, "uptime_s", "uptime_s"),
+        )
 
 
 def build_snapshot(
@@ -154,13 +160,15 @@ def _job_level(training: TrainingSample | None) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ shared
 
 
-def _samples_dict(gpus: Sequence[GpuSample], host: HostSample | None,
-                  training: dict[str, Any] | None) -> dict[str, Any]:
+def _samples_dict(
+    gpus: Sequence[GpuSample], host: HostSample | None, training: dict[str, Any] | None
+) -> dict[str, Any]:
     return {"gpus": [to_dict(g) for g in gpus], "host": to_dict(host) if host else None, "training": training}
 
 
-def _samples(data: Mapping[str, Any], prefix: str) -> tuple[tuple[GpuSample, ...], HostSample | None,
-                                                          TrainingSample | None]:
+def _samples(
+    data: Mapping[str, Any], prefix: str
+) -> tuple[tuple[GpuSample, ...], HostSample | None, TrainingSample | None]:
     """The ``gpus``, ``host`` and ``training`` of a snapshot or a frame, through the ingest parsers."""
     gpus = () if data.get("gpus") is None else parse_gpus(data["gpus"], f"{prefix}gpus")
     host = None if data.get("host") is None else parse_host(data["host"], f"{prefix}host")

@@ -9,6 +9,16 @@ from .engine import Engine, Stepper
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 
 __all__ = [
-    "SIM_WARMUP_S", "BackgroundTicks", "Engine", "LocalEngine", "Plugins", "Stepper", "build_pipeline", "create_api", "discover",
-    "open_engine", "open_replay", "warm_up",
+    "SIM_WARMUP_S",
+    "BackgroundTicks",
+    "Engine",
+    "LocalEngine",
+    "Plugins",
+    "Stepper",
+    "build_pipeline",
+    "create_api",
+    "discover",
+    "open_engine",
+    "open_replay",
+    "warm_up",
 ]

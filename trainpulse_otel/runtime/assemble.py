@@ -76,8 +76,9 @@ def open_engine(
     if collectors is None:
         mode, collectors = build_collectors(settings, plugins.collectors, reports)
     exports = build_exports(settings, push=push)
-    telemetry = build_telemetry(settings.metrics_namespace, readers=exports.readers,
-                                log_processors=exports.log_processors)
+    telemetry = build_telemetry(
+        settings.metrics_namespace, readers=exports.readers, log_processors=exports.log_processors
+    )
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     stepper = Stepper(latest, telemetry.frame_reader, Window(settings.history_size), build_pipeline(plugins))
@@ -90,8 +91,9 @@ def open_engine(
     )
     mode = mode or settings.mode
     # only a simulator has a training loop to stand down for real reports
-    return Engine(settings, mode, [*extra_collectors, *collectors], stepper, outputs, clock,
-                  reports if mode == "sim" else None)
+    return Engine(
+        settings, mode, [*extra_collectors, *collectors], stepper, outputs, clock, reports if mode == "sim" else None
+    )
 
 
 class SampleFrames:
@@ -120,5 +122,11 @@ def create_api(engine: Engine, settings: Settings, plugins: Plugins) -> Flask:
     """The HTTP API over ``engine``, with the installed adapters and the settings' limits and token."""
     from ..api import create_app
 
-    return create_app(engine, plugins.adapters, max_body_bytes=settings.max_body_bytes,
-                      max_ranks=settings.max_ranks, auth_token=settings.auth_token, auth_scope=settings.auth_scope)
+    return create_app(
+        engine,
+        plugins.adapters,
+        max_body_bytes=settings.max_body_bytes,
+        max_ranks=settings.max_ranks,
+        auth_token=settings.auth_token,
+        auth_scope=settings.auth_scope,
+    )

@@ -58,8 +58,9 @@ class FrameSource(Protocol):
 class Stepper:
     """One step after the inputs: expire stale samples, build the frame, keep it in the window, diagnose it."""
 
-    def __init__(self, latest: LatestSamples, frames: FrameSource, window: Window,
-                 pipeline: DiagnosticPipeline) -> None:
+    def __init__(
+        self, latest: LatestSamples, frames: FrameSource, window: Window, pipeline: DiagnosticPipeline
+    ) -> None:
         self.latest = latest
         self.frames = frames
         self.window = window
@@ -87,8 +88,16 @@ class Outputs:
 class Engine:
     """Owns the stages of one running TrainPulse pipeline and ticks them."""
 
-    def __init__(self, settings: Settings, mode: str, collectors: Sequence[Collector], stepper: Stepper,
-                 outputs: Outputs, clock: Clock = time.time, reports: RealReports | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        mode: str,
+        collectors: Sequence[Collector],
+        stepper: Stepper,
+        outputs: Outputs,
+        clock: Clock = time.time,
+        reports: RealReports | None = None,
+    ) -> None:
         self.settings = settings
         self.mode = mode
         self.collectors = tuple(collectors)
@@ -213,14 +222,21 @@ class Engine:
         last = self._last_progress
         age = None if last is None else time.monotonic() - last
         limit = max(STALL_INTERVALS * self.settings.interval, STALL_MIN_S)
-        return {"ticks": self.ticks, "last_tick_age_s": None if age is None else round(age, 3),
-                "stalled": age is not None and age > limit}
+        return {
+            "ticks": self.ticks,
+            "last_tick_age_s": None if age is None else round(age, 3),
+            "stalled": age is not None and age > limit,
+        }
 
     def snapshot(self) -> Snapshot:
         """The contract's snapshot of the newest frame and diagnosis."""
-        return build_snapshot(self.window.latest, self.pipeline.diagnosis, self.mode,
-                              collectors=[c.name for c in self.collectors],
-                              uptime_s=self.clock() - self.started_at)
+        return build_snapshot(
+            self.window.latest,
+            self.pipeline.diagnosis,
+            self.mode,
+            collectors=[c.name for c in self.collectors],
+            uptime_s=self.clock() - self.started_at,
+        )
 
     def flush(self) -> bool:
         """Record what ingest noted since the last tick, then push what exporters hold; True if all flushed."""

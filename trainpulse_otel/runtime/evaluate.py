@@ -140,8 +140,11 @@ class EvalReport:
         return all(self.summary()["figures"].values())
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenarios": [asdict(r) for r in self.scenarios], "healthy": [asdict(h) for h in self.healthy],
-                "summary": self.summary()}
+        return {
+            "scenarios": [asdict(r) for r in self.scenarios],
+            "healthy": [asdict(h) for h in self.healthy],
+            "summary": self.summary(),
+        }
 
 
 def _exhaust(result: ScenarioResult) -> float | None:
@@ -151,8 +154,9 @@ def _exhaust(result: ScenarioResult) -> float | None:
 # ------------------------------------------------------------------ running
 
 
-def sim_records(scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"],
-                interval_s: float = 1.0) -> Iterator[TraceRecord]:
+def sim_records(
+    scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
+) -> Iterator[TraceRecord]:
     """The trace a daemon would record for this scenario: gpus, host and (new) training lines per tick."""
     if variant.job:
         scenario = replace(scenario, job={**variant.job, **scenario.job})
@@ -181,15 +185,21 @@ class _Capture:
             self.diagnosis = result.diagnosis
 
 
-def _replay_sim(records: Iterator[TraceRecord], interval_s: float, plugins: Plugins | None,
-                capture: _Capture | None = None) -> ReplayResult:
+def _replay_sim(
+    records: Iterator[TraceRecord], interval_s: float, plugins: Plugins | None, capture: _Capture | None = None
+) -> ReplayResult:
     stepper = open_replay(Settings(interval=interval_s), plugins)
     return replay(records, stepper, interval_s=interval_s, on_result=capture)
 
 
-def run_scenario(name: str, seed: int = 0, variant: Variant = VARIANTS["default"],
-                 duration_s: float | None = None, interval_s: float = 1.0,
-                 plugins: Plugins | None = None) -> ScenarioResult:
+def run_scenario(
+    name: str,
+    seed: int = 0,
+    variant: Variant = VARIANTS["default"],
+    duration_s: float | None = None,
+    interval_s: float = 1.0,
+    plugins: Plugins | None = None,
+) -> ScenarioResult:
     """Replay one scenario and score it."""
     scenario = SCENARIOS[name]
     duration = scenario.duration_s if duration_s is None else duration_s
@@ -203,8 +213,13 @@ def run_scenario(name: str, seed: int = 0, variant: Variant = VARIANTS["default"
     expected = sorted(scenario.expected_signals)
     latency = {s: _latency(timeline, s, scenario.onset_s) for s in expected}
     ok_names = scenario.expected_signals | scenario.allowed_signals
-    extra = sorted({t.signal for rel, t in timeline if t.event == "raised" and rel >= scenario.onset_s
-                    and t.signal not in ok_names})
+    extra = sorted(
+        {
+            t.signal
+            for rel, t in timeline
+            if t.event == "raised" and rel >= scenario.onset_s and t.signal not in ok_names
+        }
+    )
     early = sorted({t.signal for rel, t in timeline if t.event == "raised" and rel < scenario.onset_s})
     subject = dict(top.subject) if top else {}
     lead = None
@@ -212,11 +227,21 @@ def run_scenario(name: str, seed: int = 0, variant: Variant = VARIANTS["default"
         raised = _latency(timeline, "oom_risk", scenario.onset_s)
         lead = None if raised is None else exhaust - (scenario.onset_s + raised)
     return ScenarioResult(
-        scenario=name, seed=seed, variant=variant.name, onset_s=scenario.onset_s, expected=expected,
-        latency_s=latency, extra=extra, early=early, expected_cause=scenario.expected_cause,
-        top_cause=top.cause if top else None, top_subject=subject,
+        scenario=name,
+        seed=seed,
+        variant=variant.name,
+        onset_s=scenario.onset_s,
+        expected=expected,
+        latency_s=latency,
+        extra=extra,
+        early=early,
+        expected_cause=scenario.expected_cause,
+        top_cause=top.cause if top else None,
+        top_subject=subject,
         cause_ok=(top.cause if top else None) == scenario.expected_cause,
-        subject_ok=_subject_matches(scenario.expected_subject, subject), oom_lead_s=lead, ticks=result.ticks,
+        subject_ok=_subject_matches(scenario.expected_subject, subject),
+        oom_lead_s=lead,
+        ticks=result.ticks,
     )
 
 
@@ -248,18 +273,36 @@ def _subject_matches(expected: dict[str, Any], subject: dict[str, Any]) -> bool:
     return True
 
 
-def run_healthy(seed: int = 0, duration_s: float = 3600.0, variant: Variant = VARIANTS["default"],
-                interval_s: float = 1.0, plugins: Plugins | None = None) -> HealthyResult:
+def run_healthy(
+    seed: int = 0,
+    duration_s: float = 3600.0,
+    variant: Variant = VARIANTS["default"],
+    interval_s: float = 1.0,
+    plugins: Plugins | None = None,
+) -> HealthyResult:
     """Replay the healthy job; every raised signal is a false alarm."""
     result = _replay_sim(sim_records(SCENARIOS[HEALTHY], seed, duration_s, variant, interval_s), interval_s, plugins)
-    raised = [{"t_s": round(t.ts - START_TS, 1), "signal": t.signal, "severity": t.severity,
-               "subject": dict(t.subject), "message": t.message}
-              for t in result.timeline if t.event == "raised"]
+    raised = [
+        {
+            "t_s": round(t.ts - START_TS, 1),
+            "signal": t.signal,
+            "severity": t.severity,
+            "subject": dict(t.subject),
+            "message": t.message,
+        }
+        for t in result.timeline
+        if t.event == "raised"
+    ]
     return HealthyResult(seed=seed, variant=variant.name, duration_s=duration_s, raised=raised)
 
 
-def evaluate(scenarios: Sequence[str] | None = None, seeds: int = 1, variants: Sequence[str] = ("default",),
-             healthy_s: float = 3600.0, interval_s: float = 1.0) -> EvalReport:
+def evaluate(
+    scenarios: Sequence[str] | None = None,
+    seeds: int = 1,
+    variants: Sequence[str] = ("default",),
+    healthy_s: float = 3600.0,
+    interval_s: float = 1.0,
+) -> EvalReport:
     """Every (variant, seed, scenario) run and the healthy runs."""
     names = [n for n in (scenarios or SCENARIOS) if n != HEALTHY]
     plugins = discover()
@@ -278,8 +321,12 @@ def evaluate(scenarios: Sequence[str] | None = None, seeds: int = 1, variants: S
 
 def format_report(report: EvalReport) -> str:
     """The human-readable table and summary line."""
-    lines = [(f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
-             f"{'ok':<3}extra / early")]
+    lines = [
+        (
+            f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
+            f"{'ok':<3}extra / early"
+        )
+    ]
     for r in report.scenarios:
         lat = ", ".join(f"{k} {_secs(v)}" for k, v in r.latency_s.items()) or "—"
         if r.oom_lead_s is not None:
@@ -306,8 +353,11 @@ def format_report(report: EvalReport) -> str:
         f"healthy {s['healthy_seconds']:.0f} s: {s['healthy_false_alarms']} false alarm(s); "
         f"early alarms {s['early_false_alarms']}; runs with extra signals {s['runs_with_extra_signals']}; "
         f"min oom lead {_secs(s['min_oom_lead_s'])} — "
-        + ("all figures met" if all(s["figures"].values())
-           else "missed: " + ", ".join(k for k, v in s["figures"].items() if not v))
+        + (
+            "all figures met"
+            if all(s["figures"].values())
+            else "missed: " + ", ".join(k for k, v in s["figures"].items() if not v)
+        )
     )
     return "\n".join(lines)
 

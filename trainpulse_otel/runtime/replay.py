@@ -43,9 +43,7 @@ def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iter
     kinds: set[str] = set()
     start = 0.0
     for record in records:
-        new_tick = group and (
-            record.ts - start >= interval_s or (record.kind != "training" and record.kind in kinds)
-        )
+        new_tick = group and (record.ts - start >= interval_s or (record.kind != "training" and record.kind in kinds))
         if new_tick:
             yield group
             group, kinds = [], set()

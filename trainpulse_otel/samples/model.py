@@ -20,7 +20,6 @@ THROTTLE_REASONS: tuple[str, ...] = (
 DEFAULT_MAX_RANKS = 8192
 
 
-
 @dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one instant, as NVML (or nvidia-smi, or the simulator) saw it."""

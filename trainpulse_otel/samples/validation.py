@@ -144,11 +144,17 @@ TRAINING_RULES: dict[str, Rule] = {
 }
 
 #: Fields that describe a job rather than measure it; a payload of only these is empty.
-TRAINING_IDENTITY_FIELDS = frozenset(
-    name for name, rule in TRAINING_RULES.items() if rule.kind == "str"
-) | {"timestamp", "global_step", "world_size", "global_batch_size", "micro_batch_size",
-     "gradient_accumulation_steps", "tensor_parallel_size", "pipeline_parallel_size",
-     "data_parallel_size"}
+TRAINING_IDENTITY_FIELDS = frozenset(name for name, rule in TRAINING_RULES.items() if rule.kind == "str") | {
+    "timestamp",
+    "global_step",
+    "world_size",
+    "global_batch_size",
+    "micro_batch_size",
+    "gradient_accumulation_steps",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+}
 
 TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
     name for name in TRAINING_RULES if name not in TRAINING_IDENTITY_FIELDS
@@ -170,7 +176,11 @@ def _fast_check(value: Any, rule: Rule) -> Any:
     if rule.kind == "float":
         if kind is float or kind is int:
             number = float(value)
-            if math.isfinite(number) and (rule.lo is None or number >= rule.lo) and (rule.hi is None or number <= rule.hi):
+            if (
+                math.isfinite(number)
+                and (rule.lo is None or number >= rule.lo)
+                and (rule.hi is None or number <= rule.hi)
+            ):
                 return number
     elif rule.kind == "int":
         if kind is int and (rule.lo is None or value >= rule.lo) and (rule.hi is None or value <= rule.hi):
@@ -262,9 +272,7 @@ def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
     seen = set()
     for i, reason in enumerate(reasons):
         if reason not in THROTTLE_REASONS:
-            raise SampleError(
-                f"{field}[{i}]", f"unknown reason {reason!r}; known: {', '.join(THROTTLE_REASONS)}"
-            )
+            raise SampleError(f"{field}[{i}]", f"unknown reason {reason!r}; known: {', '.join(THROTTLE_REASONS)}")
         seen.add(reason)
     return tuple(r for r in THROTTLE_REASONS if r in seen)
 
@@ -310,9 +318,7 @@ def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSam
     if avg is not None and longest is not None and avg > longest:
         raise SampleError("avg_seq_len", f"must be <= max_seq_len ({longest!r}), got {avg!r}")
     if not values.get("ranks") and not any(k in values for k in TRAINING_MEASUREMENT_FIELDS):
-        raise SampleError(
-            "", "payload has no measurement (e.g. step_time_ms, tokens_per_sec or ranks)"
-        )
+        raise SampleError("", "payload has no measurement (e.g. step_time_ms, tokens_per_sec or ranks)")
     return TrainingSample(**values)
 
 

@@ -57,8 +57,18 @@ def _r(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
 
 MEASUREMENTS: tuple[MetricSpec, ...] = (
     # GPU — attributes gpu.index, gpu.uuid, gpu.name
-    _g("gpu.utilization", "%", "utilization_percent", "Percent of time a kernel was running on the GPU (NVML utilization.gpu)."),
-    _g("gpu.memory.utilization", "%", "memory_utilization_percent", "Percent of time device memory was being read or written."),
+    _g(
+        "gpu.utilization",
+        "%",
+        "utilization_percent",
+        "Percent of time a kernel was running on the GPU (NVML utilization.gpu).",
+    ),
+    _g(
+        "gpu.memory.utilization",
+        "%",
+        "memory_utilization_percent",
+        "Percent of time device memory was being read or written.",
+    ),
     _g("gpu.memory.used", "By", "memory_used_bytes", "Device memory in use."),
     _g("gpu.memory.total", "By", "memory_total_bytes", "Device memory installed."),
     _g("gpu.temperature", "Cel", "temperature_celsius", "GPU core temperature."),
@@ -66,8 +76,13 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _g("gpu.power.limit", "W", "power_limit_watts", "Enforced board power limit."),
     _g("gpu.sm_clock", "Hz", "sm_clock_mhz", "Current SM clock.", scale=1e6),
     _g("gpu.sm_clock.max", "Hz", "max_sm_clock_mhz", "Maximum SM clock.", scale=1e6),
-    _g("gpu.ecc.uncorrected_errors", "{error}", "ecc_uncorrected_errors",
-       "Uncorrected (volatile) ECC errors since the driver loaded.", monotonic=True),
+    _g(
+        "gpu.ecc.uncorrected_errors",
+        "{error}",
+        "ecc_uncorrected_errors",
+        "Uncorrected (volatile) ECC errors since the driver loaded.",
+        monotonic=True,
+    ),
     # Host — attributes come from the resource (host.name)
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
     _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
@@ -75,13 +90,28 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _h("host.load5", "", "load5", "5-minute load average."),
     _h("host.load15", "", "load15", "15-minute load average."),
     _h("host.memory.total", "By", "memory_total_bytes", "Host memory installed."),
-    _h("host.memory.available", "By", "memory_available_bytes", "Host memory available to new allocations without swapping."),
+    _h(
+        "host.memory.available",
+        "By",
+        "memory_available_bytes",
+        "Host memory available to new allocations without swapping.",
+    ),
     _h("host.swap.total", "By", "swap_total_bytes", "Swap space configured."),
     _h("host.swap.used", "By", "swap_used_bytes", "Swap space in use."),
     _h("host.disk.read", "By/s", "disk_read_bytes_per_sec", "Disk read rate, all disks."),
     _h("host.disk.write", "By/s", "disk_write_bytes_per_sec", "Disk write rate, all disks."),
-    _h("host.network.receive", "By/s", "net_rx_bytes_per_sec", "Network receive rate, physical interfaces (loopback and virtual ones excluded)."),
-    _h("host.network.transmit", "By/s", "net_tx_bytes_per_sec", "Network transmit rate, physical interfaces (loopback and virtual ones excluded)."),
+    _h(
+        "host.network.receive",
+        "By/s",
+        "net_rx_bytes_per_sec",
+        "Network receive rate, physical interfaces (loopback and virtual ones excluded).",
+    ),
+    _h(
+        "host.network.transmit",
+        "By/s",
+        "net_tx_bytes_per_sec",
+        "Network transmit rate, physical interfaces (loopback and virtual ones excluded).",
+    ),
     # Training job — attributes model, framework
     _t("training.timestamp", "s", "timestamp", "Unix time of the latest training report."),
     _t("training.global_step", "{step}", "global_step", "Optimizer step of the latest training report."),
@@ -104,7 +134,12 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _t("training.world_size", "{rank}", "world_size", "Ranks in the job."),
     _t("training.global_batch_size", "{sample}", "global_batch_size", "Samples per optimizer step, whole job."),
     _t("training.micro_batch_size", "{sample}", "micro_batch_size", "Samples per micro-batch per rank."),
-    _t("training.gradient_accumulation_steps", "{step}", "gradient_accumulation_steps", "Micro-batches per optimizer step."),
+    _t(
+        "training.gradient_accumulation_steps",
+        "{step}",
+        "gradient_accumulation_steps",
+        "Micro-batches per optimizer step.",
+    ),
     _t("training.tensor_parallel_size", "{rank}", "tensor_parallel_size", "Tensor-parallel degree."),
     _t("training.pipeline_parallel_size", "{rank}", "pipeline_parallel_size", "Pipeline-parallel degree."),
     _t("training.data_parallel_size", "{rank}", "data_parallel_size", "Data-parallel degree."),
@@ -118,12 +153,18 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
 
 #: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).
 GPU_THROTTLE = MetricSpec(
-    "gpu.throttle.active", "1", GPU, "throttle_reasons",
+    "gpu.throttle.active",
+    "1",
+    GPU,
+    "throttle_reasons",
     "1 while the clock-event (throttle) reason is active on the GPU, 0 otherwise.",
 )
 #: Always 1; carries the job's descriptive strings as attributes.
 TRAINING_INFO = MetricSpec(
-    "training.info", "1", TRAINING, "",
+    "training.info",
+    "1",
+    TRAINING,
+    "",
     "Always 1; the training job's model, framework, precision and kind as attributes.",
 )
 

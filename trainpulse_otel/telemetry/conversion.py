@@ -261,9 +261,12 @@ def frame_from_samples(
     """
     read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=lambda g: g.index))
     host_fields = _read_back(host, HOST) if host is not None else {}
-    return Frame(ts=ts, gpus=tuple(g for g in read_gpus if g is not None),
-                 host=HostSample(**host_fields) if host_fields else None,
-                 training=_training_read_back(training) if training is not None else None)
+    return Frame(
+        ts=ts,
+        gpus=tuple(g for g in read_gpus if g is not None),
+        host=HostSample(**host_fields) if host_fields else None,
+        training=_training_read_back(training) if training is not None else None,
+    )
 
 
 _READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]] = {

@@ -54,7 +54,8 @@ class DatadogJson:
 
     def __init__(self, max_series: int = DEFAULT_MAX_SERIES) -> None:
         self.reader = InMemoryMetricReader(
-            cardinality_limits={ObservableGauge: max_series, ObservableCounter: max_series})
+            cardinality_limits={ObservableGauge: max_series, ObservableCounter: max_series}
+        )
 
     def render(self) -> list[dict[str, Any]]:
         """Collect now and return the points."""

@@ -45,21 +45,39 @@ class OperationalSpec:
 
 
 INGEST_SAMPLES = OperationalSpec(
-    "ingest.samples", "counter", "{sample}", ("source", "framework"),
-    "Training reports accepted (REST, framework adapters, SDK), by source and framework.")
+    "ingest.samples",
+    "counter",
+    "{sample}",
+    ("source", "framework"),
+    "Training reports accepted (REST, framework adapters, SDK), by source and framework.",
+)
 INGEST_ERRORS = OperationalSpec(
-    "ingest.errors", "counter", "{error}", ("reason",),
-    "Ingest requests refused, by reason (invalid_field, malformed, too_large, unsupported_media_type, …).")
+    "ingest.errors",
+    "counter",
+    "{error}",
+    ("reason",),
+    "Ingest requests refused, by reason (invalid_field, malformed, too_large, unsupported_media_type, …).",
+)
 STEP_DURATION = OperationalSpec(
-    "training.step_duration", "histogram", "s", ("model", "framework"),
-    "Distribution of reported optimizer step times.")
+    "training.step_duration", "histogram", "s", ("model", "framework"), "Distribution of reported optimizer step times."
+)
 TICK_DURATION = OperationalSpec(
-    "tick.duration", "histogram", "s", (),
-    "Time one tick took: collection, frame, diagnosis and publishing.")
+    "tick.duration", "histogram", "s", (), "Time one tick took: collection, frame, diagnosis and publishing."
+)
 COLLECTOR_ERRORS = OperationalSpec(
-    "collector.errors", "counter", "{error}", ("collector",),
-    "Collections that raised and were skipped for that tick, by collector.")
-OPERATIONAL: tuple[OperationalSpec, ...] = (INGEST_SAMPLES, INGEST_ERRORS, STEP_DURATION, TICK_DURATION, COLLECTOR_ERRORS)
+    "collector.errors",
+    "counter",
+    "{error}",
+    ("collector",),
+    "Collections that raised and were skipped for that tick, by collector.",
+)
+OPERATIONAL: tuple[OperationalSpec, ...] = (
+    INGEST_SAMPLES,
+    INGEST_ERRORS,
+    STEP_DURATION,
+    TICK_DURATION,
+    COLLECTOR_ERRORS,
+)
 
 
 class OperationalMetrics:

@@ -58,7 +58,12 @@ _INSTRUMENTS = (Counter, UpDownCounter, Histogram, ObservableCounter, Observable
 #: Per-instrument temporality for each ``temporality`` value (as the SDK defines the standard preference).
 TEMPORALITIES: dict[str, dict[type, AggregationTemporality]] = {
     "cumulative": dict.fromkeys(_INSTRUMENTS, _CUMULATIVE),
-    "delta": {**dict.fromkeys(_INSTRUMENTS, _CUMULATIVE), Counter: _DELTA, Histogram: _DELTA, ObservableCounter: _DELTA},
+    "delta": {
+        **dict.fromkeys(_INSTRUMENTS, _CUMULATIVE),
+        Counter: _DELTA,
+        Histogram: _DELTA,
+        ObservableCounter: _DELTA,
+    },
     "lowmemory": {**dict.fromkeys(_INSTRUMENTS, _CUMULATIVE), Counter: _DELTA, Histogram: _DELTA},
 }
 PROFILE_TEMPORALITY = {DATADOG: "delta"}
@@ -98,7 +103,8 @@ class OtlpOptions:
             if specific:
                 return specific
             base = self.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or (
-                "http://localhost:4317" if protocol == GRPC else "http://localhost:4318")
+                "http://localhost:4317" if protocol == GRPC else "http://localhost:4318"
+            )
         return base if protocol == GRPC else f"{base.rstrip('/')}/v1/{signal}"
 
 
@@ -146,7 +152,9 @@ def _signal_wanted(signal: str, configured: bool, env: Mapping[str, str]) -> boo
     chosen = [e.strip().lower() for e in env.get(f"OTEL_{signal.upper()}_EXPORTER", "").split(",") if e.strip()]
     if "none" in chosen:
         return False
-    has_endpoint = bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"))
+    has_endpoint = bool(
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    )
     return configured or has_endpoint or "otlp" in chosen
 
 
@@ -165,8 +173,11 @@ def _protocol(block: Mapping[str, Any], signal: str, env: Mapping[str, str]) -> 
 def _temporality_from_env(env: Mapping[str, str]) -> str:
     value = env.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower() or "cumulative"
     if value not in TEMPORALITIES:
-        log.warning("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=%r is not one of %s; using cumulative",
-                    value, ", ".join(TEMPORALITIES))
+        log.warning(
+            "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=%r is not one of %s; using cumulative",
+            value,
+            ", ".join(TEMPORALITIES),
+        )
         return "cumulative"
     return value
 
@@ -180,8 +191,11 @@ def _interval_from_env(env: Mapping[str, str]) -> float:
     except ValueError:
         seconds = 0.0
     if seconds <= 0:
-        log.warning("OTEL_METRIC_EXPORT_INTERVAL=%r is not a positive number of milliseconds; using %gs",
-                    raw, DEFAULT_EXPORT_INTERVAL_S)
+        log.warning(
+            "OTEL_METRIC_EXPORT_INTERVAL=%r is not a positive number of milliseconds; using %gs",
+            raw,
+            DEFAULT_EXPORT_INTERVAL_S,
+        )
         return DEFAULT_EXPORT_INTERVAL_S
     return seconds
 
@@ -203,14 +217,21 @@ def build_otlp(options: OtlpOptions | None) -> OtlpExport:
         status = ExportStatus(f"OTLP metrics export to {endpoint}")
         exporter = ReportingMetricExporter(_metric_exporter(options, endpoint), status)
         limits = {ObservableGauge: options.max_series, ObservableCounter: options.max_series}
-        out.readers.append(PeriodicExportingMetricReader(
-            exporter, export_interval_millis=options.export_interval_s * 1000, cardinality_limits=limits))
-        out.descriptions.append(f"OTLP metrics → {endpoint} ({options.metrics_protocol}, every "
-                                f"{options.export_interval_s:g}s, {_temporality_words(options)})")
+        out.readers.append(
+            PeriodicExportingMetricReader(
+                exporter, export_interval_millis=options.export_interval_s * 1000, cardinality_limits=limits
+            )
+        )
+        out.descriptions.append(
+            f"OTLP metrics → {endpoint} ({options.metrics_protocol}, every "
+            f"{options.export_interval_s:g}s, {_temporality_words(options)})"
+        )
     if options.logs:
         endpoint = options.signal_endpoint("logs")
         status = ExportStatus(f"OTLP events export to {endpoint}")
-        out.log_processors.append(BatchLogRecordProcessor(ReportingLogExporter(_log_exporter(options, endpoint), status)))
+        out.log_processors.append(
+            BatchLogRecordProcessor(ReportingLogExporter(_log_exporter(options, endpoint), status))
+        )
         out.descriptions.append(f"OTLP events (logs) → {endpoint} ({options.logs_protocol})")
     quiet_sdk_export_logs()
     return out
@@ -230,26 +251,38 @@ def _metric_exporter(options: OtlpOptions, endpoint: str) -> Any:
     if options.metrics_protocol == GRPC:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetricExporter
 
-        return GrpcMetricExporter(endpoint=endpoint, insecure=options.insecure,
-                                  compression=_grpc_compression(options.compression),
-                                  preferred_temporality=temporality, **_exporter_args(options))
+        return GrpcMetricExporter(
+            endpoint=endpoint,
+            insecure=options.insecure,
+            compression=_grpc_compression(options.compression),
+            preferred_temporality=temporality,
+            **_exporter_args(options),
+        )
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetricExporter
 
-    return HttpMetricExporter(endpoint=endpoint,
-                              compression=_http_compression(options.compression),
-                              preferred_temporality=temporality, **_exporter_args(options))
+    return HttpMetricExporter(
+        endpoint=endpoint,
+        compression=_http_compression(options.compression),
+        preferred_temporality=temporality,
+        **_exporter_args(options),
+    )
 
 
 def _log_exporter(options: OtlpOptions, endpoint: str) -> Any:
     if options.logs_protocol == GRPC:
         from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 
-        return GrpcLogExporter(endpoint=endpoint, insecure=options.insecure,
-                               compression=_grpc_compression(options.compression), **_exporter_args(options))
+        return GrpcLogExporter(
+            endpoint=endpoint,
+            insecure=options.insecure,
+            compression=_grpc_compression(options.compression),
+            **_exporter_args(options),
+        )
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
 
-    return HttpLogExporter(endpoint=endpoint,
-                           compression=_http_compression(options.compression), **_exporter_args(options))
+    return HttpLogExporter(
+        endpoint=endpoint, compression=_http_compression(options.compression), **_exporter_args(options)
+    )
 
 
 def _grpc_compression(name: str | None) -> Any:

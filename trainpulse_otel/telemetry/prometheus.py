@@ -35,12 +35,14 @@ class PrometheusExposition:
 
     def __init__(self, max_series: int = DEFAULT_MAX_SERIES) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.reader = PrometheusMetricReader(**_supported_options(
-            disable_target_info=False,
-            scope_info_enabled=False,
-            registry=self.registry,
-            cardinality_limits={ObservableGauge: max_series, ObservableCounter: max_series},
-        ))
+        self.reader = PrometheusMetricReader(
+            **_supported_options(
+                disable_target_info=False,
+                scope_info_enabled=False,
+                registry=self.registry,
+                cardinality_limits={ObservableGauge: max_series, ObservableCounter: max_series},
+            )
+        )
         # The exporter queues each collection and drains the queue while rendering:
         # two scrapes at once could each see the other's data, so they take turns.
         self._lock = threading.Lock()

@@ -73,10 +73,14 @@ class Telemetry:
 
     def flush(self, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
         """Push what exporters hold; give up after ``timeout_s`` (a dead collector must not hang us)."""
-        return self._bounded("flush", {
-            "metrics-flush": lambda: self.meter_provider.force_flush(int(timeout_s * 1000)),
-            "events-flush": lambda: self.logger_provider.force_flush(int(timeout_s * 1000)),
-        }, timeout_s)
+        return self._bounded(
+            "flush",
+            {
+                "metrics-flush": lambda: self.meter_provider.force_flush(int(timeout_s * 1000)),
+                "events-flush": lambda: self.logger_provider.force_flush(int(timeout_s * 1000)),
+            },
+            timeout_s,
+        )
 
     def shutdown(self, timeout_s: float = SHUTDOWN_TIMEOUT_S) -> bool:
         """Export what is pending and close every reader and processor, within ``timeout_s``.
@@ -89,17 +93,25 @@ class Telemetry:
         if self._closed:
             return True
         self._closed = True
-        return self._bounded("shutdown", {
-            "metrics-shutdown": lambda: self.meter_provider.shutdown(timeout_millis=timeout_s * 1000),
-            "events-shutdown": self.logger_provider.shutdown,
-        }, timeout_s)
+        return self._bounded(
+            "shutdown",
+            {
+                "metrics-shutdown": lambda: self.meter_provider.shutdown(timeout_millis=timeout_s * 1000),
+                "events-shutdown": self.logger_provider.shutdown,
+            },
+            timeout_s,
+        )
 
     @staticmethod
     def _bounded(what: str, steps: Mapping[str, Callable[[], object]], timeout_s: float) -> bool:
         late = run_bounded(steps, timeout_s)
         if late:
-            log.warning("telemetry %s did not finish within %gs (%s; collector down or slow?); "
-                        "unsent telemetry is dropped", what, timeout_s, ", ".join(late))
+            log.warning(
+                "telemetry %s did not finish within %gs (%s; collector down or slow?); unsent telemetry is dropped",
+                what,
+                timeout_s,
+                ", ".join(late),
+            )
         return not late
 
 
@@ -113,8 +125,12 @@ def build_telemetry(
     resource = resource or build_resource()
     frame_reader = FrameReader(namespace=namespace)
     # No traces run in the daemon, so exemplars would always be empty; skipping them saves ~10% of a collection.
-    meter_provider = MeterProvider(metric_readers=[frame_reader, *readers], resource=resource, shutdown_on_exit=False,
-                                   exemplar_filter=AlwaysOffExemplarFilter())
+    meter_provider = MeterProvider(
+        metric_readers=[frame_reader, *readers],
+        resource=resource,
+        shutdown_on_exit=False,
+        exemplar_filter=AlwaysOffExemplarFilter(),
+    )
     logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     for processor in log_processors:
         logger_provider.add_log_record_processor(processor)

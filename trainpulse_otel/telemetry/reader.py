@@ -57,7 +57,7 @@ def frame_from_metrics(metrics_data: MetricsData | None, ts: float, prefix: str 
             for metric in scope_metrics.metrics:
                 if not metric.name.startswith(prefix):
                     continue
-                suffix = metric.name[len(prefix):]
+                suffix = metric.name[len(prefix) :]
                 for point in metric.data.data_points:
                     if isinstance(point, NumberDataPoint):
                         assembler.add(suffix, point.attributes or {}, point.value)

@@ -66,8 +66,12 @@ class ExportStatus:
         now = self._clock()
         if ok:
             if self.failures:
-                self._log.info("%s recovered after %d failed export(s) over %.0fs",
-                               self.what, self.failures, now - self._failing_since)
+                self._log.info(
+                    "%s recovered after %d failed export(s) over %.0fs",
+                    self.what,
+                    self.failures,
+                    now - self._failing_since,
+                )
             self.failures = 0
             self._backoff = FIRST_REPORT_AFTER_S
             return
@@ -75,13 +79,21 @@ class ExportStatus:
         if self.failures == 1:
             self._failing_since = now
             self._next_report = now + self._backoff
-            self._log.warning("%s failed (collector down, refusing or slow?); collection and the API carry on, "
-                              "exports are retried every interval and failures are logged with backoff", self.what)
+            self._log.warning(
+                "%s failed (collector down, refusing or slow?); collection and the API carry on, "
+                "exports are retried every interval and failures are logged with backoff",
+                self.what,
+            )
         elif now >= self._next_report:
             self._backoff = min(self._backoff * 2, MAX_REPORT_INTERVAL_S)
             self._next_report = now + self._backoff
-            self._log.warning("%s still failing: %d failed export(s) over %.0fs; next report in %.0fs",
-                              self.what, self.failures, now - self._failing_since, self._backoff)
+            self._log.warning(
+                "%s still failing: %d failed export(s) over %.0fs; next report in %.0fs",
+                self.what,
+                self.failures,
+                now - self._failing_since,
+                self._backoff,
+            )
 
 
 class ReportingMetricExporter(MetricExporter):
@@ -92,8 +104,9 @@ class ReportingMetricExporter(MetricExporter):
     """
 
     def __init__(self, inner: MetricExporter, status: ExportStatus) -> None:
-        super().__init__(preferred_temporality=inner._preferred_temporality,
-                         preferred_aggregation=inner._preferred_aggregation)
+        super().__init__(
+            preferred_temporality=inner._preferred_temporality, preferred_aggregation=inner._preferred_aggregation
+        )
         self.inner = inner
         self.status = status
 

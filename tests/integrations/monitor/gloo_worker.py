@@ -33,8 +33,13 @@ def main() -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
-    monitor = TrainingMonitor(model_name="gloo-mlp", interval=0.05, hardware="none", gather_every=GATHER_EVERY,
-                              flops_per_token=6 * sum(p.numel() for p in model.parameters()))
+    monitor = TrainingMonitor(
+        model_name="gloo-mlp",
+        interval=0.05,
+        hardware="none",
+        gather_every=GATHER_EVERY,
+        flops_per_token=6 * sum(p.numel() for p in model.parameters()),
+    )
     x, y = torch.randn(BATCH, 32), torch.randn(BATCH, 32)
     for _ in range(STEPS):
         with monitor.step(tokens=BATCH, samples=BATCH):

@@ -20,8 +20,12 @@ def run_job(tmp_path: Path, slow_rank: int, world: int = 2) -> dict:
     out = tmp_path / "rank0.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     procs = [
-        subprocess.Popen([sys.executable, str(WORKER), str(rank), str(world), str(tmp_path / "store"), str(out),
-                          str(slow_rank)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), str(world), str(tmp_path / "store"), str(out), str(slow_rank)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         for rank in range(world)
     ]
     logs = [p.communicate(timeout=120)[0].decode() for p in procs]

@@ -60,8 +60,15 @@ def test_multihead_attention_modules_give_the_attention_width():
 
 def test_hugging_face_llama_config_matches_an_independent_count():
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=176, num_hidden_layers=3,
-                                   num_attention_heads=8, num_key_value_heads=2, tie_word_embeddings=False)
+    cfg = transformers.LlamaConfig(
+        vocab_size=1000,
+        hidden_size=64,
+        intermediate_size=176,
+        num_hidden_layers=3,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
     with torch.device("meta"):
         model = transformers.LlamaForCausalLM(cfg)
     d, kv = 64, 2 * (64 // 8)
@@ -93,25 +100,28 @@ def test_flops_need_a_model_or_numbers():
         flops_per_token(seq_len=10)
 
 
-@pytest.mark.parametrize(("nvml_name", "key"), [
-    ("NVIDIA H100 80GB HBM3", "H100 SXM"),
-    ("NVIDIA H100 PCIe", "H100 PCIe"),
-    ("NVIDIA H100 NVL", "H100 NVL"),
-    ("NVIDIA H200", "H200"),
-    ("NVIDIA H200 NVL", "H200 NVL"),
-    ("NVIDIA GH200 480GB", "GH200"),
-    ("NVIDIA B200", "B200"),
-    ("NVIDIA A100-SXM4-80GB", "A100"),
-    ("NVIDIA A100 80GB PCIe", "A100"),
-    ("NVIDIA A10G", "A10G"),
-    ("NVIDIA A10", "A10"),
-    ("NVIDIA L40S", "L40S"),
-    ("NVIDIA L40", "L40"),
-    ("NVIDIA L4", "L4"),
-    ("Tesla V100-SXM2-32GB", "V100 SXM"),
-    ("Tesla T4", "T4"),
-    ("NVIDIA GeForce RTX 4090", "RTX 4090"),
-])
+@pytest.mark.parametrize(
+    ("nvml_name", "key"),
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA H100 NVL", "H100 NVL"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA H200 NVL", "H200 NVL"),
+        ("NVIDIA GH200 480GB", "GH200"),
+        ("NVIDIA B200", "B200"),
+        ("NVIDIA A100-SXM4-80GB", "A100"),
+        ("NVIDIA A100 80GB PCIe", "A100"),
+        ("NVIDIA A10G", "A10G"),
+        ("NVIDIA A10", "A10"),
+        ("NVIDIA L40S", "L40S"),
+        ("NVIDIA L40", "L40"),
+        ("NVIDIA L4", "L4"),
+        ("Tesla V100-SXM2-32GB", "V100 SXM"),
+        ("Tesla T4", "T4"),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090"),
+    ],
+)
 def test_nvml_names_match_their_table_row(nvml_name, key):
     assert match_gpu(nvml_name) == key
 

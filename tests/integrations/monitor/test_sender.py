@@ -38,8 +38,11 @@ class Recorder:
 
     def _app(self, environ, start_response):
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        request = {"path": environ["PATH_INFO"], "auth": environ.get("HTTP_AUTHORIZATION"),
-                   "json": json.loads(body or b"null")}
+        request = {
+            "path": environ["PATH_INFO"],
+            "auth": environ.get("HTTP_AUTHORIZATION"),
+            "json": json.loads(body or b"null"),
+        }
         self.requests.append(request)
         status, answer = self._respond(request)
         start_response(status, [("Content-Type", "application/json")])
@@ -101,8 +104,9 @@ def test_bearer_token_from_the_environment(monkeypatch):
 
 
 def test_daemon_down_the_loop_carries_on_and_drops_are_counted():
-    monitor = TrainingMonitor(endpoint=f"http://127.0.0.1:{closed_port()}", interval=0.01, hardware="none",
-                              queue_size=4, timeout_s=0.5)
+    monitor = TrainingMonitor(
+        endpoint=f"http://127.0.0.1:{closed_port()}", interval=0.01, hardware="none", queue_size=4, timeout_s=0.5
+    )
     start = time.perf_counter()
     for _ in range(30):
         with monitor.step(tokens=1):

@@ -70,8 +70,15 @@ def train(monitor: TrainingMonitor, steps: int, delay_s: float = 0.0) -> None:
 
 
 def run(steps: int, delay_s: float) -> tuple[dict, dict]:
-    monitor = TrainingMonitor(model_name="tiny-lm", model=TinyLM(), seq_len=SEQ, interval=0.05, hardware="none",
-                              peak_flops=cpu_matmul_peak(), precision="fp32")
+    monitor = TrainingMonitor(
+        model_name="tiny-lm",
+        model=TinyLM(),
+        seq_len=SEQ,
+        interval=0.05,
+        hardware="none",
+        peak_flops=cpu_matmul_peak(),
+        precision="fp32",
+    )
     try:
         train(monitor, steps, delay_s)
         monitor.flush()

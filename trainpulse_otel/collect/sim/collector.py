@@ -67,18 +67,28 @@ class SimCollector:
         if reports is not None and arriving != self._stood_down:
             self._stood_down = arriving
             if arriving:
-                log.info("real training reports are arriving: the simulated training loop stands down "
-                         "(simulated GPUs and host go on)")
+                log.info(
+                    "real training reports are arriving: the simulated training loop stands down "
+                    "(simulated GPUs and host go on)"
+                )
             else:
-                log.info("no real training report for %s: the simulated training loop resumes",
-                         format_duration(reports.stale_after_s))
+                log.info(
+                    "no real training report for %s: the simulated training loop resumes",
+                    format_duration(reports.stale_after_s),
+                )
         return arriving
 
     def describe(self) -> dict[str, Any]:
         """What this collector simulates, for logs and the snapshot."""
         node = self.node
-        return {"name": self.name, "scenario": node.scenario.name, "onset_s": node.scenario.onset_s,
-                "seed": self.seed, "gpus": node.gpus, "ranks": node.ranks}
+        return {
+            "name": self.name,
+            "scenario": node.scenario.name,
+            "onset_s": node.scenario.onset_s,
+            "seed": self.seed,
+            "gpus": node.gpus,
+            "ranks": node.ranks,
+        }
 
     def close(self) -> None:
         """Nothing to release."""

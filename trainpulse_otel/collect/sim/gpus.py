@@ -97,8 +97,14 @@ def governed_clock(gpu: GpuState, cap_w: float, intensity: float) -> tuple[float
 
 
 def busy_gpus(
-    rng: random.Random, gpus: list[GpuState], step: Step, k: Knobs, clocks: tuple[float, ...],
-    reasons: tuple[tuple[str, ...], ...], intensity: float, heat: Heat,
+    rng: random.Random,
+    gpus: list[GpuState],
+    step: Step,
+    k: Knobs,
+    clocks: tuple[float, ...],
+    reasons: tuple[tuple[str, ...], ...],
+    intensity: float,
+    heat: Heat,
 ) -> tuple[GpuSample, ...]:
     """Training GPUs: utilisation from the step's time budget, power from utilisation and clock."""
     out = []
@@ -110,10 +116,21 @@ def busy_gpus(
         gpu.busy = busy
         power = min(gpu_power(busy, clocks[g], intensity) + rng.gauss(0.0, 6.0), k.power_cap_w * 0.998)
         clock_mhz = quantize_clock(clocks[g]) - (CLOCK_STEP_MHZ if rng.random() < 0.05 else 0.0)
-        out.append(_read_out(
-            rng, gpu, k, heat, len(gpus), util=busy * 100.0, mem_bw=busy * 40.0 * (0.5 + 0.5 * intensity),
-            used=k.memory_frac[g] * GPU_MEMORY_BYTES, power=power, clock=clock_mhz, reasons=reasons[g],
-        ))
+        out.append(
+            _read_out(
+                rng,
+                gpu,
+                k,
+                heat,
+                len(gpus),
+                util=busy * 100.0,
+                mem_bw=busy * 40.0 * (0.5 + 0.5 * intensity),
+                used=k.memory_frac[g] * GPU_MEMORY_BYTES,
+                power=power,
+                clock=clock_mhz,
+                reasons=reasons[g],
+            )
+        )
     return tuple(out)
 
 
@@ -124,10 +141,21 @@ def idle_gpus(rng: random.Random, gpus: list[GpuState], k: Knobs, saving: bool, 
     for gpu in gpus:
         gpu.busy, gpu.throttled = 0.0, False
         used = k.memory_frac[gpu.index] * GPU_MEMORY_BYTES if saving else GPU_RESERVED_BYTES
-        out.append(_read_out(
-            rng, gpu, k, heat, len(gpus), util=0.0, mem_bw=0.0, used=used, power=power_w + rng.gauss(0.0, 2.0),
-            clock=IDLE_SM_CLOCK_MHZ, reasons=("gpu_idle",),
-        ))
+        out.append(
+            _read_out(
+                rng,
+                gpu,
+                k,
+                heat,
+                len(gpus),
+                util=0.0,
+                mem_bw=0.0,
+                used=used,
+                power=power_w + rng.gauss(0.0, 2.0),
+                clock=IDLE_SM_CLOCK_MHZ,
+                reasons=("gpu_idle",),
+            )
+        )
     return tuple(out)
 
 

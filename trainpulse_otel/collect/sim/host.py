@@ -36,7 +36,13 @@ class HostModel:
         self._load = [CPU_COUNT * HOST_CPU_PERCENT / 100] * 3
 
     def sample(
-        self, t: float, dt: float, cpu: float, leak: float | None, extra_write: float, wall_ms: float | None,
+        self,
+        t: float,
+        dt: float,
+        cpu: float,
+        leak: float | None,
+        extra_write: float,
+        wall_ms: float | None,
         settle: bool,
     ) -> HostSample:
         """The host: CPU and load, memory (minus any leak; ``leak=None`` once the job is gone), I/O."""

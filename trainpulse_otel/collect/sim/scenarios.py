@@ -299,6 +299,4 @@ def get_scenario(name: str) -> Scenario:
     try:
         return SCENARIOS[name]
     except KeyError:
-        raise ValueError(
-            f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}"
-        ) from None
+        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None

@@ -154,9 +154,7 @@ class StepModel:
             return [1.0] * self._shape.gpus
         rng = self._rng
         jitter, retry, cost = rng.gauss(0.0, 1.0), rng.random(), rng.uniform(0.1, 0.3)
-        return [
-            math.exp(0.04 * p * jitter) * (1.0 + cost if retry < 0.3 * p else 1.0) for p in pressure
-        ]
+        return [math.exp(0.04 * p * jitter) * (1.0 + cost if retry < 0.3 * p else 1.0) for p in pressure]
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,12 +68,20 @@ def subject_text(subject: Mapping[str, Any]) -> str:
     if not subject:
         return ""
     words = []
-    for key, label in (("rank", "rank"), ("ranks", "ranks"), ("gpu_index", "gpu"),
-                       ("gpu_indices", "gpus"), ("hostname", "host")):
+    for key, label in (
+        ("rank", "rank"),
+        ("ranks", "ranks"),
+        ("gpu_index", "gpu"),
+        ("gpu_indices", "gpus"),
+        ("hostname", "host"),
+    ):
         value = subject.get(key)
         if value is None:
             continue
-        shown = ",".join(str(v) for v in value[:6]) + ("…" if len(value) > 6 else "") \
-            if isinstance(value, (list, tuple)) else str(value)
+        shown = (
+            ",".join(str(v) for v in value[:6]) + ("…" if len(value) > 6 else "")
+            if isinstance(value, (list, tuple))
+            else str(value)
+        )
         words.append(f"{label} {shown}")
     return " · ".join(words)

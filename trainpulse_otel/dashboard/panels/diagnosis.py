@@ -36,8 +36,16 @@ def signals_panel(view: View, width: int) -> Variants:
 def _signal_row(signal: Signal, now: float, width: int) -> Text:
     age = fmt.duration(now - signal.since)
     subject = subject_text(signal.subject)
-    line = Text.assemble(severity_badge(signal.severity), " ", (f"{signal.name:<{NAME_W}}", "bold"), " ",
-                         (f"{age:>{AGE_W}}", DIM), " ", no_wrap=True, overflow="ellipsis")
+    line = Text.assemble(
+        severity_badge(signal.severity),
+        " ",
+        (f"{signal.name:<{NAME_W}}", "bold"),
+        " ",
+        (f"{age:>{AGE_W}}", DIM),
+        " ",
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     if width >= 100:
         line.append(f"{subject[:SUBJECT_W]:<{SUBJECT_W}} ", style="cyan")
     line.append(signal.message or subject)

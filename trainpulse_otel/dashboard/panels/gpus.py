@@ -66,8 +66,14 @@ class _Rows:
         cells = [_cell("GPU", 3)]
         if self.name_w:
             cells.append(_cell("name", self.name_w))
-        cells += [_cell("util", self.bar_w + 5), _cell("memory", self.bar_w + 8), _cell("temp", 4, right=True),
-                  _cell("power W", 8, right=True), _cell("SM MHz", 9, right=True), _cell("throttle", 8)]
+        cells += [
+            _cell("util", self.bar_w + 5),
+            _cell("memory", self.bar_w + 8),
+            _cell("temp", 4, right=True),
+            _cell("power W", 8, right=True),
+            _cell("SM MHz", 9, right=True),
+            _cell("throttle", 8),
+        ]
         return _join(cells, style=DIM)
 
     def row(self, g: GpuSample) -> Text:
@@ -76,10 +82,16 @@ class _Rows:
         if self.name_w:
             cells.append(_cell(_short_name(g), self.name_w, style=DIM))
         cells += [
-            Text.assemble(bar(_fraction(util), self.bar_w, graded(util, UTIL_GRADES, "red")), " ",
-                          _cell(fmt.percent(util), 4, right=True)),
-            Text.assemble(bar(_fraction(mem_pct), self.bar_w, graded(mem_pct, MEMORY_GRADES, "cyan")), " ",
-                          _cell(_memory_text(g), 7, right=True)),
+            Text.assemble(
+                bar(_fraction(util), self.bar_w, graded(util, UTIL_GRADES, "red")),
+                " ",
+                _cell(fmt.percent(util), 4, right=True),
+            ),
+            Text.assemble(
+                bar(_fraction(mem_pct), self.bar_w, graded(mem_pct, MEMORY_GRADES, "cyan")),
+                " ",
+                _cell(_memory_text(g), 7, right=True),
+            ),
             _cell(_temp(g), 4, right=True, style=graded(g.temperature_celsius, TEMP_GRADES)),
             _cell(_power(g), 8, right=True),
             _cell(_clock(g), 9, right=True, style=graded(_clock_ratio(g), CLOCK_GRADES, "red")),
@@ -105,11 +117,17 @@ def _mini(g: GpuSample, width: int) -> Text:
     code, code_style = (_codes(g) or [("", DIM)])[0]
     bar_w = max(3, width - 33)
     return Text.assemble(
-        _cell(str(g.index), 2, style=LABEL_STYLE), " ",
-        bar(_fraction(util), bar_w, graded(util, UTIL_GRADES, "red")), " ", _cell(fmt.percent(util), 4, right=True),
-        _cell(f"m{fmt.percent(mem_pct)}", 5, right=True, style=graded(mem_pct, MEMORY_GRADES, "cyan")), " ",
-        _cell(_temp(g), 4, right=True, style=graded(g.temperature_celsius, TEMP_GRADES)), " ",
-        _cell(fmt.num(g.power_watts) + "W", 5, right=True), " ",
+        _cell(str(g.index), 2, style=LABEL_STYLE),
+        " ",
+        bar(_fraction(util), bar_w, graded(util, UTIL_GRADES, "red")),
+        " ",
+        _cell(fmt.percent(util), 4, right=True),
+        _cell(f"m{fmt.percent(mem_pct)}", 5, right=True, style=graded(mem_pct, MEMORY_GRADES, "cyan")),
+        " ",
+        _cell(_temp(g), 4, right=True, style=graded(g.temperature_celsius, TEMP_GRADES)),
+        " ",
+        _cell(fmt.num(g.power_watts) + "W", 5, right=True),
+        " ",
         _cell(code, 8, style=code_style),
     )
 
@@ -123,8 +141,7 @@ def _summary(gpus: Sequence[GpuSample]) -> Text:
     if reporting:
         utils = [g.utilization_percent for g in reporting if g.utilization_percent is not None]
         low = min(reporting, key=lambda g: g.utilization_percent or 0.0)
-        parts.append(f"util {fmt.percent(mean(utils))} (min {fmt.percent(low.utilization_percent)} "
-                     f"gpu {low.index})")
+        parts.append(f"util {fmt.percent(mean(utils))} (min {fmt.percent(low.utilization_percent)} gpu {low.index})")
     if mems:
         parts.append(f"mem max {fmt.percent(max(mems))}")
     if temps:
@@ -208,4 +225,3 @@ def _throttle(g: GpuSample) -> Text:
 def _short_name(g: GpuSample) -> str:
     name = g.name or "GPU"
     return name.removeprefix("NVIDIA ").removeprefix("Tesla ")
-

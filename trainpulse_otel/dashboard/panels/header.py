@@ -24,15 +24,16 @@ def header(view: View, width: int) -> Variants:
     digits = big_number(score, style)
     info_w = max(10, width - digits[0].cell_len - 2)
     clock = time.strftime("%H:%M:%S", time.localtime(view.wall))
-    info = [_spread(_title_line(view, status, style), "", info_w),
-            _spread(_model_line(view), clock, info_w),
-            _spread(_job_line(view), KEYS_HINT if view.interactive else "", info_w)]
+    info = [
+        _spread(_title_line(view, status, style), "", info_w),
+        _spread(_model_line(view), clock, info_w),
+        _spread(_job_line(view), KEYS_HINT if view.interactive else "", info_w),
+    ]
     big = Table.grid(padding=(0, 2))
     big.add_column(no_wrap=True)
     big.add_column(no_wrap=True, width=info_w)
     big.add_row(Group(*digits), Group(*info))
-    compact = Text.assemble((f" {score} {status.upper()} ", f"{style} reverse"), " ",
-                            no_wrap=True, overflow="ellipsis")
+    compact = Text.assemble((f" {score} {status.upper()} ", f"{style} reverse"), " ", no_wrap=True, overflow="ellipsis")
     compact.append_text(_summary(view))
     return [_with(big, alarm), _with(compact, alarm)]
 
@@ -85,8 +86,12 @@ def _disconnected_line(view: View) -> Text | None:
     link = view.link
     if link.state != "disconnected":
         return None
-    line = Text(f"! no answer from {link.source} for {fmt.duration(view.wall - link.changed_at)}",
-                style="bold red", no_wrap=True, overflow="ellipsis")
+    line = Text(
+        f"! no answer from {link.source} for {fmt.duration(view.wall - link.changed_at)}",
+        style="bold red",
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     if link.error:
         line.append(f" ({link.error})", style="red")
     stale = "" if link.last_ok is None else f"; showing data from {fmt.duration(view.wall - link.last_ok)} ago"
@@ -109,9 +114,15 @@ def _job_line(view: View) -> Text:
     line = Text.assemble(("job ", LABEL_STYLE))
     words = []
     if t.world_size:
-        degrees = [f"{label} {size}" for label, size in
-                   (("dp", t.data_parallel_size), ("tp", t.tensor_parallel_size), ("pp", t.pipeline_parallel_size))
-                   if size]
+        degrees = [
+            f"{label} {size}"
+            for label, size in (
+                ("dp", t.data_parallel_size),
+                ("tp", t.tensor_parallel_size),
+                ("pp", t.pipeline_parallel_size),
+            )
+            if size
+        ]
         words.append(f"world {t.world_size}" + (f" ({' · '.join(degrees)})" if degrees else ""))
     if t.global_step is not None:
         words.append(f"step {t.global_step:,}")

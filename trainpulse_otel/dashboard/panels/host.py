@@ -23,15 +23,29 @@ def host_panel(view: View, width: int) -> Variants:
     cpu, mem = h.cpu_percent, _memory_used_percent(h)
     full = titled(
         "Host",
-        Text.assemble(("cpu  ", LABEL_STYLE), bar(_frac(cpu), bar_w, graded(cpu, CPU_GRADES, "green")),
-                      f" {fmt.percent(cpu):>4} of {h.cpu_count or '?'}", ("  load ", DIM),
-                      " ".join(fmt.num(v) for v in (h.load1, h.load5, h.load15)), no_wrap=True),
-        Text.assemble(("mem  ", LABEL_STYLE), bar(_frac(mem), bar_w, graded(mem, MEMORY_GRADES, "cyan")),
-                      f" {fmt.percent(mem):>4} {_memory_text(h)}", ("  swap ", DIM), _swap_text(h), no_wrap=True),
-        Text.assemble(("disk ", LABEL_STYLE), f"r {fmt.rate(h.disk_read_bytes_per_sec)} "
-                      f"w {fmt.rate(h.disk_write_bytes_per_sec)}", ("   net ", LABEL_STYLE),
-                      f"rx {fmt.rate(h.net_rx_bytes_per_sec)} tx {fmt.rate(h.net_tx_bytes_per_sec)}",
-                      no_wrap=True),
+        Text.assemble(
+            ("cpu  ", LABEL_STYLE),
+            bar(_frac(cpu), bar_w, graded(cpu, CPU_GRADES, "green")),
+            f" {fmt.percent(cpu):>4} of {h.cpu_count or '?'}",
+            ("  load ", DIM),
+            " ".join(fmt.num(v) for v in (h.load1, h.load5, h.load15)),
+            no_wrap=True,
+        ),
+        Text.assemble(
+            ("mem  ", LABEL_STYLE),
+            bar(_frac(mem), bar_w, graded(mem, MEMORY_GRADES, "cyan")),
+            f" {fmt.percent(mem):>4} {_memory_text(h)}",
+            ("  swap ", DIM),
+            _swap_text(h),
+            no_wrap=True,
+        ),
+        Text.assemble(
+            ("disk ", LABEL_STYLE),
+            f"r {fmt.rate(h.disk_read_bytes_per_sec)} w {fmt.rate(h.disk_write_bytes_per_sec)}",
+            ("   net ", LABEL_STYLE),
+            f"rx {fmt.rate(h.net_rx_bytes_per_sec)} tx {fmt.rate(h.net_tx_bytes_per_sec)}",
+            no_wrap=True,
+        ),
     )
     line = one_line(
         "Host",

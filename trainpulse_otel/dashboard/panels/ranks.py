@@ -81,11 +81,11 @@ def ranks_panel(view: View, width: int) -> Variants:
     flagged = _flagged(view)
     note = f"{len(ranks)} ranks"
     callouts = _callouts(view, stats)
-    full = titled("Ranks", *strip(stats, flagged, width, MAX_STRIP_ROWS), _stats_line(stats),
-                  *callouts[:MAX_CALLOUTS], note=note)
+    full = titled(
+        "Ranks", *strip(stats, flagged, width, MAX_STRIP_ROWS), _stats_line(stats), *callouts[:MAX_CALLOUTS], note=note
+    )
     short = titled("Ranks", *strip(stats, flagged, width, 1), *callouts[:2], note=note)
-    return [full, short, one_line("Ranks", note, f"median {fmt.millis(stats.median_ms)}", _headline(view, stats)),
-            None]
+    return [full, short, one_line("Ranks", note, f"median {fmt.millis(stats.median_ms)}", _headline(view, stats)), None]
 
 
 def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> list[Text]:
@@ -95,10 +95,10 @@ def strip(stats: RankStats, flagged: set[int], width: int, max_rows: int) -> lis
     if cols // n >= 3:
         return [_labelled_cells(stats, flagged, min(6, cols // n))]
     per_cell = max(1, math.ceil(n / (cols * max_rows)))
-    bins = [stats.ranks[i:i + per_cell] for i in range(0, n, per_cell)]
+    bins = [stats.ranks[i : i + per_cell] for i in range(0, n, per_cell)]
     lines = []
     for row_start in range(0, len(bins), cols):
-        row = bins[row_start:row_start + cols]
+        row = bins[row_start : row_start + cols]
         line = Text(f"r{row[0][0].rank:<{ROW_LABEL_W - 1}}", style=DIM, no_wrap=True)
         cells = [_bin_cell(cell, stats, flagged) for cell in row]
         for (char, style), run in groupby(cells):  # one span per run of equal cells, not one per cell
@@ -130,8 +130,14 @@ def _labelled_cells(stats: RankStats, flagged: set[int], cell_w: int) -> Text:
 
 def _stats_line(stats: RankStats) -> Text:
     slow = ", ".join(f"r{rank} {ratio:.2f}×" for rank, ratio in stats.slowest(3))
-    line = Text.assemble(("median busy ", LABEL_STYLE), fmt.millis(stats.median_ms),
-                         (" · slowest ", DIM), slow, no_wrap=True, overflow="ellipsis")
+    line = Text.assemble(
+        ("median busy ", LABEL_STYLE),
+        fmt.millis(stats.median_ms),
+        (" · slowest ", DIM),
+        slow,
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     legend = Text("   ")
     for at_least, style in reversed(HEAT):
         legend.append("■", style=style)
@@ -156,8 +162,9 @@ def _callouts(view: View, stats: RankStats) -> list[Text]:
                 where.append(f"GPU {gpu}")
             if r.hostname:
                 where.append(r.hostname)
-            line = Text.assemble(severity_badge(signal.severity), " ", (" · ".join(where), "bold red"),
-                                 no_wrap=True, overflow="ellipsis")
+            line = Text.assemble(
+                severity_badge(signal.severity), " ", (" · ".join(where), "bold red"), no_wrap=True, overflow="ellipsis"
+            )
             if rank in stats.ratios:
                 line.append(f"  {stats.ratios[rank]:.2f}× median busy time")
             peers = stats.median_sync_wait()
@@ -176,8 +183,9 @@ def _subject_ranks(subject: Mapping[str, Any]) -> list[int]:
 def _headline(view: View, stats: RankStats) -> str | tuple[str, str]:
     flagged = sorted(_flagged(view))
     if flagged:
-        named = ", ".join(f"{rank} ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else str(rank)
-                          for rank in flagged[:4])
+        named = ", ".join(
+            f"{rank} ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else str(rank) for rank in flagged[:4]
+        )
         return f"stragglers: rank {named}", "bold red"
     rank, ratio = stats.slowest(1)[0] if stats.ratios else (None, None)
     return f"slowest r{rank} {ratio:.2f}×" if rank is not None else "no step times"

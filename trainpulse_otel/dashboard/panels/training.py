@@ -34,25 +34,40 @@ def training_panel(view: View, width: int) -> Variants:
     if t is None:  # a checkpoint blocking the loop: the last report stays on screen, marked stale
         reported_at, t = view.history.last_training()
     if t is None:
-        return [one_line("Training", "no training data yet — POST /v1/training, "
-                                     "or use trainpulse_otel.TrainingMonitor in the job")]
+        return [
+            one_line(
+                "Training",
+                "no training data yet — POST /v1/training, or use trainpulse_otel.TrainingMonitor in the job",
+            )
+        ]
     stale = _staleness(view, reported_at)
     spark_w = max(8, width - LABEL_W - VALUE_W - 2 - 16)
     tokens = _spark_row(view, "tokens/s", _tokens, fmt.num(t.tokens_per_sec), spark_w, "cyan", fmt.num)
-    mfu = _spark_row(view, "MFU", _mfu, fmt.percent(t.mfu, is_fraction=True), spark_w, "green",
-                     lambda v: fmt.percent(v, is_fraction=True))
+    mfu = _spark_row(
+        view,
+        "MFU",
+        _mfu,
+        fmt.percent(t.mfu, is_fraction=True),
+        spark_w,
+        "green",
+        lambda v: fmt.percent(v, is_fraction=True),
+    )
     parts = breakdown(t)
-    step = Text.assemble((f"{'step':<{LABEL_W}}", LABEL_STYLE), f"{fmt.millis(t.step_time_ms):>{VALUE_W}} ",
-                         stacked_bar([(ms, style) for _, ms, style in parts], max(8, width - LABEL_W - VALUE_W - 1)),
-                         no_wrap=True)
+    step = Text.assemble(
+        (f"{'step':<{LABEL_W}}", LABEL_STYLE),
+        f"{fmt.millis(t.step_time_ms):>{VALUE_W}} ",
+        stacked_bar([(ms, style) for _, ms, style in parts], max(8, width - LABEL_W - VALUE_W - 1)),
+        no_wrap=True,
+    )
     goodput = _goodput_row(view)
     full = titled("Training", _context(t), tokens, mfu, step, *_legend(parts, width), *goodput, note=stale)
     short = titled("Training", tokens, mfu, step, *goodput, note=stale)
     line = one_line(
         "Training",
         f"step {t.global_step:,}" if t.global_step is not None else "step -",
-        Text.assemble(f"{fmt.num(t.tokens_per_sec)} tok/s ",
-                      sparkline(view.history.training_series(_tokens), 12, "cyan")),
+        Text.assemble(
+            f"{fmt.num(t.tokens_per_sec)} tok/s ", sparkline(view.history.training_series(_tokens), 12, "cyan")
+        ),
         f"MFU {fmt.percent(t.mfu, is_fraction=True)}",
         f"{fmt.millis(t.step_time_ms)}/step",
         _worst_wait(parts),
@@ -71,8 +86,13 @@ def _goodput_row(view: View) -> list[Text]:
     if goodput is None:
         return []
     lost = sorted(((s, cause) for cause, s in goodput.badput_s.items() if s >= 0.5), reverse=True)[:BADPUT_SHOWN]
-    row = Text.assemble((f"{'goodput':<{LABEL_W}}", LABEL_STYLE), (f"{goodput.ratio:>{VALUE_W}.0%} ", "bold"),
-                        (f"10 min {goodput.window_ratio:.0%}", DIM), no_wrap=True, overflow="ellipsis")
+    row = Text.assemble(
+        (f"{'goodput':<{LABEL_W}}", LABEL_STYLE),
+        (f"{goodput.ratio:>{VALUE_W}.0%} ", "bold"),
+        (f"10 min {goodput.window_ratio:.0%}", DIM),
+        no_wrap=True,
+        overflow="ellipsis",
+    )
     if lost:
         row.append(" · lost: " + ", ".join(f"{cause} {fmt.duration(s)}" for s, cause in lost), style=DIM)
     return [row]
@@ -97,9 +117,13 @@ def _context(t: TrainingSample) -> Text:
     words = []
     if t.global_step is not None:
         words.append(f"step {t.global_step:,}")
-    for value, label, show in ((t.loss, "loss", lambda v: f"{v:.4g}"), (t.grad_norm, "grad", lambda v: f"{v:.3g}"),
-                               (t.learning_rate, "lr", lambda v: f"{v:.2e}"), (t.global_batch_size, "gbs", str),
-                               (t.tflops, "TFLOP/s", fmt.num)):
+    for value, label, show in (
+        (t.loss, "loss", lambda v: f"{v:.4g}"),
+        (t.grad_norm, "grad", lambda v: f"{v:.3g}"),
+        (t.learning_rate, "lr", lambda v: f"{v:.2e}"),
+        (t.global_batch_size, "gbs", str),
+        (t.tflops, "TFLOP/s", fmt.num),
+    ):
         if value is not None:
             words.append(f"{label} {show(value)}")
     if t.avg_seq_len is not None:
@@ -107,13 +131,20 @@ def _context(t: TrainingSample) -> Text:
     return Text(" · ".join(words), style=DIM, no_wrap=True, overflow="ellipsis")
 
 
-def _spark_row(view: View, label: str, read: Read, now: str, width: int, style: str,
-               show: Callable[[float], str]) -> Text:
+def _spark_row(
+    view: View, label: str, read: Read, now: str, width: int, style: str, show: Callable[[float], str]
+) -> Text:
     series = view.history.training_series(read)
     known = [v for v in series[-width:] if v is not None]
     span = f" {show(min(known))}–{show(max(known))}" if known else ""
-    return Text.assemble((f"{label:<{LABEL_W}}", LABEL_STYLE), (f"{now:>{VALUE_W}} ", "bold"),
-                         sparkline(series, width, style), (span, DIM), no_wrap=True, overflow="ellipsis")
+    return Text.assemble(
+        (f"{label:<{LABEL_W}}", LABEL_STYLE),
+        (f"{now:>{VALUE_W}} ", "bold"),
+        sparkline(series, width, style),
+        (span, DIM),
+        no_wrap=True,
+        overflow="ellipsis",
+    )
 
 
 def _legend(parts: list[tuple[str, float, str]], width: int) -> list[Text]:

@@ -24,8 +24,24 @@ from .thermal import ThermalInstability
 from .throughput import GpuUnderutilization, ThroughputCollapse
 
 __all__ = [
-    "AllreduceWait", "BaseDetector", "CheckpointStall", "DataloaderStarvation", "Detector", "GpuMemoryPressure",
-    "GpuOomRisk", "GpuUnderutilization", "HostMemoryPressure", "HostOomRisk", "LowMfu", "PipelineBubble",
-    "RankStraggler", "SequencePadding", "SyncImbalance", "ThermalInstability", "ThermalThrottleRisk", "Threshold",
-    "ThroughputCollapse", "TokenizerStall"
+    "AllreduceWait",
+    "BaseDetector",
+    "CheckpointStall",
+    "DataloaderStarvation",
+    "Detector",
+    "GpuMemoryPressure",
+    "GpuOomRisk",
+    "GpuUnderutilization",
+    "HostMemoryPressure",
+    "HostOomRisk",
+    "LowMfu",
+    "PipelineBubble",
+    "RankStraggler",
+    "SequencePadding",
+    "SyncImbalance",
+    "ThermalInstability",
+    "ThermalThrottleRisk",
+    "Threshold",
+    "ThroughputCollapse",
+    "TokenizerStall",
 ]

@@ -36,8 +36,9 @@ class Forecaster:
 
     __slots__ = ("min_change", "min_r2", "min_t", "spans", "trend")
 
-    def __init__(self, spans: tuple[float, ...], every_s: float, min_r2: float, min_change: float,
-                 min_t: float = MIN_T_STAT) -> None:
+    def __init__(
+        self, spans: tuple[float, ...], every_s: float, min_r2: float, min_change: float, min_t: float = MIN_T_STAT
+    ) -> None:
         self.trend = Trend(max(spans), every_s)
         self.spans = spans
         self.min_r2 = min_r2
@@ -150,16 +151,23 @@ class _OomRisk(BaseDetector):
     def _add(self, key: Any, ts: float, value: float, limit: float, min_r2: float) -> None:
         memory = self._series.get(key)
         if memory is None:
-            memory = self._series[key] = _Memory(Forecaster((15.0, 30.0, 120.0, 600.0), self.sample_every_s,
-                                                            min_r2, 0.005), limit)
+            memory = self._series[key] = _Memory(
+                Forecaster((15.0, 30.0, 120.0, 600.0), self.sample_every_s, min_r2, 0.005), limit
+            )
         memory.last = value
         memory.forecaster.add(ts, value)
 
     def _judge(self, memory: _Memory, ts: float, subject: dict[str, Any], what: str) -> Finding | None:
         ran_out = self._ran_out(memory, ts)
         if ran_out is not None:
-            return Finding("oom_risk", 2.0, CRITICAL, f"{what} ran out: training stopped {ran_out}",
-                           subject, {"eta_s": 0.0, "stopped_at": self._stopped_since})
+            return Finding(
+                "oom_risk",
+                2.0,
+                CRITICAL,
+                f"{what} ran out: training stopped {ran_out}",
+                subject,
+                {"eta_s": 0.0, "stopped_at": self._stopped_since},
+            )
         forecast = memory.forecaster.eta(memory.limit)
         if forecast is None:
             return None
@@ -170,8 +178,13 @@ class _OomRisk(BaseDetector):
         if score >= 1.0:
             memory.alarm = (ts, eta, now)
         severity = CRITICAL if eta <= self.critical_s else WARNING
-        evidence = {"eta_s": round(eta, 1), "rate_fraction_per_s": round(slope, 7),
-                    "fraction_now": round(now, 4), "limit_fraction": round(memory.limit, 4), "window_s": window}
+        evidence = {
+            "eta_s": round(eta, 1),
+            "rate_fraction_per_s": round(slope, 7),
+            "fraction_now": round(now, 4),
+            "limit_fraction": round(memory.limit, 4),
+            "window_s": window,
+        }
         message = f"{what} will run out in ~{_minutes(eta)} at the current trend"
         return Finding("oom_risk", score, severity, message, subject, evidence)
 
@@ -366,9 +379,16 @@ class ThermalThrottleRisk(BaseDetector):
         if score < self.report_floor:
             return None
         severity = CRITICAL if eta <= self.critical_s else WARNING
-        evidence: dict[str, Any] = {"eta_s": round(eta, 1), "temperature_celsius": round(now, 1),
-                                    "throttle_celsius": heat.throttle_c, "rate_celsius_per_min": round(slope * 60, 2),
-                                    "usual_celsius": round(heat.usual_high, 1), "window_s": window}
-        message = (f"GPU {index} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
-                   f"{heat.throttle_c:.0f} °C throttle point in ~{_minutes(eta)}")
+        evidence: dict[str, Any] = {
+            "eta_s": round(eta, 1),
+            "temperature_celsius": round(now, 1),
+            "throttle_celsius": heat.throttle_c,
+            "rate_celsius_per_min": round(slope * 60, 2),
+            "usual_celsius": round(heat.usual_high, 1),
+            "window_s": window,
+        }
+        message = (
+            f"GPU {index} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
+            f"{heat.throttle_c:.0f} °C throttle point in ~{_minutes(eta)}"
+        )
         return Finding("thermal_throttle_risk", score, severity, message, {"gpu_index": index}, evidence)

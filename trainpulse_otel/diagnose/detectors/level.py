@@ -32,8 +32,11 @@ class LevelDetector(BaseDetector):
 
     def __init__(self) -> None:
         self._recent = RecentMedian(self.window)
-        self._baseline = RobustBaseline(alpha=0.05, warmup=10, min_scale=self.min_scale) \
-            if self.threshold.early is not None else None
+        self._baseline = (
+            RobustBaseline(alpha=0.05, warmup=10, min_scale=self.min_scale)
+            if self.threshold.early is not None
+            else None
+        )
         self.value: float | None = None
 
     @property

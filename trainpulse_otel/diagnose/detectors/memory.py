@@ -82,13 +82,18 @@ class GpuMemoryPressure(BaseDetector):
                 out.append(self._finding(g.index, frac, base, used, total, min(score, SCORE_CAP), severity))
         return out
 
-    def _finding(self, index: int, frac: float, base: float, used: int, total: int,
-                 score: float, severity: str) -> Finding:
+    def _finding(
+        self, index: int, frac: float, base: float, used: int, total: int, score: float, severity: str
+    ) -> Finding:
         message = f"GPU {index} memory is {percent(frac)} full ({used / GIB:.1f} of {total / GIB:.1f} GiB)"
         if frac - base >= self.growth / 2:
             message += f", up from {percent(base)}"
-        evidence = {"used_fraction": round(frac, 4), "plateau_fraction": round(base, 4),
-                    "memory_used_bytes": used, "memory_total_bytes": total}
+        evidence = {
+            "used_fraction": round(frac, 4),
+            "plateau_fraction": round(base, 4),
+            "memory_used_bytes": used,
+            "memory_total_bytes": total,
+        }
         return Finding("memory_pressure", score, severity, message, {"gpu_index": index}, evidence)
 
 
@@ -114,12 +119,13 @@ class HostMemoryPressure(BaseDetector):
         score, severity = self.threshold.judge(avail)
         if score < self.report_floor:
             return []
-        evidence: dict[str, Any] = {"available_fraction": round(avail, 4),
-                                    "memory_available_bytes": host.memory_available_bytes}
+        evidence: dict[str, Any] = {
+            "available_fraction": round(avail, 4),
+            "memory_available_bytes": host.memory_available_bytes,
+        }
         if host.swap_used_bytes is not None:
             evidence["swap_used_bytes"] = host.swap_used_bytes
-        message = (f"host memory is {percent(1 - avail)} used: "
-                   f"{host.memory_available_bytes / GIB:.0f} GiB available")
+        message = f"host memory is {percent(1 - avail)} used: {host.memory_available_bytes / GIB:.0f} GiB available"
         return [Finding("memory_pressure", score, severity, message, host_subject(tick), evidence)]
 
 
@@ -127,4 +133,3 @@ def host_subject(tick: Tick) -> dict[str, Any]:
     """The host a host-level signal is about: the training job's hostname when it is known."""
     hostname = tick.node.hostname
     return {"hostname": hostname} if hostname else {}
-

@@ -104,11 +104,14 @@ def lateness(ranks: tuple[RankSample, ...], own_busy: bool) -> list[float | None
     if any(r.step_time_ms is None for r in ranks):
         return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks]
     if own_busy:
-        return [(r.data_wait_ms or 0.0)
-                + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
-                for r in ranks]
-    return [max(0.0, r.step_time_ms - (r.sync_wait_ms or 0.0) - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
-            for r in ranks]
+        return [
+            (r.data_wait_ms or 0.0) + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
+            for r in ranks
+        ]
+    return [
+        max(0.0, r.step_time_ms - (r.sync_wait_ms or 0.0) - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
+        for r in ranks
+    ]
 
 
 class RankStraggler(BaseDetector):

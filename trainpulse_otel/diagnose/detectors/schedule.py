@@ -39,8 +39,9 @@ class PipelineBubble(LevelDetector):
         report = tick.report or tick.training
         evidence: dict[str, Any] = {"bubble_ratio": round(value, 4)}
         if report is not None:
-            evidence.update(pipeline_parallel_size=report.pipeline_parallel_size,
-                            micro_batches=report.gradient_accumulation_steps)
+            evidence.update(
+                pipeline_parallel_size=report.pipeline_parallel_size, micro_batches=report.gradient_accumulation_steps
+            )
         return f"pipeline stages sit idle {percent(value)} of the schedule", evidence
 
 
@@ -99,15 +100,21 @@ class CheckpointStall(BaseDetector):
 
     def _message(self) -> str:
         if self._ongoing_s:
-            return (f"training blocked {self._ongoing_s:.0f} s so far on a checkpoint save "
-                    f"({percent(self.share)} of recent time)")
-        return (f"checkpoint saves blocked training {percent(self.share)} of recent time "
-                f"(last save {self._last_save_s:.0f} s)")
+            return (
+                f"training blocked {self._ongoing_s:.0f} s so far on a checkpoint save "
+                f"({percent(self.share)} of recent time)"
+            )
+        return (
+            f"checkpoint saves blocked training {percent(self.share)} of recent time "
+            f"(last save {self._last_save_s:.0f} s)"
+        )
 
     def _evidence(self) -> dict[str, Any]:
-        evidence: dict[str, Any] = {"blocked_share": round(self.share, 4),
-                                    "last_save_s": round(self._last_save_s, 1),
-                                    "saving_now_s": round(self._ongoing_s, 1)}
+        evidence: dict[str, Any] = {
+            "blocked_share": round(self.share, 4),
+            "last_save_s": round(self._last_save_s, 1),
+            "saving_now_s": round(self._ongoing_s, 1),
+        }
         if self._write_surge is not None:
             evidence["disk_write_vs_normal"] = round(self._write_surge, 1)
         return evidence

@@ -104,8 +104,17 @@ class ThermalInstability(BaseDetector):
         rise = temp - low if ts - temps.low_since >= MIN_RISE_SPAN_S else None
         return state, temp, rise, excess
 
-    def _judge(self, state: GpuState, temp: float, rise: float | None, excess: float | None,
-               peer_rise: float, peer_excess: float, tick: Tick, floor: float) -> Finding | None:
+    def _judge(
+        self,
+        state: GpuState,
+        temp: float,
+        rise: float | None,
+        excess: float | None,
+        peer_rise: float,
+        peer_excess: float,
+        tick: Tick,
+        floor: float,
+    ) -> Finding | None:
         last = state.last_thermal_ts
         throttled = last is not None and tick.ts - last <= THROTTLE_MEMORY_S
         score = (1.5 if last == tick.ts else 1.0) if throttled else 0.0
@@ -119,10 +128,14 @@ class ThermalInstability(BaseDetector):
             return None
         hard = bool(HARD_REASONS.intersection(state.reasons))
         severity = CRITICAL if throttled and (hard or state.thermal >= 0.5) else WARNING
-        return Finding("thermal_instability", score, severity,
-                       self._message(state, temp, throttled, rel_rise, peer_excess),
-                       {"gpu_index": state.index},
-                       self._evidence(state, temp, rel_rise, rel_excess))
+        return Finding(
+            "thermal_instability",
+            score,
+            severity,
+            self._message(state, temp, throttled, rel_rise, peer_excess),
+            {"gpu_index": state.index},
+            self._evidence(state, temp, rel_rise, rel_excess),
+        )
 
     @staticmethod
     def _message(state: GpuState, temp: float, throttled: bool, rel_rise: float | None, peer_excess: float) -> str:
@@ -131,15 +144,19 @@ class ThermalInstability(BaseDetector):
             clock = f"; SM clock at {state.clock_ratio:.0%} of max" if state.clock_ratio is not None else ""
             return f"GPU {state.index} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
         if rel_rise is not None and rel_rise >= RISE_C / 2:
-            return (f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute "
-                    f"(now {temp:.0f} °C) under unchanged load")
+            return (
+                f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute "
+                f"(now {temp:.0f} °C) under unchanged load"
+            )
         return f"GPU {state.index} runs hot: {temp:.0f} °C, well above its usual temperature and its peers'"
 
     @staticmethod
     def _evidence(state: GpuState, temp: float, rel_rise: float | None, rel_excess: float | None) -> dict[str, Any]:
-        evidence: dict[str, Any] = {"temperature_celsius": temp,
-                                    "throttle_reasons": [r for r in state.reasons if r in THERMAL_REASONS],
-                                    "thermal_throttled_share": round(state.thermal, 3)}
+        evidence: dict[str, Any] = {
+            "temperature_celsius": temp,
+            "throttle_reasons": [r for r in state.reasons if r in THERMAL_REASONS],
+            "thermal_throttled_share": round(state.thermal, 3),
+        }
         if rel_rise is not None:
             evidence["rise_vs_peers_celsius"] = round(rel_rise, 1)
         if rel_excess is not None:

@@ -76,8 +76,10 @@ class ThroughputCollapse(BaseDetector):
     def _message(self, drop: float) -> str:
         tokens = self._tokens
         if tokens.baseline.ready and tokens.recent.value is not None:
-            return (f"throughput fell {percent(drop)} below this job's baseline "
-                    f"({tokens.recent.value:,.0f} vs {tokens.baseline.loc:,.0f} tokens/s)")
+            return (
+                f"throughput fell {percent(drop)} below this job's baseline "
+                f"({tokens.recent.value:,.0f} vs {tokens.baseline.loc:,.0f} tokens/s)"
+            )
         return f"throughput fell {percent(drop)} below this job's baseline"
 
     def _evidence(self, drop: float) -> dict[str, Any]:

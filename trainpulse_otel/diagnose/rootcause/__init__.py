@@ -9,6 +9,12 @@ the rules to use.
 from .ranking import Candidate, RootCauseRule, Rule, base_confidence, infer_root_causes, pct, rank_candidates, symptoms
 
 __all__ = [
-    "Candidate", "RootCauseRule", "Rule", "base_confidence", "infer_root_causes", "pct", "rank_candidates",
+    "Candidate",
+    "RootCauseRule",
+    "Rule",
+    "base_confidence",
+    "infer_root_causes",
+    "pct",
+    "rank_candidates",
     "symptoms",
 ]

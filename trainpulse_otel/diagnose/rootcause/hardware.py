@@ -32,8 +32,17 @@ def thermal(ev: Evidence) -> list[Candidate]:
             base = 0.85 if stragglers else 0.75
         else:
             base = 0.65 if any(s.name == "thermal_instability" for s in signals) else 0.6
-        out.append(Candidate("gpu_thermal_throttling", base, _thermal_summary(ev, g, signals, stragglers),
-                             REMEDY_THERMAL.format(gpu=g), signals, explains, ev.gpu_subject([g])))
+        out.append(
+            Candidate(
+                "gpu_thermal_throttling",
+                base,
+                _thermal_summary(ev, g, signals, stragglers),
+                REMEDY_THERMAL.format(gpu=g),
+                signals,
+                explains,
+                ev.gpu_subject([g]),
+            )
+        )
     return out
 
 
@@ -53,11 +62,21 @@ def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
     detail = [f"up to {max(temps):.0f} °C"] if temps else []  # type: ignore[type-var]
     if throttled:
         detail.append(f"{len(throttled)} throttling")
-    summary = f"{len(by_gpu)} of {len(ev.node.gpus)} GPUs overheat together" + \
-              (f" ({', '.join(detail)})" if detail else "") + ": the node's cooling, not one GPU's"
+    summary = (
+        f"{len(by_gpu)} of {len(ev.node.gpus)} GPUs overheat together"
+        + (f" ({', '.join(detail)})" if detail else "")
+        + ": the node's cooling, not one GPU's"
+    )
     explains = stragglers + (symptoms(ev) if throttled else [])
-    return Candidate("gpu_thermal_throttling", 0.75 if throttled else 0.65, summary, REMEDY_NODE_THERMAL, signals,
-                     explains, ev.gpu_subject(by_gpu))
+    return Candidate(
+        "gpu_thermal_throttling",
+        0.75 if throttled else 0.65,
+        summary,
+        REMEDY_NODE_THERMAL,
+        signals,
+        explains,
+        ev.gpu_subject(by_gpu),
+    )
 
 
 def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: list[Signal]) -> str:
@@ -69,12 +88,15 @@ def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: li
     else:
         risk = next((s for s in signals if s.name == "thermal_throttle_risk"), None)
         eta = risk.evidence.get("eta_s") if risk is not None else None
-        text = f"GPU {g} overheats{temp}" + (f" and will reach its throttle point in ~{eta / 60:.0f} min"
-                                             if eta is not None else " far above its peers")
+        text = f"GPU {g} overheats{temp}" + (
+            f" and will reach its throttle point in ~{eta / 60:.0f} min" if eta is not None else " far above its peers"
+        )
     if stragglers:
         s = stragglers[0]
-        text += (f"; rank {s.subject.get('rank')} on it is {pct(s.evidence.get('slower_than_median'))} slower "
-                 "than the median rank and the others wait for it")
+        text += (
+            f"; rank {s.subject.get('rank')} on it is {pct(s.evidence.get('slower_than_median'))} slower "
+            "than the median rank and the others wait for it"
+        )
     return text
 
 
@@ -95,24 +117,37 @@ def power(ev: Evidence) -> list[Candidate]:
         cut = max(ev.power_limit_cut(g) for g in capped)
         base = 0.8 if cut >= 0.1 else 0.7
         limit = ev.gpu(capped[0])
-        summary = (f"{len(capped)} of {len(gpus)} GPUs are held by their power limit (sw_power_cap)"
-                   + (f" of {limit.limit:.0f} W, {pct(cut)} below the earlier {limit.limit_max:.0f} W"
-                      if limit is not None and limit.limit and cut >= 0.1 else "")
-                   + f": SM clocks at {pct(ev.median_clock_ratio(capped))} of max")
+        summary = (
+            f"{len(capped)} of {len(gpus)} GPUs are held by their power limit (sw_power_cap)"
+            + (
+                f" of {limit.limit:.0f} W, {pct(cut)} below the earlier {limit.limit_max:.0f} W"
+                if limit is not None and limit.limit and cut >= 0.1
+                else ""
+            )
+            + f": SM clocks at {pct(ev.median_clock_ratio(capped))} of max"
+        )
         drop = ev.fact("throughput_drop")
         if drop is not None and drop > 0.05:
             summary += f", throughput down {pct(drop)}"
         explains = lost + symptoms(ev, "sync_imbalance")
-        out.append(Candidate("gpu_power_throttling", base, summary, REMEDY_POWER, [], explains,
-                             {"gpu_indices": sorted(capped)}))
+        out.append(
+            Candidate(
+                "gpu_power_throttling", base, summary, REMEDY_POWER, [], explains, {"gpu_indices": sorted(capped)}
+            )
+        )
         return out
     for s in ev.active("rank_straggler"):
         g = ev.local_gpu_of(s)
         if g is not None and g in capped and not ev.thermally_throttled(g):
-            summary = (f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), "
-                       f"so rank {s.subject.get('rank')} on it is the straggler")  # type: ignore[union-attr]
-            out.append(Candidate("gpu_power_throttling", 0.75, summary, REMEDY_POWER, [],
-                                 [s, *symptoms(ev)], ev.gpu_subject([g])))
+            summary = (
+                f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), "
+                f"so rank {s.subject.get('rank')} on it is the straggler"
+            )  # type: ignore[union-attr]
+            out.append(
+                Candidate(
+                    "gpu_power_throttling", 0.75, summary, REMEDY_POWER, [], [s, *symptoms(ev)], ev.gpu_subject([g])
+                )
+            )
     return out
 
 
@@ -138,8 +173,9 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
     stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
     explains = stragglers + symptoms(ev, "throughput_collapse", "sync_imbalance")
     subject = ev.gpu_subject(by_gpu)
-    forecast = min((s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9),
-                   default=None)
+    forecast = min(
+        (s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9), default=None
+    )
     where = f"GPU {min(by_gpu)} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
     if forecast is not None:
         gpu = ev.gpu(int(forecast.subject["gpu_index"]))
@@ -147,11 +183,16 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
         remedy = REMEDY_GPU_LEAK.format(rank=subject.get("rank", "?")) if len(by_gpu) == 1 else REMEDY_GPU_FULL
     else:
         fracs = [s.evidence.get("used_fraction") for s in signals if s.evidence.get("used_fraction") is not None]
-        summary = (f"{where} is {pct(max(fracs) if fracs else None)} full: the allocator is at its limit "
-                   "and stalls on retries before it fails")
+        summary = (
+            f"{where} is {pct(max(fracs) if fracs else None)} full: the allocator is at its limit "
+            "and stalls on retries before it fails"
+        )
         remedy = REMEDY_GPU_FULL
-    return [Candidate("gpu_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, remedy, signals, explains,
-                      subject)]
+    return [
+        Candidate(
+            "gpu_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, remedy, signals, explains, subject
+        )
+    ]
 
 
 def _forecast_summary(where: str, forecast: Signal, of: str, used: float | None) -> str:
@@ -159,8 +200,10 @@ def _forecast_summary(where: str, forecast: Signal, of: str, used: float | None)
     if forecast.evidence.get("eta_s") == 0.0:
         return f"{where} ran out and training stopped ({forecast.message})"
     rate = abs(forecast.evidence.get("rate_fraction_per_s", 0.0))
-    text = (f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in "
-            f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min")
+    text = (
+        f"{where} is used up at {100 * rate * 60:.1f}% of {of} a minute and runs out in "
+        f"~{forecast.evidence.get('eta_s', 0.0) / 60:.0f} min"
+    )
     return text + (f" ({pct(used)} in use)" if used is not None else "")
 
 
@@ -184,10 +227,17 @@ def host_memory(ev: Evidence) -> list[Candidate]:
     else:
         summary = f"host memory is nearly exhausted: {pct(available)} available"
     explains = symptoms(ev, "throughput_collapse")
-    return [Candidate("host_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, REMEDY_HOST_MEMORY, signals,
-                      explains, dict(signals[0].subject))]
-
-
+    return [
+        Candidate(
+            "host_memory_pressure",
+            base_confidence(signals, 0.65, 0.8),
+            summary,
+            REMEDY_HOST_MEMORY,
+            signals,
+            explains,
+            dict(signals[0].subject),
+        )
+    ]
 
 
 THERMAL = Rule("gpu_thermal_throttling", thermal)

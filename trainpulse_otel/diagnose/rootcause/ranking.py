@@ -36,9 +36,19 @@ MAX_CAUSES = 6
 #: Equal confidence is broken by layer, deepest first: hardware, then ranks, then the step's waits, then
 #: what is left; causes of plugin rules come after these, in the order they were found.
 TIE_ORDER: tuple[str, ...] = (
-    "gpu_thermal_throttling", "gpu_power_throttling", "gpu_memory_pressure", "host_memory_pressure",
-    "straggler_rank", "load_imbalance", "input_pipeline_bound", "tokenizer_bound", "communication_bound",
-    "checkpoint_io_bound", "pipeline_bubbles", "padding_waste", "compute_inefficiency",
+    "gpu_thermal_throttling",
+    "gpu_power_throttling",
+    "gpu_memory_pressure",
+    "host_memory_pressure",
+    "straggler_rank",
+    "load_imbalance",
+    "input_pipeline_bound",
+    "tokenizer_bound",
+    "communication_bound",
+    "checkpoint_io_bound",
+    "pipeline_bubbles",
+    "padding_waste",
+    "compute_inefficiency",
 )
 _TIE_RANK = {cause: i for i, cause in enumerate(TIE_ORDER)}
 #: The job-wide symptoms a deeper cause may account for.
@@ -100,8 +110,6 @@ def pct(x: float | None) -> str:
     return "?" if x is None else f"{100 * x:.0f}%"
 
 
-
-
 def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
     """Score, demote the consequences below what explains them, and sort."""
     explainers: dict[int, list[Candidate]] = {}
@@ -116,8 +124,9 @@ def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.confidence, _TIE_RANK.get(c.cause, len(TIE_ORDER))))
 
 
-def infer_root_causes(signals: tuple[Signal, ...], facts: Mapping[str, Any], node: NodeState, ts: float,
-                      rules: Sequence[RootCauseRule]) -> tuple[RootCause, ...]:
+def infer_root_causes(
+    signals: tuple[Signal, ...], facts: Mapping[str, Any], node: NodeState, ts: float, rules: Sequence[RootCauseRule]
+) -> tuple[RootCause, ...]:
     """The ranked root causes for the active signals (empty when none are active)."""
     if not signals:
         return ()
@@ -148,5 +157,11 @@ def _to_root_cause(c: Candidate) -> RootCause:
     for s in (*c.primary, *c.explains):
         if s.name not in names:
             names.append(s.name)
-    return RootCause(cause=c.cause, confidence=c.confidence, summary=c.summary, signals=tuple(names),
-                     subject=dict(c.subject), remediation=c.remediation)
+    return RootCause(
+        cause=c.cause,
+        confidence=c.confidence,
+        summary=c.summary,
+        signals=tuple(names),
+        subject=dict(c.subject),
+        remediation=c.remediation,
+    )

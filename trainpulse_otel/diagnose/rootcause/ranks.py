@@ -26,11 +26,21 @@ def straggler(ev: Evidence) -> list[Candidate]:
             if ev.thermally_throttled(g) or ev.power_throttled(g):
                 summary += f"; its GPU {g} is throttled"
             elif utils is not None and utils[0] < utils[1] - 3.0:
-                summary += (f"; its GPU {g} is not throttled but idles more than its peers "
-                            f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow")
-        out.append(Candidate("straggler_rank", base_confidence([s]), summary, REMEDY_STRAGGLER.format(rank=rank, host=host),
-                             [s], symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
-                             dict(s.subject)))
+                summary += (
+                    f"; its GPU {g} is not throttled but idles more than its peers "
+                    f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow"
+                )
+        out.append(
+            Candidate(
+                "straggler_rank",
+                base_confidence([s]),
+                summary,
+                REMEDY_STRAGGLER.format(rank=rank, host=host),
+                [s],
+                symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
+                dict(s.subject),
+            )
+        )
     return out
 
 
@@ -47,10 +57,16 @@ def imbalance(ev: Evidence) -> list[Candidate]:
     if sync is None or ev.has("rank_straggler"):
         return []
     summary = f"{sync.message}, yet no rank is consistently the late one: the work per rank differs step to step"
-    return [Candidate("load_imbalance", base_confidence([sync]), summary, REMEDY_IMBALANCE, [sync],
-                      symptoms(ev, "throughput_collapse", "gpu_underutilization"))]
-
-
+    return [
+        Candidate(
+            "load_imbalance",
+            base_confidence([sync]),
+            summary,
+            REMEDY_IMBALANCE,
+            [sync],
+            symptoms(ev, "throughput_collapse", "gpu_underutilization"),
+        )
+    ]
 
 
 STRAGGLER = Rule("straggler_rank", straggler)

@@ -9,8 +9,9 @@ from ..correlate import Evidence
 from .ranking import Candidate, Rule, base_confidence, pct, symptoms
 
 
-def _waiting(cause: str, signal: str, remedy: Callable[[Evidence], str],
-             base: float = 0.0) -> Callable[[Evidence], list[Candidate]]:
+def _waiting(
+    cause: str, signal: str, remedy: Callable[[Evidence], str], base: float = 0.0
+) -> Callable[[Evidence], list[Candidate]]:
     """A cause whose evidence is one job-wide signal about time lost per step."""
 
     def rule(ev: Evidence) -> list[Candidate]:
@@ -42,39 +43,51 @@ def _consequence(ev: Evidence) -> str:
 def _input_remedy(ev: Evidence) -> str:
     cpu = ev.host_cpu()
     if ev.cpu_bound():
-        return (f"The host CPUs are saturated ({cpu:.0f}%): the loader workers are CPU-bound. Move decoding, "
-                "augmentation and tokenization offline (pre-processed, pre-tokenized shards), use a faster "
-                "loader (NVIDIA DALI, WebDataset), and keep other processes off the job's cores; more "
-                "num_workers helps only if cores are free.")
-    return ("The loader waits on storage: raise num_workers and prefetch_factor, enable pin_memory and "
-            "persistent_workers, stage the data on local NVMe or stream large shards (WebDataset, "
-            "MosaicML streaming), and check the storage's throughput and latency.")
+        return (
+            f"The host CPUs are saturated ({cpu:.0f}%): the loader workers are CPU-bound. Move decoding, "
+            "augmentation and tokenization offline (pre-processed, pre-tokenized shards), use a faster "
+            "loader (NVIDIA DALI, WebDataset), and keep other processes off the job's cores; more "
+            "num_workers helps only if cores are free."
+        )
+    return (
+        "The loader waits on storage: raise num_workers and prefetch_factor, enable pin_memory and "
+        "persistent_workers, stage the data on local NVMe or stream large shards (WebDataset, "
+        "MosaicML streaming), and check the storage's throughput and latency."
+    )
 
 
 def _tokenizer_remedy(_: Evidence) -> str:
-    return ("Tokenize ahead of time (pre-tokenized, packed shards), or tokenize inside the DataLoader workers "
-            "with a fast batched tokenizer (Hugging Face tokenizers, TOKENIZERS_PARALLELISM) so the step "
-            "never waits for it.")
+    return (
+        "Tokenize ahead of time (pre-tokenized, packed shards), or tokenize inside the DataLoader workers "
+        "with a fast batched tokenizer (Hugging Face tokenizers, TOKENIZERS_PARALLELISM) so the step "
+        "never waits for it."
+    )
 
 
 def _comm_remedy(_: Evidence) -> str:
-    return ("Check which transport NCCL uses (NCCL_DEBUG=INFO: NVLink/NVSwitch or InfiniBand vs a PCIe or "
-            "socket fallback; a stray NCCL_P2P_DISABLE or NCCL_IB_DISABLE), link health (nvidia-smi nvlink -s, "
-            "ibstat and error counters), and overlap the all-reduce with the backward pass (DDP bucket_cap_mb, "
-            "FSDP/ZeRO overlap_comm); more gradient accumulation means fewer all-reduces per sample.")
+    return (
+        "Check which transport NCCL uses (NCCL_DEBUG=INFO: NVLink/NVSwitch or InfiniBand vs a PCIe or "
+        "socket fallback; a stray NCCL_P2P_DISABLE or NCCL_IB_DISABLE), link health (nvidia-smi nvlink -s, "
+        "ibstat and error counters), and overlap the all-reduce with the backward pass (DDP bucket_cap_mb, "
+        "FSDP/ZeRO overlap_comm); more gradient accumulation means fewer all-reduces per sample."
+    )
 
 
 def _checkpoint_remedy(_: Evidence) -> str:
-    return ("Save asynchronously (torch.distributed.checkpoint async_save, NVIDIA resiliency-ext async "
-            "checkpointing, Megatron/DeepSpeed distributed checkpoints), write shards from every rank to fast "
-            "local storage and upload in the background, or checkpoint less often.")
+    return (
+        "Save asynchronously (torch.distributed.checkpoint async_save, NVIDIA resiliency-ext async "
+        "checkpointing, Megatron/DeepSpeed distributed checkpoints), write shards from every rank to fast "
+        "local storage and upload in the background, or checkpoint less often."
+    )
 
 
 def _bubble_remedy(_: Evidence) -> str:
-    return ("Run many more micro-batches per step than pipeline stages (raise gradient accumulation or lower "
-            "the micro-batch size), use an interleaved 1F1B schedule (Megatron "
-            "--num-layers-per-virtual-pipeline-stage), or use fewer pipeline stages and more tensor/data "
-            "parallelism.")
+    return (
+        "Run many more micro-batches per step than pipeline stages (raise gradient accumulation or lower "
+        "the micro-batch size), use an interleaved 1F1B schedule (Megatron "
+        "--num-layers-per-virtual-pipeline-stage), or use fewer pipeline stages and more tensor/data "
+        "parallelism."
+    )
 
 
 def checkpoint(ev: Evidence) -> list[Candidate]:
@@ -98,14 +111,16 @@ def padding(ev: Evidence) -> list[Candidate]:
     summary = s.message
     if ev.explains_mfu(waste):
         explains += symptoms(ev, "low_mfu")
-        summary += (f": MFU {ev.fact('low_mfu'):.2f} counts real tokens only; without the padding it would "
-                    f"be ~{ev.mfu_without(waste):.2f}")
-    remedy = ("Pack sequences (concatenate documents with per-document attention masks or position resets, "
-              "e.g. Hugging Face DataCollatorWithFlattening), or bucket by length and pad to each batch's "
-              "longest sequence; padding-free (varlen) FlashAttention skips pads entirely.")
+        summary += (
+            f": MFU {ev.fact('low_mfu'):.2f} counts real tokens only; without the padding it would "
+            f"be ~{ev.mfu_without(waste):.2f}"
+        )
+    remedy = (
+        "Pack sequences (concatenate documents with per-document attention masks or position resets, "
+        "e.g. Hugging Face DataCollatorWithFlattening), or bucket by length and pad to each batch's "
+        "longest sequence; padding-free (varlen) FlashAttention skips pads entirely."
+    )
     return [Candidate("padding_waste", base_confidence([s], 0.65, 0.8), summary, remedy, [s], explains)]
-
-
 
 
 INPUT_PIPELINE = Rule("input_pipeline_bound", _waiting("input_pipeline_bound", "dataloader_starvation", _input_remedy))

@@ -87,13 +87,13 @@ class TrainingMonitor:
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
         self.endpoint = endpoint
         self._destination: Destination = self._open_destination(
-            endpoint, interval, auth_token or os.environ.get(TOKEN_ENV), hardware, queue_size, timeout_s)
+            endpoint, interval, auth_token or os.environ.get(TOKEN_ENV), hardware, queue_size, timeout_s
+        )
         self._closed = False
 
     # -------------------------------------------------------------- hot path
 
-    def step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None,
-             padded_len: Any = None) -> StepTimer:
+    def step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None, padded_len: Any = None) -> StepTimer:
         """``with monitor.step(...):`` times one optimizer step.
 
         ``tokens``/``samples``: this rank's tokens and samples in the step;
@@ -121,8 +121,7 @@ class TrainingMonitor:
         self._open_step = self.step()
         self._open_step.__enter__()
 
-    def end_step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None,
-                 padded_len: Any = None) -> None:
+    def end_step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None, padded_len: Any = None) -> None:
         """Finish the step :meth:`begin_step` started, with the same fields as :meth:`step`."""
         timer, self._open_step = self._open_step, None
         if timer is None:
@@ -218,8 +217,9 @@ class TrainingMonitor:
         self._recorder.step_hook = gatherer.on_step
         return gatherer
 
-    def _open_destination(self, endpoint: str | None, interval: float, token: str | None, hardware: str,
-                          queue_size: int, timeout_s: float) -> Destination:
+    def _open_destination(
+        self, endpoint: str | None, interval: float, token: str | None, hardware: str, queue_size: int, timeout_s: float
+    ) -> Destination:
         if not self.world.is_reporter:
             return Silent()
         if endpoint:
@@ -252,8 +252,16 @@ def _job_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def _job_context(fields: dict[str, Any], world: World, model: Any, flops_per_token: float | None,
-                 seq_len: float | None, causal: bool, peak: float | None, gpu_name: str | None) -> JobContext:
+def _job_context(
+    fields: dict[str, Any],
+    world: World,
+    model: Any,
+    flops_per_token: float | None,
+    seq_len: float | None,
+    causal: bool,
+    peak: float | None,
+    gpu_name: str | None,
+) -> JobContext:
     world_size = fields.get("world_size") or world.world_size
     parallel = (fields.get("tensor_parallel_size") or 1) * (fields.get("pipeline_parallel_size") or 1)
     data_parallel = fields.get("data_parallel_size") or max(1, world_size // parallel)
@@ -266,8 +274,13 @@ def _job_context(fields: dict[str, Any], world: World, model: Any, flops_per_tok
     if peak is None and gpu_name is None:
         gpu_name = detect_gpu_name(world.local_rank)
     return JobContext(
-        fields=fields, world_size=world_size, data_parallel_size=data_parallel, shape=shape,
-        flops_per_token=flops_per_token, seq_len=seq_len, causal=causal,
+        fields=fields,
+        world_size=world_size,
+        data_parallel_size=data_parallel,
+        shape=shape,
+        flops_per_token=flops_per_token,
+        seq_len=seq_len,
+        causal=causal,
         peak_flops=resolve_peak_flops(gpu_name, dtype, peak),
     )
 

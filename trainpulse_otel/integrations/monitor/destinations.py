@@ -90,8 +90,15 @@ class InProcess:
 class Rest:
     """Drains once per interval and hands each report to a non-blocking sender."""
 
-    def __init__(self, drain: Drain, interval: float, endpoint: str, token: str | None = None,
-                 queue_size: int = 64, timeout_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        drain: Drain,
+        interval: float,
+        endpoint: str,
+        token: str | None = None,
+        queue_size: int = 64,
+        timeout_s: float = 2.0,
+    ) -> None:
         from .sender import RestSender
 
         self.sender = RestSender(endpoint, token, queue_size=queue_size, timeout_s=timeout_s)

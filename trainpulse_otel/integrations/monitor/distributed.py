@@ -158,14 +158,16 @@ def rank_samples(rows: Sequence[Sequence[float]], hostnames: Sequence[str] | Non
         per_step_ms = 1000.0 / steps
         busy_s = max(0.0, row[_BUSY])
         token_s = row[_TOKEN_STEPS]
-        out.append(RankSample(
-            rank=rank,
-            gpu_index=int(row[_GPU]) if row[_GPU] >= 0 else None,
-            hostname=hostnames[rank] if hostnames else None,
-            step_time_ms=busy_s * per_step_ms,
-            tokens_per_sec=row[_TOKENS] / token_s if token_s > 0 else None,
-            data_wait_ms=max(0.0, row[_DATA]) * per_step_ms,
-            sync_wait_ms=max(0.0, row[_SYNC]) * per_step_ms,
-            all_reduce_wait_ms=max(0.0, row[_ALL_REDUCE]) * per_step_ms,
-        ))
+        out.append(
+            RankSample(
+                rank=rank,
+                gpu_index=int(row[_GPU]) if row[_GPU] >= 0 else None,
+                hostname=hostnames[rank] if hostnames else None,
+                step_time_ms=busy_s * per_step_ms,
+                tokens_per_sec=row[_TOKENS] / token_s if token_s > 0 else None,
+                data_wait_ms=max(0.0, row[_DATA]) * per_step_ms,
+                sync_wait_ms=max(0.0, row[_SYNC]) * per_step_ms,
+                all_reduce_wait_ms=max(0.0, row[_ALL_REDUCE]) * per_step_ms,
+            )
+        )
     return tuple(out)

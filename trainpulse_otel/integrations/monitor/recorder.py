@@ -206,8 +206,9 @@ class StepRecorder:
 
     def fault(self, where: str) -> None:
         self.faults += 1
-        self.log_once(f"fault:{where}", "TrainPulse failed while recording a %s; training goes on", where,
-                      exc_info=True)
+        self.log_once(
+            f"fault:{where}", "TrainPulse failed while recording a %s; training goes on", where, exc_info=True
+        )
 
     def log_once(self, key: str, msg: str, *args: Any, exc_info: bool = False) -> None:
         if key not in self._logged:

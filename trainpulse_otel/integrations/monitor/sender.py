@@ -158,16 +158,21 @@ class RestSender:
             answer = response.read()
         except (OSError, http.client.HTTPException) as exc:
             self._disconnect()
-            self._log_once(f"down:{type(exc).__name__}", "TrainPulse daemon at %s not reachable (%s); retrying",
-                           self.endpoint, exc)
+            self._log_once(
+                f"down:{type(exc).__name__}", "TrainPulse daemon at %s not reachable (%s); retrying", self.endpoint, exc
+            )
             return "retry"
         if 200 <= response.status < 300:
             return "sent"
         if response.status >= 500 or response.status in RETRY_STATUSES:
             self._log_once(f"status:{response.status}", "TrainPulse daemon answered %d; retrying", response.status)
             return "retry"
-        self._log_once(f"rejected:{response.status}", "TrainPulse daemon rejected a report (%d): %s",
-                       response.status, answer[:300].decode("utf-8", "replace"))
+        self._log_once(
+            f"rejected:{response.status}",
+            "TrainPulse daemon rejected a report (%d): %s",
+            response.status,
+            answer[:300].decode("utf-8", "replace"),
+        )
         return "rejected"
 
     def _connection(self) -> http.client.HTTPConnection:
