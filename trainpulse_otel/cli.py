@@ -15,10 +15,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .config import OPTIONS, ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from .runtime.replay import ReplayResult
 
 log = logging.getLogger("trainpulse_otel.cli")
 
@@ -278,7 +281,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
-def _print_timeline(result: Any) -> None:
+def _print_timeline(result: ReplayResult) -> None:
     for t in result.timeline:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t.ts))
         subject = " ".join(f"{k}={v}" for k, v in t.subject.items())
@@ -289,6 +292,15 @@ def _print_timeline(result: Any) -> None:
         print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
         if cause.remediation:
             print(f"    → {cause.remediation}")
+    if d.goodput is not None:
+        g = d.goodput
+        lost = ", ".join(
+            f"{cause} {s:.0f} s" for cause, s in sorted(g.badput_s.items(), key=lambda x: -x[1]) if s >= 0.5
+        )
+        print(
+            f"goodput {g.ratio:.1%} (last 10 min {g.window_ratio:.1%}), ideal step {g.ideal_step_time_ms:.0f} ms"
+            + (f"; lost: {lost}" if lost else "")
+        )
 
 
 # ------------------------------------------------------------------ plumbing

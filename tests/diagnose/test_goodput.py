@@ -148,3 +148,17 @@ def test_steps_are_counted_from_the_global_step_so_a_report_of_many_steps_counts
         r = report(10 * i, rng, step_time_ms=1000.0)
         account.add(ts, r, builder.add(ts, r), builder.ideal_ms, [], False)
     assert account.goodput(ts).ratio == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_replayed_run_charges_its_checkpoints_the_seconds_the_saves_took():
+    from tests import parts
+    from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+    from trainpulse_otel.runtime.evaluate import sim_records
+    from trainpulse_otel.runtime.replay import replay
+
+    records = list(sim_records(SCENARIOS["checkpoint_stall"], 0, 600))
+    saves_s = sum((r.payload.checkpoint_ms or 0.0) / 1000.0 for r in records if r.kind == "training")
+    diagnosis = replay(iter(records), parts.stepper()).diagnosis
+    assert saves_s > 200.0
+    assert diagnosis.goodput.badput_s["checkpoint_io_bound"] == pytest.approx(saves_s, rel=0.02)
+    assert diagnosis.root_causes[0].cause == "checkpoint_io_bound"
