@@ -154,6 +154,15 @@ def _add_eval_parser(commands: Any) -> None:
         metavar="DURATION",
         help="length of the healthy run, 0 to skip (default 1h)",
     )
+    ev.add_argument(
+        "-pairs",
+        "--pairs",
+        nargs="?",
+        const="all",
+        metavar="A+B,...",
+        help="also run two faults at once on the default job: every pair (of the -scenario ones, when given), "
+        "or the pairs listed",
+    )
 
 
 # ------------------------------------------------------------------ commands
@@ -265,6 +274,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from .collect.sim.scenarios import SCENARIOS
     from .config import parse_duration
     from .runtime.evaluate import VARIANTS, evaluate, format_report
+    from .runtime.evaluate_pairs import fault_pairs, parse_pairs
 
     variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
@@ -276,7 +286,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         healthy_s = parse_duration(args.healthy)
     except ValueError as exc:
         raise UsageError(f"-healthy: {exc}") from None
-    report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s)
+    pairs: list[tuple[str, str]] = []  # no -pairs: none; bare -pairs: every pair of faults; else those listed
+    if args.pairs == "all":
+        pairs = fault_pairs(args.scenario)
+    elif args.pairs is not None:
+        try:
+            pairs = parse_pairs(args.pairs)
+        except ValueError as exc:
+            raise UsageError(f"-pairs: {exc}") from None
+    report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s, pairs=pairs)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
     return 0 if report.passed else 1
 

@@ -210,11 +210,16 @@ class Option:
 
 
 def _scenario(value: Any) -> str:
-    text = _text(r"[a-z0-9_]+", "a scenario name")(value)
-    from .collect.sim.scenarios import SCENARIOS  # deferred: the catalogue is only needed to validate
+    """A catalogue name, or several joined by commas that can run at once (no two claiming one knob)."""
+    text = _text(r"[a-z0-9_]+(,[a-z0-9_]+)*", "a scenario name (several joined by commas)")(value)
+    # deferred: the catalogue is only needed to validate
+    from .collect.sim.combine import scenario_named
+    from .collect.sim.scenarios import SCENARIOS
 
-    if text not in SCENARIOS:
-        raise ValueError(f"unknown scenario {text!r}; known: {', '.join(sorted(SCENARIOS))}")
+    for name in text.split(","):
+        if name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}")
+    scenario_named(text)
     return text
 
 
@@ -222,7 +227,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("addr", _addr, "127.0.0.1:9876", "HTTP API listen address", "HOST:PORT"),
     Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
     Option("mode", _choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
-    Option("scenario", _scenario, "healthy", "simulation scenario (healthy or a signal name)", "NAME"),
+    Option(
+        "scenario",
+        _scenario,
+        "healthy",
+        "simulation scenario: healthy or a signal name; several joined by commas run at once",
+        "NAME",
+    ),
     Option(
         "onset",
         _optional(_duration(0.0)),

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from trainpulse_otel.cli import main
 from trainpulse_otel.diagnose.types import Transition
-from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, _latency
+from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, format_report
+from trainpulse_otel.runtime.evaluate_pairs import PairResult, fault_pairs, parse_pairs, run_pair
+from trainpulse_otel.runtime.sim_replay import latency as _latency
 
 
 def test_eval_prints_a_row_per_scenario_and_a_summary(capsys):
@@ -25,6 +29,15 @@ def test_eval_json(capsys):
     assert run["scenario"] == "sequence_padding" and run["top_cause"] == "padding_waste" and run["cause_ok"]
     assert run["latency_s"]["sequence_padding"] <= 10
     assert report["summary"]["figures"]["top_cause"] is True
+    assert "pairs" not in report and "pairs" not in report["summary"]  # opt-in
+    assert set(report["summary"]["figures"]) == {
+        "every_signal_detected",
+        "median_latency",
+        "max_latency",
+        "top_cause",
+        "healthy_silent",
+        "oom_lead",
+    }
 
 
 def test_eval_rejects_unknown_names(capsys):
@@ -61,3 +74,73 @@ def test_latency_counts_from_the_onset_and_an_already_active_signal_at_zero():
     assert _latency([t(50.0, "raised"), t(95.0, "raised")], "s", 90.0) == 0.0
     assert _latency([t(50.0, "raised"), t(60.0, "cleared"), t(97.0, "raised")], "s", 90.0) == 7.0
     assert _latency([t(50.0, "raised"), t(60.0, "cleared")], "s", 90.0) is None
+
+
+# ------------------------------------------------------------------ pairs
+
+
+def test_a_pair_is_scored_part_by_part_from_each_parts_own_onset():
+    result = run_pair(("low_mfu", "rank_straggler"), duration_s=150.0)
+    assert result.pair == "low_mfu+rank_straggler" and result.onsets_s == {"low_mfu": 0.0, "rank_straggler": 90.0}
+    assert set(result.latency_s) == {"low_mfu", "rank_straggler"}
+    assert result.latency_s["rank_straggler"]["rank_straggler"] <= 30  # from 90 s, not from 0
+    assert result.detected and result.expected_causes == ["compute_inefficiency", "straggler_rank"]
+    assert len(result.top_causes) <= 2 and result.causes_ok == (not result.missing_causes)
+
+
+def _pair(detected: bool, missing: list[str]) -> PairResult:
+    latency = {"a": {"x": 5.0}, "b": {"y": 7.0 if detected else None}}
+    top = ["ca"] + ([] if missing else ["cb"])
+    onsets = {"a": 0.0, "b": 90.0}
+    return PairResult("a+b", 0, "default", onsets, latency, ["ca", "cb"], top, missing, [], [], detected, not missing)
+
+
+def test_a_masked_pair_fails_its_figures_and_says_what_was_missed():
+    ok = ScenarioResult("low_mfu", 0, "default", 0.0, [], {}, [], [], "c", "c", {}, True, True)
+    report = EvalReport([ok], [], [_pair(True, []), _pair(False, ["cb"])])
+    summary = report.summary()
+    assert summary["pairs"]["detected"] == 1 and summary["pairs"]["causes_in_top_two"] == 1
+    assert not summary["figures"]["pairs_detected"] and not summary["figures"]["pairs_causes_in_top_two"]
+    assert not report.passed
+    text = format_report(report)
+    assert "y (b), cause cb" in text
+    assert text.splitlines()[-1] == "pairs: 1/2 detected (every signal of both faults); both causes in the top two 1/2"
+    assert "missed: pairs_detected, pairs_causes_in_top_two" in text
+
+
+def test_eval_pairs_on_the_command_line(capsys):
+    argv = ["eval", "-json", "-scenario", "sequence_padding", "-healthy", "0", "-pairs", "sequence_padding+low_mfu"]
+    main(argv)
+    report = json.loads(capsys.readouterr().out)
+    (pair,) = report["pairs"]
+    assert pair["pair"] == "sequence_padding+low_mfu" and pair["expected_causes"] == [
+        "padding_waste",
+        "compute_inefficiency",
+    ]
+    assert report["summary"]["pairs"]["runs"] == 1 and "pairs_detected" in report["summary"]["figures"]
+
+
+def test_every_pair_and_pairs_of_the_chosen_scenarios():
+    assert len(fault_pairs()) == 120  # 16 faults, none claiming another's knob
+    assert fault_pairs(["rank_straggler", "low_mfu", "oom_risk"]) == [
+        ("low_mfu", "rank_straggler"),
+        ("low_mfu", "oom_risk"),
+        ("rank_straggler", "oom_risk"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("low_mfu+nope", "unknown scenario 'nope'"),
+        ("low_mfu", "two scenarios"),
+        ("low_mfu+oom_risk+pipeline_bubble", "two scenarios"),
+    ],
+)
+def test_bad_pairs_are_usage_errors(capsys, spec, message):
+    assert parse_pairs("low_mfu+rank_straggler,oom_risk+pipeline_bubble") == [
+        ("low_mfu", "rank_straggler"),
+        ("oom_risk", "pipeline_bubble"),
+    ]
+    assert main(["eval", "-scenario", "low_mfu", "-healthy", "0", "-pairs", spec]) == 2
+    assert message in capsys.readouterr().err

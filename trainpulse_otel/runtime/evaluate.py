@@ -2,7 +2,8 @@
 
 Each scenario's samples are generated in memory as trace records (the
 contract's trace shape), replayed through the same path as ``trainpulse
-replay`` — samples → frames → window → pipeline — and scored:
+replay`` — samples → frames → window → pipeline (:mod:`.sim_replay`) — and
+scored:
 
 - detection: each expected signal's first raise at or after the onset, and
   its latency from the onset (from t = 0 for faults present from the first
@@ -18,46 +19,27 @@ Then the healthy scenario runs for an hour (realistic noise, GC pauses, data
 spikes, sensor blips, a routine checkpoint) and every signal raised is a false
 alarm. ``variants`` re-run the scenarios on another job shape: 64 ranks over 8
 nodes, or half-length steps, so no threshold is tuned to one configuration.
+With ``-pairs``, pairs of faults run at once too (:mod:`.evaluate_pairs`).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..collect.sim import SimulatedNode
-from ..collect.sim.scenarios import SCENARIOS, Scenario
-from ..collect.trace import TraceRecord
-from ..config import Settings
-from ..diagnose import Diagnosis, PipelineResult, Transition
-from .assemble import Plugins, discover, open_replay
-from .replay import ReplayResult, replay
+from ..collect.sim.scenarios import SCENARIOS
+from .assemble import Plugins, discover
+from .evaluate_pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
+from .sim_replay import START_TS, VARIANTS, Variant, extra_and_early, latency, replay_scenario, replay_sim, sim_records
 
-START_TS = 1764400000.0
 HEALTHY = "healthy"
 
 #: The figures ``trainpulse eval`` is judged by.
 MAX_MEDIAN_LATENCY_S = 10.0
 MAX_LATENCY_S = 60.0
 MIN_OOM_LEAD_S = 120.0
-
-
-@dataclass(frozen=True)
-class Variant:
-    """A job shape to run the scenarios on."""
-
-    name: str
-    ranks: int | None = None  # None: one rank per GPU
-    job: dict[str, Any] = field(default_factory=dict)  # JobConfig overrides for every scenario
-
-
-VARIANTS: dict[str, Variant] = {
-    "default": Variant("default"),
-    "multinode": Variant("multinode", ranks=64),
-    "short_steps": Variant("short_steps", job={"micro_batch_size": 1}),
-}
 
 
 @dataclass
@@ -105,6 +87,7 @@ class HealthyResult:
 class EvalReport:
     scenarios: list[ScenarioResult]
     healthy: list[HealthyResult]
+    pairs: list[PairResult] = field(default_factory=list)  # only with ``-pairs``
 
     def summary(self) -> dict[str, Any]:
         """The figures, and whether each is met."""
@@ -133,6 +116,9 @@ class EvalReport:
             "healthy_silent": false_alarms == 0,
             "oom_lead": missing_leads == 0 and all(v >= MIN_OOM_LEAD_S for v in leads),
         }
+        if self.pairs:
+            out["pairs"] = pairs_summary(self.pairs)
+            out["figures"].update(pair_figures(out["pairs"]))
         return out
 
     @property
@@ -140,9 +126,11 @@ class EvalReport:
         return all(self.summary()["figures"].values())
 
     def to_dict(self) -> dict[str, Any]:
+        pairs = {"pairs": [asdict(p) for p in self.pairs]} if self.pairs else {}
         return {
             "scenarios": [asdict(r) for r in self.scenarios],
             "healthy": [asdict(h) for h in self.healthy],
+            **pairs,
             "summary": self.summary(),
         }
 
@@ -152,44 +140,6 @@ def _exhaust(result: ScenarioResult) -> float | None:
 
 
 # ------------------------------------------------------------------ running
-
-
-def sim_records(
-    scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
-) -> Iterator[TraceRecord]:
-    """The trace a daemon would record for this scenario: gpus, host and (new) training lines per tick."""
-    if variant.job:
-        scenario = replace(scenario, job={**variant.job, **scenario.job})
-    node = SimulatedNode(scenario, seed=seed, ranks=variant.ranks, interval_s=interval_s, start_ts=START_TS)
-    for i in range(int(duration_s / interval_s)):
-        t = i * interval_s
-        got = node.sample(t)
-        ts = START_TS + t
-        if got.gpus is not None:
-            yield TraceRecord(0, ts, "gpus", got.gpus)
-        if got.host is not None:
-            yield TraceRecord(0, ts, "host", got.host)
-        if got.training is not None:
-            yield TraceRecord(0, ts, "training", got.training)
-
-
-class _Capture:
-    """Notes the diagnosis in force at one moment of the run."""
-
-    def __init__(self, at_ts: float) -> None:
-        self.at_ts = at_ts
-        self.diagnosis: Diagnosis | None = None
-
-    def __call__(self, result: PipelineResult) -> None:
-        if result.diagnosis.ts <= self.at_ts:
-            self.diagnosis = result.diagnosis
-
-
-def _replay_sim(
-    records: Iterator[TraceRecord], interval_s: float, plugins: Plugins | None, capture: _Capture | None = None
-) -> ReplayResult:
-    stepper = open_replay(Settings(interval=interval_s), plugins)
-    return replay(records, stepper, interval_s=interval_s, on_result=capture)
 
 
 def run_scenario(
@@ -202,29 +152,15 @@ def run_scenario(
 ) -> ScenarioResult:
     """Replay one scenario and score it."""
     scenario = SCENARIOS[name]
-    duration = scenario.duration_s if duration_s is None else duration_s
-    exhaust = scenario.exhaust_s
-    judge_at = min(duration, exhaust) - interval_s if exhaust is not None else duration
-    capture = _Capture(START_TS + judge_at)
-    result = _replay_sim(sim_records(scenario, seed, duration, variant, interval_s), interval_s, plugins, capture)
-    timeline = [(t.ts - START_TS, t) for t in result.timeline]
-    diagnosis = capture.diagnosis or result.diagnosis
-    top = diagnosis.root_causes[0] if diagnosis.root_causes else None
+    run = replay_scenario(scenario, seed, variant, duration_s, interval_s, plugins)
+    top = run.diagnosis.root_causes[0] if run.diagnosis.root_causes else None
     expected = sorted(scenario.expected_signals)
-    latency = {s: _latency(timeline, s, scenario.onset_s) for s in expected}
-    ok_names = scenario.expected_signals | scenario.allowed_signals
-    extra = sorted(
-        {
-            t.signal
-            for rel, t in timeline
-            if t.event == "raised" and rel >= scenario.onset_s and t.signal not in ok_names
-        }
-    )
-    early = sorted({t.signal for rel, t in timeline if t.event == "raised" and rel < scenario.onset_s})
+    extra, early = extra_and_early(run.timeline, scenario)
     subject = dict(top.subject) if top else {}
     lead = None
+    exhaust = scenario.exhaust_s
     if exhaust is not None:
-        raised = _latency(timeline, "oom_risk", scenario.onset_s)
+        raised = latency(run.timeline, "oom_risk", scenario.onset_s)
         lead = None if raised is None else exhaust - (scenario.onset_s + raised)
     return ScenarioResult(
         scenario=name,
@@ -232,7 +168,7 @@ def run_scenario(
         variant=variant.name,
         onset_s=scenario.onset_s,
         expected=expected,
-        latency_s=latency,
+        latency_s={s: latency(run.timeline, s, scenario.onset_s) for s in expected},
         extra=extra,
         early=early,
         expected_cause=scenario.expected_cause,
@@ -241,27 +177,8 @@ def run_scenario(
         cause_ok=(top.cause if top else None) == scenario.expected_cause,
         subject_ok=_subject_matches(scenario.expected_subject, subject),
         oom_lead_s=lead,
-        ticks=result.ticks,
+        ticks=run.ticks,
     )
-
-
-def _latency(timeline: list[tuple[float, Transition]], signal: str, onset: float) -> float | None:
-    """Seconds from the onset until ``signal`` is first active at or after it (None: never)."""
-    active: set[str] = set()
-    for rel, t in timeline:
-        if t.signal != signal:
-            continue
-        if rel >= onset:
-            if active:
-                return 0.0
-            if t.event == "raised":
-                return rel - onset
-        key = repr(sorted(t.subject.items()))
-        if t.event == "raised":
-            active.add(key)
-        else:
-            active.discard(key)
-    return 0.0 if active else None
 
 
 def _subject_matches(expected: dict[str, Any], subject: dict[str, Any]) -> bool:
@@ -281,7 +198,7 @@ def run_healthy(
     plugins: Plugins | None = None,
 ) -> HealthyResult:
     """Replay the healthy job; every raised signal is a false alarm."""
-    result = _replay_sim(sim_records(SCENARIOS[HEALTHY], seed, duration_s, variant, interval_s), interval_s, plugins)
+    result = replay_sim(sim_records(SCENARIOS[HEALTHY], seed, duration_s, variant, interval_s), interval_s, plugins)
     raised = [
         {
             "t_s": round(t.ts - START_TS, 1),
@@ -302,8 +219,9 @@ def evaluate(
     variants: Sequence[str] = ("default",),
     healthy_s: float = 3600.0,
     interval_s: float = 1.0,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> EvalReport:
-    """Every (variant, seed, scenario) run and the healthy runs."""
+    """Every (variant, seed, scenario) run, the healthy runs, and each pair per seed on the default variant."""
     names = [n for n in (scenarios or SCENARIOS) if n != HEALTHY]
     plugins = discover()
     runs, healthy = [], []
@@ -313,14 +231,15 @@ def evaluate(
             runs += [run_scenario(n, seed, variant, interval_s=interval_s, plugins=plugins) for n in names]
             if healthy_s > 0:
                 healthy.append(run_healthy(seed, healthy_s, variant, interval_s, plugins))
-    return EvalReport(runs, healthy)
+    paired = [run_pair(p, seed, interval_s=interval_s, plugins=plugins) for seed in range(seeds) for p in pairs]
+    return EvalReport(runs, healthy, paired)
 
 
 # ------------------------------------------------------------------ printing
 
 
 def format_report(report: EvalReport) -> str:
-    """The human-readable table and summary line."""
+    """The human-readable table and summary line (and, with pairs, their table and line)."""
     lines = [
         (
             f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
@@ -346,6 +265,8 @@ def format_report(report: EvalReport) -> str:
         for h in report.healthy
     )
     s = report.summary()
+    if report.pairs:
+        lines += ["", *format_pairs(report.pairs)]
     lines.append("")
     lines.append(
         f"summary: {s['detected']}/{s['runs']} detected; median latency {_secs(s['median_latency_s'])}, "
@@ -359,6 +280,8 @@ def format_report(report: EvalReport) -> str:
             else "missed: " + ", ".join(k for k, v in s["figures"].items() if not v)
         )
     )
+    if report.pairs:
+        lines.append(pairs_line(s["pairs"]))
     return "\n".join(lines)
 
 

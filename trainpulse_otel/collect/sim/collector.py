@@ -13,9 +13,10 @@ from typing import Any
 
 from ...config import format_duration
 from ..base import Collected
+from .combine import scenario_named
 from .handover import RealReports
 from .node import SimulatedNode
-from .scenarios import Scenario, get_scenario
+from .scenarios import Scenario
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class SimCollector:
         onset_s: float | None = None,
         reports: RealReports | None = None,
     ) -> None:
-        chosen = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        chosen = scenario_named(scenario) if isinstance(scenario, str) else scenario
         if onset_s is not None:
             chosen = chosen.starting_at(onset_s)
         self.node = SimulatedNode(chosen, seed, gpus, ranks, interval_s)

@@ -22,12 +22,13 @@ import random
 from dataclasses import replace
 
 from ..base import Collected
+from .combine import scenario_named
 from .gpus import Heat, busy_gpus, governed_clock, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
 from .job import RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
 from .physics import THERMAL_TAU_S, approach
-from .scenarios import Scenario, get_scenario
+from .scenarios import Scenario
 from .training import Checkpointing, Reporter, StepModel
 
 
@@ -44,7 +45,7 @@ class SimulatedNode:
         start_ts: float = 1764400000.0,
         hostname: str = "node-000",
     ) -> None:
-        self.scenario = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        self.scenario = scenario_named(scenario) if isinstance(scenario, str) else scenario
         self.job = replace(JobConfig(), **self.scenario.job)
         self.gpus = gpus
         self.ranks = gpus if ranks is None else ranks

@@ -102,17 +102,27 @@ class Scenario:
     #: Overrides of the simulated job's configuration (:class:`.job.JobConfig` fields),
     #: in force from the first sample: a mis-configured job, not an event.
     job: Mapping[str, Any] = field(default_factory=dict)
+    #: The catalogue scenarios a combination runs at once (:mod:`.combine`); empty for one fault.
+    parts: tuple[Scenario, ...] = ()
+
+    @property
+    def expected_causes(self) -> tuple[str, ...]:
+        """Every root cause a correct diagnosis names: this fault's, or each part's of a combination."""
+        if self.parts:
+            return tuple(cause for part in self.parts for cause in part.expected_causes)
+        return () if self.expected_cause is None else (self.expected_cause,)
 
     def starting_at(self, onset_s: float) -> Scenario:
         """This fault beginning ``onset_s`` seconds into the run (``-onset``) instead of at its own onset.
 
         Every effect moves with it (one with its own onset keeps its distance
-        from the scenario's); ``job`` overrides, a mis-configured job, stay in
-        force from the first sample.
+        from the scenario's), and so does each part of a combination; ``job``
+        overrides, a mis-configured job, stay in force from the first sample.
         """
         shift = onset_s - self.onset_s
         effects = tuple(e if e.onset_s is None else replace(e, onset_s=e.onset_s + shift) for e in self.effects)
-        return replace(self, onset_s=onset_s, effects=effects)
+        parts = tuple(p.starting_at(p.onset_s + shift) for p in self.parts)
+        return replace(self, onset_s=onset_s, effects=effects, parts=parts)
 
     @property
     def exhaust_s(self) -> float | None:

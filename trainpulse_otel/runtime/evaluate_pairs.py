@@ -1,0 +1,166 @@
+"""``trainpulse eval -pairs``: two faults at once, each of which must still be found.
+
+A detector that sees one fault alone can miss it beside another: a
+straggler's long steps shrink the data wait's share of the step, a throttled
+GPU's slow rank hides a slow loader. So each pair of catalogue faults runs as
+one combined scenario (:func:`~trainpulse_otel.collect.sim.combine.combine`,
+every part from its own catalogue onset, on the default job shape) and is
+scored part by part:
+
+- detected: every expected signal of each part is active at or after that
+  part's own onset (a signal already active at it counts at it, as for one
+  fault);
+- causes: every part's expected cause is among the top two root causes of the
+  diagnosis at the end — one tick before a leak's memory runs out, as for one
+  fault. Subjects are not scored here.
+
+Signals raised outside both parts' expected ∪ allowed ones, or before the
+earlier onset, are listed as for one fault but are not a figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from ..collect.sim.combine import combine
+from ..collect.sim.scenarios import SCENARIOS
+from .assemble import Plugins
+from .sim_replay import VARIANTS, extra_and_early, latency, replay_scenario
+
+#: Root causes a pair's expected causes must be among.
+TOP = 2
+
+
+@dataclass
+class PairResult:
+    """How the diagnosis did on two faults at once."""
+
+    pair: str  # "a+b"
+    seed: int
+    variant: str
+    onsets_s: dict[str, float]  # part -> its own onset
+    latency_s: dict[str, dict[str, float | None]]  # part -> expected signal -> seconds from that part's onset
+    expected_causes: list[str]
+    top_causes: list[str]  # the top two at the judging time
+    missing_causes: list[str]  # expected but not in the top two
+    extra: list[str]
+    early: list[str]
+    detected: bool
+    causes_ok: bool
+    ticks: int = 0
+
+    @property
+    def missed_signals(self) -> list[str]:
+        """``signal (part)`` for each expected signal never active after its part's onset."""
+        return [f"{sig} ({part})" for part, lat in self.latency_s.items() for sig, v in lat.items() if v is None]
+
+    @property
+    def latency(self) -> float | None:
+        """The slowest expected signal of either part (None if one is missed)."""
+        values = [v for lat in self.latency_s.values() for v in lat.values()]
+        return None if None in values else max(values, default=0.0)  # type: ignore[type-var]
+
+
+def fault_pairs(names: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """Every pair of fault scenarios (of ``names`` when given) that can run at once, in catalogue order."""
+    faults = [n for n in SCENARIOS if n != "healthy" and (names is None or n in names)]
+    return [(a, b) for a, b in combinations(faults, 2) if _combinable(a, b)]
+
+
+def _combinable(a: str, b: str) -> bool:
+    try:
+        combine(SCENARIOS[a], SCENARIOS[b])
+    except ValueError:  # two faults on one knob are one fault, not a pair
+        return False
+    return True
+
+
+def parse_pairs(spec: str) -> list[tuple[str, str]]:
+    """``a+b,c+d`` as pairs; a ValueError names an unknown scenario or a pair that is not two faults."""
+    pairs = []
+    for item in spec.split(","):
+        names = [n.strip() for n in item.split("+")]
+        unknown = [n for n in names if n not in SCENARIOS]
+        if unknown:
+            raise ValueError(f"unknown scenario {unknown[0]!r} in pair {item!r}")
+        if len(names) != 2:
+            raise ValueError(f"a pair is two scenarios joined by '+', got {item!r}")
+        combine(*(SCENARIOS[n] for n in names))  # the conflict, named
+        pairs.append((names[0], names[1]))
+    return pairs
+
+
+def run_pair(
+    names: tuple[str, str],
+    seed: int = 0,
+    duration_s: float | None = None,
+    interval_s: float = 1.0,
+    plugins: Plugins | None = None,
+) -> PairResult:
+    """Replay two faults at once on the default job shape and score each part."""
+    scenario = combine(*(SCENARIOS[n] for n in names))
+    run = replay_scenario(scenario, seed, VARIANTS["default"], duration_s, interval_s, plugins)
+    lat = {p.name: {s: latency(run.timeline, s, p.onset_s) for s in sorted(p.expected_signals)} for p in scenario.parts}
+    top = [c.cause for c in run.diagnosis.root_causes[:TOP]]
+    expected = list(dict.fromkeys(scenario.expected_causes))
+    missing = [c for c in expected if c not in top]
+    extra, early = extra_and_early(run.timeline, scenario)
+    return PairResult(
+        pair="+".join(names),
+        seed=seed,
+        variant="default",
+        onsets_s={p.name: p.onset_s for p in scenario.parts},
+        latency_s=lat,
+        expected_causes=expected,
+        top_causes=top,
+        missing_causes=missing,
+        extra=extra,
+        early=early,
+        detected=all(v is not None for part in lat.values() for v in part.values()),
+        causes_ok=not missing,
+        ticks=run.ticks,
+    )
+
+
+def pairs_summary(pairs: Sequence[PairResult]) -> dict[str, Any]:
+    """The pairs' figures: how many were fully detected, and with both causes in the top two."""
+    latencies = [p.latency for p in pairs if p.latency is not None]
+    return {
+        "runs": len(pairs),
+        "detected": sum(p.detected for p in pairs),
+        "causes_in_top_two": sum(p.causes_ok for p in pairs),
+        "max_latency_s": max(latencies, default=None),
+        "runs_with_extra_signals": sum(bool(p.extra) for p in pairs),
+    }
+
+
+def pair_figures(summary: dict[str, Any]) -> dict[str, bool]:
+    """Whether every pair was detected, and every pair's causes were in the top two."""
+    return {
+        "pairs_detected": summary["detected"] == summary["runs"],
+        "pairs_causes_in_top_two": summary["causes_in_top_two"] == summary["runs"],
+    }
+
+
+def format_pairs(pairs: Sequence[PairResult]) -> list[str]:
+    """The pairs' table: latency, the top two causes, and what was missed."""
+    lines = [f"{'pair':<46}{'seed':>4}  {'latency':<9}{'top two causes':<48}{'ok':<3}missed / extra"]
+    for p in pairs:
+        ok = "✓" if p.detected and p.causes_ok else "✗"
+        lat = "missed" if p.latency is None else f"{p.latency:.0f} s"
+        missed = [*p.missed_signals, *(f"cause {c}" for c in p.missing_causes)]
+        notes = ", ".join(missed) + (" / " + ", ".join(p.extra) if p.extra else "")
+        causes = ", ".join(p.top_causes) or "none"
+        lines.append(f"{p.pair:<46}{p.seed:>4}  {lat:<9}{causes:<48}{ok:<3}{notes}".rstrip())
+    return lines
+
+
+def pairs_line(summary: dict[str, Any]) -> str:
+    """The pairs' one-line summary, printed under the single faults' line."""
+    return (
+        f"pairs: {summary['detected']}/{summary['runs']} detected (every signal of both faults); "
+        f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}"
+    )

@@ -1,0 +1,142 @@
+"""One simulated scenario through the replay path: what ``trainpulse eval`` scores.
+
+The scenario's samples are generated in memory as trace records (the
+contract's trace shape) and replayed exactly as ``trainpulse replay`` would —
+samples → frames → window → pipeline — so the figures are those of the real
+path. Shared by the single-fault scoring (:mod:`.evaluate`) and the pairs
+(:mod:`.evaluate_pairs`), which read the same timeline differently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..collect.sim import SimulatedNode
+from ..collect.sim.scenarios import Scenario
+from ..collect.trace import TraceRecord
+from ..config import Settings
+from ..diagnose import Diagnosis, PipelineResult, Transition
+from .assemble import Plugins, open_replay
+from .replay import ReplayResult, replay
+
+START_TS = 1764400000.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A job shape to run the scenarios on."""
+
+    name: str
+    ranks: int | None = None  # None: one rank per GPU
+    job: dict[str, Any] = field(default_factory=dict)  # JobConfig overrides for every scenario
+
+
+VARIANTS: dict[str, Variant] = {
+    "default": Variant("default"),
+    "multinode": Variant("multinode", ranks=64),
+    "short_steps": Variant("short_steps", job={"micro_batch_size": 1}),
+}
+
+#: (seconds since the run's start, the transition), in time order.
+Timeline = list[tuple[float, Transition]]
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """A replayed scenario: its transitions, the diagnosis it is judged on, and how many ticks it took."""
+
+    timeline: Timeline
+    diagnosis: Diagnosis
+    ticks: int
+
+
+def sim_records(
+    scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
+) -> Iterator[TraceRecord]:
+    """The trace a daemon would record for this scenario: gpus, host and (new) training lines per tick."""
+    if variant.job:
+        scenario = replace(scenario, job={**variant.job, **scenario.job})
+    node = SimulatedNode(scenario, seed=seed, ranks=variant.ranks, interval_s=interval_s, start_ts=START_TS)
+    for i in range(int(duration_s / interval_s)):
+        t = i * interval_s
+        got = node.sample(t)
+        ts = START_TS + t
+        if got.gpus is not None:
+            yield TraceRecord(0, ts, "gpus", got.gpus)
+        if got.host is not None:
+            yield TraceRecord(0, ts, "host", got.host)
+        if got.training is not None:
+            yield TraceRecord(0, ts, "training", got.training)
+
+
+class _Capture:
+    """Notes the diagnosis in force at one moment of the run."""
+
+    def __init__(self, at_ts: float) -> None:
+        self.at_ts = at_ts
+        self.diagnosis: Diagnosis | None = None
+
+    def __call__(self, result: PipelineResult) -> None:
+        if result.diagnosis.ts <= self.at_ts:
+            self.diagnosis = result.diagnosis
+
+
+def replay_sim(
+    records: Iterator[TraceRecord], interval_s: float, plugins: Plugins | None, capture: _Capture | None = None
+) -> ReplayResult:
+    """Replay generated records through a fresh replay step."""
+    stepper = open_replay(Settings(interval=interval_s), plugins)
+    return replay(records, stepper, interval_s=interval_s, on_result=capture)
+
+
+def judge_at(scenario: Scenario, duration_s: float, interval_s: float) -> float:
+    """When the diagnosis is judged: the end, or one tick before a leak's memory runs out (then the job is dead)."""
+    exhaust = scenario.exhaust_s
+    return min(duration_s, exhaust) - interval_s if exhaust is not None else duration_s
+
+
+def replay_scenario(
+    scenario: Scenario,
+    seed: int,
+    variant: Variant,
+    duration_s: float | None,
+    interval_s: float,
+    plugins: Plugins | None,
+) -> SimRun:
+    """Run ``scenario`` for ``duration_s`` (its own when None) and keep what scoring needs."""
+    duration = scenario.duration_s if duration_s is None else duration_s
+    capture = _Capture(START_TS + judge_at(scenario, duration, interval_s))
+    result = replay_sim(sim_records(scenario, seed, duration, variant, interval_s), interval_s, plugins, capture)
+    timeline = [(t.ts - START_TS, t) for t in result.timeline]
+    return SimRun(timeline, capture.diagnosis or result.diagnosis, result.ticks)
+
+
+def latency(timeline: Timeline, signal: str, onset: float) -> float | None:
+    """Seconds from the onset until ``signal`` is first active at or after it (None: never)."""
+    active: set[str] = set()
+    for rel, t in timeline:
+        if t.signal != signal:
+            continue
+        if rel >= onset:
+            if active:
+                return 0.0
+            if t.event == "raised":
+                return rel - onset
+        key = repr(sorted(t.subject.items()))
+        if t.event == "raised":
+            active.add(key)
+        else:
+            active.discard(key)
+    return 0.0 if active else None
+
+
+def extra_and_early(timeline: Timeline, scenario: Scenario) -> tuple[list[str], list[str]]:
+    """Signals raised after the onset outside expected ∪ allowed, and any raised before the onset."""
+    ok_names = scenario.expected_signals | scenario.allowed_signals
+    onset = scenario.onset_s
+    raised = [(rel, t.signal) for rel, t in timeline if t.event == "raised"]
+    extra = sorted({s for rel, s in raised if rel >= onset and s not in ok_names})
+    early = sorted({s for rel, s in raised if rel < onset})
+    return extra, early
