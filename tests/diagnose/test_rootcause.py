@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests import parts
 from trainpulse_otel.diagnose.rootcause import infer_root_causes
 from trainpulse_otel.diagnose.tick import GpuState, NodeState
@@ -34,8 +36,9 @@ def straggler(rank: int = 5) -> Signal:
     )
 
 
-def causes(signals, facts=None, n=None):
-    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS, list(parts.builtins().root_causes.values()))
+def causes(signals, facts=None, n=None, losses=None):
+    rules = list(parts.builtins().root_causes.values())
+    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS, rules, losses)
 
 
 def test_a_throttled_gpu_making_its_rank_a_straggler_is_thermal_first_then_the_straggler():
@@ -175,3 +178,39 @@ def test_most_gpus_overheating_together_is_one_node_cooling_cause():
     assert got[0].subject == {"gpu_indices": list(range(8)), "ranks": list(range(8))}
     assert "8 of 8 GPUs overheat together (up to 81 °C)" in got[0].summary
     assert "room" in got[0].remediation
+
+
+# ------------------------------------------------------------------ ranked by the lost time each explains
+
+
+def test_a_wait_every_rank_pays_is_not_imbalance_the_all_reduce_that_grew_is_the_cause():
+    """All-reduce 6 -> 75 ms on every rank: the sync wait hardly moved, the all-reduce explains the lost time."""
+    got = causes([sig("sync_imbalance"), sig("allreduce_wait")], losses={"all_reduce": 0.036, "sync": 0.002})
+    assert [c.cause for c in got] == ["communication_bound", "load_imbalance"]
+    assert got[0].confidence == pytest.approx(0.036 / 0.038) and got[1].confidence == pytest.approx(0.002 / 0.038)
+
+
+def test_a_tokenizer_wait_inside_the_loaders_wait_makes_the_tokenizer_first():
+    got = causes([sig("dataloader_starvation"), sig("tokenizer_stall")], losses={"tokenizer": 0.20, "data": 0.03})
+    assert [c.cause for c in got[:2]] == ["tokenizer_bound", "input_pipeline_bound"]
+
+
+def test_two_faults_at_once_rank_by_the_share_each_explains():
+    hot = {
+        "g5": {"last_thermal_ts": TS - 5, "thermal": 0.6, "clock_ratio": 0.74, "temp": 87.0, "reasons": ("sw_thermal",)}
+    }
+    signals = [
+        straggler(),
+        sig("sync_imbalance"),
+        sig("thermal_instability", "critical", {"gpu_index": 5}),
+        sig("dataloader_starvation", data_share=0.3),
+    ]
+    got = causes(signals, n=node(**hot), losses={"sync": 0.10, "data": 0.25, "compute": 0.01})
+    assert [c.cause for c in got[:2]] == ["input_pipeline_bound", "gpu_thermal_throttling"]
+    assert got[0].confidence == pytest.approx(0.25 / 0.36) and got[1].confidence == pytest.approx(0.11 / 0.36)
+    assert got[2].cause == "straggler_rank" and got[2].confidence < got[1].confidence  # its consequence
+
+
+def test_before_the_job_loses_time_causes_rank_by_their_evidence():
+    got = causes([sig("allreduce_wait", "critical"), sig("sync_imbalance")], losses={"all_reduce": 0.005})
+    assert got[0].cause == "communication_bound" and got[0].confidence == pytest.approx(0.75)

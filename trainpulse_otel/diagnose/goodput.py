@@ -30,10 +30,13 @@ from collections.abc import Mapping, Sequence
 
 from ..samples import TrainingSample
 from .budget import StepBudget
+from .stats import decay
 from .types import Goodput, RootCause
 
 #: The span of ``window_ratio``.
 WINDOW_S = 600.0
+#: The memory (seconds) of the recent loss rates root causes are ranked by.
+RECENT_TAU_S = 120.0
 UNATTRIBUTED = "unattributed"
 #: Budget components whose loss is always the same cause.
 CAUSE_OF_COMPONENT: Mapping[str, str] = {
@@ -60,6 +63,8 @@ class GoodputAccount:
         self._last_step: int | None = None
         self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds) per report
         self._recent_s = 0.0
+        self._loss_rates: dict[str, float] = {}  # per budget component: seconds lost per second, recently
+        self._loss_ts: float | None = None
 
     def add(
         self,
@@ -84,14 +89,28 @@ class GoodputAccount:
         self.productive_s += productive
         self._recent.append((ts, productive))
         self._recent_s += productive
+        rates = self.recent_losses(ts)
         if budget is not None:
             for component, ms in budget.lost_ms.items():
                 # a save is reported once, by the step that ended it; the other losses are per step
                 times = 1 if component == "checkpoint" else steps
                 if ms > 0 and times:
+                    lost_s = times * ms / 1000.0
                     cause = self._cause_of(component, causes, straggler_active)
-                    self.badput_s[cause] = self.badput_s.get(cause, 0.0) + times * ms / 1000.0
+                    self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
+                    rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
+        self._loss_rates = rates
         self._settle_unattributed(ts)
+
+    def recent_losses(self, ts: float) -> dict[str, float]:
+        """Each budget component's recent loss, as a share of wall time (a leaky sum over ~2 minutes)."""
+        if self._loss_ts is None:
+            self._loss_ts = ts
+            return dict(self._loss_rates)
+        keep = decay(ts - self._loss_ts, RECENT_TAU_S)
+        self._loss_rates = {c: r * keep for c, r in self._loss_rates.items()}
+        self._loss_ts = ts
+        return dict(self._loss_rates)
 
     def goodput(self, ts: float) -> Goodput | None:
         """The goodput at ``ts`` (None before the ideal step is known)."""

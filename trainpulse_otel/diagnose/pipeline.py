@@ -115,7 +115,9 @@ class DiagnosticPipeline:
         if not signals:
             self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
-            self._causes = infer_root_causes(signals, self.facts(), self._ticks.node, ts, self.rules)
+            self._causes = infer_root_causes(
+                signals, self.facts(), self._ticks.node, ts, self.rules, self._goodput.recent_losses(ts)
+            )
             self._causes_at = ts
             self._top = _top(self._causes)
         return self._causes

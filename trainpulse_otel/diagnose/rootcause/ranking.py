@@ -5,15 +5,25 @@ and proposes candidates: a cause, the signals that are its direct evidence
 (*primary*), the signals it accounts for as consequences (*explains*), a
 subject, a summary with the numbers, and what to do.
 
-Ranking: a candidate starts from its own evidence (0.55–0.85, higher when
-the signals are critical or a cross-layer check confirms it) and gains 0.05
-for each consequence it explains, up to 0.95. A candidate whose primary
-signal another candidate explains is a consequence itself and ends at least
-0.1 below it: a thermally throttled GPU that makes its rank a straggler is
-``gpu_thermal_throttling`` first and ``straggler_rank`` second; padding that
+Ranking by the lost time each cause explains. The step-time budget
+(:mod:`..budget`) says how much of the recent wall time (a leaky sum over ~2
+minutes) each component lost: data, tokenizer, sync, all-reduce,
+checkpoint, bubble, compute. A candidate claims the components its own
+signals measure (:data:`COMPONENT_OF_SIGNAL`), and the sync wait of a
+straggler it makes late; its confidence is the share of the lost time those
+components hold. So a wait every rank pays equally is not imbalance (the
+sync wait did not grow; the all-reduce did), tokenization inside the loader's
+wait explains that part of it, and two faults at once each get their share.
+Until the job has lost ``MIN_LOST_SHARE`` of its recent time (a forecast, a
+fault too new, a mis-configuration it had from the start), the confidence is
+the strength of the evidence instead: 0.6 for a warning, 0.75 for a critical
+signal or a confirming cross-layer check, up to 0.85, plus 0.05 per
+consequence explained, at most 0.95. Either way a candidate whose primary
+signal another explains is that one's consequence and ends at least 0.1
+below it: a throttled GPU that makes its rank a straggler is
+``gpu_thermal_throttling`` first and ``straggler_rank`` second. Padding that
 accounts for low MFU means ``compute_inefficiency`` is not proposed at all,
-since that cause is only inferred for low MFU, idle GPUs or lost throughput
-that nothing else explains.
+since that cause is only inferred for what nothing else explains.
 """
 
 from __future__ import annotations
@@ -51,6 +61,26 @@ TIE_ORDER: tuple[str, ...] = (
     "compute_inefficiency",
 )
 _TIE_RANK = {cause: i for i, cause in enumerate(TIE_ORDER)}
+#: Below this share of recent wall time lost, the job has lost nothing measurable yet: causes rank by evidence.
+MIN_LOST_SHARE = 0.02
+#: The step-budget component (:mod:`..budget`) whose lost time each signal is evidence of.
+COMPONENT_OF_SIGNAL: Mapping[str, str] = {
+    "dataloader_starvation": "data",
+    "tokenizer_stall": "tokenizer",
+    "allreduce_wait": "all_reduce",
+    "checkpoint_stall": "checkpoint",
+    "pipeline_bubble": "bubble",
+    "sync_imbalance": "sync",
+    "rank_straggler": "sync",
+    "throughput_collapse": "compute",
+    "gpu_underutilization": "compute",
+    "low_mfu": "compute",
+    "thermal_instability": "compute",
+    "thermal_throttle_risk": "compute",
+    "memory_pressure": "compute",
+    "oom_risk": "compute",
+    "sequence_padding": "compute",
+}
 #: The job-wide symptoms a deeper cause may account for.
 SYMPTOMS = ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance")
 
@@ -67,6 +97,15 @@ class Candidate:
     explains: list[Signal] = field(default_factory=list)
     subject: dict[str, Any] = field(default_factory=dict)
     confidence: float = 0.0
+
+    def claims(self) -> set[str]:
+        """The budget components whose lost time this cause explains: those its own signals measure, and the
+        wait for a straggler it makes late (a deeper cause explains the symptoms it produces)."""
+        evidence = self.primary or self.explains  # a cause seen only through its effects (a power cap) claims those
+        claimed = {COMPONENT_OF_SIGNAL[s.name] for s in evidence if s.name in COMPONENT_OF_SIGNAL}
+        if any(s.name == "rank_straggler" for s in self.explains):
+            claimed.add("sync")
+        return claimed
 
 
 @runtime_checkable
@@ -110,22 +149,37 @@ def pct(x: float | None) -> str:
     return "?" if x is None else f"{100 * x:.0f}%"
 
 
-def rank_candidates(candidates: list[Candidate]) -> list[Candidate]:
-    """Score, demote the consequences below what explains them, and sort."""
+def rank_candidates(candidates: list[Candidate], losses: Mapping[str, float] | None = None) -> list[Candidate]:
+    """Score, demote the consequences below what explains them, and sort.
+
+    Once the job has measurably lost time (``losses``: each budget component's recent lost share of wall time,
+    together at least ``MIN_LOST_SHARE``), a cause's confidence is the share of that lost time it explains;
+    before, it is the strength of its own evidence.
+    """
     explainers: dict[int, list[Candidate]] = {}
     for c in candidates:
-        c.confidence = min(MAX_CONFIDENCE, c.base + PER_EXPLAINED * len({id(s) for s in c.explains}))
+        c.base = min(MAX_CONFIDENCE, c.base + PER_EXPLAINED * len({id(s) for s in c.explains}))
         for s in c.explains:
             explainers.setdefault(id(s), []).append(c)
+    lost = sum((losses or {}).values())
+    for c in candidates:
+        c.confidence = (
+            sum(losses.get(k, 0.0) for k in c.claims()) / lost if losses and lost >= MIN_LOST_SHARE else c.base
+        )
     for c in candidates:
         deeper = [o for s in c.primary for o in explainers.get(id(s), ()) if o is not c]
         if deeper:
-            c.confidence = max(0.05, min(c.confidence, max(o.confidence for o in deeper) - BELOW_EXPLAINER))
-    return sorted(candidates, key=lambda c: (-c.confidence, _TIE_RANK.get(c.cause, len(TIE_ORDER))))
+            c.confidence = max(0.0, min(c.confidence, max(o.confidence for o in deeper) - BELOW_EXPLAINER))
+    return sorted(candidates, key=lambda c: (-round(c.confidence, 2), -c.base, _TIE_RANK.get(c.cause, len(TIE_ORDER))))
 
 
 def infer_root_causes(
-    signals: tuple[Signal, ...], facts: Mapping[str, Any], node: NodeState, ts: float, rules: Sequence[RootCauseRule]
+    signals: tuple[Signal, ...],
+    facts: Mapping[str, Any],
+    node: NodeState,
+    ts: float,
+    rules: Sequence[RootCauseRule],
+    losses: Mapping[str, float] | None = None,
 ) -> tuple[RootCause, ...]:
     """The ranked root causes for the active signals (empty when none are active)."""
     if not signals:
@@ -134,7 +188,7 @@ def infer_root_causes(
     candidates = [c for rule in rules if not rule.residual for c in _proposals(rule, ev)]
     ev.explained = frozenset(id(s) for c in candidates for s in c.explains)
     candidates += [c for rule in rules if rule.residual for c in _proposals(rule, ev)]
-    ranked = rank_candidates(candidates)[:MAX_CAUSES]
+    ranked = rank_candidates(candidates, losses)[:MAX_CAUSES]
     return tuple(_to_root_cause(c) for c in ranked)
 
 
