@@ -54,8 +54,13 @@ class PairResult:
 
     @property
     def missed_signals(self) -> list[str]:
-        """``signal (part)`` for each expected signal never active after its part's onset."""
-        return [f"{sig} ({part})" for part, lat in self.latency_s.items() for sig, v in lat.items() if v is None]
+        """Each expected signal never active after its part's onset (``signal (part)`` where they differ)."""
+        return [
+            sig if sig == part else f"{sig} ({part})"
+            for part, lat in self.latency_s.items()
+            for sig, v in lat.items()
+            if v is None
+        ]
 
     @property
     def latency(self) -> float | None:
