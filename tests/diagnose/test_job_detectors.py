@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tests.diagnose.builders import Harness, job
@@ -17,12 +19,13 @@ from trainpulse_otel.diagnose.detectors import (
     ThroughputCollapse,
     TokenizerStall,
 )
+from trainpulse_otel.samples import Frame
 
 #: (detector, the training change that makes its fault, the signal)
 STEP_SHARES = [
     (DataloaderStarvation, {"data_wait_ms": 700.0}, "dataloader_starvation"),
     (TokenizerStall, {"tokenizer_wait_ms": 700.0}, "tokenizer_stall"),
-    (SyncImbalance, {"sync_wait_ms": 500.0}, "sync_imbalance"),
+    (SyncImbalance, {"sync_wait_ms": 500.0, "ranks": ()}, "sync_imbalance"),  # no per-rank waits: the mean
 ]
 
 
@@ -44,6 +47,31 @@ def test_a_persistent_wait_is_raised_within_seconds_and_clears_after_recovery(de
 def test_a_fault_present_from_the_first_sample_is_found(detector, fault, signal):
     h = Harness(detector()).run(range(30), lambda t: job(t, training=fault))
     assert h.first_raise_s(signal) <= 5
+
+
+def _sync_waits(t: float, waits) -> Frame:
+    """A job frame whose ranks report the sync waits ``waits(rank)`` (ms) at ``t``."""
+    f = job(t)
+    ranks = tuple(replace(r, sync_wait_ms=waits(r.rank)) for r in f.training.ranks)
+    return replace(f, training=replace(f.training, ranks=ranks, sync_wait_ms=sum(r.sync_wait_ms for r in ranks) / 8))
+
+
+def test_a_sync_wait_every_rank_pays_equally_is_not_imbalance():
+    # 400 ms of a ~1.8 s step at the barrier on every rank (within 2 ms of each other): the collective's own cost
+    h = Harness(SyncImbalance()).run(range(120), lambda t: _sync_waits(t, lambda r: 400.0 + (r * 7 + t) % 3))
+    assert h.raised() == []
+
+
+def test_ranks_waiting_unevenly_is_imbalance_however_much_every_rank_pays():
+    # every rank pays 400 ms; from t=60 rank 3 arrives last and the others wait 500 ms more for it
+    def waits(t):
+        return lambda r: 400.0 + (500.0 if t >= 60 and r != 3 else 0.0)
+
+    h = Harness(SyncImbalance()).run(range(120), lambda t: _sync_waits(t, waits(t)))
+    assert 60 < h.first_raise_s("sync_imbalance") <= 66
+    signal = h.active()[0]
+    assert signal.evidence["median_sync_wait_ms"] == 900.0 and signal.evidence["least_sync_wait_ms"] == 400.0
+    assert "500 ms" in signal.message and "least-waiting rank" in signal.message
 
 
 def test_a_data_wait_ramp_is_caught_early_against_the_jobs_baseline():

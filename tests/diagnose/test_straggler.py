@@ -132,6 +132,26 @@ def test_two_ranks_the_slower_one_against_the_other():
     assert h.active()[0].evidence["relative_score"] == pytest.approx(1 / 1.3, abs=0.03)
 
 
+@pytest.mark.parametrize("n", [3, 4, 5])
+def test_a_few_ranks_one_slow_is_found_and_never_before_it_slows(n):
+    # at 4 ranks the upper quartile of all ranks is the straggler itself: its own scatter must not count
+    h = Harness(RankStraggler()).run(range(90), lambda t: report(t, n, slow(n - 2, 1.35, 40, t)))
+    raised = h.raised()
+    assert [x.subject["rank"] for x in raised][:1] == [n - 2]
+    assert 40 < raised[0].ts - T0 <= 48
+    assert {x.subject["rank"] for x in raised} == {n - 2}
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+@pytest.mark.parametrize("factor", [0.6, 1.8])
+def test_a_job_wide_change_of_speed_makes_no_rank_a_straggler(n, factor):
+    # every rank speeds up (or slows down) at once: each rank's lagged median against the lagged medians
+    def frame(t):
+        return report(t, n, lambda r, rng: healthy(r, rng) * (factor if t >= 30 else 1.0))
+
+    assert Harness(RankStraggler()).run(range(60), frame).raised() == []
+
+
 def test_two_ranks_taking_turns_are_not_a_straggler():
     def imbalanced(r, rng):
         return healthy(r, rng) * max(0.4, 1.0 + 0.25 * rng.gauss(0.0, 1.0))

@@ -89,3 +89,23 @@ def test_since_is_the_start_of_the_episode_and_evidence_is_the_latest():
         tracker.observe(0, [Finding("sig", score, evidence={"x": score})], POLICY, 100.0 + t)
     signal = tracker.signals()[0]
     assert signal.since == 100.0 and signal.evidence == {"x": 3.0}
+
+
+def test_a_held_signal_says_what_its_latest_finding_says():
+    tracker = SignalTracker()
+    for t, score in enumerate([2.0, 2.0, 0.9, 0.8]):  # raised, then held below the raise level
+        tracker.observe(0, [Finding("sig", score, message=f"at {score}", evidence={"x": score})], POLICY, float(t))
+    signal = tracker.signals()[0]
+    assert signal.message == "at 0.8" and signal.evidence == {"x": 0.8}
+
+
+def test_an_unmentioned_key_scores_zero_even_when_the_detector_mentions_others():
+    # rank 2 hovers below the raise level every tick; rank 1 recovered and is no longer mentioned
+    tracker, events = SignalTracker(), []
+    one, two = {"rank": 1}, {"rank": 2}
+    for t in range(3):
+        tracker.observe(0, [Finding("sig", 2.0, subject=one)], POLICY, float(t))
+    for t in range(3, 40):
+        tracker.observe(0, [Finding("sig", 0.7, subject=two)], POLICY, float(t))
+        events += [(x.ts, x.event, dict(x.subject)) for x in tracker.drain()]
+    assert events[-1] == (3.0 + 20.0, "cleared", one) and tracker.signals() == ()

@@ -12,8 +12,10 @@ Keyed by (signal, subject) and driven by frame timestamps. For every key:
 observations scoring at least 1 (each counted up to 3), with at least
 ``min_observations`` of them: one noisy tick never raises, a blatant fault
 raises on its second observation. A detector that judged a tick without
-mentioning an active key scored it 0. A key nobody judged for
-``stale_after_s`` is cleared.
+mentioning one of its keys scored it 0 — whatever else it mentioned. A key
+nobody judged for ``stale_after_s`` is cleared. While a signal is active its
+message and evidence are those of its latest finding, so a held signal says
+what is true now, not what was true when it was raised.
 """
 
 from __future__ import annotations
@@ -77,16 +79,16 @@ class SignalTracker:
             return  # the common healthy case: nothing found, nothing pending
         if mine is None:
             mine = self._by_source[source] = set()
-        seen: set[tuple] = set()
+        seen: set[tuple] = set()  # the keys of ``mine`` this call mentioned
         for f in findings:
             key = f.key
-            seen.add(key)
             state = self._states.get(key)
             if state is None:
                 if f.score < 1.0:
-                    continue
+                    continue  # a new key below the raise level: nothing to track (and not one of mine)
                 state = self._states[key] = _State(policy, f, ts)
                 mine.add(key)
+            seen.add(key)
             self._step(key, state, f, f.score, ts)
         for key in [k for k in mine if k not in seen] if len(seen) < len(mine) else ():
             state = self._states[key]

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...samples import TrainingSample
-from .base import Threshold
+from ..stats import sorted_median
+from ..tick import Tick
+from .base import Threshold, percent
 from .level import StepShareDetector
+
+
+def sync_waits(report: TrainingSample) -> list[float]:
+    """The per-rank sync waits the report carries, sorted (ms)."""
+    return sorted([w for w in (r.sync_wait_ms for r in report.ranks) if w is not None])
 
 
 class SyncImbalance(StepShareDetector):
     """``sync_imbalance``: ranks wait for slower peers at the collective.
 
-    Statistic: median of the last 5 reports of the mean per-rank
-    ``sync_wait_ms`` over the step's wall time. Warning at 10 %, critical at
-    25 %. Whether one rank is to blame is ``rank_straggler``'s question.
+    Statistic: median of the last 5 reports of the *spread* of the sync wait
+    across ranks over the step's wall time: the median rank's wait beyond the
+    least-waiting rank's. Every rank pays the collective's own cost (a
+    barrier's latency, ~8.5 ms a step on a CPU gloo job): the least-waiting
+    rank — the last to arrive — pays only that, so what the median rank waits
+    beyond it is the wait for slower peers. A wait every rank pays equally is
+    not imbalance. Reports without per-rank waits are judged on the job's
+    mean wait (nothing else to go by). Warning at 10 %, critical at 25 %.
+    Whether one rank is to blame is ``rank_straggler``'s question.
     """
 
     name = "sync"
@@ -20,6 +35,25 @@ class SyncImbalance(StepShareDetector):
     field = "sync_wait_ms"
     waits_for = "slower peers at the collective"
     threshold = Threshold(warning=0.10, critical=0.25)
+
+    def wait_ms(self, report: TrainingSample) -> float | None:
+        waits = sync_waits(report)
+        if len(waits) >= 2:
+            return sorted_median(waits) - waits[0]
+        return report.sync_wait_ms
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        message, evidence = super().describe(value, tick)
+        report = tick.report or tick.training
+        waits = sync_waits(report) if report else []
+        if len(waits) >= 2:
+            median, least = sorted_median(waits), waits[0]
+            message = (
+                f"ranks wait for slower peers at the collective: the median rank {median - least:.0f} ms "
+                f"({percent(value)} of the step) more than the least-waiting rank ({median:.0f} vs {least:.0f} ms)"
+            )
+            evidence.update(median_sync_wait_ms=round(median, 1), least_sync_wait_ms=round(least, 1))
+        return message, evidence
 
 
 class AllreduceWait(StepShareDetector):

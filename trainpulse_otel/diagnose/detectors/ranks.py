@@ -23,24 +23,29 @@ Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
 - individual score = this rank's best smoothed lateness / its current one.
 
 A straggler is a rank at least 10 % slower than the median rank (critical
-from 30 %) *consistently*. Per report each rank's excess over the report's
-median rank (after a median of its last 3 reports: a GC pause is one report)
-is averaged in an EWMA (alpha 0.5), and the average must stand at least 4
-standard errors above zero, the standard error coming from how widely ranks
-scatter around the median in each report (their interquartile range; with
-fewer than 4 ranks, each rank's own report-to-report noise). When
-work is data-dependent, every rank scatters widely and a different one is
-last each step: averages of 20–30 % happen by chance and the error bar is as
-wide. When one rank is slow, the others agree tightly and its excess stands
-far outside. Uniformly slow communication moves every rank alike and leaves
-every excess at zero.
+from 30 %) *consistently*. Per report each rank's lateness is first the median
+of its last 3 reports (a GC pause is one report), and its excess is taken over
+the cross-rank median *of those same lagged medians* — like with like: a
+job-wide speed-up or a checkpoint moves every rank's lagged median alike and
+leaves every excess at zero. The excess is averaged in an EWMA (alpha 0.5),
+and the average must stand at least 4 standard errors above zero, the
+standard error coming from how widely the *other* ranks scatter around the
+median in each report (their interquartile range with this rank left out, so
+a straggler never widens its own error bar — at 4 ranks the upper quartile
+would otherwise be the straggler itself; with fewer than 4 ranks, each
+rank's own report-to-report noise). When work is data-dependent, every rank
+scatters widely and a different one is last each step: averages of 20–30 %
+happen by chance and the error bar is as wide. When one rank is slow, the
+others agree tightly and its excess stands far outside. Uniformly slow
+communication moves every rank alike and leaves every excess at zero.
 
-Cost: O(ranks) per report plus two medians over
+Cost: O(ranks) per report plus two sorts over
 ranks — linear from 8 to 4,096 ranks.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from typing import Any
 
@@ -138,7 +143,7 @@ class RankStraggler(BaseDetector):
         self._best: list[float | None] = [None] * n
         self._excess = [0.0] * n
         self._excess_var = [0.0] * n
-        self._spread: float | None = None
+        self._spread: list[float | None] = [None] * n
 
     def update(self, tick: Tick) -> list[Finding] | None:
         training = tick.training
@@ -160,8 +165,11 @@ class RankStraggler(BaseDetector):
         if typical <= 0:
             return None
         if len(present) >= FEW_RANKS:
-            self._learn_spread(present, typical)
-        self._fold(late, typical)
+            self._learn_spread(late, present, typical)
+        lagged = self._lag(late)
+        lagged_typical = reference(sorted([m for m in lagged if m is not None]))
+        if lagged_typical > 0:
+            self._fold(lagged, lagged_typical)
         if len(present) < FEW_RANKS:
             self._learn_own_noise(late, typical)
         self.reference = ref = reference(sorted([s for s in self._smooth if s is not None]))
@@ -184,22 +192,47 @@ class RankStraggler(BaseDetector):
         self.convention = convention
         return own
 
-    def _learn_spread(self, present: list[float], typical: float) -> None:
-        """Smooth how widely ranks scatter around the median in a report (relative IQR as a sigma)."""
-        n = len(present)
-        spread = (present[(3 * n) // 4] - present[n // 4]) / 1.349 / typical
-        prior = self._spread
-        self._spread = spread if prior is None else prior + SPREAD_ALPHA * (spread - prior)
+    def _learn_spread(self, late: list[float | None], present: list[float], typical: float) -> None:
+        """Smooth, per rank, how widely the *other* ranks scatter around the median (relative IQR as a sigma).
 
-    def _fold(self, late: list[float | None], typical: float) -> None:
-        """Update each rank's median-of-3, lateness EWMA, best, and mean excess over the median rank."""
-        p1, p2, sm, best, mean = self._prev1, self._prev2, self._smooth, self._best, self._excess
+        Leaving one value out of a sorted list shifts each quartile by at most one
+        place, so there are only three leave-one-out IQRs: for ranks below the
+        lower quartile, between the quartiles, and above the upper one.
+        """
+        m = len(present) - 1  # the others
+        lo, hi = m // 4, (3 * m) // 4
+        scale = 1.349 * typical
+        below = (present[hi + 1] - present[lo + 1]) / scale
+        between = (present[hi + 1] - present[lo]) / scale
+        above = (present[hi] - present[lo]) / scale
+        spreads = self._spread
         for i, x in enumerate(late):
             if x is None:
                 continue
+            k = bisect_right(present, x) - 1  # the last of equal values: removing any leaves the same others
+            spread = below if k <= lo else (between if k <= hi else above)
+            prior = spreads[i]
+            spreads[i] = spread if prior is None else prior + SPREAD_ALPHA * (spread - prior)
+
+    def _lag(self, late: list[float | None]) -> list[float | None]:
+        """Each rank's median of its last 3 reports (a one-report pause never counts)."""
+        p1, p2 = self._prev1, self._prev2
+        out: list[float | None] = []
+        for i, x in enumerate(late):
+            if x is None:
+                out.append(None)
+                continue
             a, b = p1[i], p2[i]
-            m3 = x if a is None or b is None else max(min(a, b), min(max(a, b), x))
+            out.append(x if a is None or b is None else max(min(a, b), min(max(a, b), x)))
             p2[i], p1[i] = a, x
+        return out
+
+    def _fold(self, lagged: list[float | None], typical: float) -> None:
+        """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians."""
+        sm, best, mean = self._smooth, self._best, self._excess
+        for i, m3 in enumerate(lagged):
+            if m3 is None:
+                continue
             s = sm[i]
             s = m3 if s is None else s + EWMA_ALPHA * (m3 - s)
             sm[i] = s
@@ -217,7 +250,9 @@ class RankStraggler(BaseDetector):
 
     def consistency(self, i: int) -> float:
         """How many standard errors rank ``i``'s mean excess stands above zero."""
-        spread = self._spread if self._spread is not None else self._excess_var[i] ** 0.5
+        spread = self._spread[i]
+        if spread is None:
+            spread = self._excess_var[i] ** 0.5
         return self._excess[i] / max(spread * EXCESS_SE, MIN_SE)
 
     def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
