@@ -208,7 +208,16 @@ def test_two_faults_at_once_rank_by_the_share_each_explains():
     got = causes(signals, n=node(**hot), losses={"sync": 0.10, "data": 0.25, "compute": 0.01})
     assert [c.cause for c in got[:2]] == ["input_pipeline_bound", "gpu_thermal_throttling"]
     assert got[0].confidence == pytest.approx(0.25 / 0.36) and got[1].confidence == pytest.approx(0.11 / 0.36)
-    assert got[2].cause == "straggler_rank" and got[2].confidence < got[1].confidence  # its consequence
+    assert got[2].cause == "straggler_rank" and got[2].confidence == 0.0  # its consequence adds no time of its own
+
+
+def test_lost_compute_that_no_wait_explains_keeps_its_own_cause():
+    """Checkpoints "explain" idle GPUs, but not the slower steps between saves."""
+    signals = [sig("checkpoint_stall"), sig("gpu_underutilization", median_utilization_percent=55.0)]
+    got = causes(signals, losses={"checkpoint": 0.44, "compute": 0.29})
+    assert [c.cause for c in got] == ["checkpoint_io_bound", "compute_inefficiency"]
+    assert got[1].confidence == pytest.approx(0.29 / 0.73)
+    assert [c.cause for c in causes(signals, losses={"checkpoint": 0.44})] == ["checkpoint_io_bound"]
 
 
 def test_before_the_job_loses_time_causes_rank_by_their_evidence():

@@ -47,6 +47,8 @@ class Evidence:
         self.ts = ts
         #: ids of the signals that the non-residual rules' candidates explain (set before residual rules run).
         self.explained: frozenset[int] = frozenset()
+        #: Budget components with measurable lost time that no non-residual candidate claims (set with ``explained``).
+        self.unclaimed: frozenset[str] = frozenset()
         self.by_name: dict[str, list[Signal]] = {}
         for s in self.signals:
             self.by_name.setdefault(s.name, []).append(s)

@@ -153,23 +153,28 @@ def rank_candidates(candidates: list[Candidate], losses: Mapping[str, float] | N
     """Score, demote the consequences below what explains them, and sort.
 
     Once the job has measurably lost time (``losses``: each budget component's recent lost share of wall time,
-    together at least ``MIN_LOST_SHARE``), a cause's confidence is the share of that lost time it explains;
-    before, it is the strength of its own evidence.
+    together at least ``MIN_LOST_SHARE``), a cause's confidence is the share of that lost time it explains, and a
+    consequence of a deeper cause explains only what that cause does not (a throttled GPU's straggler adds no
+    time of its own); before, the confidence is the strength of its own evidence.
     """
     explainers: dict[int, list[Candidate]] = {}
     for c in candidates:
         c.base = min(MAX_CONFIDENCE, c.base + PER_EXPLAINED * len({id(s) for s in c.explains}))
         for s in c.explains:
             explainers.setdefault(id(s), []).append(c)
+    deeper = {id(c): [o for s in c.primary for o in explainers.get(id(s), ()) if o is not c] for c in candidates}
     lost = sum((losses or {}).values())
+    measured = losses is not None and lost >= MIN_LOST_SHARE
     for c in candidates:
-        c.confidence = (
-            sum(losses.get(k, 0.0) for k in c.claims()) / lost if losses and lost >= MIN_LOST_SHARE else c.base
-        )
+        if measured:
+            taken = {k for o in deeper[id(c)] for k in o.claims()}
+            c.confidence = sum(losses.get(k, 0.0) for k in c.claims() - taken) / lost
+        else:
+            c.confidence = c.base
     for c in candidates:
-        deeper = [o for s in c.primary for o in explainers.get(id(s), ()) if o is not c]
-        if deeper:
-            c.confidence = max(0.0, min(c.confidence, max(o.confidence for o in deeper) - BELOW_EXPLAINER))
+        if deeper[id(c)]:
+            top = max(o.confidence for o in deeper[id(c)])
+            c.confidence = max(0.0, min(c.confidence, top - BELOW_EXPLAINER))
     return sorted(candidates, key=lambda c: (-round(c.confidence, 2), -c.base, _TIE_RANK.get(c.cause, len(TIE_ORDER))))
 
 
@@ -187,9 +192,20 @@ def infer_root_causes(
     ev = Evidence(signals, facts, node, ts)
     candidates = [c for rule in rules if not rule.residual for c in _proposals(rule, ev)]
     ev.explained = frozenset(id(s) for c in candidates for s in c.explains)
+    ev.unclaimed = _unclaimed(candidates, losses or {})
     candidates += [c for rule in rules if rule.residual for c in _proposals(rule, ev)]
     ranked = rank_candidates(candidates, losses)[:MAX_CAUSES]
     return tuple(_to_root_cause(c) for c in ranked)
+
+
+def _unclaimed(candidates: list[Candidate], losses: Mapping[str, float]) -> frozenset[str]:
+    """Budget components that lost a measurable share of recent time that no candidate claims: a wait cause
+    that "explains" idle GPUs cannot explain slower compute, so the residual rule looks at compute again."""
+    lost = sum(losses.values())
+    if lost < MIN_LOST_SHARE:
+        return frozenset()
+    claimed = {k for c in candidates for k in c.claims()}
+    return frozenset(k for k, share in losses.items() if k not in claimed and share >= MIN_LOST_SHARE / 2)
 
 
 _failed_rules: set[str] = set()

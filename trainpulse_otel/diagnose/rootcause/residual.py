@@ -7,9 +7,13 @@ from .ranking import Candidate, Rule, symptoms
 
 
 def inefficiency(ev: Evidence) -> list[Candidate]:
-    """Low MFU, idle GPUs or lost throughput that no other cause accounts for."""
+    """Low MFU, idle GPUs or lost throughput that no other cause accounts for — by signal, or by lost compute
+    time that no other cause claims (a checkpoint explains idle GPUs, not slower steps between saves)."""
+    compute_unclaimed = "compute" in ev.unclaimed
     left = [
-        s for s in symptoms(ev, "low_mfu", "gpu_underutilization", "throughput_collapse") if id(s) not in ev.explained
+        s
+        for s in symptoms(ev, "low_mfu", "gpu_underutilization", "throughput_collapse")
+        if compute_unclaimed or id(s) not in ev.explained
     ]
     if not left:
         return []
