@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
-from ..stats import decay
 from ..tick import Tick
 from ..types import Finding, Policy
 from .base import BaseDetector, Threshold, percent
@@ -48,8 +48,10 @@ class PipelineBubble(LevelDetector):
 class CheckpointStall(BaseDetector):
     """``checkpoint_stall``: training blocks while checkpoints are saved.
 
-    Statistic: the share of recent wall time spent blocked in saves, as a
-    leaky integral with a 2-minute memory (``tau_s``). A save counts while it
+    Statistic: the share of the last 2 minutes (``span_s``) spent blocked in
+    saves — the blocked seconds in that window over its length, so a job
+    blocked 39 % of the time reads 39 % (a leaky integral read 15 % there and
+    took 39 s to see it). A save counts while it
     runs — every GPU idle, no step finishing and the disk writing at least 3x
     its normal rate — and, for producers that only report it, through the
     ``checkpoint_ms`` of the step that ended it (time already counted is not
@@ -61,20 +63,21 @@ class CheckpointStall(BaseDetector):
     signals = ("checkpoint_stall",)
     policy = Policy(clear_after_s=60.0)
     threshold = Threshold(warning=0.10, critical=0.25)
-    tau_s = 120.0
+    span_s = 120.0
     surge = 3.0
 
     def __init__(self) -> None:
         self.share = 0.0
+        self._blocked: deque[tuple[float, float]] = deque()  # (ts, seconds blocked) within the last span_s
+        self._blocked_s = 0.0
         self._counted_s = 0.0  # inferred save time since the last report
         self._ongoing_s = 0.0
         self._last_save_s = 0.0
         self._write_surge: float | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
-        self.share *= decay(tick.dt, self.tau_s)
         if self._saving(tick):
-            self.share += tick.dt / self.tau_s
+            self._block(tick.ts, tick.dt)
             self._counted_s += tick.dt
             self._ongoing_s += tick.dt
             self._write_surge = tick.node.host.write_surge()
@@ -84,13 +87,26 @@ class CheckpointStall(BaseDetector):
         if report is not None:
             reported_s = (report.checkpoint_ms or 0.0) / 1000.0
             if reported_s:
-                self.share += max(0.0, reported_s - self._counted_s) / self.tau_s
+                self._block(tick.ts, max(0.0, reported_s - self._counted_s))
                 self._last_save_s = max(reported_s, self._counted_s)
             self._counted_s = 0.0
+        self.share = self._window_share(tick.ts)
         score, severity = self.threshold.judge(self.share)
         if score < self.report_floor:
             return []
         return [Finding("checkpoint_stall", score, severity, self._message(), {}, self._evidence())]
+
+    def _block(self, ts: float, seconds: float) -> None:
+        if seconds > 0:
+            self._blocked.append((ts, seconds))
+            self._blocked_s += seconds
+
+    def _window_share(self, ts: float) -> float:
+        """Blocked seconds in the last ``span_s`` over ``span_s`` (a save reported at its end counts then)."""
+        blocked = self._blocked
+        while blocked and blocked[0][0] <= ts - self.span_s:
+            self._blocked_s -= blocked.popleft()[1]
+        return min(1.0, max(0.0, self._blocked_s) / self.span_s)
 
     def _saving(self, tick: Tick) -> bool:
         if not tick.paused or tick.report is not None:
