@@ -74,6 +74,16 @@ def test_ranks_waiting_unevenly_is_imbalance_however_much_every_rank_pays():
     assert "500 ms" in signal.message and "least-waiting rank" in signal.message
 
 
+def test_the_first_steps_of_a_fresh_job_are_warm_up():
+    # ranks reach the first barriers at scattered times; from step 50 on they wait evenly
+    def frame(t):
+        f = _sync_waits(t, lambda r: 400.0 + (500.0 if t < 40 and r != 3 else 0.0))
+        return replace(f, training=replace(f.training, global_step=int(t)))
+
+    h = Harness(SyncImbalance()).run(range(120), frame)
+    assert h.raised() == []
+
+
 def test_a_data_wait_ramp_is_caught_early_against_the_jobs_baseline():
     # 4 ms of data wait for a minute, then +10 ms a second: 3 % of the step 14 s in, long before 10 %
     h = Harness(DataloaderStarvation()).run(

@@ -1,18 +1,28 @@
-"""One rank of a 2-process gloo job on CPU, run by test_distributed.py (not collected by pytest).
+"""One rank of an N-process gloo DDP job on CPU, run by the distributed tests and bench/gloo_job.py.
 
-    python gloo_worker.py RANK WORLD STORE_FILE OUT_JSON SLOW_RANK
+    python gloo_worker.py RANK WORLD STORE_FILE OUT_JSON [--slow-rank R] [--slow-from STEP | --slow-after S]
+                          [--extra 0.35] [--steps N] [--seconds S] [--interval S] [--gather-every K]
 
-Trains a tiny MLP with a hand-written DDP step: forward and backward, a timed
-barrier (``sync_point``), then a timed gradient all-reduce. ``SLOW_RANK``
-sleeps an extra 20 ms of "compute" per step. Rank 0 writes its monitor's last
-report and diagnosis to OUT_JSON.
+Trains a small MLP with a hand-written DDP step: ``MICRO`` forward/backward
+passes, a timed barrier (``sync_point``), then a timed gradient all-reduce
+(which also carries rank 0's stop and slow-down flags, so every rank agrees
+on the step). From step ``--slow-from`` on — or from the step after rank 0
+has run ``--slow-after`` seconds — ``--slow-rank`` does ``--extra`` more real
+work per step: more micro-batches (not a sleep), for ``--extra`` times as long
+as its regular ones took. The job ends after
+``--steps`` steps or ``--seconds`` seconds, whichever is first.
+
+Rank 0 polls its in-process diagnosis every half second and writes to
+OUT_JSON: the timeline (when each signal and top root cause appeared, in
+seconds from the start), when the slowdown began, the last report and the
+final diagnosis.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
 import time
 
 import torch
@@ -22,47 +32,140 @@ from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.torch import sync_point
 from trainpulse_otel.samples import to_dict
 
-STEPS, GATHER_EVERY, SLOW_S, BATCH = 40, 2, 0.02, 16
+BATCH, WIDTH, MICRO = 32, 128, 60
+POLL_S = 0.5
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser()
+    for name in ("rank", "world"):
+        p.add_argument(name, type=int)
+    p.add_argument("store")
+    p.add_argument("out")
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-from", type=int, default=0, help="the first slowed step")
+    p.add_argument("--slow-after", type=float, help="slow down from the step after this many seconds instead")
+    p.add_argument("--extra", type=float, default=0.35, help="extra work of the slow rank, a fraction")
+    p.add_argument("--steps", type=int, default=1_000_000)
+    p.add_argument("--seconds", type=float, default=float("inf"))
+    p.add_argument("--interval", type=float, default=0.25)
+    p.add_argument("--gather-every", type=int, default=2)
+    return p.parse_args()
+
+
+class Timeline:
+    """Rank 0's record of the diagnosis over the run: each signal and top cause when first seen."""
+
+    def __init__(self, monitor: TrainingMonitor, start: float) -> None:
+        self.monitor, self.start, self._next = monitor, start, start
+        self.events: list[dict] = []
+        self._active: set[tuple] = set()
+        self._top: tuple | None = None
+
+    def poll(self, now: float, step: int) -> None:
+        if now < self._next:
+            return
+        self._next = now + POLL_S
+        diagnosis = self.monitor.diagnosis() or {}
+        load1 = round(os.getloadavg()[0], 2)  # the shared machine's load, to tell its contention from the job's
+        at = {"t": round(now - self.start, 2), "step": step, "load1": load1}
+        active = {(s["name"], json.dumps(s["subject"], sort_keys=True)) for s in diagnosis.get("signals", [])}
+        for name, subject in sorted(active - self._active):
+            self.events.append({**at, "event": "raised", "signal": name, "subject": json.loads(subject)})
+        for name, subject in sorted(self._active - active):
+            self.events.append({**at, "event": "cleared", "signal": name, "subject": json.loads(subject)})
+        self._active = active
+        causes = diagnosis.get("root_causes") or [{}]
+        top = (causes[0].get("cause"), json.dumps(causes[0].get("subject", {}), sort_keys=True))
+        if top != self._top:
+            self.events.append({**at, "event": "top_cause", "cause": top[0], "subject": json.loads(top[1])})
+            self._top = top
+
+
+def compute(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, extra: float) -> None:
+    """``MICRO`` forward/backward passes, then more for ``extra`` times as long as they took.
+
+    The extra work is sized in wall time, not in passes: with more processes
+    than cores, the waiting ranks free the CPU and a fixed number of extra
+    passes would cost far less than its share — a 35 % slower rank would look 8 %.
+    """
+    start = time.perf_counter()
+    for _ in range(MICRO):
+        torch.nn.functional.mse_loss(model(x), y).backward()
+    until = time.perf_counter() + extra * (time.perf_counter() - start)
+    while time.perf_counter() < until:
+        torch.nn.functional.mse_loss(model(x), y).backward()
 
 
 def main() -> None:
-    rank, world, store, out, slow_rank = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-    rank, world = int(rank), int(world)
+    args = parse()
+    rank, world = args.rank, args.world
     os.environ["LOCAL_RANK"] = str(rank)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=rank, world_size=world)
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 32))
+    model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, WIDTH))
     monitor = TrainingMonitor(
         model_name="gloo-mlp",
-        interval=0.05,
+        interval=args.interval,
         hardware="none",
-        gather_every=GATHER_EVERY,
+        gather_every=args.gather_every,
         flops_per_token=6 * sum(p.numel() for p in model.parameters()),
     )
-    x, y = torch.randn(BATCH, 32), torch.randn(BATCH, 32)
-    for _ in range(STEPS):
+    params = list(model.parameters())
+    x, y = torch.randn(BATCH, WIDTH), torch.randn(BATCH, WIDTH)
+    start = time.time()
+    timeline = Timeline(monitor, start) if rank == 0 else None
+    slow_from = args.slow_from if args.slow_after is None else args.steps
+    slow_at: float | None = None
+    step = 0
+    while step < args.steps:
+        if step == slow_from and args.slow_rank >= 0:
+            slow_at = time.time() - start
+        slowed = rank == args.slow_rank and step >= slow_from
         with monitor.step(tokens=BATCH, samples=BATCH):
-            loss = torch.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            if rank == slow_rank:
-                time.sleep(SLOW_S)  # a deliberately slow rank
+            compute(model, x, y, args.extra if slowed else 0.0)
             sync_point(monitor)
+            flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(2)])
+            if rank == 0:
+                elapsed = time.time() - start
+                flat[-2] = float(elapsed >= args.seconds)
+                flat[-1] = float(args.slow_after is not None and elapsed >= args.slow_after)
             with monitor.phase("all_reduce"):
-                for p in model.parameters():
-                    dist.all_reduce(p.grad)
+                dist.all_reduce(flat)
             with torch.no_grad():  # plain SGD: torch.optim would import torch._dynamo, seconds on 2 cores
-                for p in model.parameters():
-                    p -= 0.01 * p.grad / world
+                offset = 0
+                for p in params:
+                    n = p.numel()
+                    p -= 0.01 / MICRO * flat[offset : offset + n].view_as(p) / world
                     p.grad = None
-    if rank == 0:
+                    offset += n
+        step += 1
+        if flat[-1] > 0 and slow_from > step:
+            slow_from = step
+        if timeline is not None:
+            timeline.poll(time.time(), step)
+        if flat[-2] > 0:
+            break
+    if timeline is not None:
         monitor.flush()
         frame = monitor._destination.engine.frame
-        result = {"training": to_dict(frame.training), "diagnosis": monitor.diagnosis(), "stats": monitor.stats}
+        result = {
+            "world": world,
+            "steps": step,
+            "seconds": round(time.time() - start, 1),
+            "slow_rank": args.slow_rank,
+            "slow_from_step": slow_from if slow_at is not None else None,
+            "slow_from_s": None if slow_at is None else round(slow_at, 2),
+            "timeline": timeline.events,
+            "training": to_dict(frame.training),
+            "diagnosis": monitor.diagnosis(),
+            "stats": monitor.stats,
+        }
     monitor.close()
     dist.destroy_process_group()
-    if rank == 0:
-        with open(out, "w", encoding="utf-8") as fh:
+    if timeline is not None:
+        with open(args.out, "w", encoding="utf-8") as fh:
             json.dump(result, fh)
 
 

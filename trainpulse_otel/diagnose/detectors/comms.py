@@ -10,6 +10,10 @@ from ..tick import Tick
 from .base import Threshold, percent
 from .level import StepShareDetector
 
+#: A fresh job's first steps are warm-up: lazy initialisation, the first collectives' connection set-up and
+#: the monitor's own start on rank 0 bring ranks to the first barriers at scattered times.
+WARMUP_STEPS = 50
+
 
 def sync_waits(report: TrainingSample) -> list[float]:
     """The per-rank sync waits the report carries, sorted (ms)."""
@@ -26,7 +30,8 @@ class SyncImbalance(StepShareDetector):
     rank — the last to arrive — pays only that, so what the median rank waits
     beyond it is the wait for slower peers. A wait every rank pays equally is
     not imbalance. Reports without per-rank waits are judged on the job's
-    mean wait (nothing else to go by). Warning at 10 %, critical at 25 %.
+    mean wait (nothing else to go by). A fresh job's first ``WARMUP_STEPS``
+    steps (by ``global_step``) are not judged. Warning at 10 %, critical at 25 %.
     Whether one rank is to blame is ``rank_straggler``'s question.
     """
 
@@ -35,6 +40,12 @@ class SyncImbalance(StepShareDetector):
     field = "sync_wait_ms"
     waits_for = "slower peers at the collective"
     threshold = Threshold(warning=0.10, critical=0.25)
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        if report is not None and report.global_step is not None and report.global_step < WARMUP_STEPS:
+            return None  # warm-up: no evidence either way
+        return super().measure(tick)
 
     def wait_ms(self, report: TrainingSample) -> float | None:
         waits = sync_waits(report)

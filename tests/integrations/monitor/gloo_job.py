@@ -1,0 +1,88 @@
+"""Launch an N-process gloo DDP job on CPU (``gloo_worker.py``) and read rank 0's result.
+
+Used by the distributed tests (short runs) and, from the command line, for the
+minutes-long real runs documented in docs/signals.md ("Real jobs"):
+
+    python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
+
+prints when each signal and top root cause appeared and the final diagnosis.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WORKER = Path(__file__).with_name("gloo_worker.py")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_job(workdir: Path, world: int, timeout_s: float = 120.0, **options: object) -> dict:
+    """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON."""
+    out = workdir / "rank0.json"
+    flags = [str(x) for key, value in options.items() for x in (f"--{key.replace('_', '-')}", value)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), str(world), str(workdir / "store"), str(out), *flags],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for rank in range(world)
+    ]
+    try:
+        logs = [p.communicate(timeout=timeout_s)[0].decode() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    return json.loads(out.read_text())
+
+
+def summary(result: dict) -> str:
+    """The run in a few lines: shape, the timeline, and the final health and causes."""
+    head = f"{result['world']} processes, {result['steps']} steps in {result['seconds']} s"
+    slow = f"slow rank {result['slow_rank']} from {result['slow_from_s']} s (step {result['slow_from_step']})"
+    lines = [f"{head}; {slow}"]
+    for e in result["timeline"]:
+        what = e.get("signal") or e.get("cause")
+        load = f"  (load {e['load1']})" if "load1" in e else ""
+        lines.append(f"  {e['t']:7.1f} s  step {e['step']:5d}  {e['event']:9s} {what} {e['subject']}{load}")
+    diagnosis = result["diagnosis"]
+    causes = [(c["cause"], c.get("subject"), c["confidence"]) for c in diagnosis["root_causes"]]
+    lines.append(f"  final: health {diagnosis['health']}; signals {[s['name'] for s in diagnosis['signals']]}")
+    lines.append(f"  root causes {causes}")
+    ranks = sorted(result["training"]["ranks"], key=lambda r: r["rank"])
+    lines.append(
+        "  last report per rank (busy / sync ms): "
+        + ", ".join(f"{r['rank']}: {r['step_time_ms']:.1f} / {r['sync_wait_ms']:.1f}" for r in ranks)
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--world", type=int, default=4)
+    p.add_argument("--seconds", type=float, default=150.0)
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-after", type=float, default=60.0, help="seconds before the slow rank slows")
+    p.add_argument("--extra", type=float, default=0.35)
+    p.add_argument("--json", help="also write rank 0's result here")
+    args = p.parse_args()
+    options = {"seconds": args.seconds, "slow_rank": args.slow_rank, "slow_after": args.slow_after, "extra": args.extra}
+    with tempfile.TemporaryDirectory() as tmp:
+        result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result), encoding="utf-8")
+    print(summary(result))
+
+
+if __name__ == "__main__":
+    main()

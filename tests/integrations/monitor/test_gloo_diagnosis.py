@@ -1,0 +1,43 @@
+"""A real 4-process gloo DDP job on CPU, diagnosed by rank 0's in-process monitor.
+
+Healthy, it pays a uniform sync wait at every barrier (the collective's own
+cost): that is no signal. With rank 2 doing 35 % more work per step from a
+given step on, rank 2 is the straggler and the top cause — and no rank is
+raised before it slows. The minutes-long runs behind docs/signals.md ("Real
+jobs") are ``python -m tests.integrations.monitor.gloo_job``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integrations.monitor.gloo_job import run_job
+
+pytest.importorskip("torch")
+
+WORLD = 4
+
+
+def raised(result: dict, signal: str | None = None) -> list[dict]:
+    return [e for e in result["timeline"] if e["event"] == "raised" and signal in (None, e["signal"])]
+
+
+def test_a_healthy_job_raises_nothing(tmp_path):
+    result = run_job(tmp_path, WORLD, seconds=12)
+    assert not raised(result), raised(result)
+    assert result["diagnosis"]["health"]["status"] == "healthy"
+    waits = [r["sync_wait_ms"] for r in result["training"]["ranks"]]
+    assert len(waits) == WORLD and min(waits) > 0  # every rank does wait at the barrier
+
+
+def test_the_slowed_rank_is_the_straggler_and_no_rank_is_raised_before_it_slows(tmp_path):
+    result = run_job(tmp_path, WORLD, seconds=16, slow_rank=2, slow_after=6)
+    assert result["slow_from_s"] is not None
+    stragglers = raised(result, "rank_straggler")
+    early = [e for e in stragglers if e["t"] < result["slow_from_s"]]
+    assert not early, early
+    assert {e["subject"]["rank"] for e in stragglers} == {2}
+    diagnosis = result["diagnosis"]
+    assert [s["subject"]["rank"] for s in diagnosis["signals"] if s["name"] == "rank_straggler"] == [2]
+    top = diagnosis["root_causes"][0]
+    assert top["cause"] == "straggler_rank" and top["subject"]["rank"] == 2
