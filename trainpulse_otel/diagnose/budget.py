@@ -74,10 +74,6 @@ class StepBudget:
     ideal_ms: float
     lost_ms: dict[str, float] = field(default_factory=dict)
 
-    @property
-    def total_lost_ms(self) -> float:
-        return sum(self.lost_ms.values())
-
 
 class BudgetBuilder:
     """Learns the ideal step and each wait's baseline from reports; decomposes each new report."""

@@ -109,11 +109,6 @@ def load_adapters(autoload: bool | None = None) -> dict[str, Adapter]:
     return load_group(ADAPTERS_GROUP, as_adapter, autoload)
 
 
-def load_detectors(autoload: bool | None = None) -> dict[str, DetectorFactory]:
-    """The detector classes (or zero-argument factories) by name (``trainpulse.detectors``), built-ins first."""
-    return load_group(DETECTORS_GROUP, as_detector, autoload)
-
-
 def as_detector(name: str, obj: Any) -> DetectorFactory | None:
     """A class or factory whose instances judge ticks: ``update(tick)``, ``policy``, ``signals``."""
     if not callable(obj) or not all(hasattr(obj, attr) for attr in ("update", "policy", "signals")):
