@@ -46,6 +46,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--slow-from", type=int, default=0, help="the first slowed step")
     p.add_argument("--slow-after", type=float, help="slow down from the step after this many seconds instead")
     p.add_argument("--extra", type=float, default=0.35, help="extra work of the slow rank, a fraction")
+    p.add_argument("--sleep-ms", type=float, default=0.0, help="the slow rank also sleeps this long each step")
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--seconds", type=float, default=float("inf"))
     p.add_argument("--interval", type=float, default=0.25)
@@ -125,6 +126,8 @@ def main() -> None:
         slowed = rank == args.slow_rank and step >= slow_from
         with monitor.step(tokens=BATCH, samples=BATCH):
             compute(model, x, y, args.extra if slowed else 0.0)
+            if slowed and args.sleep_ms:  # a slowdown that CPU contention between the ranks cannot hide
+                time.sleep(args.sleep_ms / 1000.0)
             sync_point(monitor)
             flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(2)])
             if rank == 0:

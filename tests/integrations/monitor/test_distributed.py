@@ -8,10 +8,15 @@ from tests.integrations.monitor.gloo_job import run_job
 
 pytest.importorskip("torch")
 
+#: Steps of the job: the straggler needs a few dozen gathers to be judged.
+STEPS = 80
+
 
 @pytest.fixture(scope="module")
 def slow_rank_one(tmp_path_factory) -> dict:
-    return run_job(tmp_path_factory.mktemp("gloo"), world=2, steps=40, interval=0.05, slow_rank=1)
+    """Rank 1 does 35 % more work and sleeps 40 ms more each step: slower whatever else the two cores run
+    (rank 0's own monitor ticking every 50 ms can slow rank 0's compute by as much as the extra work)."""
+    return run_job(tmp_path_factory.mktemp("gloo"), world=2, steps=STEPS, interval=0.05, slow_rank=1, sleep_ms=40)
 
 
 def test_both_ranks_step_times_reach_rank_zero(slow_rank_one):
@@ -23,12 +28,12 @@ def test_both_ranks_step_times_reach_rank_zero(slow_rank_one):
         assert entry["gpu_index"] == rank  # LOCAL_RANK
         assert entry["hostname"] and entry["step_time_ms"] > 0 and entry["tokens_per_sec"] > 0
         assert {"data_wait_ms", "sync_wait_ms", "all_reduce_wait_ms"} <= set(entry)
-    assert slow_rank_one["stats"]["gathers"] == 40 // 2  # every 2 steps
+    assert slow_rank_one["stats"]["gathers"] == STEPS // 2  # every 2 steps
 
 
 def test_the_slow_rank_is_busy_longer_and_the_fast_one_waits(slow_rank_one):
     ranks = {r["rank"]: r for r in slow_rank_one["training"]["ranks"]}
-    assert ranks[1]["step_time_ms"] > 1.1 * ranks[0]["step_time_ms"]  # 35 % more work per step, one noisy gather
+    assert ranks[1]["step_time_ms"] > 1.1 * ranks[0]["step_time_ms"]  # the extra work and sleep, one noisy gather
     assert ranks[0]["sync_wait_ms"] - ranks[1]["sync_wait_ms"] > 3  # rank 0 waits for it at the barrier
     assert ranks[1]["tokens_per_sec"] < ranks[0]["tokens_per_sec"]
 
