@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from trainpulse_otel.diagnose.budget import COMPONENTS, WARMUP_REPORTS, BudgetBuilder
+from trainpulse_otel.diagnose.budget import COMPONENTS, WARMUP_REPORTS, BudgetBuilder, StepCounter
 from trainpulse_otel.diagnose.goodput import UNATTRIBUTED, GoodputAccount
 from trainpulse_otel.diagnose.types import RootCause
 from trainpulse_otel.samples import TrainingSample
@@ -141,13 +141,31 @@ def test_time_without_steps_is_unattributed_badput_and_the_window_forgets_it():
 
 
 def test_steps_are_counted_from_the_global_step_so_a_report_of_many_steps_counts_them_all():
-    rng, builder, account = random.Random(0), BudgetBuilder(), GoodputAccount()
+    rng, builder, account, counter = random.Random(0), BudgetBuilder(), GoodputAccount(), StepCounter()
     ts = T0
     for i in range(120):
         ts += 10.0  # one report every 10 s, each for the 10 steps of that interval
         r = report(10 * i, rng, step_time_ms=1000.0)
-        account.add(ts, r, builder.add(ts, r), builder.ideal_ms, [], False)
+        steps = counter.advance(r)
+        account.add(ts, r, builder.add(ts, r, steps), builder.ideal_ms, [], False, steps)
     assert account.goodput(ts).ratio == pytest.approx(1.0, abs=0.02)
+
+
+def test_a_save_inside_a_report_of_many_steps_counts_whole_and_only_once():
+    """The in-process monitor's report: the mean of the interval's steps, one of which ended a save."""
+    rng, builder, account, counter = random.Random(0), BudgetBuilder(), GoodputAccount(), StepCounter()
+    ts, saved_s = T0, 0.0
+    for i in range(200):
+        saving = i % 20 == 19
+        ts += 4.0 + (3.0 if saving else 0.0)  # 4 steps of 1 s, and a 3 s save every 20th interval
+        fields = {"step_time_ms": (4000.0 + 3000.0) / 4, "checkpoint_ms": 3000.0} if saving else {}
+        r = report(4 * i, rng, **fields)
+        steps = counter.advance(r)
+        account.add(ts, r, builder.add(ts, r, steps), builder.ideal_ms, [], False, steps)
+        saved_s += 3.0 if saving and i >= WARMUP_REPORTS else 0.0
+    goodput = account.goodput(ts)
+    assert goodput.badput_s["checkpoint_io_bound"] == pytest.approx(saved_s, rel=0.01)
+    assert builder.ideal_ms == pytest.approx(STEP_MS, rel=0.02)  # the save never became part of the pace
 
 
 def test_a_replayed_run_charges_its_checkpoints_the_seconds_the_saves_took():

@@ -4,7 +4,10 @@ A training step's wall time is compute plus what it waited for. Against the
 job's own healthy pace, each report's step decomposes into:
 
 - ``checkpoint`` — time the step spent saving (``checkpoint_ms``): all of it
-  is lost, a healthy step saves nothing;
+  is lost, a healthy step saves nothing. A report may stand for several
+  steps (``step_time_ms`` their mean, the advance of ``global_step`` their
+  number, as the in-process monitor reports): its save is a one-off among
+  them, so each of those steps carries its share of it;
 - ``bubble`` — the pipeline schedule's idle share of the step
   (``pipeline_bubble_ratio`` × step): idle stages are lost compute;
 - ``data``, ``tokenizer``, ``all_reduce``, ``sync`` — each wait's excess over
@@ -67,12 +70,32 @@ class StepBudget:
     """One report's step against the ideal step, in milliseconds.
 
     ``lost_ms`` holds each component's loss (missing components are 0); their
-    sum is the step's time beyond the ideal.
+    sum is the step's time beyond the ideal. ``steps`` is how many steps the
+    report's save was spread over (at least one, so a save on a report whose
+    ``global_step`` did not advance — a sampler re-sending the latest step —
+    is still counted whole).
     """
 
     step_ms: float
     ideal_ms: float
     lost_ms: dict[str, float] = field(default_factory=dict)
+    steps: int = 1
+
+
+class StepCounter:
+    """How many steps each report stands for: the advance of ``global_step`` (one a report without it)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: int | None = None
+
+    def advance(self, report: TrainingSample) -> int:
+        step, last = report.global_step, self._last
+        if step is None:
+            return 1
+        self._last = step
+        return 1 if last is None else max(0, step - last)
 
 
 class BudgetBuilder:
@@ -87,12 +110,14 @@ class BudgetBuilder:
         """The job's ideal step time (None until it is known)."""
         return self.ideal.value if self.ideal.ready else None
 
-    def add(self, ts: float, report: TrainingSample) -> StepBudget | None:
-        """The budget of ``report``'s step at ``ts`` (None without a step time, or before the ideal is known)."""
+    def add(self, ts: float, report: TrainingSample, steps: int = 1) -> StepBudget | None:
+        """The budget of one of the ``steps`` steps ``report`` stands for, at ``ts`` (None without a step time,
+        or before the ideal is known)."""
         step = report.step_time_ms
         if step is None or step <= 0:
             return None
-        checkpoint = min(step, report.checkpoint_ms or 0.0)
+        steps = max(1, steps)
+        checkpoint = min(steps * step, report.checkpoint_ms or 0.0) / steps
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
         clean = step - checkpoint - bubble
         waits = _waits(report)
@@ -108,7 +133,7 @@ class BudgetBuilder:
             lost = {name: ms * over / waited for name, ms in lost.items()}
             waited = over
         lost.update(compute=over - waited, checkpoint=checkpoint, bubble=bubble)
-        return StepBudget(step, ideal, {name: lost.get(name, 0.0) for name in COMPONENTS})
+        return StepBudget(step, ideal, {name: lost.get(name, 0.0) for name in COMPONENTS}, steps)
 
     def _excess(self, ts: float, name: str, value: float) -> float:
         pace = self.waits[name]

@@ -9,8 +9,7 @@ badput to categories (data loading, checkpointing, …):
 - each step's budget components: ``checkpoint`` → ``checkpoint_io_bound``,
   ``bubble`` → ``pipeline_bubbles``, ``data`` → ``input_pipeline_bound``,
   ``tokenizer`` → ``tokenizer_bound``, ``all_reduce`` → ``communication_bound``
-  (a save counts once, for the report of the step that ended it; the others
-  per step); ``compute`` → the highest-ranked active cause that is not a wait
+  (per step, for the steps each report stands for); ``compute`` → the highest-ranked active cause that is not a wait
   (thermal or power throttling, memory pressure, padding, a straggler,
   compute inefficiency), else ``unattributed``; ``sync`` — waiting for a late
   rank — → that same deeper cause (a throttled GPU behind the straggler), or
@@ -60,7 +59,6 @@ class GoodputAccount:
         self.badput_s: dict[str, float] = {}
         self._ideal_ms: float | None = None
         self._waiting_steps = 0  # steps seen before the ideal step was known
-        self._last_step: int | None = None
         self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds) per report
         self._recent_s = 0.0
         self._loss_rates: dict[str, float] = {}  # per budget component: seconds lost per second, recently
@@ -74,11 +72,11 @@ class GoodputAccount:
         ideal_ms: float | None,
         causes: Sequence[RootCause],
         straggler_active: bool,
+        steps: int = 1,
     ) -> None:
-        """Account for one new training report at ``ts`` with its step's budget."""
+        """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget."""
         if self.first_ts is None:
             self.first_ts = ts
-        steps = self._steps(report)
         productive = 0.0
         if ideal_ms is not None:
             productive = (steps + self._waiting_steps) * ideal_ms / 1000.0
@@ -92,8 +90,7 @@ class GoodputAccount:
         rates = self.recent_losses(ts)
         if budget is not None:
             for component, ms in budget.lost_ms.items():
-                # a save is reported once, by the step that ended it; the other losses are per step
-                times = 1 if component == "checkpoint" else steps
+                times = budget.steps if component == "checkpoint" else steps  # a reported save counts whole
                 if ms > 0 and times:
                     lost_s = times * ms / 1000.0
                     cause = self._cause_of(component, causes, straggler_active)
@@ -126,16 +123,6 @@ class GoodputAccount:
             ideal_step_time_ms=self._ideal_ms,
             badput_s=dict(sorted(self.badput_s.items())),
         )
-
-    def _steps(self, report: TrainingSample) -> int:
-        """Steps this report accounts for: the advance of ``global_step``, else one per report."""
-        step, last = report.global_step, self._last_step
-        if step is None:
-            return 1
-        self._last_step = step
-        if last is None:
-            return 1
-        return max(0, step - last)
 
     @staticmethod
     def _cause_of(component: str, causes: Sequence[RootCause], straggler_active: bool) -> str:

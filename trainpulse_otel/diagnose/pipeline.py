@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..samples import Frame, TrainingSample
-from .budget import BudgetBuilder
+from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
 from .goodput import GoodputAccount
 from .health import HealthScorer
@@ -55,6 +55,7 @@ class DiagnosticPipeline:
         self._causes_at = float("-inf")
         self._top: tuple | None = None
         self._budget = BudgetBuilder()
+        self._steps = StepCounter()
         self._goodput = GoodputAccount()
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
@@ -99,9 +100,10 @@ class DiagnosticPipeline:
         self, ts: float, report: TrainingSample, causes: tuple[RootCause, ...], signals: tuple[Signal, ...]
     ) -> None:
         """The new report's step into the budget, and the budget into goodput."""
-        budget = self._budget.add(ts, report)
+        steps = self._steps.advance(report)
+        budget = self._budget.add(ts, report, steps)
         straggler = any(s.name == "rank_straggler" for s in signals)
-        self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler)
+        self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler, steps)
 
     def _failed(self, detector: Detector) -> int:
         """Count a detector's failure; return how many it has had so far."""

@@ -4,6 +4,7 @@ Used by the distributed tests (short runs) and, from the command line, for the
 minutes-long real runs documented in docs/signals.md ("Real jobs"):
 
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
+        [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256]
 
 prints when each signal and top root cause appeared and the final diagnosis.
 """
@@ -60,11 +61,31 @@ def summary(result: dict) -> str:
     lines.append(f"  final: health {diagnosis['health']}; signals {[s['name'] for s in diagnosis['signals']]}")
     lines.append(f"  root causes {causes}")
     ranks = sorted(result["training"]["ranks"], key=lambda r: r["rank"])
+    saves = result.get("checkpoint_saves_s") or []
+    if saves:
+        badput = (diagnosis.get("goodput") or {}).get("badput_s", {})
+        stall = next((s for s in diagnosis["signals"] if s["name"] == "checkpoint_stall"), None)
+        lines.append(
+            f"  checkpoints: {len(saves)} saves, {sum(saves):.2f} s measured by the saving rank "
+            f"({100 * recent_save_share(result):.0f} % of the last 2 minutes); badput checkpoint_io_bound "
+            f"{badput.get('checkpoint_io_bound', 0.0):.2f} s; checkpoint_stall blocked_share "
+            + (f"{100 * stall['evidence']['blocked_share']:.0f} %" if stall else "-")
+        )
+    lines.append(f"  goodput {diagnosis.get('goodput')}")
     lines.append(
         "  last report per rank (busy / sync ms): "
         + ", ".join(f"{r['rank']}: {r['step_time_ms']:.1f} / {r['sync_wait_ms']:.1f}" for r in ranks)
     )
     return "\n".join(lines)
+
+
+def recent_save_share(result: dict, span_s: float = 120.0) -> float:
+    """The share of the run's last ``span_s`` (all of it, when shorter) the saving rank spent saving."""
+    ends = result["checkpoint_save_ends_s"]
+    saves = result["checkpoint_saves_s"]
+    end = result["seconds"]
+    recent = sum(s for s, t in zip(saves, ends, strict=True) if t > end - span_s)
+    return recent / min(span_s, end)
 
 
 def main() -> None:
@@ -74,9 +95,13 @@ def main() -> None:
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-after", type=float, default=60.0, help="seconds before the slow rank slows")
     p.add_argument("--extra", type=float, default=0.35)
+    p.add_argument("--hardware", default="none", help="none, or host: rank 0's monitor also collects the host")
+    p.add_argument("--startup-mb", type=float, default=0.0, help="host memory each rank allocates at start")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="rank 0 saves a checkpoint every N steps")
+    p.add_argument("--checkpoint-mb", type=float, default=64.0)
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
-    options = {"seconds": args.seconds, "slow_rank": args.slow_rank, "slow_after": args.slow_after, "extra": args.extra}
+    options = {k: v for k, v in vars(args).items() if k not in ("world", "json")}
     with tempfile.TemporaryDirectory() as tmp:
         result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
     if args.json:

@@ -2,6 +2,7 @@
 
     python gloo_worker.py RANK WORLD STORE_FILE OUT_JSON [--slow-rank R] [--slow-from STEP | --slow-after S]
                           [--extra 0.35] [--steps N] [--seconds S] [--interval S] [--gather-every K]
+                          [--hardware none|host] [--startup-mb MB] [--checkpoint-every STEPS --checkpoint-mb MB]
 
 Trains a small MLP with a hand-written DDP step: ``MICRO`` forward/backward
 passes, a timed barrier (``sync_point``), then a timed gradient all-reduce
@@ -11,6 +12,14 @@ has run ``--slow-after`` seconds — ``--slow-rank`` does ``--extra`` more real
 work per step: more micro-batches (not a sleep), for ``--extra`` times as long
 as its regular ones took. The job ends after
 ``--steps`` steps or ``--seconds`` seconds, whichever is first.
+
+Like a real job, each rank may allocate ``--startup-mb`` of host memory over
+its first ``STARTUP_S`` seconds (loading its model and data shard), and rank 0
+may save a real checkpoint (``torch.save`` of the model and a
+``--checkpoint-mb`` optimizer-state stand-in, flushed with ``fsync``) every
+``--checkpoint-every`` steps between steps, inside ``monitor.phase
+("checkpoint")``, while the others wait for it at the next barrier; it
+measures each save's wall time itself.
 
 Rank 0 polls its in-process diagnosis every half second and writes to
 OUT_JSON: the timeline (when each signal and top root cause appeared, in
@@ -34,6 +43,8 @@ from trainpulse_otel.samples import to_dict
 
 BATCH, WIDTH, MICRO = 32, 128, 60
 POLL_S = 0.5
+STARTUP_S = 10.0
+MIB = 1 << 20
 
 
 def parse() -> argparse.Namespace:
@@ -51,7 +62,48 @@ def parse() -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=float("inf"))
     p.add_argument("--interval", type=float, default=0.25)
     p.add_argument("--gather-every", type=int, default=2)
+    p.add_argument("--hardware", default="none", help="what the monitor collects beside the loop: none or host")
+    p.add_argument("--startup-mb", type=float, default=0.0, help="host memory each rank allocates at start")
+    p.add_argument("--checkpoint-every", type=int, default=0, help="rank 0 saves a checkpoint every N steps")
+    p.add_argument("--checkpoint-mb", type=float, default=64.0, help="size of the saved optimizer-state stand-in")
     return p.parse_args()
+
+
+class StartupAllocation:
+    """A rank loading its model and data shard: ``mb`` of host memory allocated, in pieces, over ``STARTUP_S``."""
+
+    def __init__(self, mb: float, start: float) -> None:
+        self.mb, self.start = mb, start
+        self.held: list[torch.Tensor] = []
+
+    def step(self, now: float) -> None:
+        due = self.mb * min(1.0, (now - self.start) / STARTUP_S)
+        while 4 * len(self.held) + 4 <= due:  # 4 MiB pieces, touched so the pages are really resident
+            self.held.append(torch.ones(MIB))
+
+
+class Checkpointer:
+    """Rank 0's real checkpoint saves, each timed by the wall clock around save and ``fsync``."""
+
+    def __init__(self, directory: str, every: int, mb: float, monitor: TrainingMonitor) -> None:
+        self.path = os.path.join(directory, "checkpoint.pt")
+        self.every, self.monitor = every, monitor
+        self.state = torch.zeros(int(mb * MIB / 4))
+        self.saves: list[float] = []
+        self.ends: list[float] = []  # seconds since start when each save ended
+
+    def maybe_save(self, step: int, model: torch.nn.Module) -> None:
+        if not self.every or step % self.every:
+            return
+        with self.monitor.phase("checkpoint"):
+            began = time.perf_counter()
+            self.state.add_(1.0)  # new contents each save, as an optimizer's state would have
+            with open(self.path, "wb") as fh:
+                torch.save({"model": model.state_dict(), "optimizer": self.state, "step": step}, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            self.saves.append(time.perf_counter() - began)
+            self.ends.append(time.time())
 
 
 class Timeline:
@@ -109,7 +161,7 @@ def main() -> None:
     monitor = TrainingMonitor(
         model_name="gloo-mlp",
         interval=args.interval,
-        hardware="none",
+        hardware=args.hardware,
         gather_every=args.gather_every,
         flops_per_token=6 * sum(p.numel() for p in model.parameters()),
     )
@@ -117,6 +169,10 @@ def main() -> None:
     x, y = torch.randn(BATCH, WIDTH), torch.randn(BATCH, WIDTH)
     start = time.time()
     timeline = Timeline(monitor, start) if rank == 0 else None
+    startup = StartupAllocation(args.startup_mb, start)
+    checkpointer = Checkpointer(
+        os.path.dirname(args.out), args.checkpoint_every if rank == 0 else 0, args.checkpoint_mb, monitor
+    )
     slow_from = args.slow_from if args.slow_after is None else args.steps
     slow_at: float | None = None
     step = 0
@@ -144,6 +200,8 @@ def main() -> None:
                     p.grad = None
                     offset += n
         step += 1
+        startup.step(time.time())
+        checkpointer.maybe_save(step, model)
         if flat[-1] > 0 and slow_from > step:
             slow_from = step
         if timeline is not None:
@@ -164,6 +222,8 @@ def main() -> None:
             "training": to_dict(frame.training),
             "diagnosis": monitor.diagnosis(),
             "stats": monitor.stats,
+            "checkpoint_saves_s": [round(x, 4) for x in checkpointer.saves],
+            "checkpoint_save_ends_s": [round(t - start, 2) for t in checkpointer.ends],
         }
     monitor.close()
     dist.destroy_process_group()

@@ -1,7 +1,7 @@
 """A real 4-process gloo DDP job on CPU, diagnosed by rank 0's in-process monitor.
 
 Healthy, it pays a uniform sync wait at every barrier (the collective's own
-cost): that is no signal. With rank 2 doing 35 % more work per step from a
+cost) and allocates its model and data at start-up: that is no signal. With rank 2 doing 35 % more work per step from a
 given step on, rank 2 is the straggler and the top cause — and no rank is
 raised before it slows. The minutes-long runs behind docs/signals.md ("Real
 jobs") are ``python -m tests.integrations.monitor.gloo_job``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integrations.monitor.gloo_job import run_job
+from tests.integrations.monitor.gloo_job import recent_save_share, run_job
 
 pytest.importorskip("torch")
 
@@ -23,7 +23,7 @@ def raised(result: dict, signal: str | None = None) -> list[dict]:
 
 
 def test_a_healthy_job_raises_nothing(tmp_path):
-    result = run_job(tmp_path, WORLD, seconds=12)
+    result = run_job(tmp_path, WORLD, seconds=12, hardware="host", startup_mb=250)  # ~1 GB in its first 10 s
     assert not raised(result), raised(result)
     assert result["diagnosis"]["health"]["status"] == "healthy"
     waits = [r["sync_wait_ms"] for r in result["training"]["ranks"]]
@@ -41,3 +41,17 @@ def test_the_slowed_rank_is_the_straggler_and_no_rank_is_raised_before_it_slows(
     assert [s["subject"]["rank"] for s in diagnosis["signals"] if s["name"] == "rank_straggler"] == [2]
     top = diagnosis["root_causes"][0]
     assert top["cause"] == "straggler_rank" and top["subject"]["rank"] == 2
+
+
+def test_real_checkpoint_saves_are_the_top_cause_and_their_badput_is_the_time_they_took(tmp_path):
+    # rank 0 saves a 128 MB checkpoint (torch.save + fsync) every 30 steps while rank 1 waits at the barrier
+    result = run_job(tmp_path, 2, seconds=40, checkpoint_every=30, checkpoint_mb=128)
+    saves = result["checkpoint_saves_s"]
+    assert len(saves) >= 5
+    diagnosis = result["diagnosis"]
+    assert diagnosis["root_causes"][0]["cause"] == "checkpoint_io_bound"
+    assert diagnosis["goodput"]["badput_s"]["checkpoint_io_bound"] == pytest.approx(sum(saves), rel=0.10)
+    stall = next(s for s in diagnosis["signals"] if s["name"] == "checkpoint_stall")
+    # the detector's share is over at least its 60 s minimum; the run's own share is over its 40 s
+    expected = recent_save_share(result) * result["seconds"] / max(60.0, result["seconds"])
+    assert stall["evidence"]["blocked_share"] == pytest.approx(expected, rel=0.25)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from .base import BaseDetector, Detector, Threshold
 from .comms import AllreduceWait, SyncImbalance
-from .forecast import GpuOomRisk, HostOomRisk, ThermalThrottleRisk
+from .forecast import GpuOomRisk, HostOomRisk
 from .inputs import DataloaderStarvation, TokenizerStall
 from .llm import LowMfu, SequencePadding
 from .memory import GpuMemoryPressure, HostMemoryPressure
 from .ranks import RankStraggler
 from .schedule import CheckpointStall, PipelineBubble
 from .thermal import ThermalInstability
+from .thermal_forecast import ThermalThrottleRisk
 from .throughput import GpuUnderutilization, ThroughputCollapse
 
 __all__ = [

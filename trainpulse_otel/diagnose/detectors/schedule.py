@@ -51,7 +51,9 @@ class CheckpointStall(BaseDetector):
     Statistic: the share of the last 2 minutes (``span_s``) spent blocked in
     saves — the blocked seconds in that window over its length, so a job
     blocked 39 % of the time reads 39 % (a leaky integral read 15 % there and
-    took 39 s to see it). A save counts while it
+    took 39 s to see it); a job watched for less than the span is judged over
+    the time it was watched, at least ``min_span_s`` (one save in a young job's
+    first seconds is not most of its time). A save counts while it
     runs — every GPU idle, no step finishing and the disk writing at least 3x
     its normal rate — and, for producers that only report it, through the
     ``checkpoint_ms`` of the step that ended it (time already counted is not
@@ -64,6 +66,7 @@ class CheckpointStall(BaseDetector):
     policy = Policy(clear_after_s=60.0)
     threshold = Threshold(warning=0.10, critical=0.25)
     span_s = 120.0
+    min_span_s = 60.0
     surge = 3.0
 
     def __init__(self) -> None:
@@ -74,6 +77,7 @@ class CheckpointStall(BaseDetector):
         self._ongoing_s = 0.0
         self._last_save_s = 0.0
         self._write_surge: float | None = None
+        self._first_ts: float | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
         if self._saving(tick):
@@ -102,11 +106,15 @@ class CheckpointStall(BaseDetector):
             self._blocked_s += seconds
 
     def _window_share(self, ts: float) -> float:
-        """Blocked seconds in the last ``span_s`` over ``span_s`` (a save reported at its end counts then)."""
+        """Blocked seconds in the last ``span_s`` over that span, or over the time watched when that is shorter
+        (a save reported at its end counts then)."""
+        if self._first_ts is None:
+            self._first_ts = ts
         blocked = self._blocked
         while blocked and blocked[0][0] <= ts - self.span_s:
             self._blocked_s -= blocked.popleft()[1]
-        return min(1.0, max(0.0, self._blocked_s) / self.span_s)
+        watched = max(self.min_span_s, min(self.span_s, ts - self._first_ts))
+        return min(1.0, max(0.0, self._blocked_s) / watched)
 
     def _saving(self, tick: Tick) -> bool:
         if not tick.paused or tick.report is not None:
