@@ -237,3 +237,19 @@ def test_low_mfu_from_tflops_when_mfu_is_not_reported():
         lambda t: job(t, gpu_changes={"name": "Mystery Accelerator"}, training={"mfu": None, "tflops": 120.0}),
     )
     assert unknown_gpu.raised() == []  # no peak to compare with: no guess
+
+
+def test_a_slow_all_reduce_is_found_when_another_fault_makes_the_step_longer():
+    # A power cap doubles the step from t = 60; from t = 120 the all-reduce degrades to 4.5x over 30 s: 14 % of the
+    # longer step (under the 15 % share, and the share's baseline follows the ramp). Judged against its own usual
+    # time and the job's usual step, it is still a degraded interconnect.
+    def frame(t):
+        if t < 60:
+            return job(t)
+        factor = 1.0 + 3.5 * min(1.0, max(0.0, t - 120) / 30)
+        return job(t, rank={"all_reduce_wait_ms": factor * 105.0, "step_time_ms": 3400.0})
+
+    h = Harness(AllreduceWait()).run(range(240), frame)
+    assert 120 < h.first_raise_s("allreduce_wait") <= 150 + 10
+    evidence = h.active()[0].evidence
+    assert evidence["all_reduce_wait_share"] < 0.15 and evidence["slowdown"] == pytest.approx(4.5, rel=0.1)

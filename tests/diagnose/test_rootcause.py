@@ -88,6 +88,18 @@ def test_power_capping_on_all_gpus_that_collapses_throughput_is_power_throttling
     assert "50% below the earlier 700 W" in got[0].summary and "throughput down 44%" in got[0].summary
 
 
+def test_a_power_cap_explains_no_more_of_a_low_mfu_than_its_clocks_do():
+    capped = {f"g{i}": {"power_capped": 1.0, "clock_ratio": 0.56, "limit": 350.0} for i in range(8)}
+    signals = [sig("throughput_collapse"), sig("low_mfu", "critical")]
+    # MFU 0.15 at 56 % clocks would be ~0.27 uncapped: the cap explains it
+    got = causes(signals, facts={"throughput_drop": 0.44, "low_mfu": 0.15}, n=node(**capped))
+    assert [c.cause for c in got] == ["gpu_power_throttling"] and "low_mfu" in got[0].signals
+    # MFU 0.08 would be ~0.14 uncapped, still low: a second fault (a mis-configured job) is left to explain
+    got = causes(signals, facts={"throughput_drop": 0.44, "low_mfu": 0.08}, n=node(**capped))
+    assert {c.cause for c in got} == {"gpu_power_throttling", "compute_inefficiency"}
+    assert "low_mfu" not in next(c for c in got if c.cause == "gpu_power_throttling").signals
+
+
 def test_power_capping_with_no_performance_problem_is_no_cause():
     capped = {f"g{i}": {"power_capped": 1.0, "clock_ratio": 0.9} for i in range(8)}
     assert (
@@ -223,3 +235,18 @@ def test_lost_compute_that_no_wait_explains_keeps_its_own_cause():
 def test_before_the_job_loses_time_causes_rank_by_their_evidence():
     got = causes([sig("allreduce_wait", "critical"), sig("sync_imbalance")], losses={"all_reduce": 0.005})
     assert got[0].cause == "communication_bound" and got[0].confidence == pytest.approx(0.75)
+
+
+def test_a_forecast_beside_a_measured_fault_keeps_the_strength_of_its_evidence():
+    risk = sig("thermal_throttle_risk", subject={"gpu_index": 2}, eta_s=600.0)
+    got = causes([sig("dataloader_starvation", "critical", data_wait_share=0.4), risk], losses={"data": 0.3})
+    assert [c.cause for c in got] == ["input_pipeline_bound", "gpu_thermal_throttling"]
+    assert got[0].confidence == pytest.approx(1.0, abs=0.05)  # all of the lost time
+    assert got[1].confidence == pytest.approx(0.6)  # nothing lost yet: a warning's evidence
+
+
+def test_checkpoint_saves_between_steps_do_not_explain_a_low_mfu():
+    stall = sig("checkpoint_stall", "critical", blocked_share=0.49)
+    got = causes([stall, sig("low_mfu")], facts={"low_mfu": 0.14}, losses={"checkpoint": 0.4, "compute": 0.02})
+    assert [c.cause for c in got] == ["checkpoint_io_bound", "compute_inefficiency"]
+    assert got[0].signals == ("checkpoint_stall",)

@@ -12,7 +12,9 @@ gpus``):
   and optimizer plus its part of the gradient all-reduce; NOT the time it spent
   waiting for slower peers.
 - ``sync_wait_ms`` — that waiting: how long after this rank reached the
-  all-reduce the last rank arrived (plus a small barrier latency).
+  all-reduce the last rank arrived, plus the barrier's own cost, which every
+  rank pays about equally (a fifth of the all-reduce: latency and the device
+  sync, as a real job's barrier timer shows).
 - ``all_reduce_wait_ms`` — time in the gradient all-reduce proper; about equal
   across ranks, since everyone moves the same bytes.
 - ``data_wait_ms`` — the rank's wait on its data loader before the step.
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 
 from ...samples import RankSample, TrainingSample
 from .job import (
-    BARRIER_MS,
+    BARRIER_OF_ALLREDUCE,
     DATA_WAIT_MS,
     OVERHEAD_MS,
     P_DATA_SPIKE,
@@ -119,7 +121,7 @@ class StepModel:
             data.append(data_common * exp(0.2 * z) + starved_ms * exp(0.05 * z))
             u = rng.random()
             allreduce.append(allreduce_ms * (0.99 + 0.02 * u))
-            barrier.append(BARRIER_MS * (0.5 + u))
+            barrier.append(BARRIER_OF_ALLREDUCE * allreduce_ms * (0.85 + 0.3 * u))
         arrivals = [d + c for d, c in zip(data, compute, strict=True)]
         last = max(arrivals)
         sync = [last - a + b for a, b in zip(arrivals, barrier, strict=True)]

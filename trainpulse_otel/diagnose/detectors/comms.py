@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...samples import TrainingSample
-from ..stats import sorted_median
+from ..budget import Pace
+from ..stats import RecentMedian, sorted_median
 from ..tick import Tick
 from .base import Threshold, percent
 from .level import StepShareDetector
@@ -76,6 +77,14 @@ class AllreduceWait(StepShareDetector):
     wait for a straggler, the fastest ranks' time is the communication alone.
     Warning at 15 %, critical at 30 %; from 8 % when that is 1.5x the job's
     baseline and 6 sigmas above it.
+
+    And against its own past, so another fault cannot hide it: a share of the
+    step shrinks when something else makes the step longer (a power cap, low
+    MFU, longer pipeline stages), though the interconnect is as degraded. So
+    the all-reduce is also judged in milliseconds, against its own usual time
+    — the job's lowest sustained median (:class:`~..budget.Pace`) — and its
+    excess against the job's usual step: ``SLOWDOWN`` times its usual time or
+    more, costing at least ``MIN_EXCESS_SHARE`` of the usual step, is a warning.
     """
 
     name = "allreduce"
@@ -84,9 +93,57 @@ class AllreduceWait(StepShareDetector):
     waits_for = "the gradient all-reduce"
     threshold = Threshold(warning=0.15, critical=0.30, early=0.08, early_ratio=1.5)
     min_scale = 0.003
+    #: How many times its usual time the all-reduce must take.
+    SLOWDOWN = 3.0
+    #: The least its excess must cost, as a share of the job's usual step (what the ranking calls measurable).
+    MIN_EXCESS_SHARE = 0.02
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._usual_ms, self._usual_step_ms = Pace(), Pace()
+        self._recent_ms = RecentMedian(self.window)
 
     def wait_ms(self, report: TrainingSample) -> float | None:
         waits = sorted(w for w in (r.all_reduce_wait_ms for r in report.ranks) if w is not None)
         if waits:
             return waits[len(waits) // 10]
         return report.all_reduce_wait_ms
+
+    def measure(self, tick: Tick) -> float | None:
+        report = tick.report
+        if report is None or not report.step_time_ms:
+            return None
+        wait = self.wait_ms(report)
+        if wait is None:
+            return None
+        if not report.checkpoint_ms:  # a save's step is no measure of the usual step
+            self._recent_ms.add(wait)
+            self._usual_ms.add(tick.ts, wait)
+            self._usual_step_ms.add(tick.ts, report.step_time_ms)
+        return min(1.0, wait / report.step_time_ms)
+
+    def slowdown(self) -> tuple[float, float] | None:
+        """``(times its usual time, excess over the usual step)`` of the recent all-reduce, once both are known."""
+        usual, step, recent = self._usual_ms, self._usual_step_ms, self._recent_ms.value
+        if not (usual.ready and step.ready) or recent is None or not usual.value or not step.value:
+            return None
+        return recent / usual.value, (recent - usual.value) / step.value
+
+    def departure(self) -> float:
+        slow = self.slowdown()
+        if slow is None or slow[1] < self.MIN_EXCESS_SHARE:
+            return 0.0
+        return slow[0] / self.SLOWDOWN
+
+    def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
+        message, evidence = super().describe(value, tick)
+        slow = self.slowdown()
+        if slow is not None:
+            times, excess = slow
+            message += f"; {times:.1f}x its usual {self._usual_ms.value:.0f} ms"
+            evidence.update(
+                slowdown=round(times, 2),
+                usual_all_reduce_ms=round(self._usual_ms.value or 0.0, 1),
+                excess_share_of_usual_step=round(excess, 4),
+            )
+        return message, evidence

@@ -51,6 +51,10 @@ class LevelDetector(BaseDetector):
         """The message and evidence for a finding at ``value``."""
         raise NotImplementedError
 
+    def departure(self) -> float:
+        """A score from the detector's own evidence beside the threshold on ``value`` (none by default)."""
+        return 0.0
+
     def update(self, tick: Tick) -> list[Finding] | None:
         x = self.measure(tick)
         if x is None:
@@ -62,6 +66,7 @@ class LevelDetector(BaseDetector):
                 baseline.update(x)
             return None
         score, severity = self.threshold.judge(value, baseline)
+        score = max(score, self.departure())
         if baseline is not None:
             baseline.update(x)
         self.value = value

@@ -129,6 +129,10 @@ def power(ev: Evidence) -> list[Candidate]:
         drop = ev.fact("throughput_drop")
         if drop is not None and drop > 0.05:
             summary += f", throughput down {pct(drop)}"
+        clock = ev.median_clock_ratio(capped)
+        uncapped_mfu = ev.mfu_without(1.0 - clock) if clock is not None else None
+        if uncapped_mfu is not None and not ev.explains_mfu(1.0 - clock):  # lower than the clocks alone make it
+            lost = [s for s in lost if s.name != "low_mfu"]
         explains = lost + symptoms(ev, "sync_imbalance")
         out.append(
             Candidate(

@@ -18,7 +18,11 @@ Until the job has lost ``MIN_LOST_SHARE`` of its recent time (a forecast, a
 fault too new, a mis-configuration it had from the start), the confidence is
 the strength of the evidence instead: 0.6 for a warning, 0.75 for a critical
 signal or a confirming cross-layer check, up to 0.85, plus 0.05 per
-consequence explained, at most 0.95. Either way a candidate whose primary
+consequence explained, at most 0.95. A forecast (``PREDICTIVE``: memory or
+temperature heading for its limit, a GPU's memory degrading) has lost
+nothing yet, so a cause seen only through forecasts is always ranked by
+that strength of evidence: beside a measured fault it stands where its
+evidence puts it, not at zero. Either way a candidate whose primary
 signal another explains is that one's consequence and ends at least 0.1
 below it: a throttled GPU that makes its rank a straggler is
 ``gpu_thermal_throttling`` first and ``straggler_rank`` second. Padding that
@@ -81,6 +85,8 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "oom_risk": "compute",
     "sequence_padding": "compute",
 }
+#: Forecasts: signals about time not lost yet.
+PREDICTIVE = frozenset({"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"})
 #: The job-wide symptoms a deeper cause may account for.
 SYMPTOMS = ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance")
 
@@ -106,6 +112,11 @@ class Candidate:
         if any(s.name == "rank_straggler" for s in self.explains):
             claimed.add("sync")
         return claimed
+
+    def forecast_only(self) -> bool:
+        """True when every signal of this cause's own evidence is a forecast (nothing lost yet)."""
+        evidence = self.primary or self.explains
+        return bool(evidence) and all(s.name in PREDICTIVE for s in evidence)
 
 
 @runtime_checkable
@@ -166,7 +177,7 @@ def rank_candidates(candidates: list[Candidate], losses: Mapping[str, float] | N
     lost = sum((losses or {}).values())
     measured = losses is not None and lost >= MIN_LOST_SHARE
     for c in candidates:
-        if measured:
+        if measured and not c.forecast_only():
             taken = {k for o in deeper[id(c)] for k in o.claims()}
             c.confidence = sum(losses.get(k, 0.0) for k in c.claims() - taken) / lost
         else:

@@ -10,9 +10,14 @@ from .ranking import Candidate, Rule, base_confidence, pct, symptoms
 
 
 def _waiting(
-    cause: str, signal: str, remedy: Callable[[Evidence], str], base: float = 0.0
+    cause: str, signal: str, remedy: Callable[[Evidence], str], inside_step: bool = True
 ) -> Callable[[Evidence], list[Candidate]]:
-    """A cause whose evidence is one job-wide signal about time lost per step."""
+    """A cause whose evidence is one job-wide signal about time lost per step.
+
+    A wait inside the step (``inside_step``) lowers the step's MFU by its share, so it may explain a low MFU;
+    a save between steps leaves each step's MFU as it was (only the step that ends it is slow, and the median
+    over reports does not see it), so it never does.
+    """
 
     def rule(ev: Evidence) -> list[Candidate]:
         s = ev.job_signal(signal)
@@ -20,10 +25,10 @@ def _waiting(
             return []
         explains = symptoms(ev, "gpu_underutilization", "throughput_collapse")
         share = next((v for k, v in s.evidence.items() if k.endswith("_share")), None)
-        if ev.explains_mfu(share):
+        if inside_step and ev.explains_mfu(share):
             explains += symptoms(ev, "low_mfu")
         summary = s.message + _consequence(ev)
-        return [Candidate(cause, base or base_confidence([s]), summary, remedy(ev), [s], explains)]
+        return [Candidate(cause, base_confidence([s]), summary, remedy(ev), [s], explains)]
 
     rule.__name__ = cause
     return rule
@@ -92,7 +97,7 @@ def _bubble_remedy(_: Evidence) -> str:
 
 def checkpoint(ev: Evidence) -> list[Candidate]:
     """Blocking checkpoint saves, with the disk writes that show them."""
-    out = _waiting("checkpoint_io_bound", "checkpoint_stall", _checkpoint_remedy)(ev)
+    out = _waiting("checkpoint_io_bound", "checkpoint_stall", _checkpoint_remedy, inside_step=False)(ev)
     surge = ev.fact("checkpoint_write_surge")
     for c in out:
         if surge is not None and surge >= 3.0:
