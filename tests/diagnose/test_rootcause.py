@@ -250,3 +250,13 @@ def test_checkpoint_saves_between_steps_do_not_explain_a_low_mfu():
     got = causes([stall, sig("low_mfu")], facts={"low_mfu": 0.14}, losses={"checkpoint": 0.4, "compute": 0.02})
     assert [c.cause for c in got] == ["checkpoint_io_bound", "compute_inefficiency"]
     assert got[0].signals == ("checkpoint_stall",)
+
+
+def test_a_straggler_among_ranks_that_also_scatter_leaves_load_imbalance_beside_it():
+    sync = sig("sync_imbalance", "critical", median_sync_wait_ms=488.0, least_sync_wait_ms=20.0)
+    scattered = sig("rank_straggler", "critical", {"rank": 5, "gpu_index": 5}, others_scatter=0.22)
+    got = causes([scattered, sync], losses={"sync": 0.25})
+    assert [c.cause for c in got][:2] == ["straggler_rank", "load_imbalance"]
+    tight = sig("rank_straggler", "critical", {"rank": 5, "gpu_index": 5}, others_scatter=0.01)
+    got = causes([tight, sync], losses={"sync": 0.25})
+    assert [c.cause for c in got] == ["straggler_rank"] and "sync_imbalance" in got[0].signals

@@ -16,19 +16,25 @@ scored part by part:
 
 Signals raised outside both parts' expected ∪ allowed ones, or before the
 earlier onset, are listed as for one fault but are not a figure.
+
+A part whose fault the combination removes — the samples say so, read by
+:mod:`.ground_truth` — is excused: its signals are not due while it is not
+there at all, its cause not while it is gone at the judging time; the reason
+is listed, and the excused parts are counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
 from ..collect.sim.combine import combine
-from ..collect.sim.scenarios import SCENARIOS
+from ..collect.sim.scenarios import SCENARIOS, Scenario
 from .assemble import Plugins
-from .sim_replay import VARIANTS, extra_and_early, latency, replay_scenario
+from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, Presence
+from .sim_replay import START_TS, VARIANTS, extra_and_early, judge_at, latency, replay_scenario, sim_records
 
 #: Root causes a pair's expected causes must be among.
 TOP = 2
@@ -51,6 +57,7 @@ class PairResult:
     detected: bool
     causes_ok: bool
     ticks: int = 0
+    absent: dict[str, str] = field(default_factory=dict)  # part -> why its fault is not in the samples
 
     @property
     def missed_signals(self) -> list[str]:
@@ -108,9 +115,14 @@ def run_pair(
     """Replay two faults at once on the default job shape and score each part."""
     scenario = combine(*(SCENARIOS[n] for n in names))
     run = replay_scenario(scenario, seed, VARIANTS["default"], duration_s, interval_s, plugins)
-    lat = {p.name: {s: latency(run.timeline, s, p.onset_s) for s in sorted(p.expected_signals)} for p in scenario.parts}
+    presence = fault_presence(scenario, seed, duration_s, interval_s)
+    lat = {
+        p.name: {s: latency(run.timeline, s, p.onset_s) for s in sorted(p.expected_signals)}
+        for p in scenario.parts
+        if presence[p.name].ever
+    }
     top = [c.cause for c in run.diagnosis.root_causes[:TOP]]
-    expected = list(dict.fromkeys(scenario.expected_causes))
+    expected = list(dict.fromkeys(c for p in scenario.parts if presence[p.name].at_judge for c in p.expected_causes))
     missing = [c for c in expected if c not in top]
     extra, early = extra_and_early(run.timeline, scenario)
     return PairResult(
@@ -127,7 +139,28 @@ def run_pair(
         detected=all(v is not None for part in lat.values() for v in part.values()),
         causes_ok=not missing,
         ticks=run.ticks,
+        absent={name: p.reason for name, p in presence.items() if p.reason},
     )
+
+
+def fault_presence(scenario: Scenario, seed: int, duration_s: float | None, interval_s: float) -> dict[str, Presence]:
+    """Each part's fault as the samples show it (present throughout for faults no partner can remove)."""
+    duration = scenario.duration_s if duration_s is None else duration_s
+    judge = START_TS + judge_at(scenario, duration, interval_s)
+    out = {p.name: Presence(True, True, "") for p in scenario.parts}
+    checked = [p for p in scenario.parts if p.name in CHECKS]
+    if not checked:
+        return out
+    run_on = FORECAST_HORIZON_S if any(p.name in FORECASTS for p in checked) else 0.0  # to see a forecast come true
+    records = list(sim_records(scenario, seed, duration + run_on, VARIANTS["default"], interval_s))
+    for part in checked:
+        partner = next(p for p in scenario.parts if p is not part)
+
+        def alone(partner: Scenario = partner) -> list:
+            return list(sim_records(partner, seed, duration, VARIANTS["default"], interval_s))
+
+        out[part.name] = CHECKS[part.name](records, alone, START_TS + part.onset_s, judge, dict(part.expected_subject))
+    return out
 
 
 def pairs_summary(pairs: Sequence[PairResult]) -> dict[str, Any]:
@@ -137,6 +170,7 @@ def pairs_summary(pairs: Sequence[PairResult]) -> dict[str, Any]:
         "runs": len(pairs),
         "detected": sum(p.detected for p in pairs),
         "causes_in_top_two": sum(p.causes_ok for p in pairs),
+        "faults_absent": sum(len(p.absent) for p in pairs),
         "max_latency_s": max(latencies, default=None),
         "runs_with_extra_signals": sum(bool(p.extra) for p in pairs),
     }
@@ -158,6 +192,7 @@ def format_pairs(pairs: Sequence[PairResult]) -> list[str]:
         lat = "missed" if p.latency is None else f"{p.latency:.0f} s"
         missed = [*p.missed_signals, *(f"cause {c}" for c in p.missing_causes)]
         notes = ", ".join(missed) + (" / " + ", ".join(p.extra) if p.extra else "")
+        notes += "".join(f" [{part} excused: {why}]" for part, why in p.absent.items())
         causes = ", ".join(p.top_causes) or "none"
         lines.append(f"{p.pair:<46}{p.seed:>4}  {lat:<9}{causes:<48}{ok:<3}{notes}".rstrip())
     return lines
@@ -167,5 +202,6 @@ def pairs_line(summary: dict[str, Any]) -> str:
     """The pairs' one-line summary, printed under the single faults' line."""
     return (
         f"pairs: {summary['detected']}/{summary['runs']} detected (every signal of both faults); "
-        f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}"
+        f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}; "
+        f"{summary['faults_absent']} fault(s) excused, absent from the samples"
     )

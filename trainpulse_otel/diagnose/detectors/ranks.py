@@ -36,7 +36,12 @@ would otherwise be the straggler itself; with fewer than 4 ranks, each
 rank's own report-to-report noise). When work is data-dependent, every rank
 scatters widely and a different one is last each step: averages of 20–30 %
 happen by chance and the error bar is as wide. When one rank is slow, the
-others agree tightly and its excess stands far outside. Uniformly slow
+others agree tightly and its excess stands far outside. A second, slow
+average of the excess (alpha 0.05, ~40 reports) has an error bar a fifth as
+wide: a rank 35 % slower inside such data-dependent scatter, which the fast
+average cannot tell from chance, stands out there within a minute (from 4
+ranks on: with fewer, each rank is judged against the faster other, and a
+long average of that is biased upward). Uniformly slow
 communication moves every rank alike and leaves every excess at zero.
 
 Cost: O(ranks) per report plus two sorts over
@@ -72,6 +77,9 @@ SPREAD_ALPHA = 0.2
 #: Sigma of the EWMA of a median of 3 consecutive values, per sigma of the values: the i.i.d.
 #: factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values.
 EXCESS_SE = 1.45 * (EXCESS_ALPHA / (2.0 - EXCESS_ALPHA)) ** 0.5
+#: The slow average of the excess, and its sigma the same way.
+SLOW_EXCESS_ALPHA = 0.05
+SLOW_EXCESS_SE = 1.45 * (SLOW_EXCESS_ALPHA / (2.0 - SLOW_EXCESS_ALPHA)) ** 0.5
 #: The smallest standard error assumed (0.2 %): a perfectly steady job is not infinitely sure.
 MIN_SE = 0.002
 BEST_FORGET = 1.0005  # the best lateness drifts up 0.05 % a report, so an old best is forgotten
@@ -142,6 +150,7 @@ class RankStraggler(BaseDetector):
         self._smooth: list[float | None] = [None] * n
         self._best: list[float | None] = [None] * n
         self._excess = [0.0] * n
+        self._slow_excess = [0.0] * n
         self._excess_var = [0.0] * n
         self._spread: list[float | None] = [None] * n
 
@@ -229,7 +238,7 @@ class RankStraggler(BaseDetector):
 
     def _fold(self, lagged: list[float | None], typical: float) -> None:
         """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians."""
-        sm, best, mean = self._smooth, self._best, self._excess
+        sm, best, mean, slow = self._smooth, self._best, self._excess, self._slow_excess
         for i, m3 in enumerate(lagged):
             if m3 is None:
                 continue
@@ -238,7 +247,9 @@ class RankStraggler(BaseDetector):
             sm[i] = s
             prior = best[i]
             best[i] = s if prior is None else min(s, prior * BEST_FORGET)
-            mean[i] += EXCESS_ALPHA * (m3 / typical - 1.0 - mean[i])
+            excess = m3 / typical - 1.0
+            mean[i] += EXCESS_ALPHA * (excess - mean[i])
+            slow[i] += SLOW_EXCESS_ALPHA * (excess - slow[i])
 
     def _learn_own_noise(self, late: list[float | None], typical: float) -> None:
         """With too few ranks to scatter, each rank's own report-to-report noise is the error bar."""
@@ -249,21 +260,30 @@ class RankStraggler(BaseDetector):
                 var[i] += SPREAD_ALPHA * (d * d - var[i])
 
     def consistency(self, i: int) -> float:
-        """How many standard errors rank ``i``'s mean excess stands above zero."""
+        """How many standard errors rank ``i``'s mean excess stands above zero (the surer of the two averages)."""
+        return self._excess_and_t(i)[1]
+
+    def _excess_and_t(self, i: int) -> tuple[float, float]:
+        """Rank ``i``'s mean excess and its standard errors above zero, from the average that is surer of it."""
         spread = self._spread[i]
         if spread is None:
             spread = self._excess_var[i] ** 0.5
-        return self._excess[i] / max(spread * EXCESS_SE, MIN_SE)
+        fast, slow = self._excess[i], self._slow_excess[i]
+        t_fast = fast / max(spread * EXCESS_SE, MIN_SE)
+        if self._spread[i] is None:  # too few ranks: against the faster of two, a long average is biased upward
+            return fast, t_fast
+        t_slow = slow / max(spread * SLOW_EXCESS_SE, MIN_SE)
+        return (fast, t_fast) if t_fast >= t_slow else (slow, t_slow)
 
     def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
         out = []
         report_floor = self.report_floor
         floor = report_floor * SLOWER_WARNING
-        for i, slower in enumerate(self._excess):
-            if slower <= floor:
+        for i in range(len(self._excess)):
+            if max(self._excess[i], self._slow_excess[i]) <= floor:
                 continue
+            slower, t = self._excess_and_t(i)
             score = slower / SLOWER_WARNING
-            t = self.consistency(i)
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
                 score = min(HOLD_ONLY, score * (t / CONSISTENT_T) ** 2)
             score = min(SCORE_CAP, score)
@@ -281,9 +301,11 @@ class RankStraggler(BaseDetector):
             "relative_score": round(min(1.0, ref / s), 3),
             "individual_score": round(min(1.0, best / s), 3),
             "slower_than_median": round(slower, 4),
-            "consistency_t": round(self.consistency(i), 1),
+            "consistency_t": round(self._excess_and_t(i)[1], 1),
             "convention": self.convention,
         }
+        if self._spread[i] is not None:  # how widely the other ranks scatter: the step-to-step imbalance beside it
+            evidence["others_scatter"] = round(self._spread[i], 4)
         if self.convention != "tokens":
             evidence.update(lateness_ms=round(s, 1), median_lateness_ms=round(ref, 1), peers_wait_ms=round(s - ref, 1))
         if rank.hostname is not None:

@@ -1,0 +1,178 @@
+"""The answer key for two faults at once: whether each fault is still there in the samples.
+
+A combination can remove a fault physically: a starved or launch-bound GPU
+never gets hot enough to throttle, a launch-bound GPU never reaches its power
+cap, under a power cap a slowed rank is no slower than the capped others, a
+pipelined job loses too little to a power cap to collapse. Expecting the
+diagnosis to report such a fault would score the simulator, not the
+diagnosis. So ``trainpulse eval -pairs`` asks the samples first — the raw GPU
+throttle reasons, per-rank step times and tokens/s, read the way a person
+checks a dashboard, never through a detector — and scores a part only while
+its fault is there; every part excused is listed with the reason.
+
+Checks exist for the faults a partner can remove; every other fault is a knob
+applied whatever else happens, always present. A forecast is present when
+what it forecasts comes true: the GPU really throttles within the
+forecast's 15-minute horizon (the simulation runs on to see it). Pure: records
+in, reasons out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from ..collect.trace import TraceRecord
+from ..diagnose.stats import sorted_median
+from ..samples import GpuSample, TrainingSample
+
+#: NVML's throttle reasons that mean heat.
+THERMAL = frozenset({"sw_thermal", "hw_thermal"})
+#: How far ahead a thermal forecast looks (ThermalThrottleRisk.horizon_s), and the faults that are forecasts.
+FORECAST_HORIZON_S = 900.0
+FORECASTS = frozenset({"thermal_throttle_risk"})
+#: Seconds of samples a state is read over (one reading is not a state).
+SPAN_S = 60.0
+#: A rank this much slower than the median of the others is a straggler (the detector's own floor).
+STRAGGLER = 1.10
+#: Throughput this much below the partner's alone is a collapse (the detector's warning).
+COLLAPSE = 0.30
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Whether a part's fault is in the samples: at any time after its onset (so its expected signals are due),
+    and at the judging time (so its expected cause is)."""
+
+    ever: bool
+    at_judge: bool
+    reason: str  # why it is absent, in words (empty when present throughout)
+
+
+def _gpus(records: Iterable[TraceRecord], start: float, end: float) -> list[tuple[float, Sequence[GpuSample]]]:
+    return [(r.ts, r.payload) for r in records if r.kind == "gpus" and start <= r.ts <= end]  # type: ignore[misc]
+
+
+def _training(records: Iterable[TraceRecord], start: float, end: float) -> list[tuple[float, TrainingSample]]:
+    return [(r.ts, r.payload) for r in records if r.kind == "training" and start <= r.ts <= end]  # type: ignore[misc]
+
+
+def _buckets(start: float, end: float) -> list[tuple[float, float]]:
+    """Consecutive ``SPAN_S`` windows from ``start`` to ``end``, the last one ending at ``end``."""
+    out, t = [], end
+    while t - SPAN_S >= start:
+        out.append((t - SPAN_S, t))
+        t -= SPAN_S
+    return out[::-1] or [(start, end)]
+
+
+def thermal_throttling(records: Sequence[TraceRecord], gpu: int, onset: float, judge: float) -> Presence:
+    """Whether GPU ``gpu`` reports a thermal throttle reason after the onset, and in the span before judging."""
+    hot = [
+        ts
+        for ts, gpus in _gpus(records, onset, judge)
+        for g in gpus
+        if g.index == gpu and THERMAL & set(g.throttle_reasons)
+    ]
+    ever, at_judge = bool(hot), any(ts >= judge - 2 * SPAN_S for ts in hot)
+    return Presence(
+        ever,
+        at_judge,
+        "" if at_judge else f"GPU {gpu} does not throttle for heat" + ("" if ever else " at all") + " in the samples",
+    )
+
+
+def thermal_forecast(records: Sequence[TraceRecord], gpu: int, onset: float, judge: float) -> Presence:
+    """Whether GPU ``gpu`` really throttles for heat within the forecast's horizon (``records`` run on past
+    ``judge`` by that horizon)."""
+    hot = [
+        ts
+        for ts, gpus in _gpus(records, onset, judge + FORECAST_HORIZON_S)
+        for g in gpus
+        if g.index == gpu and THERMAL & set(g.throttle_reasons)
+    ]
+    at_judge = any(ts >= judge for ts in hot)
+    reason = "" if at_judge else f"GPU {gpu} never reaches its throttle point within 15 min of the end"
+    return Presence(bool(hot), at_judge, reason)
+
+
+def power_capped(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether most GPUs are held by their power limit (``sw_power_cap``), after the onset and before judging."""
+
+    def capped(start: float, end: float) -> bool:
+        samples = _gpus(records, start, end)
+        held = sum(1 for _, gpus in samples for g in gpus if "sw_power_cap" in g.throttle_reasons)
+        total = sum(len(gpus) for _, gpus in samples)
+        return total > 0 and 2 * held >= total
+
+    spans = _buckets(onset, judge)
+    at_judge = capped(*spans[-1])
+    ever = at_judge or any(capped(*s) for s in spans)
+    return Presence(ever, at_judge, "" if at_judge else "the GPUs never reach their power limit")
+
+
+def straggling(records: Sequence[TraceRecord], rank: int, onset: float, judge: float) -> Presence:
+    """Whether ``rank``'s own busy step time is ``STRAGGLER`` times the other ranks' median, in a span."""
+
+    def slower(start: float, end: float) -> float:
+        ratios = []
+        for _, report in _training(records, start, end):
+            times = {r.rank: r.step_time_ms for r in report.ranks if r.step_time_ms}
+            others = sorted(t for k, t in times.items() if k != rank)
+            if rank in times and others:
+                ratios.append(times[rank] / sorted_median(others))
+        return sorted_median(sorted(ratios)) if ratios else 0.0
+
+    spans = _buckets(onset, judge)
+    at_judge = slower(*spans[-1]) >= STRAGGLER
+    ever = at_judge or any(slower(*s) >= STRAGGLER for s in spans)
+    return Presence(ever, at_judge, "" if at_judge else f"rank {rank} is no slower than the others")
+
+
+def collapsing(records: Sequence[TraceRecord], without: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether tokens/s fell ``COLLAPSE`` below the same job without this fault (``without``), in a span."""
+
+    def rate(recs: Sequence[TraceRecord], start: float, end: float) -> float:
+        values = sorted(r.tokens_per_sec for _, r in _training(recs, start, end) if r.tokens_per_sec)
+        return sorted_median(values) if values else 0.0
+
+    def collapsed(start: float, end: float) -> bool:
+        alone = rate(without, start, end)
+        return alone > 0 and rate(records, start, end) <= (1.0 - COLLAPSE) * alone
+
+    spans = _buckets(onset, judge)
+    at_judge = collapsed(*spans[-1])
+    ever = at_judge or any(collapsed(*s) for s in spans)
+    return Presence(ever, at_judge, "" if at_judge else "throughput falls less than 30 % below the other fault's alone")
+
+
+Partner = Callable[[], Sequence[TraceRecord]]
+
+
+def _thermal(records: Sequence[TraceRecord], _: Partner, onset: float, judge: float, subject: dict) -> Presence:
+    return thermal_throttling(records, subject["gpu_index"], onset, judge)
+
+
+def _forecast(records: Sequence[TraceRecord], _: Partner, onset: float, judge: float, subject: dict) -> Presence:
+    return thermal_forecast(records, subject["gpu_index"], onset, judge)
+
+
+def _straggler(records: Sequence[TraceRecord], _: Partner, onset: float, judge: float, subject: dict) -> Presence:
+    return straggling(records, subject["rank"], onset, judge)
+
+
+def _power_cap(records: Sequence[TraceRecord], alone: Partner, onset: float, judge: float, _: dict) -> Presence:
+    """Its expected signal is the collapse, due when throughput really collapses; its cause, while GPUs are capped."""
+    cause, symptom = power_capped(records, onset, judge), collapsing(records, alone(), onset, judge)
+    reasons = [p.reason for p in (cause, symptom) if p.reason]
+    return Presence(symptom.ever, cause.at_judge, "; ".join(reasons))
+
+
+#: The check for each fault a partner can remove: (records, the partner's records alone, onset, judging time,
+#: the part's subject) → Presence. ``records`` run on ``FORECAST_HORIZON_S`` past the judging time.
+CHECKS: dict[str, Callable[[Sequence[TraceRecord], Partner, float, float, dict], Presence]] = {
+    "thermal_instability": _thermal,
+    "thermal_throttle_risk": _forecast,
+    "rank_straggler": _straggler,
+    "throughput_collapse": _power_cap,
+}
