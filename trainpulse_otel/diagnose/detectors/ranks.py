@@ -264,7 +264,8 @@ class RankStraggler(BaseDetector):
         return self._excess_and_t(i)[1]
 
     def _excess_and_t(self, i: int) -> tuple[float, float]:
-        """Rank ``i``'s mean excess and its standard errors above zero, from the average that is surer of it."""
+        """Rank ``i``'s mean excess and its standard errors above zero: the fast average's when it shows the rank
+        consistently late, else the surer of the two."""
         spread = self._spread[i]
         if spread is None:
             spread = self._excess_var[i] ** 0.5
@@ -273,7 +274,8 @@ class RankStraggler(BaseDetector):
         if self._spread[i] is None:  # too few ranks: against the faster of two, a long average is biased upward
             return fast, t_fast
         t_slow = slow / max(spread * SLOW_EXCESS_SE, MIN_SE)
-        return (fast, t_fast) if t_fast >= t_slow else (slow, t_slow)
+        # the fast average, when it is sure enough: it follows the rank's current pace; else the surer one
+        return (fast, t_fast) if t_fast >= CONSISTENT_T or t_fast >= t_slow else (slow, t_slow)
 
     def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
         out = []
