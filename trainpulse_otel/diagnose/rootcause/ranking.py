@@ -46,6 +46,7 @@ MAX_CAUSES = 6
 #: Equal confidence is broken by layer, deepest first: hardware, then ranks, then the step's waits, then
 #: what is left; causes of plugin rules come after these, in the order they were found.
 TIE_ORDER: tuple[str, ...] = (
+    "gpu_hardware_failure",
     "gpu_thermal_throttling",
     "gpu_power_throttling",
     "gpu_memory_pressure",
@@ -80,6 +81,8 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "memory_pressure": "compute",
     "oom_risk": "compute",
     "sequence_padding": "compute",
+    "gpu_hardware_fault": "compute",
+    "gpu_memory_degradation": "compute",
 }
 #: The job-wide symptoms a deeper cause may account for.
 SYMPTOMS = ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance")
