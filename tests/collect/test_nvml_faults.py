@@ -107,7 +107,7 @@ def test_without_nvml_events_xids_come_from_the_kernel_log(install, tmp_path):
     for g in gpus:
         g.events_unsupported = True
     install(gpus)
-    collector = NvmlCollector(kernel_log=KernelXidLog(str(log_file)))
+    collector = NvmlCollector(kernel_log=lambda: KernelXidLog(str(log_file)))
     assert [g.xid_errors for g in collector.collect(1.0).gpus] == [(), (), ()]  # history is not news
 
     with log_file.open("a") as f:

@@ -371,3 +371,32 @@ def test_a_driver_without_the_fault_fields_is_asked_without_them_once(fake_smi, 
     assert len(argvs) == 4 and "remapped_rows" in argvs[0]
     assert not any("remapped_rows" in a for a in argvs[1:])
     assert len(smi_logs(caplog, "does not know")) == 1
+
+
+def test_xids_come_from_the_kernel_log_by_pci_bus_id_and_a_lost_gpu_keeps_its_xid_79(fake_smi, tmp_path):
+    from trainpulse_otel.collect.kmsg import KernelXidLog
+
+    calls = fake_smi(
+        f'case "$*" in *pci.bus_id*) cat "{FIXTURES / "h100_sxm_8x_bus_ids.csv"}"; exit 0;; esac\n'
+        f'cat "{FIXTURES / "h100_sxm_8x_gpu_lost.csv"}"'
+    )
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    collector = SmiCollector(kernel_log=lambda: KernelXidLog(str(kmsg)))
+    first = collector.collect(now=1.0).gpus
+    kmsg.write_text((FIXTURES.parent / "kernel_log" / "dmesg_xid.txt").read_text())
+    second = collector.collect(now=2.0).gpus
+    third = collector.collect(now=3.0).gpus
+
+    assert [g.xid_errors for g in first] == [()] * 7
+    assert {g.index: g.xid_errors for g in second if g.xid_errors} == {
+        0: (13,),
+        1: (48, 74),
+        2: (79,),
+        4: (119,),
+        7: (63, 94),
+    }
+    lost = next(g for g in second if g.index == 2)
+    assert lost.utilization_percent is None  # not in nvidia-smi's rows: only its XID
+    assert [g.index for g in third] == [0, 1, 3, 4, 5, 6, 7] and all(g.xid_errors == () for g in third)
+    assert sum("pci.bus_id" in a for a in call_lines(calls)) == 1  # asked once

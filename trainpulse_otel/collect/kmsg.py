@@ -18,6 +18,10 @@ import errno
 import logging
 import os
 import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..samples import GpuSample
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +34,9 @@ _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-
 
 PciAddress = tuple[int, int, int]
 """(domain, bus, device) of a PCI address: the part the driver's Xid line and NVML's bus id share."""
+
+KernelLogFactory = Callable[[], "KernelXidLog"]
+"""Opens the kernel log when a collector needs it (the composition root passes :class:`KernelXidLog`)."""
 
 
 def pci_address(bus_id: str) -> PciAddress | None:
@@ -110,3 +117,15 @@ class KernelXidLog:
 def _messages(record: str) -> list[str]:
     """The message of each ``prefix;message`` record (a plain file may hold several lines)."""
     return [line.split(";", 1)[1] if ";" in line.split(" ", 1)[0] else line for line in record.splitlines()]
+
+
+def with_xids(samples: tuple[GpuSample, ...], xids: dict[int, list[int]], heard: set[int]) -> tuple[GpuSample, ...]:
+    """``samples`` with each heard GPU's ``xid_errors`` set (``()``: none came), in index order.
+
+    A GPU with XIDs but no sample — it fell off the bus this tick — gets a
+    sample of its own that carries only them, so its XID 79 is counted.
+    """
+    present = {s.index for s in samples}
+    out = [replace(s, xid_errors=tuple(xids.get(s.index, ()))) if s.index in heard else s for s in samples]
+    out += [GpuSample(index=i, xid_errors=tuple(codes)) for i, codes in xids.items() if i not in present and codes]
+    return tuple(sorted(out, key=lambda s: s.index))

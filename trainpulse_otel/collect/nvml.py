@@ -26,7 +26,7 @@ from typing import Any
 from ..samples import GpuSample
 from ._nvml import GpuLost, NvmlSession, decode, decode_reasons
 from .base import Collected
-from .kmsg import KernelXidLog, PciAddress, pci_address, xids_by_gpu
+from .kmsg import KernelLogFactory, KernelXidLog, PciAddress, pci_address, xids_by_gpu
 from .xid_events import XidEvents
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,8 @@ class NvmlCollector:
 
     name = "nvml"
 
-    def __init__(self, session: NvmlSession | None = None, kernel_log: KernelXidLog | None = None) -> None:
+    def __init__(self, session: NvmlSession | None = None, kernel_log: KernelLogFactory | None = None) -> None:
+        """``kernel_log`` opens the kernel log for GPUs without NVML XID events (None: no such fallback)."""
         self._nvml = session or NvmlSession()
         self._gpus = self._open_gpus() if self._nvml.init() else []
         self._reason_bits = self._nvml.reason_bits()
@@ -150,10 +151,12 @@ class NvmlCollector:
             "volatile": c("NVML_VOLATILE_ECC", _NVML_VOLATILE_ECC),
         }
 
-    def _kernel_fallback(self, kernel_log: KernelXidLog | None) -> tuple[KernelXidLog | None, dict[PciAddress, int]]:
+    def _kernel_fallback(
+        self, kernel_log: KernelLogFactory | None
+    ) -> tuple[KernelXidLog | None, dict[PciAddress, int]]:
         """The kernel log and PCI address → GPU map, for the GPUs NVML sends no XID events for."""
         unwatched = [g for g in self._gpus if g.index not in self._events.watching]
-        if not unwatched:
+        if not unwatched or kernel_log is None:
             return None, {}
         gpu_of: dict[PciAddress, int] = {}
         for gpu in unwatched:
@@ -163,7 +166,7 @@ class NvmlCollector:
                 gpu_of[address] = gpu.index
         if not gpu_of:
             return None, {}
-        return (kernel_log if kernel_log is not None else KernelXidLog()), gpu_of
+        return kernel_log(), gpu_of
 
     def _drain_xids(self) -> dict[int, list[int]]:
         """XID codes by GPU since the last tick: NVML events, and kernel log lines for unwatched GPUs."""

@@ -25,6 +25,8 @@ from ..samples import GpuSample
 from ._nvml import NVML_H_REASON_BITS, decode_reasons
 from ._once import LogOnce
 from .base import Collected
+from .kmsg import KernelLogFactory
+from .smi_xids import SmiKernelXids
 
 log = logging.getLogger(__name__)
 
@@ -268,9 +270,16 @@ class SmiCollector:
 
     name = "nvidia-smi"
 
-    def __init__(self, binary: str = DEFAULT_BINARY, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        binary: str = DEFAULT_BINARY,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        kernel_log: KernelLogFactory | None = None,
+    ) -> None:
+        """``kernel_log`` opens the kernel log XIDs are read from (None: XIDs unknown, ``xid_errors`` left out)."""
         self.binary = binary
         self.timeout = timeout
+        self._xids = SmiKernelXids(binary, self._run_once, kernel_log)
         self._reasons_field = EVENT_REASONS_FIELD
         self._faults = True  # ask for FAULT_FIELDS until the driver says it does not know them
         self._straggler: subprocess.Popen | None = None
@@ -299,11 +308,19 @@ class SmiCollector:
         text = self._query()
         if text is None:
             return Collected(gpus=())
-        return Collected(gpus=parse_query_output(text, on_error=self._parse_error))
+        return Collected(gpus=self._xids.attach(parse_query_output(text, on_error=self._parse_error)))
 
     def close(self) -> None:
-        """Forget a stuck nvidia-smi (it was already killed); nothing else is held."""
+        """Forget a stuck nvidia-smi (it was already killed) and close the kernel log."""
         self._reap()
+        self._xids.close()
+
+    def _run_once(self, cmd: list[str]) -> subprocess.CompletedProcess | None:
+        """One bounded command outside the tick's query (the PCI bus ids); None when it fails."""
+        try:
+            return run_bounded(cmd, self.timeout)
+        except (OSError, SmiTimeout):
+            return None
 
     # ------------------------------------------------------------ internals
 
