@@ -164,12 +164,18 @@ class GpuHardwareFault(BaseDetector):
 
 
 class _Wear:
-    """One GPU's corrected-ECC history (ts, count) over the last hour, and its degradation XIDs."""
+    """One GPU's corrected-ECC history over the last hour, and its degradation XIDs.
 
-    __slots__ = ("counts", "hostname", "reported", "rising", "xid_ts", "xids")
+    The history holds the count's *changes* (ts, new count), so a healthy GPU
+    whose count never moves costs one entry, however long it runs; the count
+    at any time since ``first_ts`` is the last change at or before it.
+    """
+
+    __slots__ = ("counts", "first_ts", "hostname", "reported", "rising", "xid_ts", "xids")
 
     def __init__(self) -> None:
         self.counts: deque[tuple[float, int]] = deque()
+        self.first_ts = 0.0
         self.xids: set[int] = set()
         self.xid_ts: float | None = None
         self.hostname: str | None = None
@@ -179,21 +185,29 @@ class _Wear:
     def add(self, ts: float, count: int) -> None:
         if self.counts and count < self.counts[-1][1]:
             self.counts.clear()  # the volatile counter restarted: a GPU reset or a driver reload
-        self.counts.append((ts, count))
-        while self.counts and self.counts[0][0] < ts - RATE_HISTORY_S:
-            self.counts.popleft()
+        if not self.counts:
+            self.first_ts = ts
+        if not self.counts or count != self.counts[-1][1]:
+            self.counts.append((ts, count))
+        while len(self.counts) >= 2 and self.counts[1][0] <= ts - RATE_HISTORY_S:
+            self.counts.popleft()  # the entry after it already tells the count at the horizon
+
+    def _count_at(self, t: float) -> int:
+        for at, count in reversed(self.counts):
+            if at <= t:
+                return count
+        return self.counts[0][1]
 
     def rise(self, ts: float) -> tuple[int, float | None]:
         """New corrected errors in the last RATE_WINDOW_S, and the per-second rate before it (None: no history)."""
         if not self.counts:
             return 0, None
-        now = self.counts[-1][1]
-        before = [(t, c) for t, c in self.counts if t <= ts - RATE_WINDOW_S]
-        start = before[-1] if before else self.counts[0]
-        new = now - start[1]
-        first = self.counts[0]
-        span = start[0] - first[0]
-        return new, ((start[1] - first[1]) / span if span >= RATE_WINDOW_S else None)
+        start = max(ts - RATE_WINDOW_S, self.first_ts)
+        at_start = self._count_at(start)
+        new = self.counts[-1][1] - at_start
+        horizon = max(ts - RATE_HISTORY_S, self.first_ts)
+        span = start - horizon
+        return new, ((at_start - self._count_at(horizon)) / span if span >= RATE_WINDOW_S else None)
 
 
 class GpuMemoryDegradation(BaseDetector):
