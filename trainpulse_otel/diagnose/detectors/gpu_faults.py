@@ -192,6 +192,10 @@ class _Wear:
         while len(self.counts) >= 2 and self.counts[1][0] <= ts - RATE_HISTORY_S:
             self.counts.popleft()  # the entry after it already tells the count at the horizon
 
+    def quiet(self) -> bool:
+        """No corrected error within the hour, not rising, no degradation XID: nothing to judge."""
+        return len(self.counts) <= 1 and not self.rising and self.xid_ts is None
+
     def _count_at(self, t: float) -> int:
         for at, count in reversed(self.counts):
             if at <= t:
@@ -226,7 +230,7 @@ class GpuMemoryDegradation(BaseDetector):
     name = "gpu_memory_degradation"
     signals = ("gpu_memory_degradation",)
     policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=60.0, stale_after_s=120.0)
-    every_s = 1.0
+    every_s = 2.0  # wear moves over minutes
 
     def __init__(self) -> None:
         self._totals: dict[tuple[int, int], int] = {}
@@ -248,6 +252,8 @@ class GpuMemoryDegradation(BaseDetector):
             wear = self._wear_of(g.index, host)
             if g.ecc_corrected_errors is not None:
                 wear.add(tick.ts, g.ecc_corrected_errors)
+            if wear.quiet() and not (g.remapped_rows_pending or g.remapped_rows_failed):
+                continue  # the healthy case, kept cheap: nothing moved within the hour
             finding = self._judge(g.index, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
             if finding is not None:
                 out.append(finding)
