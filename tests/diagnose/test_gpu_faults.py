@@ -130,3 +130,17 @@ def test_memory_degradation_alone_is_the_cause_with_a_warnings_confidence_before
     assert top.cause == "gpu_hardware_failure" and top.subject == {"gpu_index": 6, "rank": 6, "hostname": "node-000"}
     assert 0.5 <= top.confidence <= 0.7
     assert "nvidia-smi -r -i 6" in top.remediation and "Nothing is lost yet" in top.remediation
+
+
+def test_a_later_fault_on_the_same_gpu_is_a_new_episode():
+    def frame(t):
+        f = healthy(t)
+        count = 1 if t >= 100 else 0
+        count += 1 if t >= 2000 else 0
+        return replace(f, xid_counts=(XidCount(2, 48, count),) if count else ())
+
+    h = Harness(GpuHardwareFault()).run(range(2100), frame)
+    starts = [r.ts - T0 for r in h.raised() if r.severity == "warning"]
+    assert starts == [100.0, 2000.0] and len(h.cleared()) == 1
+    (signal,) = h.active()
+    assert signal.evidence["since"] == T0 + 2000 and signal.evidence["xid_errors"] == [48]

@@ -118,7 +118,9 @@ class GpuHardwareFault(BaseDetector):
                     fault.ecc_uncorrected = (first, count)
                 self._ecc[g.index] = count
         self._track_presence(frame, tick.ts, host)
-        return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items()) if self._holds(f, tick.ts)]
+        for gpu in [g for g, f in self._faults.items() if not self._holds(f, tick.ts)]:
+            del self._faults[gpu]  # the episode is over: a later fault on this GPU is a new one
+        return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items())]
 
     def _fault(self, gpu: int, ts: float, host: str | None) -> _Fault:
         fault = self._faults.get(gpu)
