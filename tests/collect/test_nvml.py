@@ -67,6 +67,10 @@ def test_every_field_is_read_with_contract_units(install):
         max_sm_clock_mhz=1980.0,
         throttle_reasons=(),
         ecc_uncorrected_errors=0,
+        ecc_corrected_errors=0,
+        xid_errors=(),
+        remapped_rows_pending=0,
+        remapped_rows_failed=0,
     )
 
 
@@ -223,13 +227,14 @@ def test_close_shuts_nvml_down_once(install):
 
 
 def test_lost_gpu_is_dropped_others_flow_and_it_is_logged_once(install, caplog):
-    # Each healthy read is 11 calls (UUID and name only on the first), so GPU 1
-    # answers the first tick and is lost from the second on.
-    fake = install([FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1", lost_after=13), FakeGpu(uuid="GPU-2")])
+    # GPU 1 answers the first tick (its call count then) and is lost from the second on.
+    fake = install([FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1"), FakeGpu(uuid="GPU-2")])
     caplog.set_level(logging.INFO)
     collector = NvmlCollector()
+    first = tick(collector, 1)
+    fake.state.gpus[1].lost_after = fake.state.gpus[1].calls
 
-    indices = [[g.index for g in r.gpus] for r in tick(collector, 5)]
+    indices = [[g.index for g in r.gpus] for r in first + tick(collector, 4)]
 
     assert indices[0] == [0, 1, 2]
     assert indices[1:] == [[0, 2]] * 4

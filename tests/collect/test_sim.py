@@ -17,6 +17,7 @@ from trainpulse_otel.collect.sim import (
     SimCollector,
     SimulatedNode,
 )
+from trainpulse_otel.collect.sim.job import ALLREDUCE_MS
 from trainpulse_otel.collect.sim.scenarios import GPU_KNOBS, JOB_KNOBS, SCENARIOS, Effect
 from trainpulse_otel.diagnose.types import ROOT_CAUSES, SIGNALS
 from trainpulse_otel.samples import (
@@ -171,9 +172,10 @@ def test_rank_semantics_busy_time_excludes_waiting_for_peers(healthy):
     for s in healthy:
         arrivals = [r.data_wait_ms + r.step_time_ms - r.all_reduce_wait_ms for r in s.ranks]
         last = arrivals.index(max(arrivals))
-        assert s.ranks[last].sync_wait_ms < 2.5  # the last to arrive only pays the barrier latency
+        barrier = s.ranks[last].sync_wait_ms  # the last to arrive pays only the barrier's own cost
+        assert 0.15 * ALLREDUCE_MS < barrier < 0.25 * ALLREDUCE_MS  # a fifth of the all-reduce, as a real job pays
         for r, arrival in zip(s.ranks, arrivals, strict=True):
-            assert r.sync_wait_ms == pytest.approx(max(arrivals) - arrival, abs=2.5)
+            assert r.sync_wait_ms == pytest.approx(max(arrivals) - arrival + barrier, abs=0.4 * barrier)  # ±15 % each
         assert s.step_time_ms >= max(arrivals) + median(r.all_reduce_wait_ms for r in s.ranks) * 0.98
         ars = [r.all_reduce_wait_ms for r in s.ranks]
         assert max(ars) / min(ars) < 1.03
@@ -393,7 +395,7 @@ def test_rank_straggler_is_rank5_slow_without_throttling():
     ratios = [ratio(s) for s in tr]
     assert sum(r >= 1.25 for r in ratios) >= 0.95 * len(tr) and median(ratios) <= 1.45
     assert median(r.sync_wait_ms for s in tr for r in s.ranks if r.rank != 5) > 300
-    assert median(s.ranks[5].sync_wait_ms for s in tr) < 10
+    assert median(s.ranks[5].sync_wait_ms for s in tr) < 0.25 * ALLREDUCE_MS  # the barrier's own cost alone
     now = ticks(samples, *late(name))
     assert all(c.gpus[5].throttle_reasons == () and c.gpus[5].sm_clock_mhz >= 1950 for c in now)
     assert median(c.gpus[5].utilization_percent for c in now) < median(c.gpus[0].utilization_percent for c in now)

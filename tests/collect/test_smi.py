@@ -90,7 +90,7 @@ def test_lost_gpu_line_is_skipped_and_the_rest_flow():
     gpus, errors = parse("h100_sxm_8x_gpu_lost.csv")
     assert [g.index for g in gpus] == [0, 1, 3, 4, 5, 6, 7]
     assert [(line, column) for line, column, _ in errors] == [(3, "row")]
-    assert "expected 14 values, got 1" in errors[0][2]
+    assert "expected 14 or 17 values, got 1" in errors[0][2]
     assert gpus[4].index == 5 and gpus[4].power_watts is None  # [Unknown Error]
     assert gpus[4].power_limit_watts == 700.0
 
@@ -338,3 +338,65 @@ def test_available_only_when_it_runs_and_lists_a_gpu(fake_smi, tmp_path, monkeyp
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert SmiCollector.available() is False
+
+
+# ------------------------------------------------------- memory faults
+
+
+def test_memory_fault_columns_are_read_when_present():
+    gpus, errors = parse("h100_sxm_8x_memory_faults.csv")
+    assert errors == []
+    assert [(g.ecc_corrected_errors, g.remapped_rows_pending, g.remapped_rows_failed) for g in gpus][2:7] == [
+        (0, 0, 0),
+        (2, 0, 0),
+        (0, 0, 0),
+        (0, 0, 0),
+        (1843, 1, 0),
+    ]
+    assert "ecc.errors.corrected.volatile.total" in query_command(faults=True)[1]
+    assert "remapped_rows" not in query_command()[1]
+
+
+def test_a_driver_without_the_fault_fields_is_asked_without_them_once(fake_smi, caplog):
+    calls = fake_smi(
+        'case "$*" in *remapped_rows*) '
+        f'cat "{FIXTURES / "driver_without_remapped_rows.txt"}"; exit 2;; esac\n'
+        f'cat "{FIXTURES / "h100_sxm_8x_healthy.csv"}"'
+    )
+    caplog.set_level(logging.INFO)
+    collector = SmiCollector()
+    results = [collector.collect(now=float(i)) for i in range(3)]
+    assert all(len(r.gpus) == 8 and r.gpus[0].ecc_corrected_errors is None for r in results)
+    argvs = call_lines(calls)
+    assert len(argvs) == 4 and "remapped_rows" in argvs[0]
+    assert not any("remapped_rows" in a for a in argvs[1:])
+    assert len(smi_logs(caplog, "does not know")) == 1
+
+
+def test_xids_come_from_the_kernel_log_by_pci_bus_id_and_a_lost_gpu_keeps_its_xid_79(fake_smi, tmp_path):
+    from trainpulse_otel.collect.kmsg import KernelXidLog
+
+    calls = fake_smi(
+        f'case "$*" in *pci.bus_id*) cat "{FIXTURES / "h100_sxm_8x_bus_ids.csv"}"; exit 0;; esac\n'
+        f'cat "{FIXTURES / "h100_sxm_8x_gpu_lost.csv"}"'
+    )
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("")
+    collector = SmiCollector(kernel_log=lambda: KernelXidLog(str(kmsg)))
+    first = collector.collect(now=1.0).gpus
+    kmsg.write_text((FIXTURES.parent / "kernel_log" / "dmesg_xid.txt").read_text())
+    second = collector.collect(now=2.0).gpus
+    third = collector.collect(now=3.0).gpus
+
+    assert [g.xid_errors for g in first] == [()] * 7
+    assert {g.index: g.xid_errors for g in second if g.xid_errors} == {
+        0: (13,),
+        1: (48, 74),
+        2: (79,),
+        4: (119,),
+        7: (63, 94),
+    }
+    lost = next(g for g in second if g.index == 2)
+    assert lost.utilization_percent is None  # not in nvidia-smi's rows: only its XID
+    assert [g.index for g in third] == [0, 1, 3, 4, 5, 6, 7] and all(g.xid_errors == () for g in third)
+    assert sum("pci.bus_id" in a for a in call_lines(calls)) == 1  # asked once

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.diagnose.pipeline import PipelineResult
 from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RootCause, Signal, Transition
 from trainpulse_otel.runtime.engine import Engine
@@ -84,6 +87,9 @@ FULL_TRAINING = {
 def exercise_every_instrument(engine: Engine) -> None:
     """Give every instrument of the engine a point: sim hardware, a full report, a diagnosis with a cause,
     a refused request and a failed collection (the caller has ticked a sim engine at least once)."""
+    gpus = engine.latest.current().gpus or ()
+    if gpus:  # one XID, so the XID counter has a series
+        engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
     engine.ingest(parse_training(FULL_TRAINING), source="framework")
     engine.publisher.publish(straggler_raised(engine.clock()))
     engine.ops.rejected("malformed")

@@ -28,6 +28,7 @@ ERROR_CODES = {
     "NVML_ERROR_DRIVER_NOT_LOADED": 9,
     "NVML_ERROR_LIBRARY_NOT_FOUND": 12,
     "NVML_ERROR_FUNCTION_NOT_FOUND": 13,
+    "NVML_ERROR_TIMEOUT": 10,
     "NVML_ERROR_GPU_IS_LOST": 15,
     "NVML_ERROR_UNKNOWN": 999,
 }
@@ -37,6 +38,7 @@ _STRINGS = {
     3: "Not Supported",
     4: "Insufficient Permissions",
     9: "Driver Not Loaded",
+    10: "Timeout",
     12: "NVML Shared Library Not Found",
     13: "Function Not Found",
     15: "GPU is lost",
@@ -52,6 +54,9 @@ CONSTANTS = {
     "NVML_MEMORY_ERROR_TYPE_UNCORRECTED": 1,
     "NVML_VOLATILE_ECC": 0,
     "NVML_AGGREGATE_ECC": 1,
+    "nvmlEventTypeSingleBitEccError": 0x1,
+    "nvmlEventTypeDoubleBitEccError": 0x2,
+    "nvmlEventTypeXidCriticalError": 0x8,
 }
 REASON_BITS = {
     "GpuIdle": 0x1,
@@ -76,6 +81,10 @@ class FakeGpu:
     ``errors``: function name -> error code raised instead of a value.
     ``lost_after``: the GPU answers this many calls, then every call raises
     GpuIsLost until ``lost`` is set back to False.
+    ``ecc_corrected`` / ``ecc_uncorrected``: the volatile counts (aggregate: ``ecc_aggregate_extra`` more).
+    ``remapped_rows``: what ``nvmlDeviceGetRemappedRows`` returns (corrected, uncorrected, pending, failure).
+    ``pci_bus_id``: NVML's bus id, as the kernel log's ``Xid (PCI:…)`` names the GPU.
+    Queue XIDs with :func:`raise_xid`; ``events_unsupported`` makes registering its events fail.
     """
 
     uuid: str | bytes = "GPU-5c1a4f38-9b2e-4d7a-8f63-0e2b7c9d1a42"
@@ -91,6 +100,11 @@ class FakeGpu:
     max_sm_clock: int = 1980
     reasons: int = 0
     ecc_uncorrected: int = 0
+    ecc_corrected: int = 0
+    ecc_aggregate_extra: int = 0
+    remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
+    pci_bus_id: str = "00000000:18:00.0"
+    events_unsupported: bool = False
     unsupported: set[str] = field(default_factory=set)
     errors: dict[str, int] = field(default_factory=dict)
     lost_after: int | None = None
@@ -142,13 +156,35 @@ def _error_classes(module: types.ModuleType) -> None:
 
 
 class _State:
-    """The fake driver's state: initialised or not, and the GPUs."""
+    """The fake driver's state: initialised or not, the GPUs, and the event sets with their queued events."""
 
     def __init__(self, gpus: list[FakeGpu], init_error: int | None) -> None:
         self.gpus = gpus
         self.init_error = init_error
         self.initialized = 0
         self.shutdowns = 0
+        self.event_sets: list[FakeEventSet] = []
+        self.waits: list[int] = []  # the timeout (ms) of every nvmlEventSetWait call
+
+
+@dataclass
+class FakeEventSet:
+    """An NVML event set: the GPUs registered on it and the events not yet waited for."""
+
+    registered: dict[int, int] = field(default_factory=dict)  # GPU index -> event mask
+    pending: list[types.SimpleNamespace] = field(default_factory=list)
+    freed: bool = False
+
+
+def raise_xid(module: types.ModuleType, gpu: int, code: int) -> None:
+    """The driver reports XID ``code`` on GPU ``gpu``: every event set registered for XIDs on it gets an event."""
+    for event_set in module.state.event_sets:
+        if event_set.registered.get(gpu, 0) & module.nvmlEventTypeXidCriticalError:
+            event_set.pending.append(
+                types.SimpleNamespace(
+                    device=FakeHandle(gpu), eventType=module.nvmlEventTypeXidCriticalError, eventData=code
+                )
+            )
 
 
 def make_fake_pynvml(
@@ -267,9 +303,47 @@ def _install_functions(module: types.ModuleType, state: _State, event_reasons_ap
 
     def nvmlDeviceGetTotalEccErrors(handle: FakeHandle, error_type: int, counter: int) -> int:
         g = device(handle, "nvmlDeviceGetTotalEccErrors")
-        expect(error_type, module.NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
-        expect(counter, module.NVML_VOLATILE_ECC)
-        return g.ecc_uncorrected
+        if error_type not in (module.NVML_MEMORY_ERROR_TYPE_CORRECTED, module.NVML_MEMORY_ERROR_TYPE_UNCORRECTED):
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+        if counter not in (module.NVML_VOLATILE_ECC, module.NVML_AGGREGATE_ECC):
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+        count = g.ecc_corrected if error_type == module.NVML_MEMORY_ERROR_TYPE_CORRECTED else g.ecc_uncorrected
+        return count + (g.ecc_aggregate_extra if counter == module.NVML_AGGREGATE_ECC else 0)
+
+    def nvmlDeviceGetRemappedRows(handle: FakeHandle) -> tuple[int, int, int, int]:
+        return device(handle, "nvmlDeviceGetRemappedRows").remapped_rows
+
+    def nvmlDeviceGetIndex(handle: FakeHandle) -> int:
+        check_init()
+        return handle.index
+
+    def nvmlDeviceGetPciInfo(handle: FakeHandle) -> types.SimpleNamespace:
+        return types.SimpleNamespace(busId=device(handle, "nvmlDeviceGetPciInfo").pci_bus_id.encode())
+
+    def nvmlEventSetCreate() -> FakeEventSet:
+        check_init()
+        event_set = FakeEventSet()
+        state.event_sets.append(event_set)
+        return event_set
+
+    def nvmlDeviceRegisterEvents(handle: FakeHandle, event_types: int, event_set: FakeEventSet) -> None:
+        g = device(handle, "nvmlDeviceRegisterEvents")
+        if g.events_unsupported:
+            raise err(module.NVML_ERROR_NOT_SUPPORTED)
+        event_set.registered[handle.index] = event_set.registered.get(handle.index, 0) | event_types
+
+    def nvmlEventSetWait_v2(event_set: FakeEventSet, timeout_ms: int) -> types.SimpleNamespace:
+        check_init()
+        state.waits.append(timeout_ms)
+        if event_set.freed:
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT)
+        if not event_set.pending:
+            raise err(module.NVML_ERROR_TIMEOUT)  # the real call would block up to timeout_ms first
+        return event_set.pending.pop(0)
+
+    def nvmlEventSetFree(event_set: FakeEventSet) -> None:
+        check_init()
+        event_set.freed = True
 
     functions = dict(locals())
     if not event_reasons_api:

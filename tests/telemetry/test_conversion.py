@@ -18,16 +18,17 @@ from trainpulse_otel.samples import (
     RankSample,
     Rule,
     TrainingSample,
+    XidCount,
 )
 from trainpulse_otel.telemetry.conversion import FrameAssembler, frame_from_samples, observe
 
 IDENTITY = {"index", "rank"}
 
 
-def frame_via_points(ts, gpus, host, training):
+def frame_via_points(ts, gpus, host, training, xid_counts=()):
     """What the in-process reader does with the points the instruments report."""
     assembler = FrameAssembler()
-    assembler.add_observations(observe(gpus, host, training))
+    assembler.add_observations(observe(gpus, host, training, xid_counts))
     return assembler.frame(ts)
 
 
@@ -67,12 +68,24 @@ def _training() -> st.SearchStrategy[TrainingSample]:
     return st.builds(lambda f, rs: TrainingSample(**f, ranks=rs), _fields(TRAINING_RULES), ranks)
 
 
+def _xid_counts() -> st.SearchStrategy[tuple[XidCount, ...]]:
+    key = st.tuples(st.integers(0, 7), st.integers(1, 200))
+    return st.dictionaries(key, st.integers(1, 10**6), max_size=5).map(
+        lambda d: tuple(XidCount(g, x, n) for (g, x), n in d.items())
+    )
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    gpus=_gpus(), host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)), training=st.none() | _training()
+    gpus=_gpus(),
+    host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
+    training=st.none() | _training(),
+    xids=_xid_counts(),
 )
-def test_direct_read_back_equals_the_readers_conversion(gpus, host, training):
-    assert frame_from_samples(5.0, gpus, host, training) == frame_via_points(5.0, gpus, host, training)
+def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xids):
+    direct = frame_from_samples(5.0, gpus, host, training, xids)
+    assert direct == frame_via_points(5.0, gpus, host, training, xids)
+    assert list(direct.xid_counts) == sorted(xids)
 
 
 def test_what_has_no_point_is_not_in_the_frame():

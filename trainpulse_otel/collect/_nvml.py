@@ -166,6 +166,26 @@ class NvmlSession:
             self._log_error(exc, gpu, field or fn)
             return default
 
+    def next_event(self, event_set: Any) -> Any:
+        """The next pending event of ``event_set`` without waiting (0 ms), or None when there is none.
+
+        ``nvmlEventSetWait_v2`` with a zero timeout answers at once: an event,
+        or ``NVMLError_Timeout`` for "none pending", which is the normal case
+        and is not logged. Any other error is logged once and ends the drain.
+        """
+        wait: Callable[..., Any] | None = getattr(self._lib, "nvmlEventSetWait_v2", None) or getattr(
+            self._lib, "nvmlEventSetWait", None
+        )
+        if wait is None:
+            self._log_missing("nvmlEventSetWait_v2")
+            return None
+        try:
+            return wait(event_set, 0)
+        except self._lib.NVMLError as exc:  # type: ignore[union-attr]
+            if _error_name(exc) != "NVMLError_Timeout":
+                self._log_error(exc, None, "XID events")
+            return None
+
     def _log_missing(self, fn: str) -> None:
         if self._lib is None:
             return

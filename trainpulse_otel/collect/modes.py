@@ -85,16 +85,18 @@ def detect_mode(settings: Settings) -> str:
 
 def open_nvml(settings: Settings) -> Collector:
     """The ``nvml`` collector."""
+    from .kmsg import KernelXidLog
     from .nvml import NvmlCollector
 
-    return NvmlCollector()
+    return NvmlCollector(kernel_log=KernelXidLog)
 
 
 def open_smi(settings: Settings) -> Collector:
     """The ``nvidia-smi`` collector, with the configured timeout."""
+    from .kmsg import KernelXidLog
     from .smi import SmiCollector
 
-    return SmiCollector(timeout=settings.smi_timeout)
+    return SmiCollector(timeout=settings.smi_timeout, kernel_log=KernelXidLog)
 
 
 def open_host(settings: Settings) -> Collector:

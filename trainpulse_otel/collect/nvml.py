@@ -4,24 +4,37 @@ Handles are fetched once (the device count at start): GPUs do not come and go
 under a running training job, and re-enumerating every tick would cost more
 than the whole read. A field the GPU does not support is ``None`` (logged once);
 a GPU that NVML reports as lost is left out of the tick (logged once per
-episode) while the others keep flowing.
+episode) while the others keep flowing — the contract's "a GPU that
+disappears from the list is lost".
+
+Hardware faults: XID codes come from NVML's event set (:mod:`.xid_events`),
+drained without waiting each tick, or — for GPUs whose driver has no event
+support — from the kernel log (:mod:`.kmsg`), matched to the GPU by its PCI
+address. An XID that arrives in the tick its GPU is lost (XID 79, fallen off
+the bus) is still reported, on a sample that carries nothing else, so it is
+counted while the GPU is gone from the list. ECC counts are the volatile
+(since driver load) totals; remapped rows come from ``nvmlDeviceGetRemappedRows``
+(Ampere and newer; NotSupported elsewhere, logged once).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..samples import GpuSample
-from ._nvml import GpuLost, NvmlSession, decode_reasons
+from ._nvml import GpuLost, NvmlSession, decode, decode_reasons
 from .base import Collected
+from .kmsg import KernelLogFactory, KernelXidLog, PciAddress, pci_address, xids_by_gpu
+from .xid_events import XidEvents
 
 log = logging.getLogger(__name__)
 
 #: nvml.h values, used only if a binding lacks the named constant.
 _NVML_TEMPERATURE_GPU = 0
 _NVML_CLOCK_SM = 1
+_NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
 _NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 _NVML_VOLATILE_ECC = 0
 
@@ -60,11 +73,14 @@ class NvmlCollector:
 
     name = "nvml"
 
-    def __init__(self, session: NvmlSession | None = None) -> None:
+    def __init__(self, session: NvmlSession | None = None, kernel_log: KernelLogFactory | None = None) -> None:
+        """``kernel_log`` opens the kernel log for GPUs without NVML XID events (None: no such fallback)."""
         self._nvml = session or NvmlSession()
         self._gpus = self._open_gpus() if self._nvml.init() else []
         self._reason_bits = self._nvml.reason_bits()
         self._constants = self._read_constants()
+        self._events = XidEvents(self._nvml, ((g.index, g.handle) for g in self._gpus))
+        self._kernel_log, self._gpu_of_pci = self._kernel_fallback(kernel_log)
 
     @staticmethod
     def available() -> bool:
@@ -87,13 +103,28 @@ class NvmlCollector:
         return f"nvml: {len(self._gpus)} GPU(s)"
 
     def collect(self, now: float) -> Collected:
-        """One sample per reachable GPU, in index order; ``now`` is not needed."""
-        samples = (self._read(gpu) for gpu in self._gpus)
-        return Collected(gpus=tuple(s for s in samples if s is not None))
+        """One sample per reachable GPU, in index order, with the XIDs since the last tick; ``now`` is not needed."""
+        xids = self._drain_xids()
+        out = []
+        for gpu in self._gpus:
+            sample = self._read(gpu)
+            codes = xids.get(gpu.index)
+            if sample is None and codes:
+                sample = GpuSample(index=gpu.index, uuid=gpu.uuid, name=gpu.name)  # lost, but its XID counts
+            if sample is not None:
+                out.append(replace(sample, xid_errors=tuple(codes or ())) if self._hears_xids(gpu) else sample)
+        return Collected(gpus=tuple(out))
+
+    def _hears_xids(self, gpu: _Gpu) -> bool:
+        """True when this GPU's XIDs reach us (an empty list then means none); else its XIDs are unknown."""
+        return gpu.index in self._events.watching or gpu.index in self._gpu_of_pci.values()
 
     def close(self) -> None:
         """Shut NVML down; the collector then returns no GPUs."""
         self._gpus = []
+        self._events.close()
+        if self._kernel_log is not None:
+            self._kernel_log.close()
         self._nvml.shutdown()
 
     # ------------------------------------------------------------------ setup
@@ -115,9 +146,35 @@ class NvmlCollector:
         return {
             "temperature": c("NVML_TEMPERATURE_GPU", _NVML_TEMPERATURE_GPU),
             "clock_sm": c("NVML_CLOCK_SM", _NVML_CLOCK_SM),
+            "corrected": c("NVML_MEMORY_ERROR_TYPE_CORRECTED", _NVML_MEMORY_ERROR_TYPE_CORRECTED),
             "uncorrected": c("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", _NVML_MEMORY_ERROR_TYPE_UNCORRECTED),
             "volatile": c("NVML_VOLATILE_ECC", _NVML_VOLATILE_ECC),
         }
+
+    def _kernel_fallback(
+        self, kernel_log: KernelLogFactory | None
+    ) -> tuple[KernelXidLog | None, dict[PciAddress, int]]:
+        """The kernel log and PCI address → GPU map, for the GPUs NVML sends no XID events for."""
+        unwatched = [g for g in self._gpus if g.index not in self._events.watching]
+        if not unwatched or kernel_log is None:
+            return None, {}
+        gpu_of: dict[PciAddress, int] = {}
+        for gpu in unwatched:
+            pci = self._nvml.query("nvmlDeviceGetPciInfo", gpu.handle, field="pci bus id")
+            address = pci_address(decode(getattr(pci, "busId", ""))) if pci is not None else None
+            if address is not None:
+                gpu_of[address] = gpu.index
+        if not gpu_of:
+            return None, {}
+        return kernel_log(), gpu_of
+
+    def _drain_xids(self) -> dict[int, list[int]]:
+        """XID codes by GPU since the last tick: NVML events, and kernel log lines for unwatched GPUs."""
+        xids = self._events.drain()
+        if self._kernel_log is not None:
+            for index, codes in xids_by_gpu(self._kernel_log.read_lines(), self._gpu_of_pci).items():
+                xids.setdefault(index, []).extend(codes)
+        return xids
 
     # ------------------------------------------------------------------ reads
 
@@ -163,7 +220,19 @@ class NvmlCollector:
                 self._get(gpu, "nvmlDeviceGetTotalEccErrors", k["uncorrected"], k["volatile"], field="ecc_uncorrected"),
                 int,
             ),
+            ecc_corrected_errors=_number(
+                self._get(gpu, "nvmlDeviceGetTotalEccErrors", k["corrected"], k["volatile"], field="ecc_corrected"),
+                int,
+            ),
+            **self._remapped_rows(gpu),
         )
+
+    def _remapped_rows(self, gpu: _Gpu) -> dict[str, int]:
+        """``remapped_rows_pending`` / ``_failed`` from NVML's (corrected, uncorrected, pending, failure)."""
+        rows = self._get(gpu, "nvmlDeviceGetRemappedRows", field="remapped_rows")
+        if rows is None or len(rows) < 4:
+            return {}
+        return {"remapped_rows_pending": int(bool(rows[2])), "remapped_rows_failed": int(bool(rows[3]))}
 
     def _read_identity(self, gpu: _Gpu) -> None:
         """UUID and name never change; read them until known, then never again."""

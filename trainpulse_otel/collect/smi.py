@@ -25,6 +25,8 @@ from ..samples import GpuSample
 from ._nvml import NVML_H_REASON_BITS, decode_reasons
 from ._once import LogOnce
 from .base import Collected
+from .kmsg import KernelLogFactory
+from .smi_xids import SmiKernelXids
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,27 @@ _COLUMNS: tuple[tuple[str, Callable[[str], Any]], ...] = (
 )
 
 
-def query_fields(reasons_field: str = EVENT_REASONS_FIELD) -> tuple[str, ...]:
-    """The ``--query-gpu`` fields, in the order :data:`_COLUMNS` reads them."""
+def _yes_no(text: str) -> int:
+    """nvidia-smi's ``Yes``/``No`` flags (remapped rows) as 1/0."""
+    flag = {"yes": 1, "no": 0}.get(text.lower())
+    if flag is None:
+        raise ValueError(f"not Yes or No: {text!r}")
+    return flag
+
+
+#: Memory-fault fields appended to the query where the driver knows them (ECC-capable datacenter GPUs;
+#: ``remapped_rows.*`` since Ampere): (query field, GpuSample field, converter).
+FAULT_FIELDS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
+    ("ecc.errors.corrected.volatile.total", "ecc_corrected_errors", int),
+    ("remapped_rows.pending", "remapped_rows_pending", _yes_no),
+    ("remapped_rows.failure", "remapped_rows_failed", _yes_no),
+)
+_FAULT_COLUMNS = _COLUMNS + tuple((field, convert) for _, field, convert in FAULT_FIELDS)
+
+
+def query_fields(reasons_field: str = EVENT_REASONS_FIELD, faults: bool = False) -> tuple[str, ...]:
+    """The ``--query-gpu`` fields, in the order :data:`_COLUMNS` reads them (then :data:`FAULT_FIELDS`)."""
+    extra = tuple(name for name, _, _ in FAULT_FIELDS) if faults else ()
     return (
         "index",
         "uuid",
@@ -115,12 +136,15 @@ def query_fields(reasons_field: str = EVENT_REASONS_FIELD) -> tuple[str, ...]:
         "clocks.max.sm",
         reasons_field,
         "ecc.errors.uncorrected.volatile.total",
+        *extra,
     )
 
 
-def query_command(binary: str = DEFAULT_BINARY, reasons_field: str = EVENT_REASONS_FIELD) -> list[str]:
+def query_command(
+    binary: str = DEFAULT_BINARY, reasons_field: str = EVENT_REASONS_FIELD, faults: bool = False
+) -> list[str]:
     """The full argv of one query."""
-    fields = ",".join(query_fields(reasons_field))
+    fields = ",".join(query_fields(reasons_field, faults))
     return [binary, f"--query-gpu={fields}", "--format=csv,noheader,nounits"]
 
 
@@ -133,16 +157,17 @@ def _cell(text: str) -> str | None:
 
 
 def parse_row(row: list[str], on_bad_value: Callable[[str, str], None] | None = None) -> GpuSample:
-    """One CSV row -> GpuSample.
+    """One CSV row -> GpuSample: the base columns, or those and the :data:`FAULT_FIELDS` (told apart by count).
 
     A wrong column count or a missing index makes the row unusable
     (:class:`SmiParseError`); a single value that does not parse becomes None
     and is reported through ``on_bad_value(column, message)``.
     """
-    if len(row) != len(_COLUMNS):
-        raise SmiParseError("row", f"expected {len(_COLUMNS)} values, got {len(row)}")
+    columns = _FAULT_COLUMNS if len(row) == len(_FAULT_COLUMNS) else _COLUMNS
+    if len(row) != len(columns):
+        raise SmiParseError("row", f"expected {len(_COLUMNS)} or {len(_FAULT_COLUMNS)} values, got {len(row)}")
     values: dict[str, Any] = {}
-    for (field, convert), raw in zip(_COLUMNS, row, strict=True):
+    for (field, convert), raw in zip(columns, row, strict=True):
         text = _cell(raw)
         if text is None:
             continue
@@ -162,8 +187,8 @@ def _warn(line: int, column: str, message: str) -> None:
     log.warning("nvidia-smi output line %d, %s: %s", line, column, message)
 
 
-def parse_query_output(text: str, on_error: ErrorHandler | None = None) -> tuple[GpuSample, ...]:
-    """Parse ``--format=csv,noheader,nounits`` output of :func:`query_command`.
+def parse_query_output(text: str, on_error: ErrorHandler | None = None, faults: bool = False) -> tuple[GpuSample, ...]:
+    """Parse ``--format=csv,noheader,nounits`` output of :func:`query_command` (with ``faults`` as queried).
 
     Lines that are not GPU rows (``Unable to determine the device handle for
     GPU …: GPU is lost``) and duplicate indices are skipped and reported
@@ -230,6 +255,11 @@ def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def _refuses_fault_fields(output: str) -> bool:
+    """True when nvidia-smi says one of :data:`FAULT_FIELDS` is not a field it knows (``Field "…" is not a valid …``)."""
+    return _NOT_A_FIELD in output and any(f'"{name}"' in output for name, _, _ in FAULT_FIELDS)
+
+
 def _first_line(result: subprocess.CompletedProcess) -> str:
     text = (result.stderr or "").strip() or (result.stdout or "").strip()
     return text.splitlines()[0] if text else "no output"
@@ -240,10 +270,18 @@ class SmiCollector:
 
     name = "nvidia-smi"
 
-    def __init__(self, binary: str = DEFAULT_BINARY, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        binary: str = DEFAULT_BINARY,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        kernel_log: KernelLogFactory | None = None,
+    ) -> None:
+        """``kernel_log`` opens the kernel log XIDs are read from (None: XIDs unknown, ``xid_errors`` left out)."""
         self.binary = binary
         self.timeout = timeout
+        self._xids = SmiKernelXids(binary, self._run_once, kernel_log)
         self._reasons_field = EVENT_REASONS_FIELD
+        self._faults = True  # ask for FAULT_FIELDS until the driver says it does not know them
         self._straggler: subprocess.Popen | None = None
         self._trouble: str | None = None  # the current failure episode, logged once
         self._log_once = LogOnce(log)
@@ -270,11 +308,19 @@ class SmiCollector:
         text = self._query()
         if text is None:
             return Collected(gpus=())
-        return Collected(gpus=parse_query_output(text, on_error=self._parse_error))
+        return Collected(gpus=self._xids.attach(parse_query_output(text, on_error=self._parse_error)))
 
     def close(self) -> None:
-        """Forget a stuck nvidia-smi (it was already killed); nothing else is held."""
+        """Forget a stuck nvidia-smi (it was already killed) and close the kernel log."""
         self._reap()
+        self._xids.close()
+
+    def _run_once(self, cmd: list[str]) -> subprocess.CompletedProcess | None:
+        """One bounded command outside the tick's query (the PCI bus ids); None when it fails."""
+        try:
+            return run_bounded(cmd, self.timeout)
+        except (OSError, SmiTimeout):
+            return None
 
     # ------------------------------------------------------------ internals
 
@@ -282,6 +328,12 @@ class SmiCollector:
         if self._still_stuck():
             return None
         result = self._run()
+        if result is not None and self._faults and _refuses_fault_fields(result.stdout + result.stderr):
+            log.info(
+                "this nvidia-smi does not know %s; querying without them", ", ".join(f for f, _, _ in FAULT_FIELDS)
+            )
+            self._faults = False
+            result = self._run()
         if (
             result is not None
             and self._reasons_field == EVENT_REASONS_FIELD
@@ -300,7 +352,7 @@ class SmiCollector:
         return result.stdout
 
     def _run(self) -> subprocess.CompletedProcess | None:
-        cmd = query_command(self.binary, self._reasons_field)
+        cmd = query_command(self.binary, self._reasons_field, self._faults)
         try:
             return run_bounded(cmd, self.timeout)
         except SmiTimeout as exc:

@@ -41,6 +41,8 @@ IMPACT: dict[str, float] = {
     "pipeline_bubble": 0.06,
     "sequence_padding": 0.06,
     "thermal_throttle_risk": 0.06,
+    "gpu_hardware_fault": 0.24,
+    "gpu_memory_degradation": 0.06,
 }
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5

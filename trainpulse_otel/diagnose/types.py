@@ -35,6 +35,8 @@ SIGNALS: tuple[str, ...] = (
     "rank_straggler",
     "oom_risk",
     "thermal_throttle_risk",
+    "gpu_hardware_fault",
+    "gpu_memory_degradation",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -51,6 +53,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "gpu_memory_pressure",
     "compute_inefficiency",
     "load_imbalance",
+    "gpu_hardware_failure",
 )
 
 WARNING = "warning"

@@ -109,7 +109,7 @@ class SampleFrames:
 
     def read(self, ts: float) -> Frame:
         current = self.latest.current()
-        return frame_from_samples(ts, current.gpus or (), current.host, current.training)
+        return frame_from_samples(ts, current.gpus or (), current.host, current.training, self.latest.xid_counts())
 
 
 def open_replay(settings: Settings, plugins: Plugins | None = None) -> Stepper:

@@ -16,6 +16,7 @@ from .model import (
     HostSample,
     RankSample,
     TrainingSample,
+    XidCount,
     to_dict,
 )
 from .validation import (
@@ -54,6 +55,7 @@ __all__ = [
     "Rule",
     "SampleError",
     "TrainingSample",
+    "XidCount",
     "check_value",
     "parse_gpu",
     "parse_gpus",

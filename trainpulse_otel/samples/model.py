@@ -38,6 +38,29 @@ class GpuSample:
     max_sm_clock_mhz: float | None = None
     throttle_reasons: tuple[str, ...] | None = None
     ecc_uncorrected_errors: int | None = None
+    #: Corrected (single-bit) volatile ECC errors since the driver loaded: cumulative, like the uncorrected count.
+    ecc_corrected_errors: int | None = None
+    #: XID codes the driver reported for this GPU since the previous sample (an event list, not a total).
+    xid_errors: tuple[int, ...] | None = None
+    #: Row remaps waiting for a GPU reset to take effect (NVML's pending flag: 0 or 1).
+    remapped_rows_pending: int | None = None
+    #: Row remaps that failed: the bank has no spare rows left (NVML's failure flag: 0 or 1).
+    remapped_rows_failed: int | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class XidCount:
+    """How many times one XID code has been seen on one GPU since the daemon started.
+
+    The frame carries these totals rather than each sample's list of new codes,
+    so a GPU that fell off the bus (and left the GPU list with its XID 79)
+    keeps its count, and every reader — Prometheus, the diagnosis — sees one
+    monotonic counter per (GPU, code).
+    """
+
+    gpu_index: int
+    xid: int
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +146,8 @@ class Frame:
     gpus: tuple[GpuSample, ...] = ()
     host: HostSample | None = None
     training: TrainingSample | None = None
+    #: Cumulative XID counts by GPU and code, sorted (see :class:`XidCount`).
+    xid_counts: tuple[XidCount, ...] = ()
 
 
 # --------------------------------------------------------------- to JSON

@@ -80,7 +80,13 @@ GPU_RULES: dict[str, Rule] = {
     "sm_clock_mhz": NONNEG,
     "max_sm_clock_mhz": NONNEG,
     "ecc_uncorrected_errors": COUNT,
+    "ecc_corrected_errors": COUNT,
+    "remapped_rows_pending": COUNT,
+    "remapped_rows_failed": COUNT,
 }
+#: XID codes are positive (NVML reports 999 for one it cannot name); a sample lists at most this many.
+XID_CODE = Rule("int", 1, 65_535)
+MAX_XIDS_PER_SAMPLE = 1024
 
 HOST_RULES: dict[str, Rule] = {
     "cpu_percent": PERCENT,
@@ -263,7 +269,19 @@ def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
     reasons = data.get("throttle_reasons")
     if reasons is not None:
         values["throttle_reasons"] = _parse_reasons(reasons, where + ".throttle_reasons")
+    xids = data.get("xid_errors")
+    if xids is not None:
+        values["xid_errors"] = _parse_xids(xids, where + ".xid_errors")
     return GpuSample(**values)
+
+
+def _parse_xids(xids: Any, field: str) -> tuple[int, ...]:
+    """The XID codes of one sample: positive integers, in the order they were seen."""
+    if not isinstance(xids, (list, tuple)):
+        raise SampleError(field, f"must be an array, got {type_name(xids)}")
+    if len(xids) > MAX_XIDS_PER_SAMPLE:
+        raise SampleError(field, f"has {len(xids)} entries; at most {MAX_XIDS_PER_SAMPLE} are accepted")
+    return tuple(check_value(f"{field}[{i}]", code, XID_CODE) for i, code in enumerate(xids))
 
 
 def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:

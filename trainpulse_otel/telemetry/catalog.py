@@ -83,6 +83,25 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
         "Uncorrected (volatile) ECC errors since the driver loaded.",
         monotonic=True,
     ),
+    _g(
+        "gpu.ecc.corrected_errors",
+        "{error}",
+        "ecc_corrected_errors",
+        "Corrected (volatile, single-bit) ECC errors since the driver loaded.",
+        monotonic=True,
+    ),
+    _g(
+        "gpu.remapped_rows.pending",
+        "1",
+        "remapped_rows_pending",
+        "1 while a memory row remap waits for a GPU reset to take effect, 0 otherwise.",
+    ),
+    _g(
+        "gpu.remapped_rows.failed",
+        "1",
+        "remapped_rows_failed",
+        "1 once a memory row remap has failed (no spare rows left in a bank), 0 otherwise.",
+    ),
     # Host — attributes come from the resource (host.name)
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
     _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
@@ -159,6 +178,15 @@ GPU_THROTTLE = MetricSpec(
     "throttle_reasons",
     "1 while the clock-event (throttle) reason is active on the GPU, 0 otherwise.",
 )
+#: XIDs seen per GPU and code since the daemon started (attribute ``xid``); a lost GPU keeps its series.
+GPU_XID = MetricSpec(
+    "gpu.xid.errors",
+    "{error}",
+    GPU,
+    "xid_counts",
+    "XID errors the driver reported for the GPU since the daemon started, by XID code.",
+    monotonic=True,
+)
 #: Always 1; carries the job's descriptive strings as attributes.
 TRAINING_INFO = MetricSpec(
     "training.info",
@@ -178,4 +206,4 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO)
+ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID)

@@ -25,11 +25,13 @@ from ..samples import (
     HostSample,
     RankSample,
     TrainingSample,
+    XidCount,
 )
 from .catalog import (
     ALL_INPUTS,
     GPU,
     GPU_THROTTLE,
+    GPU_XID,
     HOST,
     MEASUREMENTS,
     RANK,
@@ -98,9 +100,11 @@ def observe(
     gpus: Iterable[GpuSample] = (),
     host: HostSample | None = None,
     training: TrainingSample | None = None,
+    xid_counts: Iterable[XidCount] = (),
 ) -> Observations:
-    """Every measurement point for these samples, keyed by instrument suffix."""
+    """Every measurement point for these samples (and the XID totals), keyed by instrument suffix."""
     out: Observations = {spec.suffix: [] for spec in ALL_INPUTS}
+    out[GPU_XID.suffix] = [(x.count, {"gpu.index": x.gpu_index, "xid": x.xid}) for x in xid_counts]
     for gpu in gpus:
         attrs = gpu_attributes(gpu)
         _add_fields(out, _SPECS_BY_SCOPE[GPU], gpu, attrs)
@@ -140,6 +144,7 @@ class FrameAssembler:
         self._training: dict[str, Any] = {}
         self._ranks: dict[int, dict[str, Any]] = {}
         self._has_training = False
+        self._xids: list[XidCount] = []
 
     def add(self, suffix: str, attributes: Attributes, value: Number) -> None:
         """Take one point; points of instruments outside the catalogue are ignored."""
@@ -148,6 +153,8 @@ class FrameAssembler:
             return
         if spec is GPU_THROTTLE:
             self._add_throttle(attributes, value)
+        elif spec is GPU_XID:
+            self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value)))
         elif spec is TRAINING_INFO:
             self._has_training = True
             for field, key in TRAINING_INFO_ATTRIBUTES.items():
@@ -169,7 +176,7 @@ class FrameAssembler:
             spec = _SPECS_BY_SUFFIX.get(suffix)
             if spec is None or not points:
                 continue
-            if spec is GPU_THROTTLE or spec is TRAINING_INFO:
+            if spec is GPU_THROTTLE or spec is TRAINING_INFO or spec is GPU_XID:
                 for value, attrs in points:
                     self.add(suffix, attrs, value)
                 continue
@@ -188,7 +195,7 @@ class FrameAssembler:
         if self._has_training or self._training or self._ranks:
             ranks = tuple(RankSample(rank=r, **self._ranks[r]) for r in sorted(self._ranks))
             training = TrainingSample(**self._training, ranks=ranks)
-        return Frame(ts=ts, gpus=gpus, host=host, training=training)
+        return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=tuple(sorted(self._xids)))
 
     def _target(self, scope: str, attributes: Attributes) -> dict[str, Any]:
         if scope == HOST:
@@ -249,6 +256,7 @@ def frame_from_samples(
     gpus: Iterable[GpuSample] = (),
     host: HostSample | None = None,
     training: TrainingSample | None = None,
+    xid_counts: Iterable[XidCount] = (),
 ) -> Frame:
     """The frame the in-process reader builds for these samples, without the points in between.
 
@@ -266,6 +274,7 @@ def frame_from_samples(
         gpus=tuple(g for g in read_gpus if g is not None),
         host=HostSample(**host_fields) if host_fields else None,
         training=_training_read_back(training) if training is not None else None,
+        xid_counts=tuple(sorted(xid_counts)),
     )
 
 

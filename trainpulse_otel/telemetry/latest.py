@@ -13,7 +13,15 @@ import threading
 from dataclasses import replace
 
 from ..collect.base import Collected
-from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from ..samples import (
+    DEFAULT_MAX_RANKS,
+    TRAINING_MEASUREMENT_FIELDS,
+    GpuSample,
+    HostSample,
+    RankSample,
+    TrainingSample,
+    XidCount,
+)
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
@@ -36,6 +44,8 @@ class LatestSamples:
         self._training_merged_at = 0
         self._version = 0
         self._observed: tuple[int, Observations] | None = None
+        self._xids: dict[tuple[int, int], int] = {}  # (GPU index, XID code) -> times seen
+        self._xid_counts: tuple[XidCount, ...] = ()
 
     @property
     def version(self) -> int:
@@ -43,10 +53,16 @@ class LatestSamples:
         return self._version
 
     def put(self, collected: Collected, now: float) -> None:
-        """Store what a collector saw; parts it does not see are left as they are."""
+        """Store what a collector saw; parts it does not see are left as they are.
+
+        Each GPU sample's ``xid_errors`` (the codes since that collector's
+        previous sample) are added to the running XID totals here, once per
+        collection, so a scrape or a frame read in between never counts one twice.
+        """
         with self._lock:
             if collected.gpus is not None:
                 self._gpus = collected.gpus
+                self._count_xids(collected.gpus)
             if collected.host is not None:
                 self._host = collected.host
             self._changed()
@@ -101,6 +117,20 @@ class LatestSamples:
         with self._lock:
             return Collected(gpus=self._gpus, host=self._host, training=self._merged_training())
 
+    def xid_counts(self) -> tuple[XidCount, ...]:
+        """XIDs seen per GPU and code since this store was created, sorted; lost GPUs keep theirs."""
+        with self._lock:
+            return self._xid_counts
+
+    def _count_xids(self, gpus: tuple[GpuSample, ...]) -> None:
+        """Fold the samples' new XID codes into the totals (call under the lock)."""
+        new = [(g.index, code) for g in gpus if g.xid_errors for code in g.xid_errors]
+        if not new:
+            return
+        for key in new:
+            self._xids[key] = self._xids.get(key, 0) + 1
+        self._xid_counts = tuple(XidCount(gpu, xid, n) for (gpu, xid), n in sorted(self._xids.items()))
+
     def observations(self) -> Observations:
         """The measurement points for the current samples, computed once per change."""
         with self._lock:
@@ -108,7 +138,8 @@ class LatestSamples:
             if cached is not None and cached[0] == self._version:
                 return cached[1]
             version, gpus, host, training = self._version, self._gpus, self._host, self._merged_training()
-        observed = observe(gpus, host, training)
+            xids = self._xid_counts
+        observed = observe(gpus, host, training, xids)
         with self._lock:
             self._observed = (version, observed)
         return observed

@@ -30,7 +30,14 @@ JOB_HEALTHY: dict[str, float] = {
 }
 
 #: The same for per-GPU knobs; ``gpu_memory_frac`` is each GPU's own healthy level.
-GPU_HEALTHY: dict[str, float] = {"cooling_loss": 1.0, "rank_slowdown": 1.0, "gpu_memory_leak": 0.0}
+GPU_HEALTHY: dict[str, float] = {
+    "cooling_loss": 1.0,
+    "rank_slowdown": 1.0,
+    "gpu_memory_leak": 0.0,
+    "gpu_lost": 0.0,
+    "ecc_corrected_rate": 0.0,
+    "row_remap_pending": 0.0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,9 @@ class Knobs:
     gpu_memory_frac: list[float]
     gpu_memory_leak: list[float]
     memory_frac: list[float]  # derived per GPU: in use / total, leak included
+    gpu_lost: list[float]  # per local GPU: >= 0.5 once it fell off the bus
+    ecc_corrected_rate: list[float]  # per local GPU, errors per second
+    row_remap_pending: list[float]  # per local GPU: >= 0.5 once a remap waits for a reset
 
     @classmethod
     def healthy(cls, memory_frac: list[float]) -> Knobs:

@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from ..base import Collected
 from .combine import scenario_named
+from .faults import HardwareFaults, spinning_gpus
 from .gpus import Heat, busy_gpus, governed_clock, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
 from .job import RANK_SPREAD, JobConfig, JobShape
@@ -67,6 +68,7 @@ class SimulatedNode:
         self._settle = True
         self._steps = 0.0
         self._crashed = False
+        self._faults = HardwareFaults(gpus)
 
     def _host_of(self, rank: int) -> str:
         node = rank // self.gpus
@@ -78,6 +80,10 @@ class SimulatedNode:
         dt = self.interval_s if self._settle else max(0.0, t - self._t)
         self._t = t
         k = self._healthy.at(self.scenario, t)
+        collected = self._stalled(t, dt, k) if self._faults.any_lost(k) else self._sample(t, dt, k)
+        return replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
+
+    def _sample(self, t: float, dt: float, k: Knobs) -> Collected:
         if k.host_memory_leak >= 1.0 or max(k.memory_frac) >= 1.0:
             self._crashed = True  # the OOM killer, or a CUDA OOM tearing the job down
         if self._crashed:
@@ -111,6 +117,12 @@ class SimulatedNode:
             host = self._host.sample(t, dt, cpu, k.host_memory_leak, write, None, self._settle)
         else:
             host = self._host.sample(t, dt, 1.0, None, 0.0, None, self._settle)
+        return Collected(gpus=gpus, host=host, training=None)
+
+    def _stalled(self, t: float, dt: float, k: Knobs) -> Collected:
+        """A GPU is off the bus: its rank cannot step, the others spin in the all-reduce; no step finishes."""
+        gpus = spinning_gpus(self._rng, idle_gpus(self._rng, self._gpu, k, True, self._heat(dt)))
+        host = self._host.sample(t, dt, HOST_CPU_PERCENT, k.host_memory_leak, 0.0, None, self._settle)
         return Collected(gpus=gpus, host=host, training=None)
 
     def _heat(self, dt: float) -> Heat:

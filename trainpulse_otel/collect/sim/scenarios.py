@@ -42,6 +42,9 @@ GPU_KNOBS: Mapping[str, str] = {
     "rank_slowdown": "multiplier on the rank's busy time with the GPU starved, not throttled",
     "gpu_memory_frac": "GPU memory in use as a fraction of total",
     "gpu_memory_leak": "share of the GPU's free memory leaked; 1 = exhausted (CUDA OOM)",
+    "gpu_lost": "1 once the GPU has fallen off the bus (XID 79): gone from NVML's list, its rank stops",
+    "ecc_corrected_rate": "corrected (single-bit) ECC errors per second in the GPU's memory",
+    "row_remap_pending": "1 once a row remap is recorded (XID 63) and waits for a GPU reset",
 }
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
@@ -297,6 +300,26 @@ _CATALOGUE: tuple[Scenario, ...] = (
         duration_s=900.0,
         subject={"gpu_index": 3},
         allowed=("memory_pressure",),
+    ),
+    _scenario(
+        "gpu_hardware_fault",
+        "GPU 4 falls off the bus (XID 79): it leaves NVML's GPU list, its rank stops stepping and the other "
+        "ranks spin in the all-reduce waiting for it (GPUs busy at low power).",
+        Effect("gpu_lost", 1.0, gpus=(4,)),
+        cause="gpu_hardware_failure",
+        duration_s=240.0,
+        subject={"gpu_index": 4, "rank": 4},
+        allowed=("rank_straggler", "sync_imbalance", "throughput_collapse"),
+    ),
+    _scenario(
+        "gpu_memory_degradation",
+        "GPU 6's HBM wears out: corrected ECC errors climb to ~2/s over a minute, then a row remap is "
+        "recorded (XID 63) and waits for a GPU reset. Training goes on at full speed.",
+        Effect("ecc_corrected_rate", 2.0, gpus=(6,), ramp_s=60.0),
+        Effect("row_remap_pending", 1.0, gpus=(6,), onset_s=240.0),
+        cause="gpu_hardware_failure",
+        duration_s=360.0,
+        subject={"gpu_index": 6},
     ),
 )
 

@@ -50,6 +50,7 @@ MAX_CAUSES = 6
 #: Equal confidence is broken by layer, deepest first: hardware, then ranks, then the step's waits, then
 #: what is left; causes of plugin rules come after these, in the order they were found.
 TIE_ORDER: tuple[str, ...] = (
+    "gpu_hardware_failure",
     "gpu_thermal_throttling",
     "gpu_power_throttling",
     "gpu_memory_pressure",
@@ -84,6 +85,8 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "memory_pressure": "compute",
     "oom_risk": "compute",
     "sequence_padding": "compute",
+    "gpu_hardware_fault": "compute",
+    "gpu_memory_degradation": "compute",
 }
 #: Forecasts: signals about time not lost yet.
 PREDICTIVE = frozenset({"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"})

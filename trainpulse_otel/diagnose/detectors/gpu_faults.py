@@ -1,0 +1,304 @@
+"""``gpu_hardware_fault`` and ``gpu_memory_degradation``: a GPU failing now, and one wearing out.
+
+The evidence is what the driver says about its own hardware: XID codes (the
+frame's cumulative counts by GPU and code, so a code counts when its total
+rises), the volatile ECC counters, the row-remapper flags, and GPUs that
+leave the node's GPU list while the node keeps reporting (fallen off the bus).
+
+Which XIDs are which follows NVIDIA's XID catalogue
+(https://docs.nvidia.com/deploy/xid-errors/) and its memory-error pages
+(https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/,
+https://docs.nvidia.com/deploy/dynamic-page-retirement/): a *fatal* XID is
+one whose resolution is a GPU reset, a node reboot or service — the GPU's
+state is lost or its hardware is failing, and the job on it cannot go on.
+XIDs whose resolution is "restart the application" (13, 31, 43, 45: an
+illegal instruction, an MMU fault, a channel reset of the user's own work)
+are the application's faults and are only counted. The table with each
+code's reason is in docs/signals.md.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from ...samples import Frame
+from ..tick import Tick
+from ..types import CRITICAL, WARNING, Finding, Policy
+from .base import BaseDetector
+
+#: XID code -> what it means, for the codes that make a GPU unusable (see the module docstring).
+FATAL_XIDS: dict[int, str] = {
+    48: "double-bit (uncorrectable) ECC error",
+    61: "internal micro-controller breakpoint/warning",
+    62: "internal micro-controller halt",
+    64: "row remapping failed (ECC page retirement or row remapper failure)",
+    74: "NVLink error",
+    79: "GPU has fallen off the bus",
+    94: "contained ECC error (the process that touched the memory is killed)",
+    95: "uncontained ECC error",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+}
+#: XIDs that announce memory wearing out rather than failing: a recorded remap, a high single-bit rate.
+DEGRADATION_XIDS: dict[int, str] = {
+    63: "row remap recorded (takes effect at the next GPU reset)",
+    92: "high single-bit ECC error rate",
+}
+#: Seconds a fatal XID or an uncorrected-ECC rise keeps the signal up: the GPU needs a reset, not time.
+FAULT_HOLD_S = 600.0
+#: The corrected-ECC rate is judged over this window, against the GPU's rate over the hour before it.
+RATE_WINDOW_S = 300.0
+RATE_HISTORY_S = 3600.0
+#: New corrected errors within RATE_WINDOW_S that count as a rising rate (at 3x the earlier rate or more).
+MIN_CORRECTED = 20
+RATE_RISE = 3.0
+
+
+def _xid_rises(frame: Frame, totals: dict[tuple[int, int], int]) -> dict[int, list[int]]:
+    """XID codes by GPU whose total rose since the last frame (``totals`` is updated)."""
+    out: dict[int, list[int]] = {}
+    for x in frame.xid_counts:
+        key = (x.gpu_index, x.xid)
+        if x.count > totals.get(key, 0):
+            out.setdefault(x.gpu_index, []).append(x.xid)
+        totals[key] = x.count
+    return out
+
+
+class _Fault:
+    """One GPU's fault episode: the codes, the ECC rise, whether it is lost, and when it was last seen."""
+
+    __slots__ = ("ecc_uncorrected", "hostname", "last_ts", "lost", "since", "xids")
+
+    def __init__(self, ts: float, hostname: str | None) -> None:
+        self.since = self.last_ts = ts
+        self.hostname = hostname
+        self.xids: list[int] = []
+        self.ecc_uncorrected: tuple[int, int] | None = None  # (first seen, now)
+        self.lost = False
+
+
+class GpuHardwareFault(BaseDetector):
+    """A fatal XID, uncorrected ECC errors rising, or a GPU gone from the node's list: critical, at once.
+
+    Raised on the first tick it is seen (one observation; the state machine
+    makes it critical on the second), per GPU. A fatal
+    XID or an uncorrected-ECC rise holds it for 10 minutes after the last
+    one; a lost GPU holds it until the GPU answers again. A node that reports
+    no GPU at all (nvidia-smi timed out, NVML gone) says nothing about one GPU
+    and loses none.
+    """
+
+    name = "gpu_hardware_fault"
+    signals = ("gpu_hardware_fault",)
+    policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0)
+
+    def __init__(self) -> None:
+        self._totals: dict[tuple[int, int], int] = {}
+        self._ecc: dict[int, int] = {}
+        self._seen: set[int] = set()
+        self._faults: dict[int, _Fault] = {}
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        frame = tick.frame
+        if not frame.gpus and not frame.xid_counts and not self._faults:
+            return None
+        host = tick.node.hostname
+        for gpu, codes in _xid_rises(frame, self._totals).items():
+            fatal = [c for c in codes if c in FATAL_XIDS]
+            if fatal:
+                self._fault(gpu, tick.ts, host).xids.extend(fatal)
+        for g in frame.gpus:
+            count, before = g.ecc_uncorrected_errors, self._ecc.get(g.index)
+            if count is not None:
+                if before is not None and count > before:
+                    fault = self._fault(g.index, tick.ts, host)
+                    first = fault.ecc_uncorrected[0] if fault.ecc_uncorrected else before
+                    fault.ecc_uncorrected = (first, count)
+                self._ecc[g.index] = count
+        self._track_presence(frame, tick.ts, host)
+        for gpu in [g for g, f in self._faults.items() if not self._holds(f, tick.ts)]:
+            del self._faults[gpu]  # the episode is over: a later fault on this GPU is a new one
+        return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items())]
+
+    def _fault(self, gpu: int, ts: float, host: str | None) -> _Fault:
+        fault = self._faults.get(gpu)
+        if fault is None:
+            fault = self._faults[gpu] = _Fault(ts, host)
+        fault.last_ts = ts
+        return fault
+
+    def _track_presence(self, frame: Frame, ts: float, host: str | None) -> None:
+        present = {g.index for g in frame.gpus}
+        if not present:
+            return  # no GPU list this tick: nothing is known about any one GPU
+        for gpu in self._seen - present:
+            self._fault(gpu, ts, host).lost = True
+        for gpu in present & self._faults.keys():
+            self._faults[gpu].lost = False
+        self._seen |= present
+
+    def _holds(self, fault: _Fault, ts: float) -> bool:
+        return fault.lost or ts - fault.last_ts <= FAULT_HOLD_S
+
+    def _finding(self, gpu: int, fault: _Fault) -> Finding:
+        subject: dict[str, Any] = {"gpu_index": gpu}
+        if fault.hostname is not None:
+            subject["hostname"] = fault.hostname
+        evidence: dict[str, Any] = {"lost": fault.lost, "since": fault.since}
+        parts = []
+        if fault.xids:
+            codes = sorted(set(fault.xids))
+            evidence["xid_errors"] = codes
+            evidence["xid_meanings"] = {str(c): FATAL_XIDS[c] for c in codes}
+            parts.append("XID " + ", ".join(f"{c} ({FATAL_XIDS[c]})" for c in codes))
+        if fault.ecc_uncorrected is not None:
+            first, now = fault.ecc_uncorrected
+            evidence["ecc_uncorrected_errors"] = now
+            evidence["ecc_uncorrected_new"] = now - first
+            parts.append(f"{now - first} new uncorrected ECC error(s) ({now} since the driver loaded)")
+        if fault.lost:
+            parts.append("gone from the node's GPU list (lost from the bus)")
+        where = f" on {fault.hostname}" if fault.hostname else ""
+        message = f"GPU {gpu}{where} is failing: " + "; ".join(parts)
+        return Finding("gpu_hardware_fault", 3.0, CRITICAL, message, subject, evidence)
+
+
+class _Wear:
+    """One GPU's corrected-ECC history over the last hour, and its degradation XIDs.
+
+    The history holds the count's *changes* (ts, new count), so a healthy GPU
+    whose count never moves costs one entry, however long it runs; the count
+    at any time since ``first_ts`` is the last change at or before it.
+    """
+
+    __slots__ = ("counts", "first_ts", "hostname", "reported", "rising", "xid_ts", "xids")
+
+    def __init__(self) -> None:
+        self.counts: deque[tuple[float, int]] = deque()
+        self.first_ts = 0.0
+        self.xids: set[int] = set()
+        self.xid_ts: float | None = None
+        self.hostname: str | None = None
+        self.reported = False  # once a finding named the host, the subject stays as it was
+        self.rising = False  # a high rate stays high while it lasts: it does not become its own baseline
+
+    def add(self, ts: float, count: int) -> None:
+        if self.counts and count < self.counts[-1][1]:
+            self.counts.clear()  # the volatile counter restarted: a GPU reset or a driver reload
+        if not self.counts:
+            self.first_ts = ts
+        if not self.counts or count != self.counts[-1][1]:
+            self.counts.append((ts, count))
+        while len(self.counts) >= 2 and self.counts[1][0] <= ts - RATE_HISTORY_S:
+            self.counts.popleft()  # the entry after it already tells the count at the horizon
+
+    def quiet(self) -> bool:
+        """No corrected error within the hour, not rising, no degradation XID: nothing to judge."""
+        return len(self.counts) <= 1 and not self.rising and self.xid_ts is None
+
+    def _count_at(self, t: float) -> int:
+        for at, count in reversed(self.counts):
+            if at <= t:
+                return count
+        return self.counts[0][1]
+
+    def rise(self, ts: float) -> tuple[int, float | None]:
+        """New corrected errors in the last RATE_WINDOW_S, and the per-second rate before it (None: no history)."""
+        if not self.counts:
+            return 0, None
+        start = max(ts - RATE_WINDOW_S, self.first_ts)
+        at_start = self._count_at(start)
+        new = self.counts[-1][1] - at_start
+        horizon = max(ts - RATE_HISTORY_S, self.first_ts)
+        span = start - horizon
+        return new, ((at_start - self._count_at(horizon)) / span if span >= RATE_WINDOW_S else None)
+
+
+class GpuMemoryDegradation(BaseDetector):
+    """Memory wearing out before it fails: pending or failed row remaps, XID 63/92, a rising corrected-ECC rate.
+
+    A pending remap (the repaired row waits for a GPU reset) or a failed one
+    (the bank has no spare rows left) is reported while NVML shows it. A
+    corrected-ECC rate counts as rising with at least 20 new corrected errors
+    in 5 minutes and at least 3x the GPU's rate over the hour before (a GPU
+    that always logs a few is its own baseline); once rising it stays so while
+    10 or more arrive in 5 minutes. XID 63 or 92 holds the signal
+    10 minutes. Warning: nothing is lost yet, the GPU wants a reset or service
+    at the next drain. Subject: the GPU (and host).
+    """
+
+    name = "gpu_memory_degradation"
+    signals = ("gpu_memory_degradation",)
+    policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=60.0, stale_after_s=120.0)
+    every_s = 2.0  # wear moves over minutes
+
+    def __init__(self) -> None:
+        self._totals: dict[tuple[int, int], int] = {}
+        self._wear: dict[int, _Wear] = {}
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        frame = tick.frame
+        if not frame.gpus and not frame.xid_counts:
+            return None
+        host = tick.node.hostname
+        for gpu, codes in _xid_rises(frame, self._totals).items():
+            worn = {c for c in codes if c in DEGRADATION_XIDS}
+            if worn:
+                wear = self._wear_of(gpu, host)
+                wear.xids |= worn
+                wear.xid_ts = tick.ts
+        out = []
+        for g in frame.gpus:
+            wear = self._wear_of(g.index, host)
+            if g.ecc_corrected_errors is not None:
+                wear.add(tick.ts, g.ecc_corrected_errors)
+            if wear.quiet() and not (g.remapped_rows_pending or g.remapped_rows_failed):
+                continue  # the healthy case, kept cheap: nothing moved within the hour
+            finding = self._judge(g.index, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
+            if finding is not None:
+                out.append(finding)
+        return out
+
+    def _wear_of(self, gpu: int, host: str | None) -> _Wear:
+        wear = self._wear.get(gpu)
+        if wear is None:
+            wear = self._wear[gpu] = _Wear()
+        if not wear.reported:
+            wear.hostname = host
+        return wear
+
+    def _judge(self, gpu: int, wear: _Wear, pending: int | None, failed: int | None, ts: float) -> Finding | None:
+        new, earlier_rate = wear.rise(ts)
+        recent_rate = new / RATE_WINDOW_S
+        if wear.rising:
+            rising = new >= MIN_CORRECTED / 2
+        else:
+            rising = new >= MIN_CORRECTED and (earlier_rate is None or recent_rate >= RATE_RISE * earlier_rate)
+        wear.rising = rising
+        recent_xid = wear.xid_ts is not None and ts - wear.xid_ts <= FAULT_HOLD_S
+        parts, evidence = [], {"ecc_corrected_new_5m": new}
+        if failed:
+            parts.append("a row remap FAILED (no spare rows left)")
+        if pending:
+            parts.append("a row remap is pending (takes effect at the next GPU reset)")
+        if recent_xid:
+            codes = sorted(wear.xids)
+            evidence["xid_errors"] = codes
+            parts.append("XID " + ", ".join(f"{c} ({DEGRADATION_XIDS[c]})" for c in codes))
+        if rising:
+            parts.append(f"{new} corrected ECC errors in 5 min ({recent_rate * 60:.1f}/min)")
+        if not parts:
+            return None
+        evidence.update({"remapped_rows_pending": pending, "remapped_rows_failed": failed})
+        if wear.counts:
+            evidence["ecc_corrected_errors"] = wear.counts[-1][1]
+        if earlier_rate is not None:
+            evidence["ecc_corrected_rate_before_per_min"] = round(earlier_rate * 60, 3)
+        subject: dict[str, Any] = {"gpu_index": gpu}
+        if wear.hostname is not None:
+            subject["hostname"] = wear.hostname
+        wear.reported = True
+        message = f"GPU {gpu}'s memory is degrading: " + "; ".join(parts)
+        return Finding("gpu_memory_degradation", 3.0 if failed or pending else 2.0, WARNING, message, subject, evidence)
