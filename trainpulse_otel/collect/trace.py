@@ -116,13 +116,15 @@ class TraceWriter:
 def encode_line(ts: float, kind: str, payload: Payload) -> str:
     """One trace line (with its newline) for a payload."""
     body: Any = [to_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
-    return json.dumps({"ts": ts, kind: body}, separators=(",", ":"), allow_nan=False) + "\n"
+    # NaN/Infinity are written as Python's json writes them: only a loss or gradient norm can hold one
+    # (validation refuses them elsewhere), and a recorded NaN loss must replay as NaN
+    return json.dumps({"ts": ts, kind: body}, separators=(",", ":")) + "\n"
 
 
 def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
     """Parse and validate one line; raises ValueError with the reason."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text)  # NaN/Infinity read as floats; validation says which fields may hold them
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(data, dict):
@@ -146,10 +148,6 @@ def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> T
         field = f"{kind}.{exc.field}" if exc.field and not exc.field.startswith(kind) else (exc.field or kind)
         raise ValueError(f"{field}: {exc.message}") from None
     return TraceRecord(lineno, float(ts), kind, payload)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number")
 
 
 def bounded_lines(fh: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:

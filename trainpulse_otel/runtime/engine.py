@@ -19,7 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..collect.base import Collected, Collector
@@ -67,9 +67,9 @@ class Stepper:
         self.pipeline = pipeline
 
     def step(self, now: float) -> PipelineResult:
-        """The frame at ``now`` through window and pipeline."""
+        """The frame at ``now`` (with every loss reported since the last one) through window and pipeline."""
         self.latest.expire(now)
-        frame = self.frames.read(now)
+        frame = replace(self.frames.read(now), losses=self.latest.drain_losses())
         self.window.append(frame)
         return self.pipeline.update(frame)
 

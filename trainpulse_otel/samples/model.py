@@ -71,6 +71,9 @@ class RankSample:
     data_wait_ms: float | None = None
     sync_wait_ms: float | None = None
     all_reduce_wait_ms: float | None = None
+    # the rank's own loss and gradient norm (may be NaN or infinite: a diverged rank is data, not bad input)
+    loss: float | None = None
+    grad_norm: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,59 @@ class TrainingSample:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     ranks: tuple[RankSample, ...] = ()
+    # numerical health (additions): the interval's highest loss, steps the optimizer skipped since the
+    # previous report (fp16 overflow), and the dynamic loss scale
+    loss_max: float | None = None
+    skipped_steps: int | None = None
+    loss_scale: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LossPoint:
+    """One reported loss (job-level, or one rank's when ``rank`` is set) as ingest received it.
+
+    Reports can arrive many times per tick; the frame keeps only the newest,
+    but :class:`Frame.losses` carries every point since the previous frame, so
+    a one-step spike or NaN between two ticks still reaches the detectors.
+    """
+
+    ts: float
+    global_step: int | None = None
+    loss: float | None = None
+    grad_norm: float | None = None
+    skipped_steps: int | None = None
+    loss_scale: float | None = None
+    rank: int | None = None
+
+
+def loss_points(sample: TrainingSample, ts: float) -> tuple[LossPoint, ...]:
+    """The loss points of one report received at ``ts``: the job's, then each rank's that gives one.
+
+    The job point's ``loss`` is the report's worst: a non-finite ``loss`` (or
+    ``loss_max``) wins, else the higher of the two, so an interval report's
+    one-step spike (``loss_max``) is judged, not hidden behind its last loss.
+    """
+    points = []
+    loss = _worst_loss(sample.loss, sample.loss_max)
+    if loss is not None or sample.grad_norm is not None or sample.skipped_steps is not None or sample.loss_scale:
+        at = sample.timestamp if sample.timestamp is not None else ts
+        points.append(
+            LossPoint(at, sample.global_step, loss, sample.grad_norm, sample.skipped_steps, sample.loss_scale)
+        )
+    points.extend(
+        LossPoint(ts, sample.global_step, r.loss, r.grad_norm, rank=r.rank)
+        for r in sample.ranks
+        if r.loss is not None or r.grad_norm is not None
+    )
+    return tuple(points)
+
+
+def _worst_loss(loss: float | None, loss_max: float | None) -> float | None:
+    if loss is None or loss_max is None:
+        return loss if loss_max is None else loss_max
+    if loss != loss or abs(loss) == float("inf"):  # NaN or ±inf: nothing is worse
+        return loss
+    return loss_max if loss_max != loss_max or loss_max > loss else loss
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +179,8 @@ class Frame:
     gpus: tuple[GpuSample, ...] = ()
     host: HostSample | None = None
     training: TrainingSample | None = None
+    #: Every loss reported since the previous frame (None: this frame's source keeps no such stream).
+    losses: tuple[LossPoint, ...] | None = None
 
 
 # --------------------------------------------------------------- to JSON

@@ -10,13 +10,25 @@ separately), and both expire when they stop arriving. The clock is passed in
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import replace
 
 from ..collect.base import Collected
-from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from ..samples import (
+    DEFAULT_MAX_RANKS,
+    TRAINING_MEASUREMENT_FIELDS,
+    GpuSample,
+    HostSample,
+    LossPoint,
+    RankSample,
+    TrainingSample,
+    loss_points,
+)
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
+#: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
+MAX_PENDING_LOSSES = 16384
 
 
 class LatestSamples:
@@ -36,6 +48,7 @@ class LatestSamples:
         self._training_merged_at = 0
         self._version = 0
         self._observed: tuple[int, Observations] | None = None
+        self._losses: deque[LossPoint] = deque(maxlen=MAX_PENDING_LOSSES)
 
     @property
     def version(self) -> int:
@@ -70,6 +83,7 @@ class LatestSamples:
             if self._job is None or _has_job_measurement(sample):
                 self._job = sample
                 self._job_at = now
+            self._losses.extend(loss_points(sample, now))
             self._training_changes += 1
             self._changed()
 
@@ -80,6 +94,14 @@ class LatestSamples:
             self._ranks.clear()
             self._training_changes += 1
             self._changed()
+
+    def drain_losses(self) -> tuple[LossPoint, ...]:
+        """Every loss point reported since the previous drain (once per frame): the frame keeps only the
+        newest report, so without these a one-step spike or NaN between two ticks would never be judged."""
+        with self._lock:
+            points = tuple(self._losses)
+            self._losses.clear()
+        return points
 
     def expire(self, now: float) -> None:
         """Forget training reports and ranks not refreshed within ``stale_after_s``."""

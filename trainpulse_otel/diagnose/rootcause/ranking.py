@@ -59,6 +59,7 @@ TIE_ORDER: tuple[str, ...] = (
     "pipeline_bubbles",
     "padding_waste",
     "compute_inefficiency",
+    "numerical_instability",
 )
 _TIE_RANK = {cause: i for i, cause in enumerate(TIE_ORDER)}
 #: Below this share of recent wall time lost, the job has lost nothing measurable yet: causes rank by evidence.
@@ -80,6 +81,7 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "memory_pressure": "compute",
     "oom_risk": "compute",
     "sequence_padding": "compute",
+    "nonfinite_loss": "numerics",  # steps after the loss went non-finite train nothing (goodput books them)
 }
 #: The job-wide symptoms a deeper cause may account for.
 SYMPTOMS = ("throughput_collapse", "gpu_underutilization", "low_mfu", "sync_imbalance")
