@@ -219,7 +219,8 @@ class NonfiniteLoss(BaseDetector):
     ``OVERFLOW! ... Skipping step``, Megatron's skipped iterations — one now
     and then is the scaler working, a run of them means the gradients stay
     non-finite) and a loss scale that collapsed to 1 or below. It is reported
-    for 30 s after the last such value and clears 60 s after that.
+    for 30 s after the last such value (also on ticks without a new report:
+    the job's last word was a non-finite value) and clears 60 s after that.
     Evidence: the first non-finite step, how many values were non-finite, the
     field, and the ranks when ranks report their own.
     """
@@ -236,13 +237,11 @@ class NonfiniteLoss(BaseDetector):
         self._last_step: int | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
-        if not tick.losses:
-            return None
         for point in tick.losses:
             self._judge(point)
         episode = self.episode
         if episode is None:
-            return []
+            return [] if tick.losses else None
         if tick.ts - episode.last_ts > NONFINITE_MEMORY_S:
             self.episode = None
             return []
