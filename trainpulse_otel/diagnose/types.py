@@ -35,6 +35,8 @@ SIGNALS: tuple[str, ...] = (
     "rank_straggler",
     "oom_risk",
     "thermal_throttle_risk",
+    "loss_spike",
+    "nonfinite_loss",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -51,6 +53,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "gpu_memory_pressure",
     "compute_inefficiency",
     "load_imbalance",
+    "numerical_instability",
 )
 
 WARNING = "warning"
