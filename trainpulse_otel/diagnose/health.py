@@ -41,6 +41,8 @@ IMPACT: dict[str, float] = {
     "pipeline_bubble": 0.06,
     "sequence_padding": 0.06,
     "thermal_throttle_risk": 0.06,
+    "nonfinite_loss": 0.24,  # critical: at the 0.6 cap — a diverged model trains nothing
+    "loss_spike": 0.10,
 }
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5
