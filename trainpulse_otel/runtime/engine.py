@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..collect.base import Collected, Collector
-from ..collect.trace import TraceWriter
+from ..collect.trace import TraceWriter, earlier_losses
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline, PipelineResult
 from ..publish.otel import DiagnosisPublisher
@@ -164,7 +164,9 @@ class Engine:
         current = self.latest.current()
         training = current.training if current.training is not self._recorded_training else None
         self._recorded_training = current.training
-        self.recorder.write_tick(now, current.gpus, current.host, training)
+        frame = self.window.latest
+        losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
+        self.recorder.write_tick(now, current.gpus, current.host, training, losses)
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
         """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.
