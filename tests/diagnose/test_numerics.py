@@ -132,3 +132,12 @@ def test_the_pipeline_names_numerical_instability_and_books_the_nan_steps_as_bad
     assert "rewind to the last checkpoint" in top.remediation.lower() and "learning rate" in top.remediation
     badput = d.goodput.badput_s["numerical_instability"]
     assert 50 * 1.6 < badput < 60 * 2.0  # 60 one-step reports of a ~1.7 s step, all of it lost
+
+
+def test_a_negative_loss_spikes_by_its_distance_and_has_no_ratio():
+    """A DPO-style objective below zero: judged by the same rule, its evidence carries no meaningless ratio."""
+    h = Harness(LossSpike()).run(range(100), lambda t: frame(t, -healthy_loss(t)))
+    h.feed([frame(100, -0.5 * healthy_loss(100))])
+    (signal,) = h.active()
+    assert signal.evidence["spike_ratio"] is None and signal.evidence["spike_sigmas"] > 6
+    assert "above its rolling median" in signal.message

@@ -83,9 +83,10 @@ class Spike:
     score: float
 
     @property
-    def ratio(self) -> float:
-        """The loss over its baseline median (the ratio LLM Foundry's loss-spike callback uses)."""
-        return self.loss / self.median if self.median > 0 else math.inf
+    def ratio(self) -> float | None:
+        """The loss over its baseline median (the ratio LLM Foundry's loss-spike callback uses); None for a
+        loss that is not positive (a DPO or RL objective), where a ratio means nothing."""
+        return self.loss / self.median if self.median > 0 else None
 
 
 def judge_spike(series: RollingLosses, point: LossPoint, loss: float) -> Spike | None:
@@ -179,7 +180,7 @@ class LossSpike(BaseDetector):
             "loss": round(worst.loss, 6),
             "baseline_loss": round(worst.median, 6),
             "baseline_sigma": round(worst.sigma, 6),
-            "spike_ratio": round(worst.ratio, 3),
+            "spike_ratio": None if worst.ratio is None else round(worst.ratio, 3),
             "spike_sigmas": round((worst.loss - worst.median) / worst.sigma, 1) if worst.sigma > 0 else None,
             "first_step": first.step,
             "step": worst.step,
@@ -189,13 +190,14 @@ class LossSpike(BaseDetector):
         return evidence
 
     def facts(self) -> dict[str, Any]:
-        return {} if self.worst is None else {"loss_spike_ratio": self.worst.ratio}
+        return {} if self.worst is None or self.worst.ratio is None else {"loss_spike_ratio": self.worst.ratio}
 
 
 def _spike_message(s: Spike) -> str:
     where = f" on rank {s.rank}" if s.rank is not None else ""
     at = f" at step {s.step}" if s.step is not None else ""
-    return f"loss {s.loss:.4g}{where}{at} is {s.ratio:.2f}x its rolling median {s.median:.4g}"
+    size = f"{s.ratio:.2f}x" if s.ratio is not None else f"{s.loss - s.median:.3g} above"
+    return f"loss {s.loss:.4g}{where}{at} is {size} its rolling median {s.median:.4g}"
 
 
 @dataclass
