@@ -88,7 +88,7 @@ def test_monitor_events_flat_with_samples_axis_converted_to_steps():
     assert sample.loss == 2.3104 and sample.learning_rate == 2.9999e-05
     assert sample.step_time_ms == pytest.approx(432.4 + 830.21 + 61.3) and sample.all_reduce_wait_ms == 130.16
     assert (sample.global_batch_size, sample.micro_batch_size, sample.gradient_accumulation_steps) == (256, 8, 4)
-    assert "Train/Samples/loss_scale" in result.ignored
+    assert sample.loss_scale == 65536.0 and "Train/Samples/loss_scale" not in result.ignored  # fp16 scaler
 
 
 def test_monitor_event_tuples_keep_the_sample_axis_when_the_batch_size_is_unknown():

@@ -93,7 +93,7 @@ def test_ingest_accepts_a_valid_payload(served):
 def test_ingest_errors_name_the_field(served):
     cases = [
         (b"{not json", 400, None),
-        (b'{"step_time_ms": NaN}', 400, None),
+        (b'{"step_time_ms": NaN}', 400, "step_time_ms"),
         (b"[1, 2]", 400, None),
         (json.dumps({"step_time_ms": "slow"}).encode(), 400, "step_time_ms"),
         (json.dumps({"mfu": 2}).encode(), 400, "mfu"),

@@ -38,24 +38,24 @@ def test_the_builtins_cover_every_contract_signal_and_cause_under_their_own_name
 PLUGIN = """
 from trainpulse_otel.diagnose import BaseDetector, Candidate, Finding, Rule
 
-class LossSpike(BaseDetector):
-    name = "loss_spike"
-    signals = ("loss_spike",)
+class LossPlateau(BaseDetector):
+    name = "loss_plateau"
+    signals = ("loss_plateau",)
 
     def update(self, tick):
         report = tick.report
         if report is None or report.loss is None:
             return None
-        return [Finding("loss_spike", 2.0, message="loss spiked")] if report.loss > 10 else []
+        return [Finding("loss_plateau", 2.0, message="loss stuck high")] if report.loss > 10 else []
 
 NOT_A_DETECTOR = 42
 
 
 def propose(evidence):
-    spike = evidence.job_signal("loss_spike")
-    if spike is None:
+    plateau = evidence.job_signal("loss_plateau")
+    if plateau is None:
         return []
-    return [Candidate("bad_data_shard", 0.8, "loss spiked on one data shard", "skip the shard", [spike])]
+    return [Candidate("bad_data_shard", 0.8, "loss stuck on one data shard", "skip the shard", [plateau])]
 
 RULE = Rule("bad_data_shard", propose)
 """
@@ -68,8 +68,8 @@ def third_party(tmp_path, monkeypatch):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-detectors\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
-        "[trainpulse.detectors]\nloss_spike = acme_detectors:LossSpike\nbogus = acme_detectors:NOT_A_DETECTOR\n"
-        "ranks = acme_detectors:LossSpike\n"
+        "[trainpulse.detectors]\nloss_plateau = acme_detectors:LossPlateau\nbogus = acme_detectors:NOT_A_DETECTOR\n"
+        "ranks = acme_detectors:LossPlateau\n"
         "[trainpulse.root_causes]\nbad_data_shard = acme_detectors:RULE\nbroken = acme_detectors:NOT_A_DETECTOR\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -79,17 +79,17 @@ def third_party(tmp_path, monkeypatch):
 
 def test_a_third_party_detector_and_rule_join_the_pipeline(third_party):
     names = [d.name for d in detectors(autoload=True)]
-    assert names[-1] == "loss_spike" and "bogus" not in names
+    assert names[-1] == "loss_plateau" and "bogus" not in names
     assert names.count("ranks") == 1  # a plugin cannot replace a built-in
     found = plugins.discover(autoload=True)
     assert "bad_data_shard" in found.root_causes and "broken" not in found.root_causes
     pipeline = build_pipeline(found)
     for t in range(5):
         result = pipeline.update(job(float(t), training={"loss": 50.0}))
-    assert [s.name for s in result.diagnosis.signals] == ["loss_spike"]
+    assert [s.name for s in result.diagnosis.signals] == ["loss_plateau"]
     [cause] = result.diagnosis.root_causes  # the plugin's signal became the plugin's cause
-    assert cause.cause == "bad_data_shard" and cause.signals == ("loss_spike",)
-    assert _signal_active(result) == {("loss_spike", "warning"): 1, ("loss_spike", "critical"): 0}
+    assert cause.cause == "bad_data_shard" and cause.signals == ("loss_plateau",)
+    assert _signal_active(result) == {("loss_plateau", "warning"): 1, ("loss_plateau", "critical"): 0}
 
 
 def _signal_active(result) -> dict:
@@ -115,13 +115,13 @@ def _signal_active(result) -> dict:
     return {
         (p.attributes["signal"], p.attributes["severity"]): p.value
         for p in metric.data.data_points
-        if p.attributes["signal"] == "loss_spike"
+        if p.attributes["signal"] == "loss_plateau"
     }
 
 
 def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):
     monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
-    assert "loss_spike" not in {d.name for d in detectors()}
+    assert "loss_plateau" not in {d.name for d in detectors()}
     assert "bad_data_shard" not in plugins.discover().root_causes
 
 

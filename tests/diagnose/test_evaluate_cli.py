@@ -125,8 +125,8 @@ def test_eval_pairs_on_the_command_line(capsys):
 
 
 def test_every_pair_and_pairs_of_the_chosen_scenarios():
-    faults = [name for name in SCENARIOS if name != "healthy"]
-    assert len(fault_pairs()) == len(faults) * (len(faults) - 1) // 2  # none claiming another's knob
+    faults = len(SCENARIOS) - 1  # every catalogue fault but healthy, none claiming another's knob
+    assert len(fault_pairs()) == faults * (faults - 1) // 2
     assert fault_pairs(["rank_straggler", "low_mfu", "oom_risk"]) == [
         ("low_mfu", "rank_straggler"),
         ("low_mfu", "oom_risk"),

@@ -68,6 +68,7 @@ FULL_TRAINING = {
     "tensor_parallel_size": 2,
     "pipeline_parallel_size": 2,
     "data_parallel_size": 2,
+    "loss_scale": 65536.0,
     "ranks": [
         {
             "rank": r,
@@ -78,6 +79,9 @@ FULL_TRAINING = {
             "data_wait_ms": 10.0,
             "sync_wait_ms": 30.0,
             "all_reduce_wait_ms": 90.0,
+            # rank 7 diverged: its -inf loss (== itself, unlike NaN) is the training.nonfinite point, the others' are rank.loss points
+            "loss": -float("inf") if r == 7 else 2.1 + r / 100,
+            "grad_norm": 0.9,
         }
         for r in range(8)
     ],

@@ -12,7 +12,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.exports.scenario import exercise_every_instrument
-from trainpulse_otel.diagnose.types import SIGNALS
+from trainpulse_otel.diagnose import SIGNALS
 from trainpulse_otel.telemetry.catalog import MEASUREMENTS
 
 PROMTOOL = shutil.which("promtool")

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.exports.receivers import free_port
-from trainpulse_otel.diagnose.types import SIGNALS
+from trainpulse_otel.diagnose import SIGNALS
 
 PROMETHEUS = shutil.which("prometheus")
 RULES = Path(__file__).resolve().parents[2] / "collector_config" / "prometheus" / "alerts.yml"

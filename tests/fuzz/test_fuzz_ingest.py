@@ -118,9 +118,32 @@ def test_the_window_is_never_poisoned(served, body):
     served.engine.tick()  # whatever was accepted must tick cleanly
     frame = served.engine.frame
     if frame.training is not None:
-        for name in TRAINING_RULES:
+        for name, rule in TRAINING_RULES.items():
             value = getattr(frame.training, name)
-            assert not isinstance(value, float) or math.isfinite(value)
+            assert not isinstance(value, float) or rule.nonfinite_ok or math.isfinite(value)
+
+
+NUMBER_FIELDS = sorted(name for name, rule in TRAINING_RULES.items() if rule.kind != "str")
+
+
+@FUZZ
+@given(
+    field=st.sampled_from(NUMBER_FIELDS),
+    bad=st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    step_ms=st.floats(min_value=0, max_value=1e6),
+)
+def test_a_non_finite_number_is_data_in_the_loss_fields_and_a_400_naming_the_field_elsewhere(
+    served, field, bad, step_ms
+):
+    body = {"step_time_ms": step_ms, field: bad} if field != "step_time_ms" else {"tokens_per_sec": 1.0, field: bad}
+    status, _, answer = served.request("POST", "/v1/training", _encode(body), {"Content-Type": "application/json"})
+    if TRAINING_RULES[field].nonfinite_ok:
+        assert status == 202, answer
+        landed = served.engine.latest.current().training
+        assert math.isnan(getattr(landed, field)) if bad != bad else getattr(landed, field) == bad
+        assert landed.step_time_ms == step_ms  # the report's other fields land
+    else:
+        assert status == 400 and json.loads(answer)["field"] == field, answer
 
 
 def test_after_the_fuzzing_the_daemon_still_diagnoses(served):

@@ -247,7 +247,7 @@ def set_from_first(fields: Fields, accept: Callable[[str], bool], field_name: st
     """Set ``field_name`` from the first unread key that ``accept`` approves (e.g. ``lr/AdamW``)."""
     keys = fields.keys_matching(accept)
     if keys and fields.wants(field_name):
-        fields.set(field_name, fields.number(keys[0]), keys[0])
+        fields.set(field_name, fields.raw(keys[0]), keys[0])  # validated later, naming keys[0] (a NaN loss is data)
 
 
 def note_not_training(fields: Fields, prefixes: tuple[str, ...]) -> None:

@@ -29,12 +29,15 @@ from typing import Any
 
 from ..samples import SampleError
 from .base import Adapter, Fields, Rule, Translation, as_number, whole
-from .deepspeed_text import BREAKDOWN_PREFIX, MICRO_STEP, newest_record
+from .deepspeed_text import BREAKDOWN_PREFIX, LOSS_SCALE, MICRO_STEP, OVERFLOWS, newest_record
 
 MONITOR = "Train/Samples/"
 RULES: tuple[Rule, ...] = (
     Rule(MONITOR + "train_loss", "loss"),
     Rule(MONITOR + "lr", "learning_rate"),
+    Rule(MONITOR + "loss_scale", "loss_scale"),
+    Rule(OVERFLOWS, "skipped_steps"),
+    Rule(LOSS_SCALE, "loss_scale"),
     Rule("lr", "learning_rate"),
     Rule("iter time (s)", "step_time_ms", 1000.0),
     Rule("samples/sec", "samples_per_sec"),

@@ -14,7 +14,11 @@ prefix and the ``[Rank 0]`` prefix of ``log_dist``/``print_dist``):
   ``time (ms) | fwd: 35.12 | bwd: 70.44 | bwd_inner: 60.10 | bwd_allreduce: 10.30 | step: 20.01``
   (older releases: ``rank=0 time (ms) | forward: ... | backward: ... | backward_inner: ... |
   backward_allreduce: ... | step: ...``); the per-micro-step line (``fwd_microstep`` ...)
-  and the pipeline's ``pipe_send_output``/``pipe_recv_input``/... line use the same shape.
+  and the pipeline's ``pipe_send_output``/``pipe_recv_input``/... line use the same shape;
+- fp16 loss-scale overflows (``loss_scaler.py``): ``[deepspeed] OVERFLOW! Rank 0 Skipping step.
+  Attempted loss scale: 65536, reducing to 32768`` — one skipped optimizer step each. Every such
+  line in the text is counted (``OVERFLOW skipped steps``) and the newest scale kept (``loss scale``):
+  one now and then is the dynamic scaler working, many in a row are a numerical fault.
 
 DeepSpeed numbers its lines only every ``steps_per_print`` steps but prints the
 breakdown every step, right after that step's own lines. The newest record is
@@ -43,6 +47,12 @@ PIPELINE = re.compile(
     r"\bsteps?: (?P<step>\d+)(?: / \d+)? +loss: (?P<loss>\S+) +"
     r"iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>[\d.]+)"
 )
+OVERFLOW = re.compile(
+    r"OVERFLOW! Rank \d+ Skipping step\.(?: Attempted loss scale: \S+, reducing to (?P<scale>[\d.eE+]+))?"
+)
+#: Record keys of the overflow lines: how many steps were skipped, and the loss scale after the newest.
+OVERFLOWS = "OVERFLOW skipped steps"
+LOSS_SCALE = "loss scale"
 BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?)+)\s*$")
 PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")
 #: Old releases time one micro-step per throughput line; their rates carry this suffix.
@@ -62,7 +72,13 @@ def newest_record(text: str) -> dict[str, Any] | None:
     numbered: dict[str, Any] | None = None
     awaiting_breakdown = False
     unnumbered: dict[str, Any] = {}
+    overflows: dict[str, Any] = {}
     for line in log_lines(text):
+        if match := OVERFLOW.search(line):
+            overflows[OVERFLOWS] = overflows.get(OVERFLOWS, 0) + 1
+            if match["scale"]:
+                overflows[LOSS_SCALE] = float(match["scale"])
+            continue
         values, step = _line_values(line)
         kind = _breakdown_kind(values)
         if not values or kind == "micro":
@@ -81,9 +97,9 @@ def newest_record(text: str) -> dict[str, Any] | None:
         else:
             unnumbered.update(values)
     if numbered is None:
-        return unnumbered or None
+        return {**unnumbered, **overflows} or None
     rates = {k: v for k, v in unnumbered.items() if k in RATE_KEYS and k not in numbered}
-    return {**numbered, **rates}  # old releases number no throughput line; their newest rate still holds
+    return {**numbered, **rates, **overflows}  # old releases number no throughput line; their newest rate holds
 
 
 def _line_values(line: str) -> tuple[dict[str, Any], int | None]:
@@ -93,8 +109,8 @@ def _line_values(line: str) -> tuple[dict[str, Any], int | None]:
     if match := PROGRESS.search(line):
         return _finite({"lr": match["lr"]}), int(match["step"])
     if match := PIPELINE.search(line):
-        values = _finite({"loss": match["loss"], "iter time (s)": match["iter"], "samples/sec": match["rate"]})
-        return values, int(match["step"])
+        values = _finite({"iter time (s)": match["iter"], "samples/sec": match["rate"]})
+        return {**_loss(match["loss"]), **values}, int(match["step"])
     if match := THROUGHPUT_OLD.search(line):
         return _rates(match, MICRO_STEP), None
     if match := BREAKDOWN.search(line):
@@ -118,6 +134,14 @@ def _finite(raw: dict[str, str]) -> dict[str, Any]:
         if math.isfinite(value):
             out[key] = value
     return out
+
+
+def _loss(text: str) -> dict[str, Any]:
+    """The pipeline line's loss, NaN or inf included (a diverged loss is data; validation accepts it)."""
+    try:
+        return {"loss": float(text.strip())}
+    except ValueError:
+        return {}
 
 
 def _breakdown_kind(values: dict[str, Any]) -> str | None:

@@ -43,6 +43,9 @@ SCALAR_RULES: tuple[Rule, ...] = (
     Rule("megatron.training.tokens_per_sec", "tokens_per_sec"),
     Rule("megatron.training.grad_norm", "grad_norm"),
     Rule("megatron.training.learning_rate", "learning_rate"),
+    Rule("skipped_iters", "skipped_steps"),
+    Rule("megatron.training.skipped_iters", "skipped_steps"),
+    Rule("loss-scale", "loss_scale"),
     *SEQUENCE_RULES,
 )
 LOG_RULES: tuple[Rule, ...] = (
@@ -56,6 +59,8 @@ LOG_RULES: tuple[Rule, ...] = (
     Rule("lm loss", "loss"),
     Rule("grad norm", "grad_norm"),
     Rule("actual seqlen", "max_seq_len"),
+    Rule("number of skipped iterations", "skipped_steps"),
+    Rule("loss scale", "loss_scale"),
     *SEQUENCE_RULES,
 )
 #: Megatron timer -> contract field (the largest rank's time).

@@ -34,7 +34,9 @@ from typing import Any
 from .base import log_lines
 
 ITERATION = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*\d+\s*\|(?P<rest>.*)$")
-SEGMENT = re.compile(r"^\s*(?P<key>[^:|]+?):\s+(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+SEGMENT = re.compile(
+    r"^\s*(?P<key>[^:|]+?):\s+(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))\s*$", re.IGNORECASE
+)
 HEADERS = (
     ("(min, max) time across ranks (ms):", "minmax"),
     ("max time across ranks (ms):", "max"),
@@ -97,7 +99,8 @@ def newest_record(text: str) -> dict[str, Any] | None:
 
 
 def _segments(rest: str) -> dict[str, Any]:
-    """``key: number`` segments of an iteration line; others (``NAN``, text) are left out."""
+    """``key: number`` segments of an iteration line (``NAN``/``INF`` included: ``{:.6E}`` of a diverged loss);
+    text segments are left out. Validation decides which fields may be non-finite."""
     out: dict[str, Any] = {}
     for segment in rest.split("|"):
         if match := SEGMENT.match(segment):

@@ -39,6 +39,7 @@ from .base import (
 
 DICT_RULES: tuple[Rule, ...] = (
     Rule("loss_metrics/global_avg_loss", "loss"),
+    Rule("loss_metrics/global_max_loss", "loss_max"),
     Rule("mfu(%)", "mfu", 0.01),
     Rule("time_metrics/end_to_end(s)", "step_time_ms", 1000.0),
     Rule("time_metrics/data_loading(s)", "data_wait_ms", 1000.0),
@@ -48,7 +49,9 @@ TEXT_RULES: tuple[Rule, ...] = (Rule("mfu", "mfu", 0.01),)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STEP = re.compile(r"\bstep:\s*(\d+)")
-_PAIR = re.compile(r"\b(loss|grad_norm|tps|wps|tflops|mfu):\s*(-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?)(%?)")
+_PAIR = re.compile(
+    r"\b(loss|grad_norm|tps|wps|tflops|mfu):\s*(-?[\d,]*\.?\d+(?:[eE][-+]?\d+)?|-?(?:nan|inf))(%?)", re.IGNORECASE
+)
 
 
 def translate(payload: Mapping[str, Any]) -> Translation:

@@ -43,9 +43,15 @@ def read_body(request: Request, max_body_bytes: int, text_ok: bool = False, hint
 
 
 def parse_json(raw: bytes) -> Any:
-    """Strict JSON: no NaN/Infinity literals; malformed, non-UTF-8 or too deep is a 400."""
+    """JSON as Python's ``json`` writes it; malformed, non-UTF-8 or too deep is a 400.
+
+    ``NaN``, ``Infinity`` and ``-Infinity`` are read as floats: a diverged loss
+    is what ``json.dumps`` writes for it, and it is data. Validation then
+    accepts them where the contract does (``loss``, ``grad_norm``) and answers
+    a 400 naming any other field that holds one.
+    """
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return json.loads(raw)
     except RecursionError:
         raise ApiError(400, "malformed JSON: nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -86,7 +92,3 @@ def _raw(request: Request, max_body_bytes: int) -> bytes:
     if len(raw) > max_body_bytes:
         raise too_large(max_body_bytes)
     return raw
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a valid JSON number")

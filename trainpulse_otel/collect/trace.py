@@ -21,6 +21,7 @@ from ..samples import (
     DEFAULT_MAX_RANKS,
     GpuSample,
     HostSample,
+    LossPoint,
     SampleError,
     TrainingSample,
     parse_gpus,
@@ -73,9 +74,16 @@ class TraceWriter:
         gpus: Iterable[GpuSample] | None,
         host: HostSample | None,
         training: TrainingSample | None,
+        losses: Iterable[LossPoint] = (),
     ) -> None:
-        """Write the tick's GPU and host samples, and the training sample if it is new."""
-        lines = []
+        """Write the tick's GPU and host samples, and the training sample if it is new.
+
+        ``losses``: the job-level losses reported since the last tick besides the newest report's
+        (:func:`earlier_losses`); each becomes a training line of its own, before the tick's
+        lines and stamped with the tick's time, so replay judges a one-step spike or NaN that
+        fell between two ticks as the live daemon did.
+        """
+        lines = [encode_line(ts, "training", loss_report(p)) for p in losses]
         gpus = tuple(gpus or ())
         if gpus:
             lines.append(encode_line(ts, "gpus", gpus))
@@ -113,16 +121,36 @@ class TraceWriter:
         self._reset()
 
 
+def earlier_losses(points: Iterable[LossPoint], newest: TrainingSample | None) -> tuple[LossPoint, ...]:
+    """The job-level loss points not carried by ``newest`` (the report the tick records)."""
+    carried = None if newest is None else (newest.timestamp, newest.global_step)
+    return tuple(p for p in points if p.rank is None and (p.ts, p.global_step) != carried)
+
+
+def loss_report(point: LossPoint) -> TrainingSample:
+    """A job-level loss point as the (partial) training report it came from."""
+    return TrainingSample(
+        timestamp=point.ts,
+        global_step=point.global_step,
+        loss=point.loss,
+        grad_norm=point.grad_norm,
+        skipped_steps=point.skipped_steps,
+        loss_scale=point.loss_scale,
+    )
+
+
 def encode_line(ts: float, kind: str, payload: Payload) -> str:
     """One trace line (with its newline) for a payload."""
     body: Any = [to_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
-    return json.dumps({"ts": ts, kind: body}, separators=(",", ":"), allow_nan=False) + "\n"
+    # NaN/Infinity are written as Python's json writes them: only a loss or gradient norm can hold one
+    # (validation refuses them elsewhere), and a recorded NaN loss must replay as NaN
+    return json.dumps({"ts": ts, kind: body}, separators=(",", ":")) + "\n"
 
 
 def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
     """Parse and validate one line; raises ValueError with the reason."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text)  # NaN/Infinity read as floats; validation says which fields may hold them
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(data, dict):
@@ -146,10 +174,6 @@ def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> T
         field = f"{kind}.{exc.field}" if exc.field and not exc.field.startswith(kind) else (exc.field or kind)
         raise ValueError(f"{field}: {exc.message}") from None
     return TraceRecord(lineno, float(ts), kind, payload)
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number")
 
 
 def bounded_lines(fh: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:

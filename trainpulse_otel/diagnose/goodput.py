@@ -14,6 +14,11 @@ badput to categories (data loading, checkpointing, …):
   compute inefficiency), else ``unattributed``; ``sync`` — waiting for a late
   rank — → that same deeper cause (a throttled GPU behind the straggler), or
   ``straggler_rank``, while a straggler is raised, else ``load_imbalance``;
+- ``numerical_instability`` — every step of a report whose ``loss`` or
+  ``grad_norm`` is NaN or infinite, whole: a diverged model trains nothing, so
+  none of that time is productive (its budget is not split further). Its
+  recent rate is the budget component ``numerics``, which the cause claims
+  when causes are ranked;
 - ``unattributed`` — wall time neither productive nor explained by a step's
   budget: time in which no step finished (a hang, a save nobody reported),
   losses before the ideal step was known.
@@ -24,6 +29,7 @@ Every badput figure only grows (they are exported as counters,
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -47,6 +53,9 @@ CAUSE_OF_COMPONENT: Mapping[str, str] = {
 }
 #: Causes that are waits, not slower compute: a compute loss is never attributed to them.
 WAIT_CAUSES = frozenset({*CAUSE_OF_COMPONENT.values(), "load_imbalance"})
+#: Where the steps of a report with a non-finite loss or gradient norm go: all of their time is lost.
+NONFINITE_CAUSE = "numerical_instability"
+NONFINITE_COMPONENT = "numerics"
 
 
 class GoodputAccount:
@@ -77,6 +86,9 @@ class GoodputAccount:
         """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget."""
         if self.first_ts is None:
             self.first_ts = ts
+        if _diverged(report):
+            self._add_diverged(ts, report, steps)
+            return
         productive = 0.0
         if ideal_ms is not None:
             productive = (steps + self._waiting_steps) * ideal_ms / 1000.0
@@ -97,6 +109,18 @@ class GoodputAccount:
                     self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
                     rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
         self._loss_rates = rates
+        self._settle_unattributed(ts)
+
+    def _add_diverged(self, ts: float, report: TrainingSample, steps: int) -> None:
+        """A report whose loss is not finite: its steps' whole wall time is badput, none of it productive."""
+        step_ms = report.step_time_ms or self._ideal_ms or 0.0
+        lost_s = steps * step_ms / 1000.0
+        rates = self.recent_losses(ts)
+        if lost_s > 0:
+            self.badput_s[NONFINITE_CAUSE] = self.badput_s.get(NONFINITE_CAUSE, 0.0) + lost_s
+            rates[NONFINITE_COMPONENT] = rates.get(NONFINITE_COMPONENT, 0.0) + lost_s / RECENT_TAU_S
+        self._loss_rates = rates
+        self._recent.append((ts, 0.0))
         self._settle_unattributed(ts)
 
     def recent_losses(self, ts: float) -> dict[str, float]:
@@ -141,3 +165,8 @@ class GoodputAccount:
         left = ts - self.first_ts - self.productive_s - attributed
         if left > self.badput_s.get(UNATTRIBUTED, 0.0):
             self.badput_s[UNATTRIBUTED] = left
+
+
+def _diverged(report: TrainingSample) -> bool:
+    """True when the report's loss or gradient norm is NaN or infinite."""
+    return any(v is not None and not math.isfinite(v) for v in (report.loss, report.grad_norm))

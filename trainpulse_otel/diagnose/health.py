@@ -43,6 +43,8 @@ IMPACT: dict[str, float] = {
     "thermal_throttle_risk": 0.06,
     "gpu_hardware_fault": 0.24,
     "gpu_memory_degradation": 0.06,
+    "nonfinite_loss": 0.24,  # critical: at the 0.6 cap — a diverged model trains nothing
+    "loss_spike": 0.10,
 }
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..mfu import peak_flops
-from ..samples import Frame, GpuSample, HostSample, TrainingSample
+from ..samples import Frame, GpuSample, HostSample, LossPoint, TrainingSample, loss_points
 from .stats import RobustBaseline, decay
 
 THERMAL_REASONS = frozenset(("sw_thermal", "hw_thermal", "hw_slowdown"))
@@ -172,10 +172,17 @@ class NodeState:
 class Tick:
     """What detectors read at one tick."""
 
-    __slots__ = ("dt", "frame", "gpus", "host", "node", "paused", "report", "training", "ts")
+    __slots__ = ("dt", "frame", "gpus", "host", "losses", "node", "paused", "report", "training", "ts")
 
     def __init__(
-        self, ts: float, dt: float, frame: Frame, report: TrainingSample | None, paused: bool, node: NodeState
+        self,
+        ts: float,
+        dt: float,
+        frame: Frame,
+        report: TrainingSample | None,
+        paused: bool,
+        node: NodeState,
+        losses: tuple[LossPoint, ...] = (),
     ) -> None:
         self.ts = ts
         self.dt = dt
@@ -186,6 +193,8 @@ class Tick:
         self.report = report
         self.paused = paused
         self.node = node
+        #: Every loss reported since the previous tick, in arrival order (see :func:`tick_losses`).
+        self.losses = losses
 
 
 def with_derived_mfu(report: TrainingSample, gpus: tuple[GpuSample, ...]) -> TrainingSample:
@@ -210,6 +219,14 @@ def report_key(training: TrainingSample) -> tuple:
         training.data_wait_ms,
         len(training.ranks),
     )
+
+
+def tick_losses(frame: Frame, report: TrainingSample | None) -> tuple[LossPoint, ...]:
+    """The losses to judge at this tick: the frame's stream of every report since the last frame where its
+    source keeps one (live and replay), else the new report's own (a frame built by hand)."""
+    if frame.losses is not None:
+        return frame.losses
+    return loss_points(report, frame.ts) if report is not None else ()
 
 
 def all_idle(gpus: tuple[GpuSample, ...]) -> bool:
@@ -257,4 +274,4 @@ class TickBuilder:
             state.update(g, ts, keep)
         if frame.host is not None:
             node.host.update(frame.host, keep, paused)
-        return Tick(ts, dt, frame, report, paused, node)
+        return Tick(ts, dt, frame, report, paused, node, tick_losses(frame, report))

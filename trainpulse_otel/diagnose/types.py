@@ -37,6 +37,8 @@ SIGNALS: tuple[str, ...] = (
     "thermal_throttle_risk",
     "gpu_hardware_fault",
     "gpu_memory_degradation",
+    "loss_spike",
+    "nonfinite_loss",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -54,6 +56,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "compute_inefficiency",
     "load_imbalance",
     "gpu_hardware_failure",
+    "numerical_instability",
 )
 
 WARNING = "warning"

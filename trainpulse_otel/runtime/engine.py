@@ -19,11 +19,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from ..collect.base import Collected, Collector
-from ..collect.trace import TraceWriter
+from ..collect.trace import TraceWriter, earlier_losses
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline, PipelineResult
 from ..publish.otel import DiagnosisPublisher
@@ -67,9 +67,9 @@ class Stepper:
         self.pipeline = pipeline
 
     def step(self, now: float) -> PipelineResult:
-        """The frame at ``now`` through window and pipeline."""
+        """The frame at ``now`` (with every loss reported since the last one) through window and pipeline."""
         self.latest.expire(now)
-        frame = self.frames.read(now)
+        frame = replace(self.frames.read(now), losses=self.latest.drain_losses())
         self.window.append(frame)
         return self.pipeline.update(frame)
 
@@ -164,7 +164,9 @@ class Engine:
         current = self.latest.current()
         training = current.training if current.training is not self._recorded_training else None
         self._recorded_training = current.training
-        self.recorder.write_tick(now, current.gpus, current.host, training)
+        frame = self.window.latest
+        losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
+        self.recorder.write_tick(now, current.gpus, current.host, training, losses)
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
         """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.

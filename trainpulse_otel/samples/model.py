@@ -6,7 +6,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 THROTTLE_REASONS: tuple[str, ...] = (
     "gpu_idle",
@@ -94,6 +94,9 @@ class RankSample:
     data_wait_ms: float | None = None
     sync_wait_ms: float | None = None
     all_reduce_wait_ms: float | None = None
+    # the rank's own loss and gradient norm (may be NaN or infinite: a diverged rank is data, not bad input)
+    loss: float | None = None
+    grad_norm: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,54 @@ class TrainingSample:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     ranks: tuple[RankSample, ...] = ()
+    # numerical health (additions): the interval's highest loss, steps the optimizer skipped since the
+    # previous report (fp16 overflow), and the dynamic loss scale
+    loss_max: float | None = None
+    skipped_steps: int | None = None
+    loss_scale: float | None = None
+
+
+class LossPoint(NamedTuple):
+    """One reported loss (job-level, or one rank's when ``rank`` is set) as ingest received it.
+
+    Reports can arrive many times per tick; the frame keeps only the newest,
+    but :class:`Frame.losses` carries every point since the previous frame, so
+    a one-step spike or NaN between two ticks still reaches the detectors.
+    """
+
+    ts: float
+    global_step: int | None = None
+    loss: float | None = None
+    grad_norm: float | None = None
+    skipped_steps: int | None = None
+    loss_scale: float | None = None
+    rank: int | None = None
+
+
+def loss_points(sample: TrainingSample, ts: float) -> tuple[LossPoint, ...]:
+    """The loss points of one report received at ``ts``: the job's, then each rank's that gives one.
+
+    The job point's ``loss`` is the report's worst: a non-finite ``loss`` (or
+    ``loss_max``) wins, else the higher of the two, so an interval report's
+    one-step spike (``loss_max``) is judged, not hidden behind its last loss.
+    Called for every report ingested, so it is kept cheap (a few µs for 8 ranks).
+    """
+    loss = sample.loss if sample.loss_max is None else _worst_loss(sample.loss, sample.loss_max)
+    job = ()
+    if loss is not None or sample.grad_norm is not None or sample.skipped_steps is not None or sample.loss_scale:
+        at = sample.timestamp if sample.timestamp is not None else ts
+        job = (LossPoint(at, sample.global_step, loss, sample.grad_norm, sample.skipped_steps, sample.loss_scale),)
+    ranked = [r for r in sample.ranks if r.loss is not None or r.grad_norm is not None]
+    if not ranked:
+        return job
+    step = sample.global_step
+    return job + tuple(LossPoint(ts, step, r.loss, r.grad_norm, None, None, r.rank) for r in ranked)
+
+
+def _worst_loss(loss: float | None, loss_max: float) -> float:
+    if loss is None or loss != loss or loss_max != loss_max:  # absent, or NaN: nothing is worse
+        return loss_max if loss is None or loss_max != loss_max else loss
+    return max(loss, loss_max)  # +inf wins by itself; -inf never does
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +199,8 @@ class Frame:
     training: TrainingSample | None = None
     #: Cumulative XID counts by GPU and code, sorted (see :class:`XidCount`).
     xid_counts: tuple[XidCount, ...] = ()
+    #: Every loss reported since the previous frame (None: this frame's source keeps no such stream).
+    losses: tuple[LossPoint, ...] | None = None
 
 
 # --------------------------------------------------------------- to JSON

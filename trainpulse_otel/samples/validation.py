@@ -41,6 +41,8 @@ class Rule:
     kind: str  # "str" | "int" | "float"
     lo: float | None = None
     hi: float | None = None
+    #: NaN and ±inf are data for this field (a diverged loss), not bad input; finite values keep the bounds.
+    nonfinite_ok: bool = False
     exact_type: type | None = dataclasses.field(init=False, repr=False, compare=False)
     floor: float = dataclasses.field(init=False, repr=False, compare=False)
     ceiling: float = dataclasses.field(init=False, repr=False, compare=False)
@@ -65,6 +67,10 @@ NONNEG = Rule("float", 0)  # times and rates
 FRACTION = Rule("float", 0, 1)
 PERCENT = Rule("float", 0, 100)
 FINITE = Rule("float")
+#: A loss: any float, NaN and ±inf included (the JSON tokens Python's json writes when training diverges).
+LOSS = Rule("float", nonfinite_ok=True)
+#: A gradient norm: >= 0 when finite; NaN and ±inf accepted as for the loss.
+GRAD_NORM = Rule("float", 0, nonfinite_ok=True)
 
 GPU_RULES: dict[str, Rule] = {
     "index": COUNT,
@@ -113,6 +119,8 @@ RANK_RULES: dict[str, Rule] = {
     "data_wait_ms": NONNEG,
     "sync_wait_ms": NONNEG,
     "all_reduce_wait_ms": NONNEG,
+    "loss": LOSS,
+    "grad_norm": GRAD_NORM,
 }
 
 TRAINING_RULES: dict[str, Rule] = {
@@ -137,8 +145,8 @@ TRAINING_RULES: dict[str, Rule] = {
     "all_reduce_wait_ms": NONNEG,
     "checkpoint_ms": NONNEG,
     "pipeline_bubble_ratio": FRACTION,
-    "loss": FINITE,
-    "grad_norm": NONNEG,
+    "loss": LOSS,
+    "grad_norm": GRAD_NORM,
     "learning_rate": NONNEG,
     "world_size": SIZE,
     "global_batch_size": SIZE,
@@ -147,6 +155,9 @@ TRAINING_RULES: dict[str, Rule] = {
     "tensor_parallel_size": SIZE,
     "pipeline_parallel_size": SIZE,
     "data_parallel_size": SIZE,
+    "loss_max": LOSS,
+    "skipped_steps": COUNT,
+    "loss_scale": NONNEG,
 }
 
 #: Fields that describe a job rather than measure it; a payload of only these is empty.
@@ -205,13 +216,15 @@ def _checked_slowly(field: str, value: Any, rule: Rule) -> Any:
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SampleError(field, f"must be a number, got {type_name(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        if rule.nonfinite_ok:
+            return float(value)
+        raise SampleError(field, f"must be finite, got {value!r}")
     if rule.kind == "int":
         if isinstance(value, float):
             if not value.is_integer():
                 raise SampleError(field, f"must be an integer, got {value!r}")
             value = int(value)
-    elif not math.isfinite(value):
-        raise SampleError(field, f"must be finite, got {value!r}")
     else:
         value = float(value)
     if rule.lo is not None and value < rule.lo:

@@ -150,6 +150,7 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _t("training.loss", "1", "loss", "Training loss."),
     _t("training.grad_norm", "1", "grad_norm", "Gradient norm before clipping."),
     _t("training.learning_rate", "1", "learning_rate", "Learning rate."),
+    _t("training.loss_scale", "1", "loss_scale", "Dynamic loss scale of fp16 mixed precision."),
     _t("training.world_size", "{rank}", "world_size", "Ranks in the job."),
     _t("training.global_batch_size", "{sample}", "global_batch_size", "Samples per optimizer step, whole job."),
     _t("training.micro_batch_size", "{sample}", "micro_batch_size", "Samples per micro-batch per rank."),
@@ -168,6 +169,8 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _r("rank.data_wait", "ms", "data_wait_ms", "The rank's wait for its data loader."),
     _r("rank.sync_wait", "ms", "sync_wait_ms", "The rank's wait for slower peers."),
     _r("rank.all_reduce_wait", "ms", "all_reduce_wait_ms", "The rank's time in the gradient all-reduce."),
+    _r("rank.loss", "1", "loss", "The rank's own training loss."),
+    _r("rank.grad_norm", "1", "grad_norm", "The rank's own gradient norm."),
 )
 
 #: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).
@@ -196,6 +199,17 @@ TRAINING_INFO = MetricSpec(
     "Always 1; the training job's model, framework, precision and kind as attributes.",
 )
 
+#: 1 while the latest ``loss``/``grad_norm`` (attribute ``field``; per rank with ``rank``) is NaN or infinite
+#: (attribute ``value``: ``nan``, ``inf``, ``-inf``). The OTel SDK drops non-finite measurements, so the loss
+#: gauge has no point then: this series says why, and carries the value back into the frame.
+NONFINITE = MetricSpec(
+    "training.nonfinite",
+    "1",
+    TRAINING,
+    "",
+    "1 while the latest loss or gradient norm (attribute field) is NaN or infinite (attribute value).",
+)
+
 #: Job descriptors carried by ``training.info``: sample field → attribute key.
 TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "model_name": "model",
@@ -206,4 +220,4 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID)
+ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID, NONFINITE)

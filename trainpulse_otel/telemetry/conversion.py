@@ -11,6 +11,7 @@ followed by the assembler, so a replayed frame is the frame the daemon saw.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from .catalog import (
     GPU_XID,
     HOST,
     MEASUREMENTS,
+    NONFINITE,
     RANK,
     TRAINING,
     TRAINING_INFO,
@@ -89,11 +91,28 @@ def training_attributes(training: TrainingSample) -> dict[str, str]:
     return attrs
 
 
+#: The fields that may hold NaN or ±inf (validation refuses them elsewhere).
+NONFINITE_FIELDS = ("loss", "grad_norm")
+
+
 def _add_fields(out: Observations, specs: Iterable[MetricSpec], sample: Any, attrs: Attributes) -> None:
     for spec in specs:
         value = getattr(sample, spec.field)
-        if value is not None:
-            out[spec.suffix].append((value if spec.scale == 1.0 else value * spec.scale, attrs))
+        if value is None or (spec.field in NONFINITE_FIELDS and not math.isfinite(value)):
+            continue  # the OTel SDK drops a non-finite measurement: _add_nonfinite carries it
+        out[spec.suffix].append((value if spec.scale == 1.0 else value * spec.scale, attrs))
+
+
+def _add_nonfinite(out: Observations, sample: Any, attrs: Attributes) -> None:
+    """A NaN/±inf loss or gradient norm as a point of the NONFINITE series (its own gauge has none)."""
+    for field in NONFINITE_FIELDS:
+        value = getattr(sample, field)
+        if value is not None and not math.isfinite(value):
+            out[NONFINITE.suffix].append((1, {**attrs, "field": field, "value": _token(value)}))
+
+
+def _token(value: float) -> str:
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
 def observe(
@@ -116,10 +135,14 @@ def observe(
     if host is not None:
         _add_fields(out, _SPECS_BY_SCOPE[HOST], host, {})
     if training is not None:
-        _add_fields(out, _SPECS_BY_SCOPE[TRAINING], training, training_attributes(training))
+        job = training_attributes(training)
+        _add_fields(out, _SPECS_BY_SCOPE[TRAINING], training, job)
+        _add_nonfinite(out, training, job)
         out[TRAINING_INFO.suffix].append((1, _info_attributes(training)))
         for rank in training.ranks:
-            _add_fields(out, _SPECS_BY_SCOPE[RANK], rank, rank_attributes(rank))
+            attrs = rank_attributes(rank)
+            _add_fields(out, _SPECS_BY_SCOPE[RANK], rank, attrs)
+            _add_nonfinite(out, rank, attrs)
     return out
 
 
@@ -155,6 +178,9 @@ class FrameAssembler:
             self._add_throttle(attributes, value)
         elif spec is GPU_XID:
             self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value)))
+        elif spec is NONFINITE:
+            scope = RANK if "rank" in attributes else TRAINING
+            self._target(scope, attributes)[str(attributes["field"])] = float(str(attributes["value"]))
         elif spec is TRAINING_INFO:
             self._has_training = True
             for field, key in TRAINING_INFO_ATTRIBUTES.items():
@@ -176,7 +202,7 @@ class FrameAssembler:
             spec = _SPECS_BY_SUFFIX.get(suffix)
             if spec is None or not points:
                 continue
-            if spec is GPU_THROTTLE or spec is TRAINING_INFO or spec is GPU_XID:
+            if spec is GPU_THROTTLE or spec is TRAINING_INFO or spec is GPU_XID or spec is NONFINITE:
                 for value, attrs in points:
                     self.add(suffix, attrs, value)
                 continue

@@ -10,6 +10,7 @@ separately), and both expire when they stop arriving. The clock is passed in
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import replace
 
 from ..collect.base import Collected
@@ -18,13 +19,17 @@ from ..samples import (
     TRAINING_MEASUREMENT_FIELDS,
     GpuSample,
     HostSample,
+    LossPoint,
     RankSample,
     TrainingSample,
     XidCount,
+    loss_points,
 )
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
+#: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
+MAX_PENDING_LOSSES = 16384
 
 
 class LatestSamples:
@@ -46,6 +51,7 @@ class LatestSamples:
         self._observed: tuple[int, Observations] | None = None
         self._xids: dict[tuple[int, int], int] = {}  # (GPU index, XID code) -> times seen
         self._xid_counts: tuple[XidCount, ...] = ()
+        self._losses: deque[LossPoint] = deque(maxlen=MAX_PENDING_LOSSES)
 
     @property
     def version(self) -> int:
@@ -86,6 +92,7 @@ class LatestSamples:
             if self._job is None or _has_job_measurement(sample):
                 self._job = sample
                 self._job_at = now
+            self._losses.extend(loss_points(sample, now))
             self._training_changes += 1
             self._changed()
 
@@ -96,6 +103,14 @@ class LatestSamples:
             self._ranks.clear()
             self._training_changes += 1
             self._changed()
+
+    def drain_losses(self) -> tuple[LossPoint, ...]:
+        """Every loss point reported since the previous drain (once per frame): the frame keeps only the
+        newest report, so without these a one-step spike or NaN between two ticks would never be judged."""
+        with self._lock:
+            points = tuple(self._losses)
+            self._losses.clear()
+        return points
 
     def expire(self, now: float) -> None:
         """Forget training reports and ranks not refreshed within ``stale_after_s``."""

@@ -27,6 +27,8 @@ JOB_HEALTHY: dict[str, float] = {
     "checkpoint_save_s": CHECKPOINT_SAVE_S,
     "host_cpu_percent": 0.0,
     "host_memory_leak": 0.0,
+    "loss_factor": 1.0,
+    "divergence": 0.0,
 }
 
 #: The same for per-GPU knobs; ``gpu_memory_frac`` is each GPU's own healthy level.
@@ -55,6 +57,8 @@ class Knobs:
     checkpoint_save_s: float
     host_cpu_percent: float
     host_memory_leak: float
+    loss_factor: float
+    divergence: float
     cooling_loss: list[float]  # per local GPU
     rank_slowdown: list[float]  # per local GPU (and the rank on it)
     gpu_memory_frac: list[float]

@@ -30,7 +30,7 @@ from .job import RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
 from .physics import THERMAL_TAU_S, approach
 from .scenarios import Scenario
-from .training import Checkpointing, Reporter, StepModel
+from .training import Checkpointing, LossState, Reporter, StepModel
 
 
 class SimulatedNode:
@@ -105,7 +105,8 @@ class SimulatedNode:
         cpu = HOST_CPU_PERCENT + k.host_cpu_percent
         host = self._host.sample(t, dt, cpu, k.host_memory_leak, 0.0, step.wall_ms, self._settle)
         global_step = self.job.first_step + int(self._steps)
-        training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms)
+        loss = LossState(k.loss_factor * (1.0 + 2.0 * k.divergence), k.divergence >= 1.0)
+        training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms, loss)
         return Collected(gpus=gpus, host=host, training=training)
 
     def _idle(self, t: float, dt: float, k: Knobs, saving: bool) -> Collected:

@@ -34,6 +34,8 @@ JOB_KNOBS: Mapping[str, str] = {
     "checkpoint_save_s": "typical length of one blocking checkpoint save, seconds",
     "host_cpu_percent": "extra host CPU busy percentage points (input workers, launch threads)",
     "host_memory_leak": "share of the host's available memory leaked; 1 = exhausted (OOM kill)",
+    "loss_factor": "multiplier on the training loss (a bad batch, or the start of a divergence)",
+    "divergence": "a diverging model: the loss grows to 3x as it goes 0 -> 1, and at 1 it and the gradient norm are NaN",
 }
 
 #: Knobs set per GPU (and per the rank on that GPU); ``gpus=None`` means every local GPU.
@@ -320,6 +322,21 @@ _CATALOGUE: tuple[Scenario, ...] = (
         cause="gpu_hardware_failure",
         duration_s=360.0,
         subject={"gpu_index": 6},
+    ),
+    _scenario(
+        "loss_spike",
+        "A bad data shard: the loss jumps to ~1.7x for ~20 s, then recovers over a minute; nothing else changes.",
+        Effect("loss_factor", 1.7),
+        Effect("loss_factor", 1.0, onset_s=110.0, ramp_s=60.0),
+        cause="numerical_instability",
+        duration_s=180.0,
+    ),
+    _scenario(
+        "nonfinite_loss",
+        "The learning rate is too high: the loss climbs ~3x over 15 s, then goes NaN; the job keeps stepping.",
+        Effect("divergence", 1.0, ramp_s=15.0),
+        cause="numerical_instability",
+        allowed=("loss_spike",),
     ),
 )
 

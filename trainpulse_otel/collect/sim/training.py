@@ -159,6 +159,19 @@ class StepModel:
         return [math.exp(0.04 * p * jitter) * (1.0 + cost if retry < 0.3 * p else 1.0) for p in pressure]
 
 
+#: A harder batch now and then (about one step in 300): the loss is 2-6 % above the curve for one step —
+#: healthy noise, not a spike. Chosen by a hash of the step, not a draw, so the other noise streams keep theirs.
+HARD_BATCH_EVERY = 300
+
+
+@dataclass(frozen=True, slots=True)
+class LossState:
+    """What the numerical faults do to the reported loss: a factor on it, or a diverged (NaN) model."""
+
+    factor: float = 1.0
+    diverged: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class Reporter:
     """Writes the training loop's report of each finished step, as the contract's :class:`TrainingSample`."""
@@ -169,9 +182,11 @@ class Reporter:
     hostname: str
     rank_hosts: list[str]
 
-    def report(self, ts: float, global_step: int, step: Step, checkpoint_ms: float) -> TrainingSample:
+    def report(
+        self, ts: float, global_step: int, step: Step, checkpoint_ms: float, numerics: LossState = LossState()
+    ) -> TrainingSample:
         """The report at ``ts`` for the step that just finished (``checkpoint_ms``: a save it ended)."""
-        job, shape, gauss, n = self.job, self.shape, self.rng.gauss, self.shape.ranks
+        job, shape, n = self.job, self.shape, self.shape.ranks
         avg_seq = self._avg_seq_len()
         tokens = shape.global_batch * avg_seq
         step_ms = step.wall_ms + checkpoint_ms
@@ -213,8 +228,8 @@ class Reporter:
             all_reduce_wait_ms=round(sum(step.allreduce) / n, 3),
             checkpoint_ms=round(checkpoint_ms, 3),
             pipeline_bubble_ratio=self._bubble_ratio(),
-            loss=round(expected_loss(global_step) + gauss(0.0, 0.025), 4),
-            grad_norm=round(0.28 * math.exp(gauss(0.0, 0.12)), 4),
+            loss=self._loss(global_step, numerics),
+            grad_norm=self._grad_norm(numerics),
             learning_rate=learning_rate(global_step, job),
             world_size=n,
             global_batch_size=shape.global_batch,
@@ -225,6 +240,22 @@ class Reporter:
             data_parallel_size=shape.data_parallel,
             ranks=ranks,
         )
+
+    def _loss(self, global_step: int, numerics: LossState) -> float:
+        """The power-law curve with ~1 % step-to-step noise and a harder batch now and then; NaN once diverged.
+
+        The noise is drawn either way, so a fault changes no other noise stream of the simulation."""
+        loss = expected_loss(global_step) + self.rng.gauss(0.0, 0.025)
+        if numerics.diverged:
+            return math.nan
+        mix = (global_step * 2654435761) % 2**32  # Knuth's multiplicative hash: a fixed pseudo-random step
+        if mix % HARD_BATCH_EVERY == 0:
+            loss *= 1.02 + 0.04 * (mix >> 16) / 2**16
+        return round(loss * numerics.factor, 4)
+
+    def _grad_norm(self, numerics: LossState) -> float:
+        norm = round(0.28 * math.exp(self.rng.gauss(0.0, 0.12)), 4)
+        return math.nan if numerics.diverged else norm
 
     def _bubble_ratio(self) -> float:
         """The schedule's idle share as a profiler would measure it: the theory, a little noisy."""

@@ -64,6 +64,7 @@ TIE_ORDER: tuple[str, ...] = (
     "pipeline_bubbles",
     "padding_waste",
     "compute_inefficiency",
+    "numerical_instability",
 )
 _TIE_RANK = {cause: i for i, cause in enumerate(TIE_ORDER)}
 #: Below this share of recent wall time lost, the job has lost nothing measurable yet: causes rank by evidence.
@@ -87,6 +88,7 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "sequence_padding": "compute",
     "gpu_hardware_fault": "compute",
     "gpu_memory_degradation": "compute",
+    "nonfinite_loss": "numerics",  # steps after the loss went non-finite train nothing (goodput books them)
 }
 #: Forecasts: signals about time not lost yet.
 PREDICTIVE = frozenset({"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"})

@@ -25,6 +25,7 @@ What each job-level field means (docs/instrumentation.md repeats it):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -179,6 +180,45 @@ def _utilisation(tokens_per_sec: float, job: JobContext, padded_len: float | Non
     if job.peak_flops:
         out["mfu"] = min(1.0, achieved / job.peak_flops)
     return out
+
+
+class IntervalNumerics:
+    """The interval's losses given to ``record()``, one per step, folded so no divergence hides.
+
+    The report carries the last ``loss`` and ``grad_norm`` given, except that
+    a NaN or infinite one anywhere in the interval is kept instead (a later
+    finite value must not hide that the model diverged); ``loss_max`` is the
+    highest finite loss given, so a one-step spike inside the interval is still
+    judged. ``skipped_steps`` given per step add up.
+    """
+
+    __slots__ = ("_losses", "_nonfinite", "_skipped", "_skipped_given")
+
+    def __init__(self) -> None:
+        self._losses: list[float] = []
+        self._nonfinite: dict[str, float] = {}
+        self._skipped = 0
+        self._skipped_given = False
+
+    def add(self, name: str, value: Any) -> Any:
+        """Note one validated value; returns it (the caller keeps the last one given)."""
+        if name in ("loss", "grad_norm") and not math.isfinite(value):
+            self._nonfinite.setdefault(name, value)
+        elif name == "loss":
+            self._losses.append(value)
+        elif name == "skipped_steps":
+            self._skipped += value
+            self._skipped_given = True
+        return value
+
+    def fields(self) -> dict[str, Any]:
+        """What overrides the last values given: the first non-finite ones, the highest loss, skipped steps."""
+        out: dict[str, Any] = dict(self._nonfinite)
+        if len(self._losses) > 1:
+            out["loss_max"] = max(self._losses)
+        if self._skipped_given:
+            out["skipped_steps"] = self._skipped
+        return out
 
 
 def build_sample(fields: Mapping[str, Any], job: JobContext, given: Mapping[str, Any]) -> TrainingSample | None:

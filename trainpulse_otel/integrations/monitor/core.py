@@ -25,7 +25,7 @@ from typing import Any
 from ...collect.gpu_name import detect_gpu_name
 from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
 from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
-from .aggregate import JobContext, aggregate, build_sample
+from .aggregate import IntervalNumerics, JobContext, aggregate, build_sample
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
 from .recorder import DEFAULT_BUFFER_STEPS, PhaseTimer, StepRecorder, StepTimer, TimedIterable
@@ -93,16 +93,19 @@ class TrainingMonitor:
 
     # -------------------------------------------------------------- hot path
 
-    def step(self, tokens: Any = None, samples: Any = None, seq_lens: Any = None, padded_len: Any = None) -> StepTimer:
+    def step(
+        self, tokens: Any = None, samples: Any = None, seq_lens: Any = None, padded_len: Any = None, loss: Any = None
+    ) -> StepTimer:
         """``with monitor.step(...):`` times one optimizer step.
 
         ``tokens``/``samples``: this rank's tokens and samples in the step;
         ``seq_lens``: real (unpadded) lengths of its sequences, a list or a
         tensor (read off the training thread); ``padded_len``: the length they
-        were padded to (default: the longest). Any may be set on the returned
-        object inside the block.
+        were padded to (default: the longest); ``loss``: the step's loss (a
+        float or a 0-d tensor; NaN and inf are reported as such). Any may be
+        set on the returned object inside the block (``s.loss = loss``).
         """
-        return StepTimer(self._recorder, tokens, samples, seq_lens, padded_len)
+        return StepTimer(self._recorder, tokens, samples, seq_lens, padded_len, loss)
 
     def phase(self, name: str) -> PhaseTimer | Any:
         """``with monitor.phase("data"|"tokenizer"|"checkpoint"|"all_reduce"|"sync"):``.
@@ -199,13 +202,15 @@ class TrainingMonitor:
 
     def _valid_given(self, given_list: list[dict[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        numerics = IntervalNumerics()
         for given in given_list:
             for name, value in given.items():
                 try:
-                    out[name] = _checked(name, value)
+                    out[name] = numerics.add(name, _checked(name, value))
                 except (SampleError, TypeError) as exc:
                     self._invalid_fields += 1
                     self._recorder.log_once(f"field:{name}", "record(): %s; dropped", exc)
+        out.update(numerics.fields())
         return out
 
     # ------------------------------------------------------------------ setup

@@ -41,16 +41,23 @@ _NO_PHASE = _NoPhase()
 
 
 class StepTimer:
-    """``with recorder.step(...) as s:`` — ``s.tokens`` etc. may be set inside the block."""
+    """``with recorder.step(...) as s:`` — ``s.tokens``, ``s.loss`` etc. may be set inside the block.
 
-    __slots__ = ("_recorder", "_t0", "padded_len", "samples", "seq_lens", "tokens")
+    ``loss`` (a float or a 0-d tensor, NaN included) is recorded as
+    ``record(loss=...)`` is when the step ends: read off the training thread.
+    """
 
-    def __init__(self, recorder: StepRecorder, tokens: Any, samples: Any, seq_lens: Any, padded_len: Any) -> None:
+    __slots__ = ("_recorder", "_t0", "loss", "padded_len", "samples", "seq_lens", "tokens")
+
+    def __init__(
+        self, recorder: StepRecorder, tokens: Any, samples: Any, seq_lens: Any, padded_len: Any, loss: Any = None
+    ) -> None:
         self._recorder = recorder
         self.tokens = tokens
         self.samples = samples
         self.seq_lens = seq_lens
         self.padded_len = padded_len
+        self.loss = loss
 
     def __enter__(self) -> StepTimer:
         self._recorder.in_step = True
@@ -61,6 +68,8 @@ class StepTimer:
         end = perf_counter()
         if exc_type is None:
             self._recorder.end_step(end, end - self._t0, self.tokens, self.samples, self.seq_lens, self.padded_len)
+            if self.loss is not None:
+                self._recorder.record({"loss": self.loss})
         else:  # a failed step (OOM, interrupt) is not a step: forget it, let the error through
             self._recorder.in_step = False
         return False

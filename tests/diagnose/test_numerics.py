@@ -1,0 +1,143 @@
+"""loss_spike and nonfinite_loss on hand-built frames, and numerical_instability through the whole pipeline."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from tests.diagnose.builders import T0, Harness, job
+from tests.parts import pipeline
+from trainpulse_otel.diagnose.detectors.numerics import BASELINE_LOSSES, LossSpike, NonfiniteLoss
+from trainpulse_otel.samples import LossPoint
+
+NAN, INF = float("nan"), float("inf")
+
+
+def healthy_loss(t: float, seed: int = 0) -> float:
+    """A slowly declining power-law loss with ~1 % step-to-step noise, as an LLM's pretraining loss."""
+    return 1.75 + 5.0 * (24000 + t) ** -0.18 + random.Random(hash((seed, t, "loss"))).gauss(0.0, 0.025)
+
+
+def frame(t: float, loss: float | None = None, **training):
+    return job(t, training={"loss": healthy_loss(t) if loss is None else loss, **training})
+
+
+def test_a_healthy_noisy_declining_loss_never_spikes():
+    h = Harness(LossSpike()).run(range(1800), frame)
+    assert h.raised() == []
+    assert h.detector.worst is None
+
+
+def test_a_one_step_spike_is_raised_with_its_ratio_baseline_and_step_then_clears():
+    h = Harness(LossSpike()).run(range(300), frame)
+    spike_loss = 1.6 * healthy_loss(300)
+    h.feed([frame(300, spike_loss)])
+    (signal,) = h.active()
+    h.run(range(301, 420), frame)
+    raised = h.raised("loss_spike")
+    assert [r.ts - T0 for r in raised] == [300]
+    evidence = signal.evidence
+    assert 1.5 < evidence["spike_ratio"] < 1.7
+    assert abs(evidence["baseline_loss"] - healthy_loss(300)) < 0.05
+    assert evidence["first_step"] == 24300 and "rank" not in evidence
+    cleared = h.cleared("loss_spike")
+    assert cleared and 330 <= cleared[0].ts - T0 <= 400  # remembered 30 s, then the 30 s hold-down
+
+
+def test_a_spike_between_two_ticks_is_seen_from_the_frames_loss_stream():
+    """The frame keeps only the newest report (a normal loss); the stream carries the spike before it."""
+    h = Harness(LossSpike()).run(range(200), frame)
+    f = frame(200)
+    between = LossPoint(T0 + 199.5, 24199, 2.0 * healthy_loss(200))
+    newest = LossPoint(T0 + 200, 24200, f.training.loss)
+    h.feed([replace(f, losses=(between, newest))])
+    assert [r.signal for r in h.raised()] == ["loss_spike"]
+    assert h.active()[0].evidence["step"] == 24199
+
+
+def test_non_finite_losses_never_enter_the_baseline():
+    det = LossSpike()
+    h = Harness(det).run(range(100), frame)
+    before = det._series[None].median()
+    h.run(range(100, 100 + BASELINE_LOSSES), lambda t: frame(t, NAN))
+    assert det._series[None].median() == before and len(det._series[None]) == 100
+    assert h.raised("loss_spike") == []
+
+
+def test_a_spike_on_one_rank_names_that_rank():
+    def ranked(t: float, spike: bool = False):
+        f = frame(t)
+        ranks = tuple(
+            replace(r, loss=(2.2 if spike and r.rank == 3 else 1.0) * healthy_loss(t, seed=r.rank))
+            for r in f.training.ranks
+        )
+        return replace(f, training=replace(f.training, ranks=ranks))
+
+    h = Harness(LossSpike()).run(range(100), ranked)
+    h.feed([ranked(100, spike=True)])
+    (signal,) = h.active()
+    assert signal.name == "loss_spike" and signal.evidence["rank"] == 3 and signal.evidence["spike_ratio"] > 2
+
+
+def test_a_nan_loss_is_critical_at_once_with_the_first_step_and_count():
+    h = Harness(NonfiniteLoss()).run(range(60), frame)
+    assert h.raised() == []
+    h.run(range(60, 70), lambda t: frame(t, NAN))
+    raised = h.raised("nonfinite_loss")
+    # raised on the first NaN; the state machine confirms critical on the second critical observation
+    assert [(r.ts - T0, r.severity) for r in raised] == [(60, "warning"), (61, "critical")]
+    (signal,) = h.active()
+    assert signal.evidence["first_step"] == 24060 and signal.evidence["field"] == "loss"
+    assert signal.evidence["nonfinite_count"] == 10
+    h.run(range(70, 200), frame)  # the loss recovers (the framework skipped the steps)
+    cleared = h.cleared("nonfinite_loss")
+    assert cleared and 69 + 30 <= cleared[0].ts - T0 <= 69 + 30 + 60 + 2
+
+
+def test_an_infinite_gradient_norm_or_a_rank_nan_is_non_finite_too():
+    h = Harness(NonfiniteLoss()).run(range(10), frame)
+    h.feed([frame(10, grad_norm=INF)])
+    assert h.active()[0].evidence["field"] == "grad_norm"
+    f = frame(11)
+    bad = tuple(replace(r, loss=NAN) if r.rank == 6 else r for r in f.training.ranks)
+    g = Harness(NonfiniteLoss()).feed([replace(f, training=replace(f.training, ranks=bad))])
+    assert g.active()[0].evidence["ranks"] == [6] and "rank(s) 6" in g.active()[0].message
+
+
+def test_fp16_overflows_now_and_then_are_normal_but_many_in_a_row_are_a_fault():
+    occasional = Harness(NonfiniteLoss()).run(
+        range(300), lambda t: frame(t, skipped_steps=1 if int(t) % 50 == 0 else 0, loss_scale=65536.0)
+    )
+    assert occasional.raised() == []
+    in_a_row = Harness(NonfiniteLoss()).run(range(8), lambda t: frame(t, skipped_steps=1))
+    raised = in_a_row.raised("nonfinite_loss")
+    assert raised and raised[0].ts - T0 == 7  # the 8th skipped step in a row
+    (signal,) = in_a_row.active()
+    assert signal.evidence["field"] == "skipped_steps" and signal.evidence["skipped_in_a_row"] == 8
+    collapsed = Harness(NonfiniteLoss()).run(range(5), lambda t: frame(t, loss_scale=1.0))
+    assert collapsed.active()[0].evidence["field"] == "loss_scale"
+
+
+def test_the_pipeline_names_numerical_instability_and_books_the_nan_steps_as_badput():
+    p = pipeline()
+    for t in range(240):
+        p.update(frame(float(t)))
+    assert p.diagnosis.signals == ()
+    for t in range(240, 300):
+        p.update(frame(float(t), NAN))
+    d = p.diagnosis
+    assert "nonfinite_loss" in {s.name for s in d.signals}
+    top = d.root_causes[0]
+    assert top.cause == "numerical_instability" and top.confidence > 0.5
+    assert "rewind to the last checkpoint" in top.remediation.lower() and "learning rate" in top.remediation
+    badput = d.goodput.badput_s["numerical_instability"]
+    assert 50 * 1.6 < badput < 60 * 2.0  # 60 one-step reports of a ~1.7 s step, all of it lost
+
+
+def test_a_negative_loss_spikes_by_its_distance_and_has_no_ratio():
+    """A DPO-style objective below zero: judged by the same rule, its evidence carries no meaningless ratio."""
+    h = Harness(LossSpike()).run(range(100), lambda t: frame(t, -healthy_loss(t)))
+    h.feed([frame(100, -0.5 * healthy_loss(100))])
+    (signal,) = h.active()
+    assert signal.evidence["spike_ratio"] is None and signal.evidence["spike_sigmas"] > 6
+    assert "above its rolling median" in signal.message

@@ -1,0 +1,312 @@
+"""Numerical faults: a loss far above its robust rolling baseline, and losses or gradients gone non-finite.
+
+Both detectors read ``tick.losses``: every loss reported since the previous
+tick (reports arrive faster than ticks; the frame keeps only the newest
+report, so a one-step spike or NaN between two ticks would otherwise never be
+judged). Each point is the job's loss or, when ranks report their own, one
+rank's, and is judged against that series' own history.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import insort
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ...samples import LossPoint
+from ..stats import MAD_TO_SIGMA, sorted_median
+from ..tick import Tick
+from ..types import CRITICAL, WARNING, Finding, Policy
+from .base import SCORE_CAP, BaseDetector
+
+#: Finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps).
+BASELINE_LOSSES = 128
+#: Finite losses a series needs before a spike is judged against it.
+MIN_HISTORY = 32
+#: A spike is this many robust sigmas (1.4826 x MAD) above the rolling median ...
+SPIKE_SIGMAS = 6.0
+#: ... and at least this far above it, relative to the median's size (a near-noiseless loss needs a real jump).
+MIN_RISE = 0.10
+#: How long a spike stays reported after its last step above the threshold (seconds of report time).
+SPIKE_MEMORY_S = 30.0
+#: A non-finite value stays reported this long after the last one (then the signal's hold-down runs).
+NONFINITE_MEMORY_S = 30.0
+#: fp16 loss-scale overflows are normal now and then; this many skipped steps in a row is a fault.
+SKIPPED_IN_A_ROW = 8
+#: A dynamic loss scale at or below this has collapsed (DeepSpeed's and Megatron's minimum is 1).
+COLLAPSED_LOSS_SCALE = 1.0
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+class RollingLosses:
+    """The last ``BASELINE_LOSSES`` finite losses of one series, kept sorted for the median."""
+
+    __slots__ = ("_order", "_sorted")
+
+    def __init__(self) -> None:
+        self._order: deque[float] = deque()
+        self._sorted: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def add(self, x: float) -> None:
+        order, ordered = self._order, self._sorted
+        if len(order) == BASELINE_LOSSES:
+            ordered.remove(order.popleft())
+        order.append(x)
+        insort(ordered, x)
+
+    def median(self) -> float:
+        return sorted_median(self._sorted)
+
+    def sigma(self, median: float) -> float:
+        """The robust spread: 1.4826 x the median absolute deviation."""
+        return MAD_TO_SIGMA * sorted_median(sorted(abs(v - median) for v in self._sorted))
+
+
+@dataclass(frozen=True, slots=True)
+class Spike:
+    """One loss above its series' threshold."""
+
+    ts: float
+    step: int | None
+    rank: int | None
+    loss: float
+    median: float
+    sigma: float
+    score: float
+
+    @property
+    def ratio(self) -> float | None:
+        """The loss over its baseline median (the ratio LLM Foundry's loss-spike callback uses); None for a
+        loss that is not positive (a DPO or RL objective), where a ratio means nothing."""
+        return self.loss / self.median if self.median > 0 else None
+
+
+def judge_spike(series: RollingLosses, point: LossPoint, loss: float) -> Spike | None:
+    """``loss`` against its series before it joins: a Spike when past median + max(6 sigma, 10 % of median)."""
+    if len(series) < MIN_HISTORY:
+        return None
+    median = series.median()
+    floor = MIN_RISE * abs(median)
+    if loss - median <= floor:
+        return None  # under the relative floor: no spike whatever the spread (and no MAD computed)
+    sigma = series.sigma(median)
+    threshold = max(SPIKE_SIGMAS * sigma, floor)
+    if threshold <= 0:
+        return None
+    score = (loss - median) / threshold
+    if score < 1.0:
+        return None
+    return Spike(point.ts, point.global_step, point.rank, loss, median, sigma, score)
+
+
+class LossSpike(BaseDetector):
+    """``loss_spike``: a loss far above its robust rolling baseline.
+
+    Statistic: each finite loss against the median of that series' last 128
+    finite losses (the job's, or a rank's own when ranks report theirs): a
+    spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
+    after at least 32 losses. NaN and infinite values never enter the
+    baseline (``nonfinite_loss`` judges them). The median and MAD are the
+    robust twins of OLMo-core's mean + 6 sigma over 128 steps: a spike, or the
+    one before it, does not widen the band it is judged by. A spike is a
+    moment: it is reported for 30 s after its last step above the threshold,
+    raised on one observation, and clears 30 s after that.
+    """
+
+    name = "loss_spike"
+    signals = ("loss_spike",)
+    policy = Policy(raise_evidence=1.0, min_observations=1, clear_after_s=30.0)
+
+    def __init__(self) -> None:
+        self._series: dict[int | None, RollingLosses] = {}
+        self.worst: Spike | None = None  # the worst spike of the current episode
+        self.first: Spike | None = None  # its first
+        self._last_ts = -math.inf  # its latest
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        points = tick.losses
+        if not points:
+            return None
+        judged = False
+        for point in points:
+            loss = point.loss
+            if not finite(loss):
+                continue
+            judged = True
+            series = self._series.get(point.rank)
+            if series is None:
+                series = self._series[point.rank] = RollingLosses()
+            spike = judge_spike(series, point, loss)  # type: ignore[arg-type]
+            series.add(loss)  # type: ignore[arg-type]
+            if spike is not None:
+                self._remember(spike)
+        if not judged:
+            return None
+        return self._findings(tick.ts)
+
+    def _remember(self, spike: Spike) -> None:
+        if self.first is None or spike.ts - self._last_ts > SPIKE_MEMORY_S:
+            self.first = self.worst = spike  # a new episode
+        elif self.worst is None or spike.score >= self.worst.score:
+            self.worst = spike
+        self._last_ts = max(self._last_ts, spike.ts)
+
+    def _findings(self, ts: float) -> list[Finding]:
+        worst = self.worst
+        if worst is None or ts - self._last_ts > SPIKE_MEMORY_S:
+            self.worst = self.first = None
+            return []
+        return [
+            Finding(
+                "loss_spike",
+                min(worst.score, SCORE_CAP),
+                WARNING,
+                _spike_message(worst),
+                {},
+                self._evidence(worst, self.first or worst),
+            )
+        ]
+
+    def _evidence(self, worst: Spike, first: Spike) -> dict[str, Any]:
+        evidence: dict[str, Any] = {
+            "loss": round(worst.loss, 6),
+            "baseline_loss": round(worst.median, 6),
+            "baseline_sigma": round(worst.sigma, 6),
+            "spike_ratio": None if worst.ratio is None else round(worst.ratio, 3),
+            "spike_sigmas": round((worst.loss - worst.median) / worst.sigma, 1) if worst.sigma > 0 else None,
+            "first_step": first.step,
+            "step": worst.step,
+        }
+        if worst.rank is not None:
+            evidence["rank"] = worst.rank
+        return evidence
+
+    def facts(self) -> dict[str, Any]:
+        return {} if self.worst is None or self.worst.ratio is None else {"loss_spike_ratio": self.worst.ratio}
+
+
+def _spike_message(s: Spike) -> str:
+    where = f" on rank {s.rank}" if s.rank is not None else ""
+    at = f" at step {s.step}" if s.step is not None else ""
+    size = f"{s.ratio:.2f}x" if s.ratio is not None else f"{s.loss - s.median:.3g} above"
+    return f"loss {s.loss:.4g}{where}{at} is {size} its rolling median {s.median:.4g}"
+
+
+@dataclass
+class NonfiniteEpisode:
+    """Non-finite values (or a run of skipped steps) since the job's numbers were last fine."""
+
+    first_ts: float
+    first_step: int | None
+    what: str  # "loss", "grad_norm", "skipped_steps" or "loss_scale"
+    last_ts: float
+    count: int = 0
+    ranks: set[int] | None = None
+
+
+class NonfiniteLoss(BaseDetector):
+    """``nonfinite_loss`` (critical): a NaN or infinite loss or gradient norm.
+
+    Any non-finite ``loss`` or ``grad_norm`` — the job's or a rank's — raises
+    it on the first observation; so do 8 or more optimizer steps skipped in a
+    row (``skipped_steps``: fp16 loss-scale overflows, DeepSpeed's
+    ``OVERFLOW! ... Skipping step``, Megatron's skipped iterations — one now
+    and then is the scaler working, a run of them means the gradients stay
+    non-finite) and a loss scale that collapsed to 1 or below. It is reported
+    for 30 s after the last such value (also on ticks without a new report:
+    the job's last word was a non-finite value) and clears 60 s after that.
+    Evidence: the first non-finite step, how many values were non-finite, the
+    field, and the ranks when ranks report their own.
+    """
+
+    name = "nonfinite_loss"
+    signals = ("nonfinite_loss",)
+    policy = Policy(raise_evidence=1.0, min_observations=1, clear_after_s=60.0)
+
+    def __init__(self) -> None:
+        self.episode: NonfiniteEpisode | None = None
+        self.total = 0
+        self._skipped_in_a_row = 0
+        self._skipped_total = 0
+        self._last_step: int | None = None
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        for point in tick.losses:
+            self._judge(point)
+        episode = self.episode
+        if episode is None:
+            return [] if tick.losses else None
+        if tick.ts - episode.last_ts > NONFINITE_MEMORY_S:
+            self.episode = None
+            return []
+        return [Finding("nonfinite_loss", 3.0, CRITICAL, _nonfinite_message(episode), {}, self._evidence(episode))]
+
+    def _judge(self, point: LossPoint) -> None:
+        bad = [
+            name
+            for name, v in (("loss", point.loss), ("grad_norm", point.grad_norm))
+            if v is not None and not finite(v)
+        ]
+        if point.rank is None and self._skipped_run(point):
+            bad.append("skipped_steps")
+        if point.loss_scale is not None and point.loss_scale <= COLLAPSED_LOSS_SCALE:
+            bad.append("loss_scale")
+        if not bad:
+            return
+        self.total += 1
+        episode = self.episode
+        if episode is None:
+            episode = self.episode = NonfiniteEpisode(point.ts, point.global_step, bad[0], point.ts)
+        episode.last_ts = point.ts
+        episode.count += 1
+        if point.rank is not None:
+            episode.ranks = (episode.ranks or set()) | {point.rank}
+
+    def _skipped_run(self, point: LossPoint) -> bool:
+        """Count steps skipped in a row: a report whose every step since the previous was skipped extends
+        the run, any other resets it. True while the run is ``SKIPPED_IN_A_ROW`` or longer."""
+        step, last = point.global_step, self._last_step
+        if step is not None:
+            self._last_step = step
+        skipped = point.skipped_steps
+        if skipped is None:
+            return False
+        self._skipped_total += skipped
+        advance = step - last if step is not None and last is not None and step > last else 1
+        self._skipped_in_a_row = self._skipped_in_a_row + advance if skipped >= advance else 0
+        return self._skipped_in_a_row >= SKIPPED_IN_A_ROW
+
+    def _evidence(self, episode: NonfiniteEpisode) -> dict[str, Any]:
+        evidence: dict[str, Any] = {
+            "first_step": episode.first_step,
+            "field": episode.what,
+            "nonfinite_count": episode.count,
+            "since": episode.first_ts,
+        }
+        if self._skipped_total:
+            evidence["skipped_steps"] = self._skipped_total
+            evidence["skipped_in_a_row"] = self._skipped_in_a_row
+        if episode.ranks:
+            evidence["ranks"] = sorted(episode.ranks)
+        return evidence
+
+    def facts(self) -> dict[str, Any]:
+        return {} if self.episode is None else {"nonfinite_since": self.episode.first_ts}
+
+
+def _nonfinite_message(e: NonfiniteEpisode) -> str:
+    at = f" since step {e.first_step}" if e.first_step is not None else ""
+    ranks = f" on rank(s) {', '.join(map(str, sorted(e.ranks)))}" if e.ranks else ""
+    if e.what == "skipped_steps":
+        return f"the optimizer skipped {SKIPPED_IN_A_ROW}+ steps in a row{at}: gradients keep overflowing"
+    if e.what == "loss_scale":
+        return f"the fp16 loss scale collapsed to its minimum{at}: gradients overflow at every scale"
+    return f"{e.what} is not finite{ranks}{at} ({e.count} non-finite report(s))"
