@@ -41,6 +41,7 @@ IMPACT: dict[str, float] = {
     "pipeline_bubble": 0.06,
     "sequence_padding": 0.06,
     "thermal_throttle_risk": 0.06,
+    "training_stalled": 0.24,  # no step at all: critical, it costs the most one signal may (0.6)
 }
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5

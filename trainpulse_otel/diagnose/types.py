@@ -35,6 +35,7 @@ SIGNALS: tuple[str, ...] = (
     "rank_straggler",
     "oom_risk",
     "thermal_throttle_risk",
+    "training_stalled",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -51,6 +52,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "gpu_memory_pressure",
     "compute_inefficiency",
     "load_imbalance",
+    "rank_hang",
 )
 
 WARNING = "warning"

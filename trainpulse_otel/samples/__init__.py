@@ -9,7 +9,9 @@ precise 4xx instead of guessing.
 """
 
 from .model import (
+    COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
+    RANK_PHASES,
     THROTTLE_REASONS,
     Frame,
     GpuSample,
@@ -38,10 +40,12 @@ from .validation import (
 )
 
 __all__ = [
+    "COLLECTIVE_PHASES",
     "DEFAULT_MAX_RANKS",
     "GPU_RULES",
     "HOST_RULES",
     "MAX_STRING_LENGTH",
+    "RANK_PHASES",
     "RANK_RULES",
     "THROTTLE_REASONS",
     "TRAINING_IDENTITY_FIELDS",

@@ -19,6 +19,21 @@ THROTTLE_REASONS: tuple[str, ...] = (
 
 DEFAULT_MAX_RANKS = 8192
 
+#: What a rank can be doing now (its heartbeat's ``phase``): the contract's names.
+RANK_PHASES: tuple[str, ...] = (
+    "data",
+    "tokenizer",
+    "compute",
+    "all_reduce",
+    "sync",
+    "checkpoint",
+    "optimizer",
+    "eval",
+    "idle",
+)
+#: Phases in which a rank waits inside a collective for its peers.
+COLLECTIVE_PHASES = frozenset(("all_reduce", "sync"))
+
 
 @dataclass(frozen=True, slots=True)
 class GpuSample:
@@ -61,7 +76,13 @@ class HostSample:
 
 @dataclass(frozen=True, slots=True)
 class RankSample:
-    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU."""
+    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU.
+
+    ``global_step``, ``phase`` and ``phase_since`` are the rank's heartbeat:
+    its last completed step and what it is doing now (one of
+    :data:`RANK_PHASES`, since that unix time), sent even while its step is
+    blocked; ``pid`` is its process, for a stack dump when it hangs.
+    """
 
     rank: int
     gpu_index: int | None = None
@@ -71,6 +92,10 @@ class RankSample:
     data_wait_ms: float | None = None
     sync_wait_ms: float | None = None
     all_reduce_wait_ms: float | None = None
+    global_step: int | None = None
+    phase: str | None = None
+    phase_since: float | None = None
+    pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,6 +149,9 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _r("rank.data_wait", "ms", "data_wait_ms", "The rank's wait for its data loader."),
     _r("rank.sync_wait", "ms", "sync_wait_ms", "The rank's wait for slower peers."),
     _r("rank.all_reduce_wait", "ms", "all_reduce_wait_ms", "The rank's time in the gradient all-reduce."),
+    # Per-rank heartbeat (sent even while the rank's step is blocked)
+    _r("rank.global_step", "{step}", "global_step", "The rank's last completed optimizer step (heartbeat)."),
+    _r("rank.phase_since", "s", "phase_since", "Unix time the rank entered its current phase (heartbeat)."),
 )
 
 #: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).
@@ -158,6 +161,14 @@ GPU_THROTTLE = MetricSpec(
     GPU,
     "throttle_reasons",
     "1 while the clock-event (throttle) reason is active on the GPU, 0 otherwise.",
+)
+#: Always 1; the rank's current phase (attribute ``phase``) and its process id (``process.pid``), from its heartbeat.
+RANK_PHASE = MetricSpec(
+    "rank.phase",
+    "1",
+    RANK,
+    "phase",
+    "Always 1; the phase the rank is in now (attribute phase) and its process (process.pid), from its heartbeat.",
 )
 #: Always 1; carries the job's descriptive strings as attributes.
 TRAINING_INFO = MetricSpec(
@@ -178,4 +189,4 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO)
+ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, RANK_PHASE)

@@ -3,20 +3,29 @@
 Observable gauges report whatever is here when a reader collects, so nothing is
 paid between reads. Training reports are merged: a report replaces the
 job-level view, while per-rank entries are merged by rank (ranks may report
-separately), and both expire when they stop arriving. The clock is passed in
+separately), and both expire when they stop arriving. A rank's entry has two
+parts that arrive apart: its step measurements (the rank gather, every few
+steps) and its heartbeat (``global_step``, ``phase``, ``phase_since``, ``pid``,
+every few seconds, also while its step is blocked). An entry that carries
+only one part keeps the other as it was, so a heartbeat keeps a blocked rank
+alive without repeating — or erasing — its last step's numbers. The clock is passed in
 (``now``), so replay can drive this with a trace's timestamps.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from ..collect.base import Collected
 from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
+#: The parts of a rank's entry that arrive separately (see the module docstring).
+RANK_IDENTITY = ("gpu_index", "hostname")
+RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
+RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
 
 
 class LatestSamples:
@@ -64,7 +73,8 @@ class LatestSamples:
         """
         with self._lock:
             for rank in sample.ranks:
-                self._ranks[rank.rank] = (rank, now)
+                known = self._ranks.get(rank.rank)
+                self._ranks[rank.rank] = (rank if known is None else merged_rank(known[0], rank), now)
             if len(self._ranks) > self.max_ranks:
                 self._forget_oldest_ranks()
             if self._job is None or _has_job_measurement(sample):
@@ -136,6 +146,15 @@ class LatestSamples:
 
     def _changed(self) -> None:
         self._version += 1
+
+
+def merged_rank(old: RankSample, new: RankSample) -> RankSample:
+    """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
+    kept = {}
+    for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY):
+        if all(getattr(new, name) is None for name in part):
+            kept.update({name: getattr(old, name) for name in part})
+    return replace(new, **kept) if kept else new
 
 
 def _has_job_measurement(sample: TrainingSample) -> bool:
