@@ -242,7 +242,7 @@ def format_report(report: EvalReport) -> str:
     """The human-readable table and summary line (and, with pairs, their table and line)."""
     lines = [
         (
-            f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
+            f"{'scenario':<31}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
             f"{'ok':<3}extra / early"
         )
     ]
@@ -258,7 +258,7 @@ def format_report(report: EvalReport) -> str:
         elif r.top_subject:
             cause += f" ({len(next(iter(r.top_subject.values())))} {next(iter(r.top_subject))})"
         noise = ", ".join(r.extra) + (" / " + ", ".join(r.early) if r.early else "")
-        lines.append(f"{r.scenario:<23}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
+        lines.append(f"{r.scenario:<31}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
     lines.extend(
         f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
         + "".join(f"\n    {x['t_s']:.0f} s {x['signal']} {x['subject']}: {x['message']}" for x in h.raised)

@@ -18,6 +18,7 @@ from .model import (
     HostSample,
     RankSample,
     TrainingSample,
+    merged_rank,
     to_dict,
 )
 from .validation import (
@@ -59,6 +60,7 @@ __all__ = [
     "SampleError",
     "TrainingSample",
     "check_value",
+    "merged_rank",
     "parse_gpu",
     "parse_gpus",
     "parse_host",

@@ -5,7 +5,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 THROTTLE_REASONS: tuple[str, ...] = (
@@ -96,6 +96,22 @@ class RankSample:
     phase: str | None = None
     phase_since: float | None = None
     pid: int | None = None
+
+
+#: The parts of a rank's entry that arrive separately: its identity, its heartbeat (every few seconds, also
+#: while its step is blocked) and its step measurements (the rank gather, every few steps).
+RANK_IDENTITY = ("gpu_index", "hostname")
+RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
+RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
+
+
+def merged_rank(old: RankSample, new: RankSample) -> RankSample:
+    """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
+    kept = {}
+    for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY):
+        if all(getattr(new, name) is None for name in part):
+            kept.update({name: getattr(old, name) for name in part})
+    return replace(new, **kept) if kept else new
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,17 +15,21 @@ alive without repeating — or erasing — its last step's numbers. The clock is
 from __future__ import annotations
 
 import threading
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from ..collect.base import Collected
-from ..samples import DEFAULT_MAX_RANKS, TRAINING_MEASUREMENT_FIELDS, GpuSample, HostSample, RankSample, TrainingSample
+from ..samples import (
+    DEFAULT_MAX_RANKS,
+    TRAINING_MEASUREMENT_FIELDS,
+    GpuSample,
+    HostSample,
+    RankSample,
+    TrainingSample,
+    merged_rank,
+)
 from .conversion import Observations, observe
 
 DEFAULT_STALE_AFTER_S = 300.0
-#: The parts of a rank's entry that arrive separately (see the module docstring).
-RANK_IDENTITY = ("gpu_index", "hostname")
-RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
-RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
 
 
 class LatestSamples:
@@ -146,15 +150,6 @@ class LatestSamples:
 
     def _changed(self) -> None:
         self._version += 1
-
-
-def merged_rank(old: RankSample, new: RankSample) -> RankSample:
-    """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
-    kept = {}
-    for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY):
-        if all(getattr(new, name) is None for name in part):
-            kept.update({name: getattr(old, name) for name in part})
-    return replace(new, **kept) if kept else new
 
 
 def _has_job_measurement(sample: TrainingSample) -> bool:

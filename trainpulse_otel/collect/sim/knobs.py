@@ -30,7 +30,7 @@ JOB_HEALTHY: dict[str, float] = {
 }
 
 #: The same for per-GPU knobs; ``gpu_memory_frac`` is each GPU's own healthy level.
-GPU_HEALTHY: dict[str, float] = {"cooling_loss": 1.0, "rank_slowdown": 1.0, "gpu_memory_leak": 0.0}
+GPU_HEALTHY: dict[str, float] = {"cooling_loss": 1.0, "rank_slowdown": 1.0, "gpu_memory_leak": 0.0, "rank_hang": 0.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,11 @@ class Knobs:
     gpu_memory_frac: list[float]
     gpu_memory_leak: list[float]
     memory_frac: list[float]  # derived per GPU: in use / total, leak included
+    rank_hang: list[float]  # per local GPU (and the rank on it): >= 0.5 while the rank is stuck
+
+    def hung(self) -> tuple[int, ...]:
+        """The local GPUs whose ranks are stuck now."""
+        return tuple(g for g, level in enumerate(self.rank_hang) if level >= 0.5)
 
     @classmethod
     def healthy(cls, memory_frac: list[float]) -> Knobs:

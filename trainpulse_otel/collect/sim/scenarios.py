@@ -42,6 +42,7 @@ GPU_KNOBS: Mapping[str, str] = {
     "rank_slowdown": "multiplier on the rank's busy time with the GPU starved, not throttled",
     "gpu_memory_frac": "GPU memory in use as a fraction of total",
     "gpu_memory_leak": "share of the GPU's free memory leaked; 1 = exhausted (CUDA OOM)",
+    "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
 }
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
@@ -287,6 +288,27 @@ _CATALOGUE: tuple[Scenario, ...] = (
         cause="gpu_thermal_throttling",
         onset_s=60.0,
         subject={"gpu_index": 2},
+    ),
+    _scenario(
+        "training_stalled",
+        "Rank 3's data loader deadlocks before its all-reduce for 3 minutes; its heartbeat stays in `data` at "
+        "the last step while the other ranks wait inside the all-reduce (GPUs ~100% busy at ~125 W).",
+        Effect("rank_hang", 1.0, gpus=(3,)),
+        Effect("rank_hang", 0.0, gpus=(3,), onset_s=270.0),
+        cause="rank_hang",
+        duration_s=200.0,
+        subject={"rank": 3, "gpu_index": 3},
+        job={"heartbeats": True},
+    ),
+    _scenario(
+        "training_stalled_no_heartbeat",
+        "The same hang in a job that sends no heartbeats: GPU 3 idles while its peers spin busy at low power.",
+        Effect("rank_hang", 1.0, gpus=(3,)),
+        Effect("rank_hang", 0.0, gpus=(3,), onset_s=270.0),
+        cause="rank_hang",
+        duration_s=200.0,
+        expected=("training_stalled",),
+        subject={"rank": 3, "gpu_index": 3},
     ),
     _scenario(
         "gpu_memory_leak",

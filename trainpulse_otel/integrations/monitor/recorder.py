@@ -1,7 +1,10 @@
 """The hot path: what a training loop pays per step, and nothing more.
 
 A step costs two ``perf_counter()`` calls, one ``time()`` and one tuple
-appended to a bounded deque; a phase adds one float to a list. Nothing here
+appended to a bounded deque; a phase adds one float to a list. What the rank
+is doing now — its heartbeat's phase — is one ``(name, perf_counter)`` tuple
+stored on entering a step, a phase or a data-loader wait (and restored on
+leaving a phase); the heartbeat thread reads it, nothing here sends. Nothing here
 validates, converts, locks or touches OpenTelemetry: the drain (on a
 background thread, at collection time) does all of that. ``deque.append`` and
 ``popleft`` are atomic under the GIL, so the training thread and the drain
@@ -53,8 +56,10 @@ class StepTimer:
         self.padded_len = padded_len
 
     def __enter__(self) -> StepTimer:
-        self._recorder.in_step = True
-        self._t0 = perf_counter()
+        recorder = self._recorder
+        recorder.in_step = True
+        self._t0 = t0 = perf_counter()
+        recorder.now = ("compute", t0)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
@@ -73,20 +78,27 @@ class PhaseTimer:
     phase nest (its time is then counted once per level).
     """
 
-    __slots__ = ("_index", "_recorder", "_starts")
+    __slots__ = ("_index", "_name", "_recorder", "_starts")
 
     def __init__(self, recorder: StepRecorder, index: int) -> None:
         self._recorder = recorder
         self._index = index
+        self._name = PHASES[index]
         self._starts: list[float] = []
 
     def __enter__(self) -> PhaseTimer:
-        self._starts.append(perf_counter())
+        t0 = perf_counter()
+        self._starts.append(t0)
+        recorder = self._recorder
+        recorder.was.append(recorder.now)
+        recorder.now = (self._name, t0)
         return self
 
     def __exit__(self, *exc: object) -> bool:
         seconds = perf_counter() - self._starts.pop()
         recorder = self._recorder
+        if recorder.was:
+            recorder.now = recorder.was.pop()
         recorder.phases_s[self._index] += seconds
         if not recorder.in_step:
             recorder.outside_s += seconds
@@ -108,17 +120,22 @@ class TimedIterable:
         return getattr(self._iterable, name)
 
     def __iter__(self) -> Iterator[Any]:
-        add_phase = self._recorder.add_phase
+        recorder = self._recorder
+        add_phase = recorder.add_phase
         t0 = perf_counter()
+        recorder.now = ("data", t0)
         iterator = iter(self._iterable)  # starting loader workers is waiting for data too
         while True:
             try:
                 batch = next(iterator)
             except StopIteration:
                 return
-            add_phase(DATA, perf_counter() - t0)
+            t1 = perf_counter()
+            add_phase(DATA, t1 - t0)
+            recorder.now = ("compute", t1)
             yield batch
             t0 = perf_counter()
+            recorder.now = ("data", t0)
 
 
 class StepRecorder:
@@ -136,6 +153,10 @@ class StepRecorder:
         self._given: deque[dict[str, Any]] = deque(maxlen=buffer_steps)
         self.phases_s = [0.0] * len(PHASES)  # of the open (or next) step, per PHASES
         self.outside_s = 0.0  # phase time outside any step since the last one
+        #: What the rank is doing now (a contract phase name, since when in perf_counter time), and what it did
+        #: before the open phases: read by the heartbeat, written only here.
+        self.now: tuple[str, float] = ("idle", perf_counter())
+        self.was: list[tuple[str, float]] = []
         self._taken = 0
         self._logged: set[str] = set()
 

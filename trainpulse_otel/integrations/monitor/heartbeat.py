@@ -1,0 +1,176 @@
+"""Rank heartbeats: each rank's last completed step and what it is doing now, sent while its step is blocked.
+
+A hung job is a rank that stopped while the others wait for it inside a
+collective — where no step ends and no report is sent. So each rank's monitor
+sends a heartbeat from a background thread of its own, every ``period_s``
+(at most 5 s): ``global_step`` (its last completed step), ``phase`` (what the
+recorder says it does now: ``compute`` inside ``step()``, the phase of an open
+``phase(...)``, ``data`` while ``wrap_dataloader`` waits; ``idle`` before the
+first step and after ``close()``), ``phase_since`` and its ``pid``. The
+training thread only stores the phase tuple (:mod:`.recorder`); building and
+sending the heartbeat happen here, off the hot path, and no collective is used:
+
+- REST (``endpoint=``): every rank posts ``{"ranks": [its heartbeat]}`` to the
+  daemon through its own non-blocking :class:`~.sender.RestSender`;
+- in-process: ranks other than 0 write their heartbeat into the job's
+  rendezvous store (the c10d ``TCPStore`` torchrun and ``env://`` start at
+  ``MASTER_ADDR:MASTER_PORT``; any ``torch.distributed.Store`` may be passed
+  instead), and rank 0's pipeline reads them with its own heartbeat on every
+  tick. The store serves requests from its own thread, so this works while
+  every rank's training thread is blocked in a collective.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from time import perf_counter, time
+from typing import Any
+
+from ...samples import RankSample, parse_rank, to_dict
+from .distributed import World
+from .recorder import StepRecorder
+
+log = logging.getLogger(__name__)
+
+MAX_PERIOD_S = 5.0
+DEFAULT_PERIOD_S = 2.0
+STORE_PREFIX = "trainpulse/heartbeat/"
+STORE_TIMEOUT_S = 10.0
+
+
+class RankState:
+    """Reads this rank's heartbeat off the recorder (any thread)."""
+
+    def __init__(self, recorder: StepRecorder, world: World, step_base: Callable[[], int]) -> None:
+        self._recorder = recorder
+        self._world = world
+        self._step_base = step_base
+        self._hostname = socket.gethostname()
+        self._pid = os.getpid()
+        self.closed = False
+
+    def beat(self) -> RankSample:
+        """The heartbeat now; ``idle`` once the monitor is closed."""
+        recorder = self._recorder
+        name, since = recorder.now
+        if self.closed:
+            name, since = "idle", perf_counter()
+        return RankSample(
+            rank=self._world.rank,
+            gpu_index=self._world.local_rank,
+            hostname=self._hostname,
+            global_step=max(0, self._step_base() + recorder.steps),
+            phase=name,
+            phase_since=max(0.0, time() - perf_counter() + since),
+            pid=self._pid,
+        )
+
+
+class HeartbeatThread:
+    """Calls ``send(beat())`` every ``period_s`` from a daemon thread, and once more, ``idle``, on stop."""
+
+    def __init__(self, state: RankState, send: Callable[[RankSample], None], period_s: float) -> None:
+        self._state = state
+        self._send = send
+        self._period_s = min(MAX_PERIOD_S, max(0.05, period_s))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="trainpulse-heartbeat", daemon=True)
+        self.sent = 0
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period_s):
+            self._send_one()
+
+    def _send_one(self) -> None:
+        try:
+            self._send(self._state.beat())
+            self.sent += 1
+        except Exception:
+            log.debug("sending a heartbeat failed", exc_info=True)
+
+    def stop(self) -> None:
+        """Stop the thread and send the closing ``idle`` heartbeat."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._state.closed = True
+        self._send_one()
+
+
+def rest_send(sender: Any) -> Callable[[RankSample], None]:
+    """Heartbeats into a :class:`~.sender.RestSender` as a ranks-only report."""
+    return lambda beat: sender.submit({"ranks": [to_dict(beat)]})
+
+
+class StoreChannel:
+    """Heartbeats through a ``torch.distributed`` store: ``put`` on any rank, ``read`` on rank 0.
+
+    The store client is made lazily, on the heartbeat or tick thread, so a
+    slow rendezvous host never delays ``TrainingMonitor()``.
+    """
+
+    def __init__(self, world: World, store: Any = None, environ: Mapping[str, str] | None = None) -> None:
+        self._world = world
+        self._store = store
+        self._env = os.environ if environ is None else environ
+        self._seen: set[int] = set()
+        self._failed = False
+
+    def put(self, beat: RankSample) -> None:
+        store = self._client()
+        if store is not None:
+            store.set(f"{STORE_PREFIX}{beat.rank}", json.dumps(to_dict(beat)))
+
+    def read(self) -> tuple[RankSample, ...]:
+        """The latest heartbeat every other rank has written (none where the store cannot be reached)."""
+        store = self._client()
+        if store is None:
+            return ()
+        keys = [f"{STORE_PREFIX}{r}" for r in range(self._world.world_size) if r != self._world.rank]
+        try:
+            found = [k for k in keys if int(k.rsplit("/", 1)[1]) in self._seen or store.check([k])]
+            self._seen.update(int(k.rsplit("/", 1)[1]) for k in found)
+            values = store.multi_get(found) if found else []
+        except Exception:
+            log.debug("reading heartbeats from the store failed", exc_info=True)
+            return ()
+        return tuple(beat for beat in (_parsed(v) for v in values) if beat is not None)
+
+    def _client(self) -> Any:
+        if self._store is not None or self._failed:
+            return self._store
+        host, port = self._env.get("MASTER_ADDR"), self._env.get("MASTER_PORT")
+        if not host or not port:
+            self._failed = True
+            log.warning(
+                "rank heartbeats of the other ranks need MASTER_ADDR/MASTER_PORT (torchrun, env://) or "
+                "TrainingMonitor(heartbeat_store=...) in in-process mode; only rank 0's own heartbeat is seen"
+            )
+            return None
+        import torch.distributed as dist
+
+        try:
+            self._store = dist.TCPStore(
+                host,
+                int(port),
+                is_master=False,
+                timeout=datetime.timedelta(seconds=STORE_TIMEOUT_S),
+                wait_for_workers=False,
+            )
+        except (RuntimeError, ValueError, OSError):
+            self._failed = True
+            log.warning("cannot reach the rendezvous store at %s:%s for rank heartbeats", host, port, exc_info=True)
+        return self._store
+
+
+def _parsed(raw: bytes) -> RankSample | None:
+    try:
+        return parse_rank(json.loads(raw), "heartbeat")
+    except ValueError:  # malformed JSON, or a SampleError
+        return None
