@@ -61,6 +61,7 @@ class ScenarioResult:
     subject_ok: bool
     oom_lead_s: float | None = None
     ticks: int = 0
+    defined_after_s: float = 0.0
 
     @property
     def detected(self) -> bool:
@@ -68,9 +69,14 @@ class ScenarioResult:
 
     @property
     def latency(self) -> float | None:
-        """The scenario's detection latency: its slowest expected signal (None if one is missed)."""
+        """The scenario's detection latency: its slowest expected signal (None if one is missed), counted from
+        when the signal is defined to exist (``defined_after_s`` past the onset: a stall is one after 30 s)."""
         values = list(self.latency_s.values())
-        return max(values) if values and None not in values else (0.0 if not values else None)  # type: ignore[type-var]
+        if not values:
+            return 0.0
+        if None in values:
+            return None
+        return max(0.0, max(values) - self.defined_after_s)  # type: ignore[type-var]
 
 
 @dataclass
@@ -178,6 +184,7 @@ def run_scenario(
         subject_ok=_subject_matches(scenario.expected_subject, subject),
         oom_lead_s=lead,
         ticks=run.ticks,
+        defined_after_s=scenario.defined_after_s,
     )
 
 
@@ -248,6 +255,8 @@ def format_report(report: EvalReport) -> str:
     ]
     for r in report.scenarios:
         lat = ", ".join(f"{k} {_secs(v)}" for k, v in r.latency_s.items()) or "—"
+        if r.defined_after_s:
+            lat += f" (of {r.defined_after_s:.0f})"
         if r.oom_lead_s is not None:
             lat += f" (lead {r.oom_lead_s:.0f} s)"
         ok = "✓" if r.cause_ok and r.subject_ok else "✗"

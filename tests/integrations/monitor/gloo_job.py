@@ -4,6 +4,7 @@ Used by the distributed tests (short runs) and, from the command line, for the
 minutes-long real runs documented in docs/signals.md ("Real jobs"):
 
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
+    python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 --hang-rank 3 --hang-after 40 --hang-s 60
 
 prints when each signal and top root cause appeared and the final diagnosis.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,9 +24,20 @@ WORKER = Path(__file__).with_name("gloo_worker.py")
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def free_port() -> int:
+    """A port nothing listens on now, for the job's rendezvous store (as torchrun's standalone mode picks one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_job(workdir: Path, world: int, timeout_s: float = 120.0, **options: object) -> dict:
-    """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON."""
+    """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON.
+
+    They rendezvous through ``env://`` on a free port, so rank 0's in-process monitor also gets the other
+    ranks' heartbeats through the store."""
     out = workdir / "rank0.json"
+    options = {"master_port": free_port(), **options}
     flags = [str(x) for key, value in options.items() for x in (f"--{key.replace('_', '-')}", value)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     procs = [
@@ -51,6 +64,8 @@ def summary(result: dict) -> str:
     head = f"{result['world']} processes, {result['steps']} steps in {result['seconds']} s"
     slow = f"slow rank {result['slow_rank']} from {result['slow_from_s']} s (step {result['slow_from_step']})"
     lines = [f"{head}; {slow}"]
+    if result.get("hang_from_s") is not None:
+        lines.append(f"  rank {result['hang_rank']} blocked from {result['hang_from_s']} s for {result['hang_s']} s")
     for e in result["timeline"]:
         what = e.get("signal") or e.get("cause")
         load = f"  (load {e['load1']})" if "load1" in e else ""
@@ -74,9 +89,14 @@ def main() -> None:
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-after", type=float, default=60.0, help="seconds before the slow rank slows")
     p.add_argument("--extra", type=float, default=0.35)
+    p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-after", type=float, default=40.0, help="seconds before the hang rank blocks")
+    p.add_argument("--hang-s", type=float, default=40.0, help="how long it blocks")
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
     options = {"seconds": args.seconds, "slow_rank": args.slow_rank, "slow_after": args.slow_after, "extra": args.extra}
+    if args.hang_rank >= 0:
+        options.update(hang_rank=args.hang_rank, hang_after=args.hang_after, hang_s=args.hang_s)
     with tempfile.TemporaryDirectory() as tmp:
         result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
     if args.json:

@@ -45,6 +45,9 @@ GPU_KNOBS: Mapping[str, str] = {
     "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
 }
 
+#: The contract's shortest stall: ``training_stalled`` exists only once no step has completed for this long.
+STALL_DEFINED_AFTER_S = 30.0
+
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
 LEAK_KNOBS = frozenset({"host_memory_leak", "gpu_memory_leak"})
 
@@ -105,6 +108,9 @@ class Scenario:
     job: Mapping[str, Any] = field(default_factory=dict)
     #: The catalogue scenarios a combination runs at once (:mod:`.combine`); empty for one fault.
     parts: tuple[Scenario, ...] = ()
+    #: How long the fault must last before its signal is defined to exist (``training_stalled``: the contract's
+    #: 30 s without a step); the evaluation's latency figures count from then.
+    defined_after_s: float = 0.0
 
     @property
     def expected_causes(self) -> tuple[str, ...]:
@@ -143,6 +149,7 @@ def _scenario(
     allowed: tuple[str, ...] = (),
     subject: dict[str, int] | None = None,
     job: Mapping[str, Any] | None = None,
+    defined_after_s: float = 0.0,
 ) -> Scenario:
     """Build a catalogue entry; a scenario named after a signal expects that signal."""
     return Scenario(
@@ -156,6 +163,7 @@ def _scenario(
         expected_subject=dict(subject or {}),
         effects=effects,
         job=dict(job or {}),
+        defined_after_s=defined_after_s,
     )
 
 
@@ -299,6 +307,7 @@ _CATALOGUE: tuple[Scenario, ...] = (
         duration_s=200.0,
         subject={"rank": 3, "gpu_index": 3},
         job={"heartbeats": True},
+        defined_after_s=STALL_DEFINED_AFTER_S,
     ),
     _scenario(
         "training_stalled_no_heartbeat",
@@ -309,6 +318,7 @@ _CATALOGUE: tuple[Scenario, ...] = (
         duration_s=200.0,
         expected=("training_stalled",),
         subject={"rank": 3, "gpu_index": 3},
+        defined_after_s=STALL_DEFINED_AFTER_S,
     ),
     _scenario(
         "gpu_memory_leak",

@@ -175,6 +175,10 @@ class TrainingMonitor:
         }
         if self._gatherer is not None:
             out["gathers"] = self._gatherer.gathers
+        if self._heartbeat is not None:
+            out["heartbeats_sent"] = self._heartbeat.sent
+        if self._store is not None and self.world.is_reporter:
+            out["heartbeats_received"] = sum(self._store.received.values())
         out.update(self._destination.stats())
         return out
 

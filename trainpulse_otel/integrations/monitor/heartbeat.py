@@ -17,7 +17,10 @@ sending the heartbeat happen here, off the hot path, and no collective is used:
   ``MASTER_ADDR:MASTER_PORT``; any ``torch.distributed.Store`` may be passed
   instead), and rank 0's pipeline reads them with its own heartbeat on every
   tick. The store serves requests from its own thread, so this works while
-  every rank's training thread is blocked in a collective.
+  every rank's training thread is blocked in a collective. Each entry carries
+  its send time: rank 0 forwards only heartbeats younger than
+  ``STALE_AFTER_S`` (a dead rank's last one is not kept alive by the store) and
+  counts the new ones it receives, per rank.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ MAX_PERIOD_S = 5.0
 DEFAULT_PERIOD_S = 2.0
 STORE_PREFIX = "trainpulse/heartbeat/"
 STORE_TIMEOUT_S = 10.0
+#: A heartbeat in the store older than this (three of the longest periods) is a rank that stopped sending.
+STALE_AFTER_S = 3 * MAX_PERIOD_S
 
 
 class RankState:
@@ -121,11 +126,14 @@ class StoreChannel:
         self._env = os.environ if environ is None else environ
         self._seen: set[int] = set()
         self._failed = False
+        self._sent_at: dict[int, float] = {}
+        #: New heartbeats read, per rank.
+        self.received: dict[int, int] = {}
 
     def put(self, beat: RankSample) -> None:
         store = self._client()
         if store is not None:
-            store.set(f"{STORE_PREFIX}{beat.rank}", json.dumps(to_dict(beat)))
+            store.set(f"{STORE_PREFIX}{beat.rank}", json.dumps({"sent_at": time(), "rank": to_dict(beat)}))
 
     def read(self) -> tuple[RankSample, ...]:
         """The latest heartbeat every other rank has written (none where the store cannot be reached)."""
@@ -140,7 +148,17 @@ class StoreChannel:
         except Exception:
             log.debug("reading heartbeats from the store failed", exc_info=True)
             return ()
-        return tuple(beat for beat in (_parsed(v) for v in values) if beat is not None)
+        now = time()
+        beats = []
+        for raw in values:
+            sent_at, beat = _parsed(raw)
+            if beat is None or sent_at < now - STALE_AFTER_S:
+                continue
+            if sent_at != self._sent_at.get(beat.rank):
+                self._sent_at[beat.rank] = sent_at
+                self.received[beat.rank] = self.received.get(beat.rank, 0) + 1
+            beats.append(beat)
+        return tuple(beats)
 
     def _client(self) -> Any:
         if self._store is not None or self._failed:
@@ -169,8 +187,13 @@ class StoreChannel:
         return self._store
 
 
-def _parsed(raw: bytes) -> RankSample | None:
+def _parsed(raw: bytes) -> tuple[float, RankSample | None]:
+    """A store entry's send time and heartbeat; ``(0, None)`` for anything malformed."""
     try:
-        return parse_rank(json.loads(raw), "heartbeat")
-    except ValueError:  # malformed JSON, or a SampleError
-        return None
+        entry = json.loads(raw)
+        sent_at = entry["sent_at"]
+        if isinstance(sent_at, bool) or not isinstance(sent_at, (int, float)):
+            return 0.0, None
+        return float(sent_at), parse_rank(entry["rank"], "heartbeat")
+    except (ValueError, KeyError, TypeError):  # malformed JSON or entry, or a SampleError
+        return 0.0, None
