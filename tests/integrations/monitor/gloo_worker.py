@@ -101,7 +101,7 @@ class Timeline:
         diagnosis = self.monitor.diagnosis() or {}
         load1 = round(os.getloadavg()[0], 2)  # the shared machine's load, to tell its contention from the job's
         at = {"t": round(now - self.start, 2), "step": self.step, "load1": load1}
-        store = self.monitor._store  # noqa: SLF001 - the test reads what rank 0 received
+        store = self.monitor._store  # the test reads what rank 0 received
         if store is not None:
             self.heartbeats.append({"t": at["t"], "received": {str(r): n for r, n in store.received.items()}})
         signals = {(s["name"], json.dumps(s["subject"], sort_keys=True)): s for s in diagnosis.get("signals", [])}
