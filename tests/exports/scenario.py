@@ -75,6 +75,10 @@ FULL_TRAINING = {
             "data_wait_ms": 10.0,
             "sync_wait_ms": 30.0,
             "all_reduce_wait_ms": 90.0,
+            "global_step": 1200,
+            "phase": "all_reduce",
+            "phase_since": 1764399999.5,
+            "pid": 4100 + r,
         }
         for r in range(8)
     ],
