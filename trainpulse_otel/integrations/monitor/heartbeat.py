@@ -58,6 +58,7 @@ class RankState:
         self._step_base = step_base
         self._hostname = socket.gethostname()
         self._pid = os.getpid()
+        self._to_unix = time() - perf_counter()  # once: a blocked rank's phase_since must not jitter
         self.closed = False
 
     def beat(self) -> RankSample:
@@ -72,7 +73,7 @@ class RankState:
             hostname=self._hostname,
             global_step=max(0, self._step_base() + recorder.steps),
             phase=name,
-            phase_since=max(0.0, time() - perf_counter() + since),
+            phase_since=round(max(0.0, self._to_unix + since), 3),
             pid=self._pid,
         )
 
