@@ -199,3 +199,10 @@ def test_a_deeper_cause_that_explains_the_stall_outranks_rank_hang_and_takes_its
     account.stall(T0 + 40)
     account.attribute_stall([RootCause(c.cause, c.confidence, c.summary, ("training_stalled",)) for c in ranked])
     assert account.badput_s == {"gpu_failure": 40.0}
+
+
+def test_a_burst_of_disk_writes_during_a_hang_without_heartbeats_neither_clears_nor_restarts_it():
+    """Seed 2 of the no-heartbeat hang once cleared 73 s in: one tick of 3x writes restarted the stall clock."""
+    for seed in range(4):
+        result = replay_sim(sim_records(SCENARIOS["training_stalled_no_heartbeat"], seed, 265), 1.0, parts.builtins())
+        assert len(transitions(result, "raised")) == 1 and transitions(result, "cleared") == [], seed

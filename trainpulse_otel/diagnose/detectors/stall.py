@@ -12,7 +12,9 @@ timeout NVIDIA's resiliency extension gives rank heartbeats.
 spinning inside a collective show ~100 % utilisation). So a job that ended, or
 is paused with every GPU idle (an evaluation, a save nobody reported), is not
 stalled, and neither is a rank in a reported ``checkpoint`` phase, however
-long the save: the clock starts again when it ends.
+long the save: the clock starts again when it ends. Without heartbeats, a
+tick on which the host writes to disk at 3 x its usual rate is not judged
+(a save may be under way), nor does it restart the clock.
 
 Who is stuck is worked out here, where the frame's heartbeats are (the
 ``rank_hang`` cause reads it from the signal's evidence): the ranks behind
@@ -42,6 +44,8 @@ MEDIAN_REPORTS = 31
 #: A peer spinning in a collective: this busy (percent) at under this share of its power limit.
 SPIN_UTIL = 90.0
 SPIN_POWER_SHARE = 0.5
+#: Disk writes at this many times their usual rate: a checkpoint save may be under way.
+SAVE_WRITE_SURGE = 3.0
 #: At most this many lagging ranks are listed in the evidence.
 MAX_LISTED = 16
 
@@ -75,8 +79,11 @@ class TrainingStalled(BaseDetector):
         self._observe(tick, training)
         if self._progress_ts is None:
             return None  # no step seen yet: a job still starting up is not judged
-        if not _expected_to_run(tick, training):
-            self._progress_ts = ts  # paused or saving: the stall clock starts again afterwards
+        expected = _expected_to_run(tick, training)
+        if expected is None:
+            return None  # perhaps saving: no judgement this tick, the clock runs on
+        if not expected:
+            self._progress_ts = ts  # paused, ended or in a reported save: the stall clock starts again afterwards
             self.stalled_s = 0.0
             return []
         self.stalled_s = stalled = ts - self._progress_ts
@@ -124,13 +131,15 @@ def _job_step(training: TrainingSample) -> int | None:
     return max(steps) if steps else None
 
 
-def _expected_to_run(tick: Tick, training: TrainingSample) -> bool:
+def _expected_to_run(tick: Tick, training: TrainingSample) -> bool | None:
+    """Should steps be completing now? None: cannot tell this tick (the disk writes at several times its usual
+    rate, perhaps a save nobody reported; a one-tick burst of writes must not restart the stall clock)."""
     phases = [r.phase for r in training.ranks if r.phase is not None]
     if phases:
         return "checkpoint" not in phases and any(p != "idle" for p in phases)
     surge = tick.node.host.write_surge()
-    if surge is not None and surge >= 3.0:
-        return False  # the disk writes at several times its usual rate: a save nobody reported
+    if surge is not None and surge >= SAVE_WRITE_SURGE:
+        return None
     return any((g.utilization_percent or 0.0) >= BUSY_UTIL for g in tick.gpus)
 
 
