@@ -79,17 +79,17 @@ class TrainingStalled(BaseDetector):
         self._observe(tick, training)
         if self._progress_ts is None:
             return None  # no step seen yet: a job still starting up is not judged
+        self.stalled_s = stalled = ts - self._progress_ts
+        threshold = self.threshold_s
+        score = stalled / threshold
+        if score < self.report_floor:
+            return []  # (whether it should run is only asked of a gap worth judging: healthy ticks stay cheap)
         expected = _expected_to_run(tick, training)
         if expected is None:
             return None  # perhaps saving: no judgement this tick, the clock runs on
         if not expected:
             self._progress_ts = ts  # paused, ended or in a reported save: the stall clock starts again afterwards
             self.stalled_s = 0.0
-            return []
-        self.stalled_s = stalled = ts - self._progress_ts
-        threshold = self.threshold_s
-        score = stalled / threshold
-        if score < self.report_floor:
             return []
         lag = _lagging(tick, training)
         evidence = {
@@ -112,7 +112,9 @@ class TrainingStalled(BaseDetector):
         report, ts = tick.report, tick.ts
         if report is not None and report.step_time_ms and not report.checkpoint_ms:
             self._steps.add(report.step_time_ms)
-        step = _job_step(training)
+        step = training.global_step
+        if step is None or self._last_step is None or step <= self._last_step:
+            step = _job_step(training)  # the job's report did not move: a rank's heartbeat may have
         if step is not None and (self._last_step is None or step > self._last_step):
             self._last_step = step
             self._progress_ts = ts
@@ -155,10 +157,11 @@ def _from_heartbeats(ts: float, ranks: list[RankSample]) -> dict[str, Any]:
     steps = [r.global_step for r in ranks if r.global_step is not None]
     top = max(steps) if steps else None
     behind = [r for r in ranks if top is not None and r.global_step is not None and r.global_step < top]
-    waiting = [r for r in ranks if r.phase in COLLECTIVE_PHASES]
-    if not behind and waiting and len(waiting) < len(ranks):
-        behind = [r for r in ranks if r.phase not in COLLECTIVE_PHASES]
-    waiting = [r for r in ranks if r not in behind and r.phase in COLLECTIVE_PHASES]
+    if not behind:  # the same step everywhere: those not inside the collective the others wait in
+        outside = [r for r in ranks if r.phase not in COLLECTIVE_PHASES]
+        behind = outside if len(outside) < len(ranks) else []
+    lagging = {r.rank for r in behind}
+    waiting = [r for r in ranks if r.phase in COLLECTIVE_PHASES and r.rank not in lagging]
     out: dict[str, Any] = {"inferred_from": "heartbeats" if behind else None, "heartbeat_ranks": len(ranks)}
     if waiting:
         out["waiting_phase"] = Counter(r.phase for r in waiting).most_common(1)[0][0]

@@ -96,7 +96,8 @@ class TrainingMonitor:
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
         self.endpoint = endpoint
         self._state = RankState(self._recorder, self.world, lambda: self._step_base)
-        self._store = StoreChannel(self.world, heartbeat_store) if self.world.dist is not None else None
+        in_process = self.world.dist is not None and not endpoint
+        self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
         token = auth_token or os.environ.get(TOKEN_ENV)
         self._destination: Destination = self._open_destination(
             endpoint, interval, token, hardware, queue_size, timeout_s

@@ -141,10 +141,10 @@ class StoreChannel:
         store = self._client()
         if store is None:
             return ()
-        keys = [f"{STORE_PREFIX}{r}" for r in range(self._world.world_size) if r != self._world.rank]
+        others = [r for r in range(self._world.world_size) if r != self._world.rank]
         try:
-            found = [k for k in keys if int(k.rsplit("/", 1)[1]) in self._seen or store.check([k])]
-            self._seen.update(int(k.rsplit("/", 1)[1]) for k in found)
+            self._seen.update(r for r in others if r not in self._seen and store.check([f"{STORE_PREFIX}{r}"]))
+            found = [f"{STORE_PREFIX}{r}" for r in others if r in self._seen]  # a written key stays
             values = store.multi_get(found) if found else []
         except Exception:
             log.debug("reading heartbeats from the store failed", exc_info=True)
