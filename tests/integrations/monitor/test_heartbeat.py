@@ -128,3 +128,19 @@ def test_the_store_channel_forwards_fresh_heartbeats_counts_them_and_drops_stale
     assert reader.read() and reader.received == {1: 1, 2: 1}  # the same entries again: nothing new received
     store.data["trainpulse/heartbeat/2"] = b"{not json"
     assert [b.rank for b in reader.read()] == [1]
+
+
+def test_a_rank_other_than_0_posts_only_its_heartbeats_over_rest(monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    with Recorder(lambda r: ("202 Accepted", b"{}")) as daemon:
+        monitor = TrainingMonitor(endpoint=daemon.url, interval=0.05, hardware="none", heartbeat_s=0.05)
+        for _ in range(3):
+            with monitor.step(tokens=8):
+                time.sleep(0.01)
+        assert wait_for(lambda: len(heartbeats(daemon)) >= 3)
+        monitor.close()
+    assert all(set(r["json"]) == {"ranks"} for r in daemon.requests)  # its step numbers reach rank 0 by the gather
+    last = heartbeats(daemon)[-1]
+    assert (last["rank"], last["gpu_index"], last["global_step"], last["phase"]) == (1, 1, 3, "idle")

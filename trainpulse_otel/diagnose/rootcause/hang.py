@@ -78,8 +78,13 @@ def _summary(message: str, lagging: Sequence[Mapping[str, Any]], found_by: str |
             f"{message}. The stuck rank is unknown: no rank heartbeats, and the GPUs do not single one out "
             "(send heartbeats with TrainingMonitor, or look at every rank's stack)"
         )
-    how = "its heartbeat" if found_by == "heartbeats" else "its GPU idling while its peers spin in the collective"
-    return f"{message}. The others wait for it at the collective; found by {how}"
+    one = len(lagging) == 1
+    if found_by == "heartbeats":
+        how = "its heartbeat" if one else "their heartbeats"
+    else:
+        how = "its GPU idling" if one else "their GPUs idling"
+        how += " while the peers' GPUs spin in the collective"
+    return f"{message}. The others wait for {'it' if one else 'them'} at the collective; found by {how}"
 
 
 def _remediation(lagging: Sequence[Mapping[str, Any]], host: str | None) -> str:
