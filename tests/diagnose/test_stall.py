@@ -206,3 +206,20 @@ def test_a_burst_of_disk_writes_during_a_hang_without_heartbeats_neither_clears_
     for seed in range(4):
         result = replay_sim(sim_records(SCENARIOS["training_stalled_no_heartbeat"], seed, 265), 1.0, parts.builtins())
         assert len(transitions(result, "raised")) == 1 and transitions(result, "cleared") == [], seed
+
+
+def test_several_stuck_ranks_are_one_cause_with_lists_and_an_unknown_rank_is_said_plainly():
+    lagging = [
+        {"rank": 9, "phase": "data", "gpu_index": 1, "hostname": "node-001", "pid": 7},
+        {"rank": 12, "phase": "data", "gpu_index": 4, "hostname": "node-001", "pid": 8},
+    ]
+    stall = Signal(
+        "training_stalled", CRITICAL, T0, "no training step has completed for 45 s", {}, {"lagging": lagging}
+    )
+    (several,) = rank_hang(Evidence((stall,), {}, NodeState(), T0))
+    assert several.subject == {"ranks": [9, 12], "gpu_indices": [1, 4], "hostname": ["node-001"], "phase": "data"}
+    assert "wait for them" in several.summary and "py-spy dump --pid 7" in several.remediation
+    unknown = replace(stall, evidence={"lagging": [], "inferred_from": None})
+    (cause,) = rank_hang(Evidence((unknown,), {}, NodeState(), T0))
+    assert cause.subject == {} and "The stuck rank is unknown" in cause.summary
+    assert "py-spy dump --pid" in cause.remediation and "every rank's process" in cause.remediation
