@@ -223,3 +223,18 @@ def test_several_stuck_ranks_are_one_cause_with_lists_and_an_unknown_rank_is_sai
     (cause,) = rank_hang(Evidence((unknown,), {}, NodeState(), T0))
     assert cause.subject == {} and "The stuck rank is unknown" in cause.summary
     assert "py-spy dump --pid" in cause.remediation and "every rank's process" in cause.remediation
+
+
+def test_the_waits_of_the_step_that_sat_out_a_stall_are_no_sync_imbalance():
+    """After a real hang the gathered sync waits of the waiting ranks hold the whole stall (60 s) for a few
+    reports while the job's steps are fast again: a stall, not imbalance (seen on the 4-process gloo run)."""
+    from trainpulse_otel.diagnose.detectors.comms import SyncImbalance
+
+    def frame(t: float) -> Frame:
+        base = job(t)
+        if not 60 <= t < 66:
+            return base
+        held = tuple(replace(r, sync_wait_ms=5.0 if r.rank == 3 else 60_000.0) for r in base.training.ranks)
+        return replace(base, training=replace(base.training, ranks=held))
+
+    assert Harness(SyncImbalance()).run(range(120), frame).raised() == []
