@@ -88,14 +88,13 @@ class TrainingMonitor:
         self.job = _job_context(fields, self.world, model, flops_per_token, seq_len, causal, peak_flops, gpu_name)
         self._recorder = StepRecorder(buffer_steps, keep=self.world.is_reporter)
         self._gatherer = self._start_gatherer(gather_every)
-        self._step_base = 0
         self._seen_ranks: tuple[RankSample, ...] = ()
         self._invalid_fields = 0
         self._drain_lock = threading.Lock()
         self._open_step: StepTimer | None = None
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
         self.endpoint = endpoint
-        self._state = RankState(self._recorder, self.world, lambda: self._step_base)
+        self._state = RankState(self._recorder, self.world)
         in_process = self.world.dist is not None and not endpoint
         self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
         token = auth_token or os.environ.get(TOKEN_ENV)
@@ -150,9 +149,6 @@ class TrainingMonitor:
 
     def record(self, **fields: Any) -> None:
         """Record contract training fields (``loss=…``, ``mfu=…``); they win over measured ones."""
-        step = fields.get("global_step")
-        if type(step) is int:  # every rank's heartbeat counts from the job's step, not from 0
-            self._step_base = step - self._recorder.steps
         self._recorder.record(fields)
 
     # ------------------------------------------------------- non-hot-path API
@@ -212,9 +208,10 @@ class TrainingMonitor:
         records, given_list = self._recorder.take()
         given = self._valid_given(given_list)
         if "global_step" in given:
-            self._step_base = given["global_step"] - self._recorder.steps
+            self._recorder.step_base = given["global_step"] - self._recorder.steps
         used = frozenset(i for i, flag in enumerate(self._recorder.used_phases) if flag)
-        fields = aggregate(records, self.job, used, self._step_base + self._recorder.steps, self._new_ranks())
+        step = self._recorder.step_base + self._recorder.steps
+        fields = aggregate(records, self.job, used, step, self._new_ranks())
         return build_sample(fields, self.job, given)
 
     def drain_with_heartbeats(self) -> TrainingSample:

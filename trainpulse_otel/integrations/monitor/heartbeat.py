@@ -52,10 +52,9 @@ STALE_AFTER_S = 3 * MAX_PERIOD_S
 class RankState:
     """Reads this rank's heartbeat off the recorder (any thread)."""
 
-    def __init__(self, recorder: StepRecorder, world: World, step_base: Callable[[], int]) -> None:
+    def __init__(self, recorder: StepRecorder, world: World) -> None:
         self._recorder = recorder
         self._world = world
-        self._step_base = step_base
         self._hostname = socket.gethostname()
         self._pid = os.getpid()
         self._to_unix = time() - perf_counter()  # once: a blocked rank's phase_since must not jitter
@@ -71,7 +70,7 @@ class RankState:
             rank=self._world.rank,
             gpu_index=self._world.local_rank,
             hostname=self._hostname,
-            global_step=max(0, self._step_base() + recorder.steps),
+            global_step=max(0, recorder.step_base + recorder.steps),
             phase=name,
             phase_since=round(max(0.0, self._to_unix + since), 3),
             pid=self._pid,

@@ -3,8 +3,8 @@
 A step costs two ``perf_counter()`` calls, one ``time()`` and one tuple
 appended to a bounded deque; a phase adds one float to a list. What the rank
 is doing now — its heartbeat's phase — is one ``(name, perf_counter)`` tuple
-stored on entering a step, a phase or a data-loader wait (and restored on
-leaving a phase); the heartbeat thread reads it, nothing here sends. Nothing here
+stored on entering a step, a phase or a data-loader wait (and on leaving a
+phase, the step's again); the heartbeat thread reads it, nothing here sends. Nothing here
 validates, converts, locks or touches OpenTelemetry: the drain (on a
 background thread, at collection time) does all of that. ``deque.append`` and
 ``popleft`` are atomic under the GIL, so the training thread and the drain
@@ -59,7 +59,7 @@ class StepTimer:
         recorder = self._recorder
         recorder.in_step = True
         self._t0 = t0 = perf_counter()
-        recorder.now = ("compute", t0)
+        recorder.now = recorder.back = ("compute", t0)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
@@ -89,16 +89,13 @@ class PhaseTimer:
     def __enter__(self) -> PhaseTimer:
         t0 = perf_counter()
         self._starts.append(t0)
-        recorder = self._recorder
-        recorder.was.append(recorder.now)
-        recorder.now = (self._name, t0)
+        self._recorder.now = (self._name, t0)
         return self
 
     def __exit__(self, *exc: object) -> bool:
         seconds = perf_counter() - self._starts.pop()
         recorder = self._recorder
-        if recorder.was:
-            recorder.now = recorder.was.pop()
+        recorder.now = recorder.back
         recorder.phases_s[self._index] += seconds
         if not recorder.in_step:
             recorder.outside_s += seconds
@@ -132,7 +129,7 @@ class TimedIterable:
                 return
             t1 = perf_counter()
             add_phase(DATA, t1 - t0)
-            recorder.now = ("compute", t1)
+            recorder.now = recorder.back = ("compute", t1)
             yield batch
             t0 = perf_counter()
             recorder.now = ("data", t0)
@@ -144,6 +141,7 @@ class StepRecorder:
     def __init__(self, buffer_steps: int = DEFAULT_BUFFER_STEPS, keep: bool = True) -> None:
         self.keep = keep  # False on ranks that do not report: count and hook, buffer nothing
         self.steps = 0
+        self.step_base = 0  # the job's global_step minus the steps counted here (from record(global_step=...))
         self.in_step = False
         self.used_phases = [False] * len(PHASES)  # a list, so the drain can read it while it changes
         self.faults = 0
@@ -153,10 +151,10 @@ class StepRecorder:
         self._given: deque[dict[str, Any]] = deque(maxlen=buffer_steps)
         self.phases_s = [0.0] * len(PHASES)  # of the open (or next) step, per PHASES
         self.outside_s = 0.0  # phase time outside any step since the last one
-        #: What the rank is doing now (a contract phase name, since when in perf_counter time), and what it did
-        #: before the open phases: read by the heartbeat, written only here.
+        #: What the rank is doing now (a contract phase name, since when in perf_counter time), and what it goes
+        #: back to when a phase ends (the open step's compute, or the work between steps): read by the heartbeat.
         self.now: tuple[str, float] = ("idle", perf_counter())
-        self.was: list[tuple[str, float]] = []
+        self.back = self.now
         self._taken = 0
         self._logged: set[str] = set()
 
@@ -205,9 +203,14 @@ class StepRecorder:
             self.fault("step")
 
     def record(self, fields: dict[str, Any]) -> None:
-        """Keep ``record(**fields)`` as given; the drain validates."""
+        """Keep ``record(**fields)`` as given; the drain validates. A rank that keeps nothing still notes a given
+        ``global_step``: its heartbeat counts from the job's step, as rank 0's does (its drain sets ``step_base``)."""
         if self.keep:
             self._given.append(fields)
+            return
+        step = fields.get("global_step")
+        if type(step) is int:
+            self.step_base = step - self.steps
 
     # ------------------------------------------------------------------ drain
 
