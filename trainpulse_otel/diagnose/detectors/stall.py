@@ -150,7 +150,7 @@ def _lagging(tick: Tick, training: TrainingSample) -> dict[str, Any]:
     beating = [r for r in training.ranks if r.phase is not None]
     if beating:
         return _from_heartbeats(tick.ts, beating)
-    return _from_gpus(tick)
+    return _from_gpus(tick, training)
 
 
 def _from_heartbeats(ts: float, ranks: list[RankSample]) -> dict[str, Any]:
@@ -182,17 +182,25 @@ def _rank_entry(ts: float, r: RankSample) -> dict[str, Any]:
     return entry
 
 
-def _from_gpus(tick: Tick) -> dict[str, Any]:
-    """No heartbeats: a minority of idle GPUs while the rest spin busy at low power are the stuck ranks'."""
+def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
+    """No heartbeats: a minority of idle GPUs while the rest spin busy at low power are the stuck ranks'.
+
+    A GPU's rank is the one the job's reports placed on it; a job that never said, with one rank per GPU of
+    this node (``world_size`` equal to the GPUs), is taken to run rank i on GPU i (``LOCAL_RANK``), and the
+    entry says it was assumed.
+    """
     idle = [g for g in tick.gpus if g.utilization_percent is not None and g.utilization_percent < IDLE_UTIL]
     spinning = [g for g in tick.gpus if _spinning(g)]
     if not idle or len(idle) >= len(spinning):
         return {"inferred_from": None, "lagging": [], "lagging_count": 0}
     node = tick.node
+    one_per_gpu = not node.rank_of_gpu and training.world_size == len(tick.gpus)
     lagging = []
     for g in idle[:MAX_LISTED]:
         entry: dict[str, Any] = {"gpu_index": g.index, "utilization_percent": g.utilization_percent}
         rank = node.rank_of_gpu.get(g.index)
+        if rank is None and one_per_gpu:
+            rank, entry["rank_assumed"] = g.index, True
         if rank is not None:
             entry["rank"] = rank
         if node.hostname is not None:
@@ -207,14 +215,11 @@ def _from_gpus(tick: Tick) -> dict[str, Any]:
 
 
 def _spinning(g: GpuSample) -> bool:
+    """Busy at low power (an NCCL kernel polling), or just busy where the board's power is not reported."""
     util, power, limit = g.utilization_percent, g.power_watts, g.power_limit_watts
-    return (
-        util is not None
-        and util >= SPIN_UTIL
-        and power is not None
-        and bool(limit)
-        and power < SPIN_POWER_SHARE * limit
-    )
+    if util is None or util < SPIN_UTIL:
+        return False
+    return power is None or not limit or power < SPIN_POWER_SHARE * limit
 
 
 def _message(stalled: float, threshold: float, lag: dict[str, Any]) -> str:
