@@ -243,13 +243,12 @@ def test_the_waits_of_the_step_that_sat_out_a_stall_are_no_sync_imbalance():
 def test_without_ranks_or_power_readings_a_one_rank_per_gpu_job_is_taken_to_run_rank_i_on_gpu_i():
     def frame(t: float) -> Frame:
         stuck = t >= 60
-        base = job(
+        return job(
             t,
             training={"global_step": 24059 if stuck else 24000 + int(t), "timestamp": T0 + min(t, 59), "ranks": ()},
             gpu_changes={"utilization_percent": 100.0, "power_watts": None} if stuck else None,
             gpus={3: {"utilization_percent": 0.0}} if stuck else None,
         )
-        return base
 
     (signal,) = stalled_run([frame(float(t)) for t in range(100)]).active()
     (entry,) = signal.evidence["lagging"]
