@@ -9,6 +9,7 @@ import time
 
 from tests.integrations.monitor.test_sender import Recorder
 from trainpulse_otel import TrainingMonitor
+from trainpulse_otel.integrations.monitor import heartbeat
 from trainpulse_otel.integrations.monitor.distributed import World
 from trainpulse_otel.integrations.monitor.heartbeat import StoreChannel
 from trainpulse_otel.samples import RankSample
@@ -118,7 +119,8 @@ class FakeStore:
         return [self.data[k] for k in keys]
 
 
-def test_the_store_channel_forwards_fresh_heartbeats_counts_them_and_drops_stale_or_malformed_ones():
+def test_the_store_channel_forwards_fresh_heartbeats_counts_them_and_drops_stale_or_malformed_ones(monkeypatch):
+    monkeypatch.setattr(heartbeat, "READ_EVERY_S", 0.0)
     store = FakeStore()
     reader = StoreChannel(World(rank=0, world_size=4), store)
     for r in (1, 2):
@@ -128,6 +130,17 @@ def test_the_store_channel_forwards_fresh_heartbeats_counts_them_and_drops_stale
     assert reader.read() and reader.received == {1: 1, 2: 1}  # the same entries again: nothing new received
     store.data["trainpulse/heartbeat/2"] = b"{not json"
     assert [b.rank for b in reader.read()] == [1]
+
+
+def test_rank_0_asks_the_store_at_most_every_half_second_whatever_its_tick_rate():
+    store = FakeStore()
+    reader = StoreChannel(World(rank=0, world_size=2), store)
+    StoreChannel(World(rank=1, world_size=2), store).put(RankSample(rank=1, global_step=7, phase="sync"))
+    assert [b.phase for b in reader.read()] == ["sync"]
+    StoreChannel(World(rank=1, world_size=2), store).put(RankSample(rank=1, global_step=8, phase="compute"))
+    assert [b.phase for b in reader.read()] == ["sync"]  # within READ_EVERY_S: the last answer
+    time.sleep(heartbeat.READ_EVERY_S)
+    assert [b.phase for b in reader.read()] == ["compute"]
 
 
 def test_a_rank_other_than_0_posts_only_its_heartbeats_over_rest(monkeypatch):

@@ -47,6 +47,8 @@ STORE_PREFIX = "trainpulse/heartbeat/"
 STORE_TIMEOUT_S = 10.0
 #: A heartbeat in the store older than this (three of the longest periods) is a rank that stopped sending.
 STALE_AFTER_S = 3 * MAX_PERIOD_S
+#: Rank 0 reads the store at most this often (its ticks may come every few tens of ms; heartbeats do not).
+READ_EVERY_S = 0.5
 
 
 class RankState:
@@ -127,6 +129,8 @@ class StoreChannel:
         self._seen: set[int] = set()
         self._failed = False
         self._sent_at: dict[int, float] = {}
+        self._read_at = float("-inf")
+        self._last: tuple[RankSample, ...] = ()
         #: New heartbeats read, per rank.
         self.received: dict[int, int] = {}
 
@@ -136,7 +140,16 @@ class StoreChannel:
             store.set(f"{STORE_PREFIX}{beat.rank}", json.dumps({"sent_at": time(), "rank": to_dict(beat)}))
 
     def read(self) -> tuple[RankSample, ...]:
-        """The latest heartbeat every other rank has written (none where the store cannot be reached)."""
+        """The latest heartbeat every other rank has written (none where the store cannot be reached); the
+        store is asked at most every ``READ_EVERY_S``, in between the last answer stands."""
+        now = time()
+        if now - self._read_at < READ_EVERY_S:
+            return self._last
+        self._read_at = now
+        self._last = self._read(now)
+        return self._last
+
+    def _read(self, now: float) -> tuple[RankSample, ...]:
         store = self._client()
         if store is None:
             return ()
@@ -148,7 +161,6 @@ class StoreChannel:
         except Exception:
             log.debug("reading heartbeats from the store failed", exc_info=True)
             return ()
-        now = time()
         beats = []
         for raw in values:
             sent_at, beat = _parsed(raw)
