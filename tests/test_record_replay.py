@@ -129,3 +129,30 @@ def test_an_oversized_line_is_reported_and_the_next_line_still_read(tmp_path):
     assert len(lines) == 3 and len(lines[1]) == 1001
     records = list(read_trace(lines, errors, max_line_bytes=1000))
     assert [r.ts for r in records] == [1.0, 3.0] and errors[0].lineno == 2
+
+
+def test_a_recorded_hang_keeps_its_heartbeats_and_replays_to_the_same_stall(tmp_path):
+    path = tmp_path / "hang.jsonl"
+    clock = [1_764_400_000.0]
+    engine = parts.engine(
+        Settings(record=str(path)), collectors=[ScriptedCollector()], mode="scripted", clock=lambda: clock[0]
+    )
+    live = []
+    for i in range(80):
+        if i < 20:
+            engine.ingest(_training(i))
+        else:  # rank 2 stuck in its data loader at step 19, the others inside the all-reduce: heartbeats only
+            phases = {r: "data" if r == 2 else "all_reduce" for r in range(4)}
+            beats = tuple(
+                RankSample(rank=r, global_step=19, phase=p, phase_since=1_764_400_020.0) for r, p in phases.items()
+            )
+            engine.ingest(TrainingSample(ranks=beats))
+        live += [t for t in engine.tick().transitions if t.signal == "training_stalled"]
+        clock[0] += 1.0
+    engine.close()
+    with open(path, "rb") as fh:
+        result = replay(read_trace(fh, []), parts.stepper())
+    replayed = [t for t in result.timeline if t.signal == "training_stalled"]
+    assert [(t.ts, t.event) for t in replayed] == [(t.ts, t.event) for t in live] and len(live) == 1
+    (stalled,) = [s for s in result.diagnosis.signals if s.name == "training_stalled"]
+    assert [e["rank"] for e in stalled.evidence["lagging"]] == [2]

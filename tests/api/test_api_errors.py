@@ -48,6 +48,11 @@ BAD_TRAINING_BODIES = [
     ("duplicate rank", b'{"ranks": [{"rank": 1}, {"rank": 1}]}', "ranks[1].rank"),
     ("negative rank", b'{"ranks": [{"rank": -1}]}', "ranks[0].rank"),
     ("bad value inside a rank", b'{"ranks": [{"rank": 0}, {"rank": 1, "data_wait_ms": "x"}]}', "ranks[1].data_wait_ms"),
+    ("unknown heartbeat phase", b'{"ranks": [{"rank": 0, "phase": "napping"}]}', "ranks[0].phase"),
+    ("heartbeat phase not a string", b'{"ranks": [{"rank": 0, "phase": 3}]}', "ranks[0].phase"),
+    ("negative phase_since", b'{"ranks": [{"rank": 0, "phase": "data", "phase_since": -1}]}', "ranks[0].phase_since"),
+    ("fractional rank step", b'{"ranks": [{"rank": 0, "global_step": 2.5}]}', "ranks[0].global_step"),
+    ("negative pid", b'{"ranks": [{"rank": 0, "phase": "data", "pid": -4}]}', "ranks[0].pid"),
 ]
 
 

@@ -103,7 +103,7 @@ def test_keys_a_newer_daemon_adds_are_ignored():
     newer = copy.deepcopy(data)
     newer["nodes"] = [{"hostname": "node-1", "gpus": [], "host": None, "last_seen": 1.0}]
     newer["gpus"][0]["pcie_replay_errors"] = 3
-    newer["training"]["ranks"][0]["phase"] = "compute"
+    newer["training"]["ranks"][0]["nvlink_retries"] = 3
     newer["diagnosis"]["goodput"]["productive_s"] = 812.0
     newer["diagnosis"]["signals"][0]["first_seen"] = 1.0
     assert Snapshot.from_dict(newer).to_dict() == data

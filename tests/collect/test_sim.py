@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from functools import cache
 from itertools import pairwise
 
@@ -96,10 +97,26 @@ def test_same_seed_same_samples_and_another_seed_differs():
     assert first != [c.sample(t) for t in ts]
 
 
+def without_heartbeats(c: Collected) -> Collected:
+    """The tick as a job that sends no rank heartbeats would show it."""
+    if c.training is None:
+        return c
+    ranks = tuple(replace(r, global_step=None, phase=None, phase_since=None, pid=None) for r in c.training.ranks)
+    return replace(c, training=replace(c.training, ranks=ranks))
+
+
 @pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.onset_s > 0 and n != "healthy"])
 def test_before_onset_a_scenario_is_exactly_the_healthy_run(name):
+    """Apart from the heartbeats a scenario's job may send (training_stalled's does)."""
     onset = SCENARIOS[name].onset_s
-    assert ticks(run(name), 0, onset) == ticks(run("healthy", 400), 0, onset)
+    before = [without_heartbeats(c) for c in ticks(run(name), 0, onset)]
+    assert before == ticks(run("healthy", 400), 0, onset)
+
+
+def test_a_job_with_heartbeats_sends_them_on_every_rank_of_every_report():
+    for _, c in run("training_stalled"):
+        assert c.training is not None and c.training.ranks
+        assert all(r.phase is not None and r.global_step is not None and r.pid for r in c.training.ranks)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

@@ -24,6 +24,8 @@ SHORT = {
     "checkpoint_stall": 100,
     "gpu_underutilization": 140,
     "gpu_memory_degradation": 170,
+    "training_stalled": 150,  # a stall exists only after 30 s without a step
+    "training_stalled_no_heartbeat": 150,
 }
 FAULTS = [n for n in SCENARIOS if n != "healthy"]
 

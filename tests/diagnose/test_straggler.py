@@ -170,3 +170,17 @@ def test_two_ranks_taking_turns_are_not_a_straggler():
 
     h = Harness(RankStraggler()).run(range(300), lambda t: report(t, 2, imbalanced))
     assert h.raised() == []
+
+
+def test_a_rank_that_sat_out_a_stall_is_not_made_a_straggler_by_it():
+    """After a hang, the gathered step of the hung rank holds the whole stall (60 s): that is training_stalled's,
+    and repeating it over a few reports (the gather holds it) must not raise rank_straggler."""
+
+    def frame(t: float) -> Frame:
+        hung = 60.0 <= t < 66.0
+        return report(t, 4, lambda r, rng: healthy(r, rng) + (60_000.0 if hung and r == 3 else 0.0))
+
+    h = Harness(RankStraggler()).run(range(120), frame)
+    assert h.raised("rank_straggler") == []
+    h = Harness(RankStraggler()).run(range(120), lambda t: report(t, 4, slow(3, 1.35, 60, t)))
+    assert [x.subject["rank"] for x in h.raised("rank_straggler")][:1] == [3]  # a slower pace still is one

@@ -82,6 +82,10 @@ FULL_TRAINING = {
             # rank 7 diverged: its -inf loss (== itself, unlike NaN) is the training.nonfinite point, the others' are rank.loss points
             "loss": -float("inf") if r == 7 else 2.1 + r / 100,
             "grad_norm": 0.9,
+            "global_step": 1200,
+            "phase": "all_reduce",
+            "phase_since": 1764399999.5,
+            "pid": 4100 + r,
         }
         for r in range(8)
     ],

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from trainpulse_otel.samples import (
     GPU_RULES,
     HOST_RULES,
+    RANK_PHASES,
     RANK_RULES,
     THROTTLE_REASONS,
     TRAINING_RULES,
@@ -63,7 +64,13 @@ def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
 
 
 def _training() -> st.SearchStrategy[TrainingSample]:
-    rank = st.builds(lambda r, f: RankSample(rank=r, **f), st.integers(0, 64), _fields(RANK_RULES))
+    rank = st.builds(
+        lambda r, f, phase, pid: RankSample(rank=r, phase=phase, pid=pid, **f),
+        st.integers(0, 64),
+        _fields(RANK_RULES),
+        st.none() | st.sampled_from(RANK_PHASES),
+        st.none() | st.integers(0, 2**22),
+    )
     ranks = st.lists(rank, max_size=5, unique_by=lambda r: r.rank).map(tuple)
     return st.builds(lambda f, rs: TrainingSample(**f, ranks=rs), _fields(TRAINING_RULES), ranks)
 

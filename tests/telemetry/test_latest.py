@@ -55,3 +55,27 @@ def test_tracked_ranks_are_capped_oldest_first():
     for r in range(10):  # a sender that invents a new rank number every report
         latest.put_training(TrainingSample(ranks=(_rank(r),)), now=float(r))
     assert [r.rank for r in latest.current().training.ranks] == [6, 7, 8, 9]
+
+
+def test_a_heartbeat_keeps_a_ranks_measurements_and_a_measurement_keeps_its_heartbeat():
+    latest = LatestSamples(stale_after_s=10.0)
+    latest.put_training(
+        TrainingSample(step_time_ms=5.0, ranks=(RankSample(rank=0, gpu_index=0, step_time_ms=90.0),)), 1.0
+    )
+    beat = RankSample(rank=0, global_step=41, phase="all_reduce", phase_since=3.0, pid=77)
+    latest.put_training(TrainingSample(ranks=(beat,)), now=4.0)
+    (r,) = latest.current().training.ranks
+    assert (r.step_time_ms, r.gpu_index, r.global_step, r.phase, r.pid) == (90.0, 0, 41, "all_reduce", 77)
+    latest.put_training(TrainingSample(ranks=(RankSample(rank=0, step_time_ms=95.0),)), now=5.0)
+    (r,) = latest.current().training.ranks
+    assert (r.step_time_ms, r.phase, r.gpu_index) == (95.0, "all_reduce", 0)
+    assert latest.current().training.step_time_ms == 5.0  # heartbeats never replace the job's report
+
+
+def test_heartbeats_keep_a_blocked_rank_alive_past_stale_after():
+    latest = LatestSamples(stale_after_s=10.0)
+    latest.put_training(TrainingSample(ranks=(_rank(0), _rank(1))), now=0.0)
+    for now in range(3, 30, 3):  # rank 1 beats every 3 s, rank 0 went silent
+        latest.put_training(TrainingSample(ranks=(RankSample(rank=1, global_step=5, phase="sync"),)), now=float(now))
+        latest.expire(float(now))
+    assert [r.rank for r in latest.current().training.ranks] == [1]

@@ -16,7 +16,10 @@ job's own healthy pace, each report's step decomposes into:
   is not a loss. The tokenizer's wait, when it fits inside the loader's wait,
   is part of it (the loader's excess is what the tokenizer does not explain);
 - ``compute`` — what is left of the step's excess over the ideal step after
-  the waits: slower kernels, throttled clocks, padding.
+  the waits: slower kernels, throttled clocks, padding;
+- ``stall`` — a step that sat out a stall (``training_stalled`` was raised
+  before it completed: a hung rank, a dead GPU): all of its excess is the
+  stall's, none of it a wait or slower compute, and it teaches no baseline.
 
 The *ideal step* is the job's best sustained pace: the lowest median of 31
 consecutive steps (without checkpoint and bubble) over the last 30 minutes.
@@ -41,7 +44,7 @@ WARMUP_REPORTS = 10
 PACE_STEPS = 31
 PACE_SPAN_S = 1800.0
 #: Budget components, in the order they are shown.
-COMPONENTS = ("compute", "data", "tokenizer", "sync", "all_reduce", "checkpoint", "bubble")
+COMPONENTS = ("compute", "data", "tokenizer", "sync", "all_reduce", "checkpoint", "bubble", "stall")
 WAITS = ("data", "tokenizer", "sync", "all_reduce")
 
 
@@ -110,12 +113,20 @@ class BudgetBuilder:
         """The job's ideal step time (None until it is known)."""
         return self.ideal.value if self.ideal.ready else None
 
-    def add(self, ts: float, report: TrainingSample, steps: int = 1) -> StepBudget | None:
+    def add(self, ts: float, report: TrainingSample, steps: int = 1, stalled: bool = False) -> StepBudget | None:
         """The budget of one of the ``steps`` steps ``report`` stands for, at ``ts`` (None without a step time,
-        or before the ideal is known)."""
+        or before the ideal is known).
+
+        ``stalled``: the report ends a stall; its excess over the ideal step is all ``stall``.
+        """
         step = report.step_time_ms
         if step is None or step <= 0:
             return None
+        if stalled:
+            ideal = self.ideal_ms
+            if ideal is None:
+                return None
+            return StepBudget(step, ideal, dict.fromkeys(COMPONENTS, 0.0) | {"stall": max(0.0, step - ideal)})
         steps = max(1, steps)
         checkpoint = min(steps * step, report.checkpoint_ms or 0.0) / steps
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)

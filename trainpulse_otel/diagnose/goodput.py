@@ -19,9 +19,15 @@ badput to categories (data loading, checkpointing, …):
   none of that time is productive (its budget is not split further). Its
   recent rate is the budget component ``numerics``, which the cause claims
   when causes are ranked;
+- ``stall`` — wall time while ``training_stalled`` is raised, counted as it
+  passes (from the last report on) and attributed to the highest-ranked cause
+  that names ``training_stalled`` (``rank_hang``, or a deeper cause that
+  explains the stall), else ``unattributed``; the report that ends the stall
+  adds only what its step lost beyond the seconds already counted;
 - ``unattributed`` — wall time neither productive nor explained by a step's
-  budget: time in which no step finished (a hang, a save nobody reported),
-  losses before the ideal step was known.
+  budget: time in which no step finished and no stall was raised (a save
+  nobody reported, a stall shorter than its threshold), losses before the
+  ideal step was known.
 
 Every badput figure only grows (they are exported as counters,
 ``trainpulse_badput_seconds_total{cause}``). Pure: the clock is the reports'.
@@ -72,6 +78,9 @@ class GoodputAccount:
         self._recent_s = 0.0
         self._loss_rates: dict[str, float] = {}  # per budget component: seconds lost per second, recently
         self._loss_ts: float | None = None
+        self._last_report_ts: float | None = None
+        self._stall_counted_s = 0.0  # stall seconds since the last report already in the badput
+        self._stall_pending_s = 0.0  # counted by stall(), not yet attributed to a cause
 
     def add(
         self,
@@ -86,6 +95,8 @@ class GoodputAccount:
         """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget."""
         if self.first_ts is None:
             self.first_ts = ts
+        self._last_report_ts = ts
+        stall_counted, self._stall_counted_s = self._stall_counted_s, 0.0
         if _diverged(report):
             self._add_diverged(ts, report, steps)
             return
@@ -105,6 +116,8 @@ class GoodputAccount:
                 times = budget.steps if component == "checkpoint" else steps  # a reported save counts whole
                 if ms > 0 and times:
                     lost_s = times * ms / 1000.0
+                    if component == "stall":  # the seconds stall() counted as they passed are in already
+                        lost_s, stall_counted = max(0.0, lost_s - stall_counted), max(0.0, stall_counted - lost_s)
                     cause = self._cause_of(component, causes, straggler_active)
                     self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
                     rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
@@ -122,6 +135,30 @@ class GoodputAccount:
         self._loss_rates = rates
         self._recent.append((ts, 0.0))
         self._settle_unattributed(ts)
+
+    def stall(self, ts: float) -> None:
+        """Count the time since the last report as stalled, up to ``ts`` (each tick ``training_stalled`` is raised).
+
+        The seconds go into the recent losses at once — so the ranking sees them on the tick the stall is
+        raised — and into the badput with :meth:`attribute_stall`, once the causes are known.
+        """
+        if self._last_report_ts is None or self._ideal_ms is None:
+            return
+        new = ts - self._last_report_ts - self._stall_counted_s
+        if new <= 0:
+            return
+        self._stall_counted_s += new
+        self._stall_pending_s += new
+        rates = self.recent_losses(ts)
+        rates["stall"] = rates.get("stall", 0.0) + new / RECENT_TAU_S
+        self._loss_rates = rates
+
+    def attribute_stall(self, causes: Sequence[RootCause]) -> None:
+        """The stalled seconds :meth:`stall` counted, to the cause of the stall."""
+        if self._stall_pending_s > 0:
+            cause = self._cause_of("stall", causes, False)
+            self.badput_s[cause] = self.badput_s.get(cause, 0.0) + self._stall_pending_s
+            self._stall_pending_s = 0.0
 
     def recent_losses(self, ts: float) -> dict[str, float]:
         """Each budget component's recent loss, as a share of wall time (a leaky sum over ~2 minutes)."""
@@ -152,6 +189,8 @@ class GoodputAccount:
     def _cause_of(component: str, causes: Sequence[RootCause], straggler_active: bool) -> str:
         if component in CAUSE_OF_COMPONENT:
             return CAUSE_OF_COMPONENT[component]
+        if component == "stall":  # the deepest ranked cause that explains the stall
+            return next((c.cause for c in causes if "training_stalled" in c.signals), UNATTRIBUTED)
         deeper = next((c.cause for c in causes if c.cause not in WAIT_CAUSES), None)
         if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
             return (deeper or "straggler_rank") if straggler_active else "load_imbalance"

@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: Root causes are re-inferred at least this often while signals are active (evidence moves).
 CAUSE_REFRESH_S = 5.0
+#: The signal whose time is counted as stalled (the goodput's ``stall``), whatever its cause.
+STALL_SIGNAL = "training_stalled"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class DiagnosticPipeline:
         self._budget = BudgetBuilder()
         self._steps = StepCounter()
         self._goodput = GoodputAccount()
+        self._stalled = False  # training_stalled was raised since the last report
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
 
@@ -87,7 +90,13 @@ class DiagnosticPipeline:
         transitions = tracker.drain()
         signals = tracker.signals()
         top_before = self._top
+        stalled = any(s.name == STALL_SIGNAL for s in signals)
+        if stalled:
+            self._stalled = True
+            self._goodput.stall(ts)
         causes = self._root_causes(ts, signals, transitions)
+        if stalled:
+            self._goodput.attribute_stall(causes)
         health = self._health.update(ts, signals)
         if tick.report is not None:
             self._account(ts, tick.report, causes, signals)
@@ -101,7 +110,8 @@ class DiagnosticPipeline:
     ) -> None:
         """The new report's step into the budget, and the budget into goodput."""
         steps = self._steps.advance(report)
-        budget = self._budget.add(ts, report, steps)
+        budget = self._budget.add(ts, report, steps, stalled=self._stalled)
+        self._stalled = False
         straggler = any(s.name == "rank_straggler" for s in signals)
         self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler, steps)
 

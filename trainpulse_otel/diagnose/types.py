@@ -39,6 +39,7 @@ SIGNALS: tuple[str, ...] = (
     "gpu_memory_degradation",
     "loss_spike",
     "nonfinite_loss",
+    "training_stalled",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -57,6 +58,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "load_imbalance",
     "gpu_hardware_failure",
     "numerical_instability",
+    "rank_hang",
 )
 
 WARNING = "warning"

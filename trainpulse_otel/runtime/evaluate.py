@@ -61,6 +61,7 @@ class ScenarioResult:
     subject_ok: bool
     oom_lead_s: float | None = None
     ticks: int = 0
+    defined_after_s: float = 0.0
 
     @property
     def detected(self) -> bool:
@@ -68,9 +69,14 @@ class ScenarioResult:
 
     @property
     def latency(self) -> float | None:
-        """The scenario's detection latency: its slowest expected signal (None if one is missed)."""
+        """The scenario's detection latency: its slowest expected signal (None if one is missed), counted from
+        when the signal is defined to exist (``defined_after_s`` past the onset: a stall is one after 30 s)."""
         values = list(self.latency_s.values())
-        return max(values) if values and None not in values else (0.0 if not values else None)  # type: ignore[type-var]
+        if not values:
+            return 0.0
+        if None in values:
+            return None
+        return max(0.0, max(values) - self.defined_after_s)  # type: ignore[type-var]
 
 
 @dataclass
@@ -178,6 +184,7 @@ def run_scenario(
         subject_ok=_subject_matches(scenario.expected_subject, subject),
         oom_lead_s=lead,
         ticks=run.ticks,
+        defined_after_s=scenario.defined_after_s,
     )
 
 
@@ -242,12 +249,14 @@ def format_report(report: EvalReport) -> str:
     """The human-readable table and summary line (and, with pairs, their table and line)."""
     lines = [
         (
-            f"{'scenario':<23}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
+            f"{'scenario':<31}{'variant':<12}{'seed':>4}  {'expected: latency':<36}{'top cause (subject)':<46}"
             f"{'ok':<3}extra / early"
         )
     ]
     for r in report.scenarios:
         lat = ", ".join(f"{k} {_secs(v)}" for k, v in r.latency_s.items()) or "—"
+        if r.defined_after_s:
+            lat += f" (of {r.defined_after_s:.0f})"
         if r.oom_lead_s is not None:
             lat += f" (lead {r.oom_lead_s:.0f} s)"
         ok = "✓" if r.cause_ok and r.subject_ok else "✗"
@@ -258,7 +267,7 @@ def format_report(report: EvalReport) -> str:
         elif r.top_subject:
             cause += f" ({len(next(iter(r.top_subject.values())))} {next(iter(r.top_subject))})"
         noise = ", ".join(r.extra) + (" / " + ", ".join(r.early) if r.early else "")
-        lines.append(f"{r.scenario:<23}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
+        lines.append(f"{r.scenario:<31}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
     lines.extend(
         f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
         + "".join(f"\n    {x['t_s']:.0f} s {x['signal']} {x['subject']}: {x['message']}" for x in h.raised)

@@ -9,7 +9,9 @@ precise 4xx instead of guessing.
 """
 
 from .model import (
+    COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
+    RANK_PHASES,
     THROTTLE_REASONS,
     Frame,
     GpuSample,
@@ -19,6 +21,7 @@ from .model import (
     TrainingSample,
     XidCount,
     loss_points,
+    merged_rank,
     to_dict,
 )
 from .validation import (
@@ -41,10 +44,12 @@ from .validation import (
 )
 
 __all__ = [
+    "COLLECTIVE_PHASES",
     "DEFAULT_MAX_RANKS",
     "GPU_RULES",
     "HOST_RULES",
     "MAX_STRING_LENGTH",
+    "RANK_PHASES",
     "RANK_RULES",
     "THROTTLE_REASONS",
     "TRAINING_IDENTITY_FIELDS",
@@ -61,6 +66,7 @@ __all__ = [
     "XidCount",
     "check_value",
     "loss_points",
+    "merged_rank",
     "parse_gpu",
     "parse_gpus",
     "parse_host",

@@ -5,7 +5,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple
 
 THROTTLE_REASONS: tuple[str, ...] = (
@@ -18,6 +18,21 @@ THROTTLE_REASONS: tuple[str, ...] = (
 )
 
 DEFAULT_MAX_RANKS = 8192
+
+#: What a rank can be doing now (its heartbeat's ``phase``): the contract's names.
+RANK_PHASES: tuple[str, ...] = (
+    "data",
+    "tokenizer",
+    "compute",
+    "all_reduce",
+    "sync",
+    "checkpoint",
+    "optimizer",
+    "eval",
+    "idle",
+)
+#: Phases in which a rank waits inside a collective for its peers.
+COLLECTIVE_PHASES = frozenset(("all_reduce", "sync"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +99,13 @@ class HostSample:
 
 @dataclass(frozen=True, slots=True)
 class RankSample:
-    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU."""
+    """One rank's view of the latest step; ``gpu_index`` ties it to a GPU.
+
+    ``global_step``, ``phase`` and ``phase_since`` are the rank's heartbeat:
+    its last completed step and what it is doing now (one of
+    :data:`RANK_PHASES`, since that unix time), sent even while its step is
+    blocked; ``pid`` is its process, for a stack dump when it hangs.
+    """
 
     rank: int
     gpu_index: int | None = None
@@ -97,6 +118,26 @@ class RankSample:
     # the rank's own loss and gradient norm (may be NaN or infinite: a diverged rank is data, not bad input)
     loss: float | None = None
     grad_norm: float | None = None
+    global_step: int | None = None
+    phase: str | None = None
+    phase_since: float | None = None
+    pid: int | None = None
+
+
+#: The parts of a rank's entry that arrive separately: its identity, its heartbeat (every few seconds, also
+#: while its step is blocked) and its step measurements (the rank gather, every few steps).
+RANK_IDENTITY = ("gpu_index", "hostname")
+RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
+RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
+
+
+def merged_rank(old: RankSample, new: RankSample) -> RankSample:
+    """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
+    kept = {}
+    for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY):
+        if all(getattr(new, name) is None for name in part):
+            kept.update({name: getattr(old, name) for name in part})
+    return replace(new, **kept) if kept else new
 
 
 @dataclass(frozen=True, slots=True)

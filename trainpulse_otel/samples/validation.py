@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import DEFAULT_MAX_RANKS, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
+from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
 
 MAX_STRING_LENGTH = 256
 
@@ -121,7 +121,11 @@ RANK_RULES: dict[str, Rule] = {
     "all_reduce_wait_ms": NONNEG,
     "loss": LOSS,
     "grad_norm": GRAD_NORM,
+    "global_step": COUNT,
+    "phase_since": NONNEG,
 }
+# A rank's ``phase`` and ``pid`` are parsed by :func:`parse_rank` beside these rules: a phase is one of
+# RANK_PHASES, not any string, and the pid travels with the phase (one point, see telemetry/catalog.py).
 
 TRAINING_RULES: dict[str, Rule] = {
     "timestamp": NONNEG,
@@ -325,10 +329,19 @@ def parse_host(data: Any, field: str = "host") -> HostSample:
 
 
 def parse_rank(data: Any, where: str) -> RankSample:
-    """Build a RankSample; ``rank`` is required."""
+    """Build a RankSample; ``rank`` is required, ``phase`` one of RANK_PHASES."""
     values = _checked_fields(data, RANK_RULES, where + ".")
     if "rank" not in values:
         raise SampleError(where + ".rank", "is required")
+    phase = data.get("phase")
+    if phase is not None:
+        if phase not in RANK_PHASES:
+            shown = repr(phase) if isinstance(phase, str) else f"a {type_name(phase)}"
+            raise SampleError(where + ".phase", f"unknown phase {shown}; known: {', '.join(RANK_PHASES)}")
+        values["phase"] = phase
+    pid = data.get("pid")
+    if pid is not None:
+        values["pid"] = check_value(where + ".pid", pid, COUNT)
     return RankSample(**values)
 
 

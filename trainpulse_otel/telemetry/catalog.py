@@ -171,6 +171,9 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _r("rank.all_reduce_wait", "ms", "all_reduce_wait_ms", "The rank's time in the gradient all-reduce."),
     _r("rank.loss", "1", "loss", "The rank's own training loss."),
     _r("rank.grad_norm", "1", "grad_norm", "The rank's own gradient norm."),
+    # Per-rank heartbeat (sent even while the rank's step is blocked)
+    _r("rank.global_step", "{step}", "global_step", "The rank's last completed optimizer step (heartbeat)."),
+    _r("rank.phase_since", "s", "phase_since", "Unix time the rank entered its current phase (heartbeat)."),
 )
 
 #: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).
@@ -189,6 +192,14 @@ GPU_XID = MetricSpec(
     "xid_counts",
     "XID errors the driver reported for the GPU since the daemon started, by XID code.",
     monotonic=True,
+)
+#: Always 1; the rank's current phase (attribute ``phase``) and its process id (``process.pid``), from its heartbeat.
+RANK_PHASE = MetricSpec(
+    "rank.phase",
+    "1",
+    RANK,
+    "phase",
+    "Always 1; the phase the rank is in now (attribute phase) and its process (process.pid), from its heartbeat.",
 )
 #: Always 1; carries the job's descriptive strings as attributes.
 TRAINING_INFO = MetricSpec(
@@ -220,4 +231,4 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID, NONFINITE)
+ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID, NONFINITE, RANK_PHASE)

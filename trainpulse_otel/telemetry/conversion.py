@@ -37,6 +37,7 @@ from .catalog import (
     MEASUREMENTS,
     NONFINITE,
     RANK,
+    RANK_PHASE,
     TRAINING,
     TRAINING_INFO,
     TRAINING_INFO_ATTRIBUTES,
@@ -143,6 +144,16 @@ def observe(
             attrs = rank_attributes(rank)
             _add_fields(out, _SPECS_BY_SCOPE[RANK], rank, attrs)
             _add_nonfinite(out, rank, attrs)
+            if rank.phase is not None:
+                out[RANK_PHASE.suffix].append((1, _phase_attributes(rank, attrs)))
+    return out
+
+
+def _phase_attributes(rank: RankSample, attrs: Attributes) -> dict[str, str | int]:
+    """The rank's attributes plus its phase and, when known, its process id (the info point of its heartbeat)."""
+    out: dict[str, str | int] = {**attrs, "phase": rank.phase}  # type: ignore[dict-item]
+    if rank.pid is not None:
+        out["process.pid"] = rank.pid
     return out
 
 
@@ -186,6 +197,11 @@ class FrameAssembler:
             for field, key in TRAINING_INFO_ATTRIBUTES.items():
                 if key in attributes:
                     self._training[field] = str(attributes[key])
+        elif spec is RANK_PHASE:
+            rank = self._target(RANK, attributes)
+            rank["phase"] = str(attributes["phase"])
+            if "process.pid" in attributes:
+                rank["pid"] = int(attributes["process.pid"])
         else:
             self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
 
@@ -202,7 +218,13 @@ class FrameAssembler:
             spec = _SPECS_BY_SUFFIX.get(suffix)
             if spec is None or not points:
                 continue
-            if spec is GPU_THROTTLE or spec is TRAINING_INFO or spec is GPU_XID or spec is NONFINITE:
+            if (
+                spec is GPU_THROTTLE
+                or spec is TRAINING_INFO
+                or spec is GPU_XID
+                or spec is NONFINITE
+                or spec is RANK_PHASE
+            ):
                 for value, attrs in points:
                     self.add(suffix, attrs, value)
                 continue
@@ -339,6 +361,8 @@ def _training_read_back(training: TrainingSample) -> TrainingSample:
     ranks = []
     for rank in sorted(training.ranks, key=lambda r: r.rank):
         measured = _read_back(rank, RANK)
+        if rank.phase is not None:  # the phase point, which carries the pid
+            measured.update(phase=rank.phase, pid=rank.pid)
         if measured:  # a rank without a measurement has no point
             ranks.append(RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured))
     return TrainingSample(**fields, ranks=tuple(ranks))

@@ -3,7 +3,12 @@
 Observable gauges report whatever is here when a reader collects, so nothing is
 paid between reads. Training reports are merged: a report replaces the
 job-level view, while per-rank entries are merged by rank (ranks may report
-separately), and both expire when they stop arriving. The clock is passed in
+separately), and both expire when they stop arriving. A rank's entry has two
+parts that arrive apart: its step measurements (the rank gather, every few
+steps) and its heartbeat (``global_step``, ``phase``, ``phase_since``, ``pid``,
+every few seconds, also while its step is blocked). An entry that carries
+only one part keeps the other as it was, so a heartbeat keeps a blocked rank
+alive without repeating — or erasing — its last step's numbers. The clock is passed in
 (``now``), so replay can drive this with a trace's timestamps.
 """
 
@@ -24,6 +29,7 @@ from ..samples import (
     TrainingSample,
     XidCount,
     loss_points,
+    merged_rank,
 )
 from .conversion import Observations, observe
 
@@ -86,7 +92,8 @@ class LatestSamples:
         """
         with self._lock:
             for rank in sample.ranks:
-                self._ranks[rank.rank] = (rank, now)
+                known = self._ranks.get(rank.rank)
+                self._ranks[rank.rank] = (rank if known is None else merged_rank(known[0], rank), now)
             if len(self._ranks) > self.max_ranks:
                 self._forget_oldest_ranks()
             if self._job is None or _has_job_measurement(sample):

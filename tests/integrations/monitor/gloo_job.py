@@ -5,6 +5,7 @@ minutes-long real runs documented in docs/signals.md ("Real jobs"):
 
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
         [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256]
+    python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 --hang-rank 3 --hang-after 40 --hang-s 60
 
 prints when each signal and top root cause appeared and the final diagnosis.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +25,20 @@ WORKER = Path(__file__).with_name("gloo_worker.py")
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def free_port() -> int:
+    """A port nothing listens on now, for the job's rendezvous store (as torchrun's standalone mode picks one)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def run_job(workdir: Path, world: int, timeout_s: float = 120.0, **options: object) -> dict:
-    """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON."""
+    """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON.
+
+    They rendezvous through ``env://`` on a free port, so rank 0's in-process monitor also gets the other
+    ranks' heartbeats through the store."""
     out = workdir / "rank0.json"
+    options = {"master_port": free_port(), **options}
     flags = [str(x) for key, value in options.items() for x in (f"--{key.replace('_', '-')}", value)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     procs = [
@@ -52,6 +65,8 @@ def summary(result: dict) -> str:
     head = f"{result['world']} processes, {result['steps']} steps in {result['seconds']} s"
     slow = f"slow rank {result['slow_rank']} from {result['slow_from_s']} s (step {result['slow_from_step']})"
     lines = [f"{head}; {slow}"]
+    if result.get("hang_from_s") is not None:
+        lines.append(f"  rank {result['hang_rank']} blocked from {result['hang_from_s']} s for {result['hang_s']} s")
     for e in result["timeline"]:
         what = e.get("signal") or e.get("cause")
         load = f"  (load {e['load1']})" if "load1" in e else ""
@@ -99,6 +114,9 @@ def main() -> None:
     p.add_argument("--startup-mb", type=float, default=0.0, help="host memory each rank allocates at start")
     p.add_argument("--checkpoint-every", type=int, default=0, help="rank 0 saves a checkpoint every N steps")
     p.add_argument("--checkpoint-mb", type=float, default=64.0)
+    p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-after", type=float, default=40.0, help="seconds before the hang rank blocks")
+    p.add_argument("--hang-s", type=float, default=40.0, help="how long it blocks")
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
     options = {k: v for k, v in vars(args).items() if k not in ("world", "json")}

@@ -3,6 +3,7 @@
     python gloo_worker.py RANK WORLD STORE_FILE OUT_JSON [--slow-rank R] [--slow-from STEP | --slow-after S]
                           [--extra 0.35] [--steps N] [--seconds S] [--interval S] [--gather-every K]
                           [--hardware none|host] [--startup-mb MB] [--checkpoint-every STEPS --checkpoint-mb MB]
+                          [--hang-rank R --hang-after S --hang-s 40] [--master-port P] [--heartbeat-s 1]
 
 Trains a small MLP with a hand-written DDP step: ``MICRO`` forward/backward
 passes, a timed barrier (``sync_point``), then a timed gradient all-reduce
@@ -21,10 +22,22 @@ may save a real checkpoint (``torch.save`` of the model and a
 ("checkpoint")``, while the others wait for it at the next barrier; it
 measures each save's wall time itself.
 
-Rank 0 polls its in-process diagnosis every half second and writes to
-OUT_JSON: the timeline (when each signal and top root cause appeared, in
-seconds from the start), when the slowdown began, the last report and the
-final diagnosis.
+``--hang-rank`` really blocks: at the first step after rank 0 has run
+``--hang-after`` seconds (the flag rides on the all-reduce like the others),
+it sleeps ``--hang-s`` seconds inside its step, before the barrier and the
+all-reduce — while every other rank waits inside the barrier (gloo's default
+timeout is 30 minutes, so they just wait), their heartbeats still flowing.
+
+With ``--master-port`` the job rendezvouses through ``env://`` (a TCPStore at
+127.0.0.1:PORT, as torchrun does), which the in-process monitor also uses to
+carry the other ranks' heartbeats to rank 0; else through STORE_FILE.
+
+Rank 0 polls its in-process diagnosis every half second from a thread of its
+own (its training thread may be blocked) and writes to OUT_JSON: the timeline
+(when each signal and top root cause appeared, in seconds from the start,
+with the stall's evidence), the heartbeats it received from each rank over
+time, when the slowdown or the hang began, the last report and the final
+diagnosis.
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 
 import torch
@@ -66,6 +80,11 @@ def parse() -> argparse.Namespace:
     p.add_argument("--startup-mb", type=float, default=0.0, help="host memory each rank allocates at start")
     p.add_argument("--checkpoint-every", type=int, default=0, help="rank 0 saves a checkpoint every N steps")
     p.add_argument("--checkpoint-mb", type=float, default=64.0, help="size of the saved optimizer-state stand-in")
+    p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-after", type=float, default=float("inf"), help="seconds before the rank hangs")
+    p.add_argument("--hang-s", type=float, default=40.0, help="how long it hangs")
+    p.add_argument("--master-port", type=int, help="rendezvous through env:// on this port")
+    p.add_argument("--heartbeat-s", type=float, default=1.0)
     return p.parse_args()
 
 
@@ -107,24 +126,42 @@ class Checkpointer:
 
 
 class Timeline:
-    """Rank 0's record of the diagnosis over the run: each signal and top cause when first seen."""
+    """Rank 0's record of the diagnosis over the run, polled from a thread: each signal and top cause when
+    first seen, and the heartbeats received from each rank so far."""
 
     def __init__(self, monitor: TrainingMonitor, start: float) -> None:
-        self.monitor, self.start, self._next = monitor, start, start
+        self.monitor, self.start = monitor, start
+        self.step = 0  # written by the training thread
         self.events: list[dict] = []
+        self.heartbeats: list[dict] = []
         self._active: set[tuple] = set()
         self._top: tuple | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
 
-    def poll(self, now: float, step: int) -> None:
-        if now < self._next:
-            return
-        self._next = now + POLL_S
+    def _run(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.poll(time.time())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.poll(time.time())
+
+    def poll(self, now: float) -> None:
         diagnosis = self.monitor.diagnosis() or {}
         load1 = round(os.getloadavg()[0], 2)  # the shared machine's load, to tell its contention from the job's
-        at = {"t": round(now - self.start, 2), "step": step, "load1": load1}
-        active = {(s["name"], json.dumps(s["subject"], sort_keys=True)) for s in diagnosis.get("signals", [])}
-        for name, subject in sorted(active - self._active):
-            self.events.append({**at, "event": "raised", "signal": name, "subject": json.loads(subject)})
+        at = {"t": round(now - self.start, 2), "step": self.step, "load1": load1}
+        store = self.monitor._store  # the test reads what rank 0 received
+        if store is not None:
+            self.heartbeats.append({"t": at["t"], "received": {str(r): n for r, n in store.received.items()}})
+        signals = {(s["name"], json.dumps(s["subject"], sort_keys=True)): s for s in diagnosis.get("signals", [])}
+        active = set(signals)
+        for key in sorted(active - self._active):
+            name, subject = key
+            raised = {"message": signals[key]["message"], "evidence": signals[key]["evidence"]}
+            self.events.append({**at, "event": "raised", "signal": name, "subject": json.loads(subject), **raised})
         for name, subject in sorted(self._active - active):
             self.events.append({**at, "event": "cleared", "signal": name, "subject": json.loads(subject)})
         self._active = active
@@ -155,7 +192,11 @@ def main() -> None:
     rank, world = args.rank, args.world
     os.environ["LOCAL_RANK"] = str(rank)
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=rank, world_size=world)
+    if args.master_port:
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.master_port))
+        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+    else:
+        dist.init_process_group("gloo", init_method=f"file://{args.store}", rank=rank, world_size=world)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, WIDTH))
     monitor = TrainingMonitor(
@@ -164,6 +205,7 @@ def main() -> None:
         hardware=args.hardware,
         gather_every=args.gather_every,
         flops_per_token=6 * sum(p.numel() for p in model.parameters()),
+        heartbeat_s=args.heartbeat_s,
     )
     params = list(model.parameters())
     x, y = torch.randn(BATCH, WIDTH), torch.randn(BATCH, WIDTH)
@@ -175,19 +217,26 @@ def main() -> None:
     )
     slow_from = args.slow_from if args.slow_after is None else args.steps
     slow_at: float | None = None
+    hang_from: int | None = None  # the step the hang rank blocks in, once rank 0's flag said so
+    hang_at: float | None = None
     step = 0
     while step < args.steps:
         if step == slow_from and args.slow_rank >= 0:
             slow_at = time.time() - start
         slowed = rank == args.slow_rank and step >= slow_from
+        if step == hang_from:
+            hang_at = time.time() - start
         with monitor.step(tokens=BATCH, samples=BATCH):
             compute(model, x, y, args.extra if slowed else 0.0)
             if slowed and args.sleep_ms:  # a slowdown that CPU contention between the ranks cannot hide
                 time.sleep(args.sleep_ms / 1000.0)
+            if rank == args.hang_rank and step == hang_from:
+                time.sleep(args.hang_s)  # blocked before the collective: the others wait inside it
             sync_point(monitor)
-            flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(2)])
+            flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(3)])
             if rank == 0:
                 elapsed = time.time() - start
+                flat[-3] = float(elapsed >= args.hang_after)
                 flat[-2] = float(elapsed >= args.seconds)
                 flat[-1] = float(args.slow_after is not None and elapsed >= args.slow_after)
             with monitor.phase("all_reduce"):
@@ -204,11 +253,14 @@ def main() -> None:
         checkpointer.maybe_save(step, model)
         if flat[-1] > 0 and slow_from > step:
             slow_from = step
+        if flat[-3] > 0 and hang_from is None:
+            hang_from = step
         if timeline is not None:
-            timeline.poll(time.time(), step)
+            timeline.step = step
         if flat[-2] > 0:
             break
     if timeline is not None:
+        timeline.stop()
         monitor.flush()
         frame = monitor._destination.engine.frame
         result = {
@@ -218,7 +270,12 @@ def main() -> None:
             "slow_rank": args.slow_rank,
             "slow_from_step": slow_from if slow_at is not None else None,
             "slow_from_s": None if slow_at is None else round(slow_at, 2),
+            "hang_rank": args.hang_rank,
+            "hang_from_step": hang_from,
+            "hang_from_s": None if hang_at is None else round(hang_at, 2),
+            "hang_s": args.hang_s,
             "timeline": timeline.events,
+            "heartbeats": timeline.heartbeats,
             "training": to_dict(frame.training),
             "diagnosis": monitor.diagnosis(),
             "stats": monitor.stats,

@@ -98,9 +98,13 @@ def test_bearer_token_from_the_environment(monkeypatch):
             pass
         monitor.close()
         assert monitor.endpoint == daemon.url
-        assert [r["path"] for r in daemon.requests] == ["/v1/training"]
-        assert daemon.requests[0]["auth"] == "Bearer s3cret"
-        assert daemon.requests[0]["json"]["global_step"] == 1
+        assert [r["path"] for r in daemon.requests] == ["/v1/training", "/v1/training"]
+        assert all(r["auth"] == "Bearer s3cret" for r in daemon.requests)
+        heartbeat, report = sorted(daemon.requests, key=lambda r: "global_step" in r["json"])
+        assert report["json"]["global_step"] == 1
+        # closing sends the rank's last heartbeat: done with step 1, idle
+        (rank,) = heartbeat["json"]["ranks"]
+        assert (rank["rank"], rank["global_step"], rank["phase"]) == (0, 1, "idle") and rank["pid"] > 0
 
 
 def test_daemon_down_the_loop_carries_on_and_drops_are_counted():

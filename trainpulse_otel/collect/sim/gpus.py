@@ -159,6 +159,37 @@ def idle_gpus(rng: random.Random, gpus: list[GpuState], k: Knobs, saving: bool, 
     return tuple(out)
 
 
+#: A GPU spinning in an NCCL collective that never completes: the kernel runs (NVML counts it busy)
+#: on a few SMs, polling memory, so the board draws little more than idle.
+SPIN_POWER_W = 125.0
+
+
+def hung_gpus(
+    rng: random.Random, gpus: list[GpuState], k: Knobs, hung: tuple[int, ...], heat: Heat
+) -> tuple[GpuSample, ...]:
+    """A job stuck on the ranks of ``hung``: their GPUs idle, the others spin inside the all-reduce."""
+    out = []
+    for gpu in gpus:
+        stuck = gpu.index in hung
+        gpu.busy, gpu.throttled = (0.0 if stuck else 1.0), False
+        out.append(
+            _read_out(
+                rng,
+                gpu,
+                k,
+                heat,
+                len(gpus),
+                util=0.0 if stuck else 100.0,
+                mem_bw=0.0 if stuck else 2.0,
+                used=k.memory_frac[gpu.index] * GPU_MEMORY_BYTES,
+                power=(IDLE_POWER_W if stuck else SPIN_POWER_W) + rng.gauss(0.0, 3.0),
+                clock=IDLE_SM_CLOCK_MHZ if stuck else MAX_SM_CLOCK_MHZ,
+                reasons=("gpu_idle",) if stuck else (),
+            )
+        )
+    return tuple(out)
+
+
 def _read_out(
     rng: random.Random,
     gpu: GpuState,

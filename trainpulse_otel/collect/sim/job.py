@@ -60,6 +60,7 @@ class JobConfig:
     min_lr: float = 3e-5
     warmup_steps: int = 2000
     total_steps: int = 250000
+    heartbeats: bool = False  # ranks send TrainPulse heartbeats (global_step, phase, phase_since, pid)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ GPU_HEALTHY: dict[str, float] = {
     "gpu_lost": 0.0,
     "ecc_corrected_rate": 0.0,
     "row_remap_pending": 0.0,
+    "rank_hang": 0.0,
 }
 
 
@@ -67,6 +68,11 @@ class Knobs:
     gpu_lost: list[float]  # per local GPU: >= 0.5 once it fell off the bus
     ecc_corrected_rate: list[float]  # per local GPU, errors per second
     row_remap_pending: list[float]  # per local GPU: >= 0.5 once a remap waits for a reset
+    rank_hang: list[float]  # per local GPU (and the rank on it): >= 0.5 while the rank is stuck
+
+    def hung(self) -> tuple[int, ...]:
+        """The local GPUs whose ranks are stuck now."""
+        return tuple(g for g, level in enumerate(self.rank_hang) if level >= 0.5)
 
     @classmethod
     def healthy(cls, memory_frac: list[float]) -> Knobs:

@@ -10,7 +10,10 @@ Cadence: each ``sample(t)`` returns GPUs and host as seen at ``t``, and one
 training report describing the step that just finished. While a checkpoint
 save blocks training, and after the job has been killed (the OOM scenarios),
 no step finishes, so ``training`` is None; the step that ends a save reports
-the save's length in ``checkpoint_ms``. ``global_step`` advances with the
+the save's length in ``checkpoint_ms``. While a rank is hung (the ``rank_hang``
+knob) no step finishes either: its GPU idles, the others spin inside the
+all-reduce, and ``training`` carries only the ranks' heartbeats (None for a job
+without them); the step that finally completes includes the hang in its time. ``global_step`` advances with the
 simulated wall time, so with steps longer than the interval two reports may
 carry the same step number.
 """
@@ -24,13 +27,13 @@ from dataclasses import replace
 from ..base import Collected
 from .combine import scenario_named
 from .faults import HardwareFaults, spinning_gpus
-from .gpus import Heat, busy_gpus, governed_clock, idle_gpus, new_gpu
+from .gpus import Heat, busy_gpus, governed_clock, hung_gpus, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
 from .job import RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
 from .physics import THERMAL_TAU_S, approach
 from .scenarios import Scenario
-from .training import Checkpointing, LossState, Reporter, StepModel
+from .training import Checkpointing, LossState, Reporter, Step, StepModel
 
 
 class SimulatedNode:
@@ -69,6 +72,9 @@ class SimulatedNode:
         self._steps = 0.0
         self._crashed = False
         self._faults = HardwareFaults(gpus)
+        self._last_step: Step | None = None
+        self._hung_since: float | None = None  # when the current hang began (seconds since start)
+        self._hung_s = 0.0  # how long the step in progress has been hung
 
     def _host_of(self, rank: int) -> str:
         node = rank // self.gpus
@@ -88,6 +94,10 @@ class SimulatedNode:
             self._crashed = True  # the OOM killer, or a CUDA OOM tearing the job down
         if self._crashed:
             return self._idle(t, dt, k, saving=False)
+        hung = k.hung()
+        if hung and self._last_step is not None:
+            return self._stuck(t, dt, k, hung, self._last_step)
+        self._hung_since = None
         if self._checkpoint.saving(dt):
             return self._idle(t, dt, k, saving=True)
         checkpoint_ms = self._checkpoint.finished_ms()
@@ -106,7 +116,21 @@ class SimulatedNode:
         host = self._host.sample(t, dt, cpu, k.host_memory_leak, 0.0, step.wall_ms, self._settle)
         global_step = self.job.first_step + int(self._steps)
         loss = LossState(k.loss_factor * (1.0 + 2.0 * k.divergence), k.divergence >= 1.0)
-        training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms, loss)
+        stalled_ms, self._hung_s, self._last_step = self._hung_s * 1000.0, 0.0, step
+        training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms, loss, stalled_ms)
+        return Collected(gpus=gpus, host=host, training=training)
+
+    def _stuck(self, t: float, dt: float, k: Knobs, hung: tuple[int, ...], last: Step) -> Collected:
+        """A tick with the ranks of ``hung`` stuck before the all-reduce: no step, only heartbeats."""
+        if self._hung_since is None:
+            self._hung_since = t
+        self._hung_s += dt
+        gpus = hung_gpus(self._rng, self._gpu, k, hung, self._heat(dt))
+        cpu = HOST_CPU_PERCENT + k.host_cpu_percent
+        host = self._host.sample(t, dt, cpu, k.host_memory_leak, 0.0, None, self._settle)
+        global_step = self.job.first_step + int(self._steps)
+        start = self.start_ts
+        training = self._reporter.stuck(start + t, global_step, hung, start + self._hung_since, last)
         return Collected(gpus=gpus, host=host, training=training)
 
     def _idle(self, t: float, dt: float, k: Knobs, saving: bool) -> Collected:

@@ -47,7 +47,11 @@ GPU_KNOBS: Mapping[str, str] = {
     "gpu_lost": "1 once the GPU has fallen off the bus (XID 79): gone from NVML's list, its rank stops",
     "ecc_corrected_rate": "corrected (single-bit) ECC errors per second in the GPU's memory",
     "row_remap_pending": "1 once a row remap is recorded (XID 63) and waits for a GPU reset",
+    "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
 }
+
+#: The contract's shortest stall: ``training_stalled`` exists only once no step has completed for this long.
+STALL_DEFINED_AFTER_S = 30.0
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
 LEAK_KNOBS = frozenset({"host_memory_leak", "gpu_memory_leak"})
@@ -109,6 +113,9 @@ class Scenario:
     job: Mapping[str, Any] = field(default_factory=dict)
     #: The catalogue scenarios a combination runs at once (:mod:`.combine`); empty for one fault.
     parts: tuple[Scenario, ...] = ()
+    #: How long the fault must last before its signal is defined to exist (``training_stalled``: the contract's
+    #: 30 s without a step); the evaluation's latency figures count from then.
+    defined_after_s: float = 0.0
 
     @property
     def expected_causes(self) -> tuple[str, ...]:
@@ -147,6 +154,7 @@ def _scenario(
     allowed: tuple[str, ...] = (),
     subject: dict[str, int] | None = None,
     job: Mapping[str, Any] | None = None,
+    defined_after_s: float = 0.0,
 ) -> Scenario:
     """Build a catalogue entry; a scenario named after a signal expects that signal."""
     return Scenario(
@@ -160,6 +168,7 @@ def _scenario(
         expected_subject=dict(subject or {}),
         effects=effects,
         job=dict(job or {}),
+        defined_after_s=defined_after_s,
     )
 
 
@@ -294,6 +303,29 @@ _CATALOGUE: tuple[Scenario, ...] = (
         subject={"gpu_index": 2},
     ),
     _scenario(
+        "training_stalled",
+        "Rank 3's data loader deadlocks before its all-reduce for 3 minutes; its heartbeat stays in `data` at "
+        "the last step while the other ranks wait inside the all-reduce (GPUs ~100% busy at ~125 W).",
+        Effect("rank_hang", 1.0, gpus=(3,)),
+        Effect("rank_hang", 0.0, gpus=(3,), onset_s=270.0),
+        cause="rank_hang",
+        duration_s=200.0,
+        subject={"rank": 3, "gpu_index": 3},
+        job={"heartbeats": True},
+        defined_after_s=STALL_DEFINED_AFTER_S,
+    ),
+    _scenario(
+        "training_stalled_no_heartbeat",
+        "The same hang in a job that sends no heartbeats: GPU 3 idles while its peers spin busy at low power.",
+        Effect("rank_hang", 1.0, gpus=(3,)),
+        Effect("rank_hang", 0.0, gpus=(3,), onset_s=270.0),
+        cause="rank_hang",
+        duration_s=200.0,
+        expected=("training_stalled",),
+        subject={"rank": 3, "gpu_index": 3},
+        defined_after_s=STALL_DEFINED_AFTER_S,
+    ),
+    _scenario(
         "gpu_memory_leak",
         "Rank 3 keeps references to old activations: GPU 3's memory grows ~24 MB/s until CUDA runs out.",
         Effect("gpu_memory_leak", 1.0, gpus=(3,), ramp_s=720.0),
@@ -311,7 +343,7 @@ _CATALOGUE: tuple[Scenario, ...] = (
         cause="gpu_hardware_failure",
         duration_s=240.0,
         subject={"gpu_index": 4, "rank": 4},
-        allowed=("rank_straggler", "sync_imbalance", "throughput_collapse"),
+        allowed=("rank_straggler", "sync_imbalance", "throughput_collapse", "training_stalled"),
     ),
     _scenario(
         "gpu_memory_degradation",

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ...samples import RankSample, TrainingSample
 from .job import (
@@ -51,6 +53,9 @@ from .job import (
 )
 from .knobs import Knobs
 from .physics import PEAK_BF16_FLOPS, memory_pressure
+
+#: The simulated ranks' process ids: rank r is PID_BASE + r on its host.
+PID_BASE = 41000
 
 
 @dataclass(slots=True)
@@ -183,13 +188,21 @@ class Reporter:
     rank_hosts: list[str]
 
     def report(
-        self, ts: float, global_step: int, step: Step, checkpoint_ms: float, numerics: LossState = LossState()
+        self,
+        ts: float,
+        global_step: int,
+        step: Step,
+        checkpoint_ms: float,
+        numerics: LossState = LossState(),
+        stalled_ms: float = 0.0,
     ) -> TrainingSample:
-        """The report at ``ts`` for the step that just finished (``checkpoint_ms``: a save it ended)."""
+        """The report at ``ts`` for the step that just finished (``checkpoint_ms``: a save it ended;
+        ``stalled_ms``: how long it sat out a hung rank)."""
         job, shape, n = self.job, self.shape, self.shape.ranks
         avg_seq = self._avg_seq_len()
         tokens = shape.global_batch * avg_seq
-        step_ms = step.wall_ms + checkpoint_ms
+        step_ms = step.wall_ms + checkpoint_ms + stalled_ms
+        beat = self._heartbeat(global_step, "compute", ts)
         tokens_per_sec = tokens / (step_ms / 1000.0)
         achieved = shape.flops_per_token * tokens_per_sec / n
         rank_tokens = tokens / n
@@ -203,6 +216,7 @@ class Reporter:
                 data_wait_ms=round(step.data[r], 3),
                 sync_wait_ms=round(step.sync[r], 3),
                 all_reduce_wait_ms=round(step.allreduce[r], 3),
+                **beat(r),
             )
             for r in range(n)
         )
@@ -256,6 +270,31 @@ class Reporter:
     def _grad_norm(self, numerics: LossState) -> float:
         norm = round(0.28 * math.exp(self.rng.gauss(0.0, 0.12)), 4)
         return math.nan if numerics.diverged else norm
+
+    def stuck(
+        self, ts: float, global_step: int, hung: tuple[int, ...], since: float, step: Step
+    ) -> TrainingSample | None:
+        """The heartbeats at ``ts`` of a job stuck on the ranks of ``hung`` since ``since`` (None without
+        heartbeats): those ranks in their data loader, every other one inside the all-reduce since its compute
+        ended. Only ranks and the time: no step completed, so the report measures nothing."""
+        if not self.job.heartbeats:
+            return None
+        ranks = []
+        for r in range(self.shape.ranks):
+            local = r < self.shape.gpus
+            if local and r in hung:
+                fields = self._heartbeat(global_step, "data", since)(r)
+            else:
+                arrived = since + step.compute[r % len(step.compute)] / 1000.0
+                fields = self._heartbeat(global_step, "all_reduce", arrived)(r)
+            ranks.append(RankSample(rank=r, gpu_index=r % self.shape.gpus, hostname=self.rank_hosts[r], **fields))
+        return TrainingSample(timestamp=ts, ranks=tuple(ranks))
+
+    def _heartbeat(self, global_step: int, phase: str, since: float) -> Callable[[int], dict[str, Any]]:
+        """Rank → its heartbeat fields (none when the job sends no heartbeats)."""
+        if not self.job.heartbeats:
+            return lambda r: {}
+        return lambda r: {"global_step": global_step, "phase": phase, "phase_since": since, "pid": PID_BASE + r}
 
     def _bubble_ratio(self) -> float:
         """The schedule's idle share as a profiler would measure it: the theory, a little noisy."""

@@ -81,8 +81,14 @@ class LevelDetector(BaseDetector):
         return {} if self.value is None else {self.signal: self.value}
 
 
+#: A wait this long (ms: the contract's shortest stall) and longer than the step it is set against is a stall
+#: the step sat out (``training_stalled``'s business; a hung rank's peers waited that long once), or a rank's
+#: value held from the gather that covered it: no evidence of a slow wait.
+STALL_WAIT_MS = 30_000.0
+
+
 class StepShareDetector(LevelDetector):
-    """A wait as a share of the step's wall time, from new training reports."""
+    """A wait as a share of the step's wall time, from new training reports (not a stall's wait)."""
 
     #: The job-level field holding the wait (ms); per-rank means are used when it is missing.
     field: ClassVar[str] = ""
@@ -102,7 +108,9 @@ class StepShareDetector(LevelDetector):
         if report is None or not report.step_time_ms:
             return None
         wait = self.wait_ms(report)
-        return None if wait is None else min(1.0, wait / report.step_time_ms)
+        if wait is None or (wait >= STALL_WAIT_MS and wait > report.step_time_ms):
+            return None
+        return min(1.0, wait / report.step_time_ms)
 
     def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
         report = tick.report or tick.training

@@ -44,6 +44,10 @@ ranks on: with fewer, each rank is judged against the faster other, and a
 long average of that is biased upward). Uniformly slow
 communication moves every rank alike and leaves every excess at zero.
 
+A rank that reached the collective at least 30 s late and 10 times later
+than the median sat out a stall (a hung rank: ``training_stalled``'s
+business), not a slower pace: that report leaves the rank out.
+
 Cost: O(ranks) per report plus two sorts over
 ranks — linear from 8 to 4,096 ranks.
 """
@@ -83,6 +87,9 @@ SLOW_EXCESS_SE = 1.45 * (SLOW_EXCESS_ALPHA / (2.0 - SLOW_EXCESS_ALPHA)) ** 0.5
 #: The smallest standard error assumed (0.2 %): a perfectly steady job is not infinitely sure.
 MIN_SE = 0.002
 BEST_FORGET = 1.0005  # the best lateness drifts up 0.05 % a report, so an old best is forgotten
+#: A lateness this long (ms: the contract's shortest stall) and this many times the median's is a stall.
+STALLED_MS = 30_000.0
+STALLED_RATIO = 10.0
 
 
 def _pstdev(values: list[float]) -> float:
@@ -173,6 +180,9 @@ class RankStraggler(BaseDetector):
         typical = reference(present)
         if typical <= 0:
             return None
+        if self.convention != "tokens" and present[-1] >= max(STALLED_MS, STALLED_RATIO * typical):
+            late = [None if x is not None and x >= max(STALLED_MS, STALLED_RATIO * typical) else x for x in late]
+            present = sorted([x for x in late if x is not None])
         if len(present) >= FEW_RANKS:
             self._learn_spread(late, present, typical)
         lagged = self._lag(late)

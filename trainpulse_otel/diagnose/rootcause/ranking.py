@@ -8,7 +8,7 @@ subject, a summary with the numbers, and what to do.
 Ranking by the lost time each cause explains. The step-time budget
 (:mod:`..budget`) says how much of the recent wall time (a leaky sum over ~2
 minutes) each component lost: data, tokenizer, sync, all-reduce,
-checkpoint, bubble, compute. A candidate claims the components its own
+checkpoint, bubble, compute, and the stall. A candidate claims the components its own
 signals measure (:data:`COMPONENT_OF_SIGNAL`), and the sync wait of a
 straggler it makes late; its confidence is the share of the lost time those
 components hold. So a wait every rank pays equally is not imbalance (the
@@ -55,6 +55,7 @@ TIE_ORDER: tuple[str, ...] = (
     "gpu_power_throttling",
     "gpu_memory_pressure",
     "host_memory_pressure",
+    "rank_hang",
     "straggler_rank",
     "load_imbalance",
     "input_pipeline_bound",
@@ -89,6 +90,7 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "gpu_hardware_fault": "compute",
     "gpu_memory_degradation": "compute",
     "nonfinite_loss": "numerics",  # steps after the loss went non-finite train nothing (goodput books them)
+    "training_stalled": "stall",
 }
 #: Forecasts: signals about time not lost yet.
 PREDICTIVE = frozenset({"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"})
@@ -111,11 +113,14 @@ class Candidate:
 
     def claims(self) -> set[str]:
         """The budget components whose lost time this cause explains: those its own signals measure, and the
-        wait for a straggler it makes late (a deeper cause explains the symptoms it produces)."""
+        wait for a straggler it makes late or the stall of a rank it hangs (a deeper cause explains the symptoms
+        it produces)."""
         evidence = self.primary or self.explains  # a cause seen only through its effects (a power cap) claims those
         claimed = {COMPONENT_OF_SIGNAL[s.name] for s in evidence if s.name in COMPONENT_OF_SIGNAL}
         if any(s.name == "rank_straggler" for s in self.explains):
             claimed.add("sync")
+        if any(s.name == "training_stalled" for s in self.explains):
+            claimed.add("stall")  # a deeper cause of the stall (a failing GPU) claims its lost time
         return claimed
 
     def forecast_only(self) -> bool:

@@ -33,10 +33,21 @@ from typing import Any, NamedTuple
 from ...mfu import ModelShape
 from ...samples import TRAINING_MEASUREMENT_FIELDS, RankSample, TrainingSample
 
-#: Phases a step can spend time in, in the order StepRecord.phases_s keeps them.
-PHASES: tuple[str, ...] = ("data", "tokenizer", "checkpoint", "all_reduce", "sync")
+#: Phases a step can spend time in, in the order StepRecord.phases_s keeps them; the last four feed no
+#: field of their own but name what the rank is doing in its heartbeat (the contract's phases).
+PHASES: tuple[str, ...] = (
+    "data",
+    "tokenizer",
+    "checkpoint",
+    "all_reduce",
+    "sync",
+    "compute",
+    "optimizer",
+    "eval",
+    "idle",
+)
 PHASE_INDEX: dict[str, int] = {name: i for i, name in enumerate(PHASES)}
-DATA, TOKENIZER, CHECKPOINT, ALL_REDUCE, SYNC = range(len(PHASES))
+DATA, TOKENIZER, CHECKPOINT, ALL_REDUCE, SYNC = range(5)
 #: Mean-per-step phases and the training field each fills.
 MEAN_PHASE_FIELDS: tuple[tuple[int, str], ...] = (
     (DATA, "data_wait_ms"),

@@ -9,7 +9,9 @@
 The training thread only touches :class:`~.recorder.StepRecorder` (a few
 hundred nanoseconds a step). A background thread drains it once per
 ``interval`` into one training report for the destination: the in-process
-pipeline (``endpoint=None``) or a daemon over REST. Configuration errors
+pipeline (``endpoint=None``) or a daemon over REST. Every rank also sends its
+heartbeat (:mod:`.heartbeat`) from a thread of its own, so a rank blocked
+inside a collective still says where it is. Configuration errors
 raise here, at construction; once running, nothing raises into the loop.
 """
 
@@ -20,14 +22,16 @@ import os
 import socket
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ...collect.gpu_name import detect_gpu_name
 from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
-from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, parse_rank
+from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, merged_rank, parse_rank
 from .aggregate import IntervalNumerics, JobContext, aggregate, build_sample
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
+from .heartbeat import DEFAULT_PERIOD_S, HeartbeatThread, RankState, StoreChannel, rest_send
 from .recorder import DEFAULT_BUFFER_STEPS, PhaseTimer, StepRecorder, StepTimer, TimedIterable
 
 log = logging.getLogger(__name__)
@@ -47,6 +51,9 @@ class TrainingMonitor:
     ``peak_flops`` (or ``TRAINPULSE_PEAK_FLOPS``) overrides the GPU table.
     ``job_fields`` are contract training fields (``precision``,
     ``global_batch_size``, ``world_size`` …) sent with every report.
+    ``heartbeat_s`` (at most 5 s) is how often each rank sends its heartbeat;
+    ``heartbeat_store`` a ``torch.distributed.Store`` for them in in-process
+    mode (default: the rendezvous store at ``MASTER_ADDR:MASTER_PORT``).
     """
 
     def __init__(
@@ -68,6 +75,8 @@ class TrainingMonitor:
         buffer_steps: int = DEFAULT_BUFFER_STEPS,
         queue_size: int = 64,
         timeout_s: float = 2.0,
+        heartbeat_s: float = DEFAULT_PERIOD_S,
+        heartbeat_store: Any = None,
         **job_fields: Any,
     ) -> None:
         if not interval > 0:
@@ -79,16 +88,21 @@ class TrainingMonitor:
         self.job = _job_context(fields, self.world, model, flops_per_token, seq_len, causal, peak_flops, gpu_name)
         self._recorder = StepRecorder(buffer_steps, keep=self.world.is_reporter)
         self._gatherer = self._start_gatherer(gather_every)
-        self._step_base = 0
         self._seen_ranks: tuple[RankSample, ...] = ()
         self._invalid_fields = 0
         self._drain_lock = threading.Lock()
         self._open_step: StepTimer | None = None
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
         self.endpoint = endpoint
+        self._state = RankState(self._recorder, self.world)
+        in_process = self.world.dist is not None and not endpoint
+        self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
+        token = auth_token or os.environ.get(TOKEN_ENV)
         self._destination: Destination = self._open_destination(
-            endpoint, interval, auth_token or os.environ.get(TOKEN_ENV), hardware, queue_size, timeout_s
+            endpoint, interval, token, hardware, queue_size, timeout_s
         )
+        self._own_sender: Any = None  # a non-reporting rank's RestSender, for its heartbeats only
+        self._heartbeat = self._start_heartbeat(endpoint, token, heartbeat_s, timeout_s)
         self._closed = False
 
     # -------------------------------------------------------------- hot path
@@ -161,6 +175,10 @@ class TrainingMonitor:
         }
         if self._gatherer is not None:
             out["gathers"] = self._gatherer.gathers
+        if self._heartbeat is not None:
+            out["heartbeats_sent"] = self._heartbeat.sent
+        if self._store is not None and self.world.is_reporter:
+            out["heartbeats_received"] = sum(self._store.received.values())
         out.update(self._destination.stats())
         return out
 
@@ -169,6 +187,11 @@ class TrainingMonitor:
         if self._closed:
             return
         self._closed = True
+        self._state.closed = True
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        if self._own_sender is not None:
+            self._own_sender.close()
         self._destination.close()
 
     def __enter__(self) -> TrainingMonitor:
@@ -188,10 +211,23 @@ class TrainingMonitor:
         records, given_list = self._recorder.take()
         given = self._valid_given(given_list)
         if "global_step" in given:
-            self._step_base = given["global_step"] - self._recorder.steps
+            self._recorder.step_base = given["global_step"] - self._recorder.steps
         used = frozenset(i for i, flag in enumerate(self._recorder.used_phases) if flag)
-        fields = aggregate(records, self.job, used, self._step_base + self._recorder.steps, self._new_ranks())
+        step = self._recorder.step_base + self._recorder.steps
+        fields = aggregate(records, self.job, used, step, self._new_ranks())
         return build_sample(fields, self.job, given)
+
+    def drain_with_heartbeats(self) -> TrainingSample:
+        """In-process, each tick: :meth:`drain`'s report with this rank's heartbeat and the others' from the
+        store, merged per rank (a blocked job still has heartbeats when it has no report)."""
+        sample = self.drain()
+        beats = (self._state.beat(), *(self._store.read() if self._store is not None else ()))
+        if sample is None:
+            return TrainingSample(ranks=tuple(sorted(beats, key=lambda r: r.rank)))
+        ranks = {r.rank: r for r in beats}
+        for r in sample.ranks:
+            ranks[r.rank] = merged_rank(ranks[r.rank], r) if r.rank in ranks else r
+        return replace(sample, ranks=tuple(ranks[r] for r in sorted(ranks)))
 
     def _new_ranks(self) -> tuple[RankSample, ...]:
         latest = self._gatherer.latest if self._gatherer is not None else ()
@@ -222,6 +258,22 @@ class TrainingMonitor:
         self._recorder.step_hook = gatherer.on_step
         return gatherer
 
+    def _start_heartbeat(
+        self, endpoint: str | None, token: str | None, period_s: float, timeout_s: float
+    ) -> HeartbeatThread | None:
+        """REST: every rank posts its heartbeat; in-process: ranks other than 0 write theirs to the store
+        (rank 0's pipeline reads its own with theirs on each tick)."""
+        if endpoint:
+            sender = self._destination.sender if isinstance(self._destination, Rest) else None
+            if sender is None:
+                from .sender import RestSender
+
+                sender = self._own_sender = RestSender(endpoint, token, queue_size=4, timeout_s=timeout_s)
+            return HeartbeatThread(self._state, rest_send(sender), period_s)
+        if self._store is not None and not self.world.is_reporter:
+            return HeartbeatThread(self._state, self._store.put, period_s)
+        return None
+
     def _open_destination(
         self, endpoint: str | None, interval: float, token: str | None, hardware: str, queue_size: int, timeout_s: float
     ) -> Destination:
@@ -229,7 +281,7 @@ class TrainingMonitor:
             return Silent()
         if endpoint:
             return Rest(self.drain, interval, endpoint, token, queue_size=queue_size, timeout_s=timeout_s)
-        return InProcess(self.drain, interval, hardware)
+        return InProcess(self.drain_with_heartbeats, interval, hardware)
 
 
 def _checked(name: str, value: Any) -> Any:

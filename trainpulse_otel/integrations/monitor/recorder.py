@@ -1,7 +1,10 @@
 """The hot path: what a training loop pays per step, and nothing more.
 
 A step costs two ``perf_counter()`` calls, one ``time()`` and one tuple
-appended to a bounded deque; a phase adds one float to a list. Nothing here
+appended to a bounded deque; a phase adds one float to a list. What the rank
+is doing now — its heartbeat's phase — is one ``(name, perf_counter)`` tuple
+stored on entering a step, a phase or a data-loader wait (and on leaving a
+phase, the step's again); the heartbeat thread reads it, nothing here sends. Nothing here
 validates, converts, locks or touches OpenTelemetry: the drain (on a
 background thread, at collection time) does all of that. ``deque.append`` and
 ``popleft`` are atomic under the GIL, so the training thread and the drain
@@ -60,8 +63,10 @@ class StepTimer:
         self.loss = loss
 
     def __enter__(self) -> StepTimer:
-        self._recorder.in_step = True
-        self._t0 = perf_counter()
+        recorder = self._recorder
+        recorder.in_step = True
+        self._t0 = t0 = perf_counter()
+        recorder.now = recorder.back = ("compute", t0)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
@@ -82,20 +87,24 @@ class PhaseTimer:
     phase nest (its time is then counted once per level).
     """
 
-    __slots__ = ("_index", "_recorder", "_starts")
+    __slots__ = ("_index", "_name", "_recorder", "_starts")
 
     def __init__(self, recorder: StepRecorder, index: int) -> None:
         self._recorder = recorder
         self._index = index
+        self._name = PHASES[index]
         self._starts: list[float] = []
 
     def __enter__(self) -> PhaseTimer:
-        self._starts.append(perf_counter())
+        t0 = perf_counter()
+        self._starts.append(t0)
+        self._recorder.now = (self._name, t0)
         return self
 
     def __exit__(self, *exc: object) -> bool:
         seconds = perf_counter() - self._starts.pop()
         recorder = self._recorder
+        recorder.now = recorder.back
         recorder.phases_s[self._index] += seconds
         if not recorder.in_step:
             recorder.outside_s += seconds
@@ -117,17 +126,22 @@ class TimedIterable:
         return getattr(self._iterable, name)
 
     def __iter__(self) -> Iterator[Any]:
-        add_phase = self._recorder.add_phase
+        recorder = self._recorder
+        add_phase = recorder.add_phase
         t0 = perf_counter()
+        recorder.now = ("data", t0)
         iterator = iter(self._iterable)  # starting loader workers is waiting for data too
         while True:
             try:
                 batch = next(iterator)
             except StopIteration:
                 return
-            add_phase(DATA, perf_counter() - t0)
+            t1 = perf_counter()
+            add_phase(DATA, t1 - t0)
+            recorder.now = recorder.back = ("compute", t1)
             yield batch
             t0 = perf_counter()
+            recorder.now = ("data", t0)
 
 
 class StepRecorder:
@@ -136,6 +150,7 @@ class StepRecorder:
     def __init__(self, buffer_steps: int = DEFAULT_BUFFER_STEPS, keep: bool = True) -> None:
         self.keep = keep  # False on ranks that do not report: count and hook, buffer nothing
         self.steps = 0
+        self.step_base = 0  # the job's global_step minus the steps counted here (from record(global_step=...))
         self.in_step = False
         self.used_phases = [False] * len(PHASES)  # a list, so the drain can read it while it changes
         self.faults = 0
@@ -145,6 +160,10 @@ class StepRecorder:
         self._given: deque[dict[str, Any]] = deque(maxlen=buffer_steps)
         self.phases_s = [0.0] * len(PHASES)  # of the open (or next) step, per PHASES
         self.outside_s = 0.0  # phase time outside any step since the last one
+        #: What the rank is doing now (a contract phase name, since when in perf_counter time), and what it goes
+        #: back to when a phase ends (the open step's compute, or the work between steps): read by the heartbeat.
+        self.now: tuple[str, float] = ("idle", perf_counter())
+        self.back = self.now
         self._taken = 0
         self._logged: set[str] = set()
 
@@ -193,9 +212,14 @@ class StepRecorder:
             self.fault("step")
 
     def record(self, fields: dict[str, Any]) -> None:
-        """Keep ``record(**fields)`` as given; the drain validates."""
+        """Keep ``record(**fields)`` as given; the drain validates. A rank that keeps nothing still notes a given
+        ``global_step``: its heartbeat counts from the job's step, as rank 0's does (its drain sets ``step_base``)."""
         if self.keep:
             self._given.append(fields)
+            return
+        step = fields.get("global_step")
+        if type(step) is int:
+            self.step_base = step - self.steps
 
     # ------------------------------------------------------------------ drain
 

@@ -1,0 +1,250 @@
+"""``training_stalled``: no training step completes while the job is expected to run.
+
+A hung job looks healthy to every other detector: no report is new, so they
+hold their judgement. This one watches the job's progress instead — the
+advance of ``global_step`` in the job's reports and in the ranks' heartbeats
+(or, for a reporter without step numbers, a new report with a step time) —
+and raises when none came for ``max(30 s, 10 × the median step time)``, the
+timeout NVIDIA's resiliency extension gives rank heartbeats.
+
+"Expected to run": a rank's heartbeat says it is in any phase but ``idle``
+(a closed monitor sends ``idle``); without heartbeats, a GPU is busy (peers
+spinning inside a collective show ~100 % utilisation). So a job that ended, or
+is paused with every GPU idle (an evaluation, a save nobody reported), is not
+stalled, and neither is a rank in a reported ``checkpoint`` phase, however
+long the save: the clock starts again when it ends. Without heartbeats, a
+tick on which the host writes to disk at 3 x its usual rate is not judged
+(a save may be under way), nor does it restart the clock.
+
+Who is stuck is worked out here, where the frame's heartbeats are (the
+``rank_hang`` cause reads it from the signal's evidence): the ranks behind
+the others in ``global_step``; else, with the same step everywhere, the ranks
+not inside the collective (``all_reduce``/``sync``) the others wait in.
+Without heartbeats the GPUs tell: the stuck rank's GPU idles while its peers
+spin at high utilisation but low power. Otherwise the rank is unknown, and the
+signal says so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, TrainingSample
+from ..stats import RecentMedian
+from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
+from ..types import CRITICAL, Finding, Policy
+from .base import BaseDetector
+
+#: The shortest stall that counts, seconds, and the multiple of the median step that counts.
+MIN_STALL_S = 30.0
+STEP_MULTIPLE = 10.0
+#: Reports whose step times give the median step.
+MEDIAN_REPORTS = 31
+#: A peer spinning in a collective: this busy (percent) at under this share of its power limit.
+SPIN_UTIL = 90.0
+SPIN_POWER_SHARE = 0.5
+#: Disk writes at this many times their usual rate: a checkpoint save may be under way.
+SAVE_WRITE_SURGE = 3.0
+#: At most this many lagging ranks are listed in the evidence.
+MAX_LISTED = 16
+
+
+class TrainingStalled(BaseDetector):
+    """``training_stalled`` (critical): no completed step for max(30 s, 10 x the median step).
+
+    Raised on the second tick past the threshold; cleared two seconds after
+    steps resume. Evidence: the stall's length and threshold, the last step,
+    and the lagging ranks (rank, phase, phase age, GPU, host, pid) with how
+    they were found (``heartbeats``, ``gpus``, or unknown).
+    """
+
+    name = "stall"
+    signals = ("training_stalled",)
+    policy = Policy(raise_evidence=2.0, min_observations=2, clear_after_s=2.0)
+
+    def __init__(self) -> None:
+        self._steps = RecentMedian(MEDIAN_REPORTS)
+        self._last_step: int | None = None
+        self._progress_ts: float | None = None
+        self.stalled_s = 0.0
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        training, ts = tick.training, tick.ts
+        if training is None:
+            if self._progress_ts is None:
+                return None
+            self._progress_ts = ts  # the job is gone (expired), not stalled
+            return []
+        self._observe(tick, training)
+        if self._progress_ts is None:
+            return None  # no step seen yet: a job still starting up is not judged
+        self.stalled_s = stalled = ts - self._progress_ts
+        threshold = self.threshold_s
+        score = stalled / threshold
+        if score < self.report_floor:
+            return []  # (whether it should run is only asked of a gap worth judging: healthy ticks stay cheap)
+        expected = _expected_to_run(tick, training)
+        if expected is None:
+            return None  # perhaps saving: no judgement this tick, the clock runs on
+        if not expected:
+            self._progress_ts = ts  # paused, ended or in a reported save: the stall clock starts again afterwards
+            self.stalled_s = 0.0
+            return []
+        lag = _lagging(tick, training)
+        evidence = {
+            "stalled_s": round(stalled, 1),
+            "threshold_s": round(threshold, 1),
+            "median_step_time_ms": None if self._steps.value is None else round(self._steps.value, 1),
+            "last_global_step": self._last_step,
+            **lag,
+        }
+        return [Finding("training_stalled", score, CRITICAL, _message(stalled, threshold, lag), {}, evidence)]
+
+    @property
+    def threshold_s(self) -> float:
+        """How long without a completed step counts as stalled."""
+        median_ms = self._steps.value
+        return max(MIN_STALL_S, STEP_MULTIPLE * median_ms / 1000.0) if median_ms else MIN_STALL_S
+
+    def _observe(self, tick: Tick, training: TrainingSample) -> None:
+        """Note progress: a higher step anywhere (report or heartbeat), or a new report without step numbers."""
+        report, ts = tick.report, tick.ts
+        if report is not None and report.step_time_ms and not report.checkpoint_ms:
+            self._steps.add(report.step_time_ms)
+        step = training.global_step
+        if step is None or self._last_step is None or step <= self._last_step:
+            step = _job_step(training)  # the job's report did not move: a rank's heartbeat may have
+        if step is not None and (self._last_step is None or step > self._last_step):
+            self._last_step = step
+            self._progress_ts = ts
+        elif step is None and report is not None and report.step_time_ms:
+            self._progress_ts = ts
+
+    def facts(self) -> dict[str, Any]:
+        return {"stalled_s": self.stalled_s} if self.stalled_s else {}
+
+
+def _job_step(training: TrainingSample) -> int | None:
+    """The furthest step the job or any rank has completed."""
+    steps = [r.global_step for r in training.ranks if r.global_step is not None]
+    if training.global_step is not None:
+        steps.append(training.global_step)
+    return max(steps) if steps else None
+
+
+def _expected_to_run(tick: Tick, training: TrainingSample) -> bool | None:
+    """Should steps be completing now? None: cannot tell this tick (the disk writes at several times its usual
+    rate, perhaps a save nobody reported; a one-tick burst of writes must not restart the stall clock)."""
+    phases = [r.phase for r in training.ranks if r.phase is not None]
+    if phases:
+        return "checkpoint" not in phases and any(p != "idle" for p in phases)
+    surge = tick.node.host.write_surge()
+    if surge is not None and surge >= SAVE_WRITE_SURGE:
+        return None
+    return any((g.utilization_percent or 0.0) >= BUSY_UTIL for g in tick.gpus)
+
+
+def _lagging(tick: Tick, training: TrainingSample) -> dict[str, Any]:
+    """The stuck ranks and how they were found (``inferred_from``; None when they are unknown)."""
+    beating = [r for r in training.ranks if r.phase is not None]
+    if beating:
+        return _from_heartbeats(tick.ts, beating)
+    return _from_gpus(tick, training)
+
+
+def _from_heartbeats(ts: float, ranks: list[RankSample]) -> dict[str, Any]:
+    steps = [r.global_step for r in ranks if r.global_step is not None]
+    top = max(steps) if steps else None
+    behind = [r for r in ranks if top is not None and r.global_step is not None and r.global_step < top]
+    if not behind:  # the same step everywhere: those not inside the collective the others wait in
+        outside = [r for r in ranks if r.phase not in COLLECTIVE_PHASES]
+        behind = outside if len(outside) < len(ranks) else []
+    lagging = {r.rank for r in behind}
+    waiting = [r for r in ranks if r.phase in COLLECTIVE_PHASES and r.rank not in lagging]
+    out: dict[str, Any] = {"inferred_from": "heartbeats" if behind else None, "heartbeat_ranks": len(ranks)}
+    if waiting:
+        out["waiting_phase"] = Counter(r.phase for r in waiting).most_common(1)[0][0]
+        out["waiting_ranks"] = len(waiting)
+    out["lagging"] = [_rank_entry(ts, r) for r in behind[:MAX_LISTED]]
+    out["lagging_count"] = len(behind)
+    return out
+
+
+def _rank_entry(ts: float, r: RankSample) -> dict[str, Any]:
+    entry: dict[str, Any] = {"rank": r.rank, "phase": r.phase}
+    if r.phase_since is not None:
+        entry["phase_age_s"] = round(max(0.0, ts - r.phase_since), 1)
+    for name in ("global_step", "gpu_index", "hostname", "pid"):
+        value = getattr(r, name)
+        if value is not None:
+            entry[name] = value
+    return entry
+
+
+def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
+    """No heartbeats: a minority of idle GPUs while the rest spin busy at low power are the stuck ranks'.
+
+    A GPU's rank is the one the job's reports placed on it; a job that never said, with one rank per GPU of
+    this node (``world_size`` equal to the GPUs), is taken to run rank i on GPU i (``LOCAL_RANK``), and the
+    entry says it was assumed.
+    """
+    idle = [g for g in tick.gpus if g.utilization_percent is not None and g.utilization_percent < IDLE_UTIL]
+    spinning = [g for g in tick.gpus if _spinning(g)]
+    if not idle or len(idle) >= len(spinning):
+        return {"inferred_from": None, "lagging": [], "lagging_count": 0}
+    node = tick.node
+    one_per_gpu = not node.rank_of_gpu and training.world_size == len(tick.gpus)
+    lagging = []
+    for g in idle[:MAX_LISTED]:
+        entry: dict[str, Any] = {"gpu_index": g.index, "utilization_percent": g.utilization_percent}
+        rank = node.rank_of_gpu.get(g.index)
+        if rank is None and one_per_gpu:
+            rank, entry["rank_assumed"] = g.index, True
+        if rank is not None:
+            entry["rank"] = rank
+        if node.hostname is not None:
+            entry["hostname"] = node.hostname
+        lagging.append(entry)
+    return {
+        "inferred_from": "gpus",
+        "lagging": lagging,
+        "lagging_count": len(idle),
+        "waiting_gpus": len(spinning),
+    }
+
+
+def _spinning(g: GpuSample) -> bool:
+    """Busy at low power (an NCCL kernel polling), or just busy where the board's power is not reported."""
+    util, power, limit = g.utilization_percent, g.power_watts, g.power_limit_watts
+    if util is None or util < SPIN_UTIL:
+        return False
+    return power is None or not limit or power < SPIN_POWER_SHARE * limit
+
+
+def _message(stalled: float, threshold: float, lag: dict[str, Any]) -> str:
+    head = f"no training step has completed for {stalled:.0f} s (threshold {threshold:.0f} s)"
+    lagging = lag["lagging"]
+    if not lagging:
+        return f"{head}; which rank is stuck is unknown" + (
+            f": every rank waits in {lag['waiting_phase']}" if lag.get("waiting_phase") else ""
+        )
+    if lag["inferred_from"] == "gpus":
+        who = ", ".join(_gpu_words(e) for e in lagging)
+        return f"{head}: {who} idles while {lag['waiting_gpus']} peer GPUs spin busy at low power (in a collective)"
+    who = ", ".join(_rank_words(e) for e in lagging)
+    if lag["lagging_count"] > len(lagging):
+        who += f" and {lag['lagging_count'] - len(lagging)} more"
+    tail = f" while {lag['waiting_ranks']} ranks wait in {lag['waiting_phase']}" if lag.get("waiting_phase") else ""
+    return f"{head}: {who}{tail}"
+
+
+def _rank_words(e: dict[str, Any]) -> str:
+    where = f" (GPU {e['gpu_index']})" if "gpu_index" in e else ""
+    age = f" for {e['phase_age_s']:.0f} s" if "phase_age_s" in e else ""
+    step = f" at step {e['global_step']}" if "global_step" in e else ""
+    return f"rank {e['rank']}{where} is in {e['phase']}{age}{step}"
+
+
+def _gpu_words(e: dict[str, Any]) -> str:
+    return f"rank {e['rank']}'s GPU {e['gpu_index']}" if "rank" in e else f"GPU {e['gpu_index']}"

@@ -1,0 +1,113 @@
+"""``rank_hang``: one or a few ranks stopped while the others wait for them at a collective.
+
+The cause of a ``training_stalled`` job unless a deeper one explains the stall
+(a failing GPU lists ``training_stalled`` in its ``explains`` and ranks above
+this). Its subject is what the stall detector found from the heartbeats or
+the GPUs: the lagging ranks, their GPUs and host, and the phase they are stuck
+in; when nothing singles a rank out, the summary says the rank is unknown and
+the remediation starts with finding it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..correlate import Evidence
+from .ranking import Candidate, Rule, base_confidence
+
+FLIGHT_RECORDER = (
+    "For the collective itself, enable PyTorch's NCCL flight recorder before (re)starting: "
+    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 "
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/fr/rank_ (TORCH_FR_BUFFER_SIZE and TORCH_FR_DUMP_TEMP_FILE on newer "
+    "PyTorch); each rank dumps its ring buffer when the watchdog times out, and `torchfrtrace /shared/fr -p rank_` "
+    "names the ranks missing from the collective."
+)
+RESTART = (
+    "Then restart from the last checkpoint; if the rank's GPU is at fault (Xid errors in dmesg, ECC errors, "
+    "nvidia-smi -q showing it degraded), drain that node first (scontrol update nodename={host} state=drain "
+    'reason="rank hang", or kubectl cordon {host}) so the job does not land on it again.'
+)
+
+
+def rank_hang(ev: Evidence) -> list[Candidate]:
+    """The job stalled: the ranks that lag, or an honest "unknown"."""
+    stalled = ev.job_signal("training_stalled")
+    if stalled is None:
+        return []
+    lagging: Sequence[Mapping[str, Any]] = stalled.evidence.get("lagging") or ()
+    host = _host(lagging) or ev.node.hostname
+    return [
+        Candidate(
+            "rank_hang",
+            base_confidence([stalled]),
+            _summary(stalled.message, lagging, stalled.evidence.get("inferred_from")),
+            _remediation(lagging, host),
+            [stalled],
+            subject=_subject(lagging, host),
+        )
+    ]
+
+
+def _subject(lagging: Sequence[Mapping[str, Any]], host: str | None) -> dict[str, Any]:
+    if not lagging:
+        return {}
+    if len(lagging) == 1:
+        one = lagging[0]
+        keys = ("rank", "gpu_index", "hostname", "phase")
+        subject = {k: one[k] for k in keys if one.get(k) is not None}
+        if "hostname" not in subject and host:
+            subject["hostname"] = host
+        return subject
+    subject: dict[str, Any] = {}
+    for key, plural in (("rank", "ranks"), ("gpu_index", "gpu_indices"), ("hostname", "hostname")):
+        values = sorted({e[key] for e in lagging if e.get(key) is not None})
+        if values:
+            subject[plural] = values
+    phases = sorted({e["phase"] for e in lagging if e.get("phase")})
+    if phases:
+        subject["phase"] = phases[0] if len(phases) == 1 else phases
+    if "hostname" not in subject and host:
+        subject["hostname"] = [host]
+    return subject
+
+
+def _summary(message: str, lagging: Sequence[Mapping[str, Any]], found_by: str | None) -> str:
+    if not lagging:
+        return (
+            f"{message}. The stuck rank is unknown: no rank heartbeats, and the GPUs do not single one out "
+            "(send heartbeats with TrainingMonitor, or look at every rank's stack)"
+        )
+    one = len(lagging) == 1
+    if found_by == "heartbeats":
+        how = "its heartbeat" if one else "their heartbeats"
+    else:
+        how = "its GPU idling" if one else "their GPUs idling"
+        how += " while the peers' GPUs spin in the collective"
+    return f"{message}. The others wait for {'it' if one else 'them'} at the collective; found by {how}"
+
+
+def _remediation(lagging: Sequence[Mapping[str, Any]], host: str | None) -> str:
+    where = host or "<host>"
+    if lagging:
+        one = lagging[0]
+        rank = one.get("rank", "<rank>")
+        pid = one.get("pid")
+        target = f"py-spy dump --pid {pid}" if pid is not None else f"py-spy dump --pid <pid of rank {rank}>"
+        first = (
+            f"See where rank {rank} is stuck: on {one.get('hostname') or where} run `{target}` (add --native for "
+            "C++/CUDA frames); a data-loader worker, a filesystem call or a lock shows in its stack."
+        )
+    else:
+        first = (
+            "Find the stuck rank: run `py-spy dump --pid <pid>` on every rank's process (the one not inside the "
+            "collective is the culprit), e.g. `pgrep -f train.py | xargs -n1 py-spy dump --pid`."
+        )
+    return f"{first} {FLIGHT_RECORDER} {RESTART.format(host=where)}"
+
+
+def _host(lagging: Sequence[Mapping[str, Any]]) -> str | None:
+    return next((e["hostname"] for e in lagging if e.get("hostname")), None)
+
+
+RANK_HANG = Rule("rank_hang", rank_hang)
