@@ -23,6 +23,7 @@ SHORT = {
     "gpu_memory_leak": 130,
     "checkpoint_stall": 100,
     "gpu_underutilization": 140,
+    "gpu_memory_degradation": 160,
 }
 FAULTS = [n for n in SCENARIOS if n != "healthy"]
 
