@@ -36,7 +36,9 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
         exercise_every_instrument(engine)
     frame = engine.telemetry.frame_reader.read(engine.clock())
     current = engine.latest.current()
-    assert frame == frame_from_samples(frame.ts, current.gpus, current.host, current.training)
+    assert frame == frame_from_samples(
+        frame.ts, current.gpus, current.host, current.training, engine.latest.xid_counts()
+    )
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
 
 

@@ -10,6 +10,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 from tests.exports.receivers import attributes
 from tests.exports.scenario import straggler_cleared, straggler_raised
 from trainpulse_otel import __version__
+from trainpulse_otel.diagnose.types import SIGNALS
 from trainpulse_otel.publish.otel import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
 from trainpulse_otel.samples import parse_training
 
@@ -43,7 +44,7 @@ def test_push_carries_health_signals_gpus_resource_and_events(otlp_receiver, mak
         for a in [attributes(p.attributes)]
     }
     assert active[("rank_straggler", "warning")] == 1 and active[("rank_straggler", "critical")] == 0
-    assert sum(active.values()) == 1 and len(active) == 15 * 2
+    assert sum(active.values()) == 1 and len(active) == len(SIGNALS) * 2  # every contract signal, both severities
     gpus = {attributes(p.attributes)["gpu.index"] for _, p in got.metric_points("trainpulse.gpu.utilization")}
     assert gpus == set(range(8))
 

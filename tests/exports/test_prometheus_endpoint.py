@@ -12,6 +12,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.exports.scenario import exercise_every_instrument
+from trainpulse_otel.diagnose.types import SIGNALS
 from trainpulse_otel.telemetry.catalog import MEASUREMENTS
 
 PROMTOOL = shutil.which("promtool")
@@ -42,7 +43,7 @@ def test_metrics_has_the_contract_names_and_labels(serve):
     assert sorted(gpus, key=int) == [str(i) for i in range(8)] and all(0 <= v <= 100 for v in gpus.values())
     active = got["trainpulse_signal_active"]
     assert all(set(s.labels) == {"signal", "severity"} for s in active)
-    assert {s.labels["severity"] for s in active} == {"warning", "critical"} and len(active) == 30
+    assert {s.labels["severity"] for s in active} == {"warning", "critical"} and len(active) == len(SIGNALS) * 2
     assert {s.labels["rank"] for s in got["trainpulse_rank_step_time_milliseconds"]} == {str(r) for r in range(8)}
     assert got["trainpulse_training_step_time_milliseconds"][0].value > 0
     target = got["target_info"][0].labels

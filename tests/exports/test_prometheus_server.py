@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.exports.receivers import free_port
+from trainpulse_otel.diagnose.types import SIGNALS
 
 PROMETHEUS = shutil.which("prometheus")
 RULES = Path(__file__).resolve().parents[2] / "collector_config" / "prometheus" / "alerts.yml"
@@ -114,7 +115,7 @@ def test_prometheus_scrapes_health_and_all_eight_gpus(prometheus):
     assert sorted(int(s["metric"]["gpu_index"]) for s in gpus) == list(range(8))
     assert all(0 <= float(s["value"][1]) <= 100 for s in gpus)
     signals = _query(prometheus, "trainpulse_signal_active")
-    assert {s["metric"]["severity"] for s in signals} == {"warning", "critical"} and len(signals) == 30
+    assert {s["metric"]["severity"] for s in signals} == {"warning", "critical"} and len(signals) == len(SIGNALS) * 2
     [target] = _api(prometheus, "/api/v1/targets")["activeTargets"]
     assert target["health"] == "up" and target["lastError"] == ""
 
