@@ -42,7 +42,7 @@ FATAL_XIDS: dict[int, str] = {
 }
 #: XIDs that announce memory wearing out rather than failing: a recorded remap, a high single-bit rate.
 DEGRADATION_XIDS: dict[int, str] = {
-    63: "row remap recorded (takes effect at the next GPU reset)",
+    63: "row remap recorded",
     92: "high single-bit ECC error rate",
 }
 #: Seconds a fatal XID or an uncorrected-ECC rise keeps the signal up: the GPU needs a reset, not time.
