@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...samples import TrainingSample
-from ..budget import Pace
+from ..budget import PACE_STEPS, Pace
 from ..stats import RecentMedian, sorted_median
 from ..tick import Tick
 from .base import Threshold, percent
@@ -68,6 +68,11 @@ class SyncImbalance(StepShareDetector):
         return message, evidence
 
 
+#: Reports before the all-reduce's usual time is trusted: two full medians, past a fresh job's first collectives
+#: (connection set-up, the monitor's own start on rank 0 scatter them).
+USUAL_AFTER = 2 * PACE_STEPS
+
+
 class AllreduceWait(StepShareDetector):
     """``allreduce_wait``: the gradient all-reduce itself is slow, on every rank.
 
@@ -125,7 +130,7 @@ class AllreduceWait(StepShareDetector):
     def slowdown(self) -> tuple[float, float] | None:
         """``(times its usual time, excess over the usual step)`` of the recent all-reduce, once both are known."""
         usual, step, recent = self._usual_ms, self._usual_step_ms, self._recent_ms.value
-        if not (usual.ready and step.ready) or recent is None or not usual.value or not step.value:
+        if usual.count < USUAL_AFTER or recent is None or not usual.value or not step.value:
             return None
         return recent / usual.value, (recent - usual.value) / step.value
 

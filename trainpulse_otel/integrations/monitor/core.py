@@ -23,6 +23,7 @@ import socket
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from time import monotonic
 from typing import Any
 
 from ...collect.gpu_name import detect_gpu_name
@@ -31,7 +32,7 @@ from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, 
 from .aggregate import IntervalNumerics, JobContext, aggregate, build_sample
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
-from .heartbeat import DEFAULT_PERIOD_S, HeartbeatThread, RankState, StoreChannel, rest_send
+from .heartbeat import DEFAULT_PERIOD_S, MAX_PERIOD_S, HeartbeatThread, RankState, StoreChannel, rest_send
 from .recorder import DEFAULT_BUFFER_STEPS, PhaseTimer, StepRecorder, StepTimer, TimedIterable
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,9 @@ class TrainingMonitor:
         )
         self._own_sender: Any = None  # a non-reporting rank's RestSender, for its heartbeats only
         self._heartbeat = self._start_heartbeat(endpoint, token, heartbeat_s, timeout_s)
+        self._beat_every_s = min(MAX_PERIOD_S, heartbeat_s)
+        self._beats: tuple[RankSample, ...] = ()  # the heartbeats last handed to the in-process pipeline
+        self._beats_at = float("-inf")
         self._closed = False
 
     # -------------------------------------------------------------- hot path
@@ -217,13 +221,21 @@ class TrainingMonitor:
         fields = aggregate(records, self.job, used, step, self._new_ranks())
         return build_sample(fields, self.job, given)
 
-    def drain_with_heartbeats(self) -> TrainingSample:
+    def drain_with_heartbeats(self) -> TrainingSample | None:
         """In-process, each tick: :meth:`drain`'s report with this rank's heartbeat and the others' from the
-        store, merged per rank (a blocked job still has heartbeats when it has no report)."""
+        store, merged per rank. Without a report, the heartbeats alone — when they changed, or once per
+        heartbeat period to keep the ranks alive — so a blocked job still has them and an idle tick stays free."""
         sample = self.drain()
-        beats = (self._state.beat(), *(self._store.read() if self._store is not None else ()))
+        beats = tuple(
+            sorted((self._state.beat(), *(self._store.read() if self._store is not None else ())), key=lambda r: r.rank)
+        )
+        now = monotonic()
         if sample is None:
-            return TrainingSample(ranks=tuple(sorted(beats, key=lambda r: r.rank)))
+            if beats == self._beats and now - self._beats_at < self._beat_every_s:
+                return None
+            self._beats, self._beats_at = beats, now
+            return TrainingSample(ranks=beats)
+        self._beats, self._beats_at = beats, now
         ranks = {r.rank: r for r in beats}
         for r in sample.ranks:
             ranks[r.rank] = merged_rank(ranks[r.rank], r) if r.rank in ranks else r
