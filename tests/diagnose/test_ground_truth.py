@@ -42,3 +42,13 @@ def test_faults_no_partner_removes_are_never_excused():
 
     scenario = combine(SCENARIOS["dataloader_starvation"], SCENARIOS["checkpoint_stall"])
     assert all(p == Presence(True, True, "") for p in fault_presence(scenario, 0, None, 1.0).values())
+
+
+def test_a_fault_in_the_steps_of_a_job_that_stopped_is_excused_and_a_transient_one_is_judged_while_it_lasts():
+    stopped = run_pair(("dataloader_starvation", "gpu_hardware_fault"))  # GPU 4 off the bus: no step after 90 s
+    assert "no step after it begins" in stopped.absent["dataloader_starvation"]
+    assert stopped.expected_causes == ["gpu_hardware_failure"] and stopped.causes_ok
+    over = run_pair(("dataloader_starvation", "loss_spike"))  # the spike recovers long before the 300 s end
+    assert over.absent == {"loss_spike": "the loss is back to its level"}
+    assert "loss_spike" in over.latency_s and over.detected  # its signal was still due, and raised
+    assert over.expected_causes == ["input_pipeline_bound"]

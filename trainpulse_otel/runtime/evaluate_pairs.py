@@ -33,7 +33,7 @@ from typing import Any
 from ..collect.sim.combine import combine
 from ..collect.sim.scenarios import SCENARIOS, Scenario
 from .assemble import Plugins
-from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, Presence
+from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, NOT_IN_STEPS, Presence, presence_of
 from .sim_replay import START_TS, VARIANTS, extra_and_early, judge_at, latency, replay_scenario, sim_records
 
 #: Root causes a pair's expected causes must be among.
@@ -147,19 +147,20 @@ def fault_presence(scenario: Scenario, seed: int, duration_s: float | None, inte
     """Each part's fault as the samples show it (present throughout for faults no partner can remove)."""
     duration = scenario.duration_s if duration_s is None else duration_s
     judge = START_TS + judge_at(scenario, duration, interval_s)
-    out = {p.name: Presence(True, True, "") for p in scenario.parts}
-    checked = [p for p in scenario.parts if p.name in CHECKS]
-    if not checked:
-        return out
-    run_on = FORECAST_HORIZON_S if any(p.name in FORECASTS for p in checked) else 0.0  # to see a forecast come true
+    if all(p.name in NOT_IN_STEPS and p.name not in CHECKS for p in scenario.parts):
+        return {p.name: Presence(True, True, "") for p in scenario.parts}
+    run_on = FORECAST_HORIZON_S if any(p.name in FORECASTS for p in scenario.parts) else 0.0  # see a forecast come true
     records = list(sim_records(scenario, seed, duration + run_on, VARIANTS["default"], interval_s))
-    for part in checked:
+    out = {}
+    for part in scenario.parts:
         partner = next(p for p in scenario.parts if p is not part)
 
         def alone(partner: Scenario = partner) -> list:
             return list(sim_records(partner, seed, duration, VARIANTS["default"], interval_s))
 
-        out[part.name] = CHECKS[part.name](records, alone, START_TS + part.onset_s, judge, dict(part.expected_subject))
+        out[part.name] = presence_of(
+            part.name, records, alone, START_TS + part.onset_s, judge, dict(part.expected_subject)
+        )
     return out
 
 

@@ -11,7 +11,11 @@ checks a dashboard, never through a detector — and scores a part only while
 its fault is there; every part excused is listed with the reason.
 
 Checks exist for the faults a partner can remove; every other fault is a knob
-applied whatever else happens, always present. A forecast is present when
+applied whatever else happens, present — as long as the job steps: a fault
+that shows only in training steps (a slow loader, padding, a loss spike) is
+not there while no step completes (a hung rank, a GPU fallen off the bus),
+and a transient one (a loss spike that recovers, a hang that ends) is judged
+by its cause only while it lasts. A forecast is present when
 what it forecasts comes true: the GPU really throttles within the
 forecast's 15-minute horizon (the simulation runs on to see it). Pure: records
 in, reasons out.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from ..collect.trace import TraceRecord
 from ..diagnose.stats import sorted_median
@@ -37,6 +42,27 @@ SPAN_S = 60.0
 STRAGGLER = 1.10
 #: Throughput this much below the partner's alone is a collapse (the detector's warning).
 COLLAPSE = 0.30
+#: The contract's stall: no step for 30 s.
+STALL_S = 30.0
+#: A loss this far above its level before the fault is a spike (the detector's 10 % floor).
+SPIKE = 1.10
+#: Steps a fault needs after its onset to show in them at all.
+MIN_STEPS = 5
+#: Faults whose evidence is not the training steps (GPUs, the host's memory, the stall itself, heat with its
+#: own check): they are there whether or not the job steps.
+NOT_IN_STEPS = frozenset(
+    {
+        "gpu_hardware_fault",
+        "gpu_memory_degradation",
+        "gpu_memory_leak",
+        "memory_pressure",
+        "oom_risk",
+        "thermal_instability",
+        "thermal_throttle_risk",
+        "training_stalled",
+        "training_stalled_no_heartbeat",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -146,6 +172,43 @@ def collapsing(records: Sequence[TraceRecord], without: Sequence[TraceRecord], o
     return Presence(ever, at_judge, "" if at_judge else "throughput falls less than 30 % below the other fault's alone")
 
 
+def _steps(records: Sequence[TraceRecord], start: float, end: float) -> list[float]:
+    """When a step completed (a report with a step time; heartbeats alone are none)."""
+    return [ts for ts, r in _training(records, start, end) if r.step_time_ms]
+
+
+def stepping(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether the job completes steps after the onset, and in the span before judging (a fault in steps needs them)."""
+    steps = _steps(records, onset, judge)
+    ever, at_judge = len(steps) >= MIN_STEPS, any(ts >= judge - SPAN_S for ts in steps)
+    reason = "" if at_judge else "the job completes no step" + (" in its last minute" if ever else " after it begins")
+    return Presence(ever, at_judge, reason)
+
+
+def stalled(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether no step completes for ``STALL_S`` after the onset, and through the ``STALL_S`` before judging."""
+    steps = _steps(records, onset, judge)
+    edges = [onset, *steps, judge]
+    ever = any(b - a >= STALL_S for a, b in pairwise(edges))
+    at_judge = judge - edges[-2] >= STALL_S
+    return Presence(ever, at_judge, "" if at_judge else "the job steps again before the end")
+
+
+def loss_spiking(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether the loss stands ``SPIKE`` times its median of the two minutes before the onset, after it and in
+    the span before judging."""
+    before = sorted(
+        r.loss for _, r in _training(records, onset - 120.0, onset) if r.loss is not None and r.loss == r.loss
+    )
+    if not before:
+        return Presence(False, False, "no loss before the onset to compare with")
+    level = sorted_median(before)
+    high = [ts for ts, r in _training(records, onset, judge) if r.loss is not None and r.loss >= SPIKE * level]
+    at_judge = any(ts >= judge - SPAN_S for ts in high)
+    reason = "" if at_judge else "the loss is back to its level" + ("" if high else " (no step showed the spike)")
+    return Presence(bool(high), at_judge, reason)
+
+
 Partner = Callable[[], Sequence[TraceRecord]]
 
 
@@ -175,4 +238,21 @@ CHECKS: dict[str, Callable[[Sequence[TraceRecord], Partner, float, float, dict],
     "thermal_throttle_risk": _forecast,
     "rank_straggler": _straggler,
     "throughput_collapse": _power_cap,
+    "training_stalled": lambda records, _, onset, judge, __: stalled(records, onset, judge),
+    "training_stalled_no_heartbeat": lambda records, _, onset, judge, __: stalled(records, onset, judge),
+    "loss_spike": lambda records, _, onset, judge, __: loss_spiking(records, onset, judge),
 }
+
+
+def presence_of(
+    name: str, records: Sequence[TraceRecord], alone: Partner, onset: float, judge: float, subject: dict
+) -> Presence:
+    """Fault ``name``'s presence: its own check, and for a fault in training steps, that the job steps."""
+    found = [CHECKS[name](records, alone, onset, judge, subject)] if name in CHECKS else []
+    if name not in NOT_IN_STEPS:
+        found.append(stepping(records, onset, judge))
+    return Presence(
+        all(p.ever for p in found),
+        all(p.at_judge for p in found),
+        "; ".join(dict.fromkeys(p.reason for p in found if p.reason)),
+    )
