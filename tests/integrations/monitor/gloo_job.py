@@ -119,7 +119,8 @@ def main() -> None:
     p.add_argument("--hang-s", type=float, default=40.0, help="how long it blocks")
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
-    options = {k: v for k, v in vars(args).items() if k not in ("world", "json")}
+    skip = {"world", "json"} | ({"hang_rank", "hang_after", "hang_s"} if args.hang_rank < 0 else set())
+    options = {k: v for k, v in vars(args).items() if k not in skip}
     with tempfile.TemporaryDirectory() as tmp:
         result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
     if args.json:
