@@ -4,6 +4,7 @@ at 8 and at 4,096 ranks, for both per-rank step-time conventions."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -39,7 +40,7 @@ def report(t: float, n: int, compute, convention: str = "own_busy", allreduce_ms
             )
         )
     training = TrainingSample(
-        timestamp=T0 + t, global_step=int(t), hostname="node-000", step_time_ms=wall, ranks=tuple(ranks)
+        timestamp=T0 + t, global_step=1000 + int(t), hostname="node-000", step_time_ms=wall, ranks=tuple(ranks)
     )
     return Frame(ts=T0 + t, training=training)
 
@@ -184,3 +185,14 @@ def test_a_rank_that_sat_out_a_stall_is_not_made_a_straggler_by_it():
     assert h.raised("rank_straggler") == []
     h = Harness(RankStraggler()).run(range(120), lambda t: report(t, 4, slow(3, 1.35, 60, t)))
     assert [x.subject["rank"] for x in h.raised("rank_straggler")][:1] == [3]  # a slower pace still is one
+
+
+def test_a_fresh_jobs_warm_up_is_not_judged():
+    # a job seen from step 0, reporting every 0.1 s: rank 1 lags its first steps (lazy init), as a real 3-rank
+    # gloo job's did at step 19; nothing is judged before 50 steps and 10 s
+    def fresh(t: float) -> Frame:
+        frame = report(t, 4, lambda r, rng: healthy(r, rng) * (1.5 if r == 1 and t < 8 else 1.0))
+        return replace(frame, training=replace(frame.training, global_step=int(10 * t)))
+
+    h = Harness(RankStraggler()).run([i / 10 for i in range(400)], fresh)
+    assert h.raised() == []

@@ -9,7 +9,7 @@ from tests.integrations.monitor.gloo_job import run_job
 pytest.importorskip("torch")
 
 #: Steps of the job: the straggler needs a few dozen gathers to be judged.
-STEPS = 80
+STEPS = 160  # past the warm-up (50 steps and 10 s) with room for the straggler to be judged
 
 
 @pytest.fixture(scope="module")

@@ -110,3 +110,33 @@ def percent(x: float) -> str:
     """``0.234`` → ``"23%"`` (one decimal below 10 %)."""
     p = 100.0 * x
     return f"{p:.1f}%" if abs(p) < 10 else f"{p:.0f}%"
+
+
+#: A fresh job's first steps are warm-up — lazy initialisation, the first collectives' connection set-up, kernel
+#: autotuning, the monitor's own start on rank 0 — and bring ranks to the first barriers at scattered times:
+#: ``WARMUP_STEPS`` steps (by ``global_step``) and ``WARMUP_S`` seconds from the first report, whichever ends later
+#: (a job stepping every 70 ms passes 50 steps in 3.5 s, still starting up).
+WARMUP_STEPS = 50
+WARMUP_S = 10.0
+
+
+class JobWarmup:
+    """Whether the job is past its warm-up, from the reports' ``global_step`` and the ticks' clock.
+
+    Only a job seen from its start warms up: one first seen at step 24,000 (a daemon restarted beside a running
+    job) is judged at once, and reports without ``global_step`` say nothing of it.
+    """
+
+    __slots__ = ("_fresh_since",)
+
+    def __init__(self) -> None:
+        self._fresh_since: float | None = None  # when a fresh job's first report came; None: not fresh (yet)
+
+    def over(self, ts: float, global_step: int | None) -> bool:
+        if global_step is None:
+            return True
+        if global_step < WARMUP_STEPS:
+            if self._fresh_since is None:
+                self._fresh_since = ts
+            return False
+        return self._fresh_since is None or ts - self._fresh_since >= WARMUP_S

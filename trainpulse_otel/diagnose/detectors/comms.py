@@ -8,12 +8,8 @@ from ...samples import TrainingSample
 from ..budget import PACE_STEPS, Pace
 from ..stats import RecentMedian, sorted_median
 from ..tick import Tick
-from .base import Threshold, percent
+from .base import JobWarmup, Threshold, percent
 from .level import StepShareDetector
-
-#: A fresh job's first steps are warm-up: lazy initialisation, the first collectives' connection set-up and
-#: the monitor's own start on rank 0 bring ranks to the first barriers at scattered times.
-WARMUP_STEPS = 50
 
 
 def sync_waits(report: TrainingSample) -> list[float]:
@@ -31,8 +27,8 @@ class SyncImbalance(StepShareDetector):
     rank — the last to arrive — pays only that, so what the median rank waits
     beyond it is the wait for slower peers. A wait every rank pays equally is
     not imbalance. Reports without per-rank waits are judged on the job's
-    mean wait (nothing else to go by). A fresh job's first ``WARMUP_STEPS``
-    steps (by ``global_step``) are not judged. Warning at 10 %, critical at 25 %.
+    mean wait (nothing else to go by). A fresh job's warm-up (its first 50
+    steps and 10 s, :class:`~.base.JobWarmup`) is not judged. Warning at 10 %, critical at 25 %.
     Whether one rank is to blame is ``rank_straggler``'s question.
     """
 
@@ -42,9 +38,13 @@ class SyncImbalance(StepShareDetector):
     waits_for = "slower peers at the collective"
     threshold = Threshold(warning=0.10, critical=0.25)
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._warmup = JobWarmup()
+
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
-        if report is not None and report.global_step is not None and report.global_step < WARMUP_STEPS:
+        if report is not None and not self._warmup.over(tick.ts, report.global_step):
             return None  # warm-up: no evidence either way
         return super().measure(tick)
 

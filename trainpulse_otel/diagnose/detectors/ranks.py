@@ -22,6 +22,10 @@ Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
   with two ranks, the faster one is the reference);
 - individual score = this rank's best smoothed lateness / its current one.
 
+A fresh job's warm-up (its first 50 steps and 10 s) is not judged: ranks reach
+the first collectives at scattered times (a real 3-rank job showed rank 1
+"slower" at its 19th step).
+
 A straggler is a rank at least 10 % slower than the median rank (critical
 from 30 %) *consistently*. Per report each rank's lateness is first the median
 of its last 3 reports (a GC pause is one report), and its excess is taken over
@@ -62,7 +66,7 @@ from ...samples import RankSample
 from ..stats import sorted_median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
-from .base import SCORE_CAP, BaseDetector
+from .base import SCORE_CAP, BaseDetector, JobWarmup
 
 SLOWER_WARNING = 0.10
 SLOWER_CRITICAL = 0.30
@@ -145,6 +149,7 @@ class RankStraggler(BaseDetector):
         self._fingerprint: tuple | None = None
         self._votes: deque[bool] = deque(maxlen=CONVENTION_VOTES)
         self._reports = 0
+        self._warmup = JobWarmup()
         self.convention = ""
         self.reference: float | None = None
         self._reset(())
@@ -165,6 +170,8 @@ class RankStraggler(BaseDetector):
         training = tick.training
         if training is None or len(training.ranks) < 2:
             return None
+        if tick.report is not None and not self._warmup.over(tick.ts, tick.report.global_step):
+            return None  # a fresh job's ranks reach the first collectives at scattered times: no evidence yet
         ranks = training.ranks
         fingerprint = tuple([r.step_time_ms for r in ranks])  # list first: faster than a generator
         if tick.report is None and fingerprint == self._fingerprint:
