@@ -42,15 +42,20 @@ def _training(step: int) -> TrainingSample:
     )
 
 
-def _record(tmp_path, ticks=40):
-    path = tmp_path / "trace.jsonl"
-    clock = [1_764_400_000.0]
-    engine = parts.engine(
-        Settings(record=str(path), history_size=1000),
+def recording_engine(path, clock: list[float], **settings):
+    """An engine with the scripted collector recording to ``path``, its clock ``clock[0]`` (the test moves it)."""
+    return parts.engine(
+        Settings(record=str(path), **settings),
         collectors=[ScriptedCollector()],
         mode="scripted",
         clock=lambda: clock[0],
     )
+
+
+def _record(tmp_path, ticks=40):
+    path = tmp_path / "trace.jsonl"
+    clock = [1_764_400_000.0]
+    engine = recording_engine(path, clock, history_size=1000)
     for i in range(ticks):
         if i % 3 == 0:  # training reports arrive every third tick, between ticks
             engine.ingest(_training(i))
@@ -134,9 +139,7 @@ def test_an_oversized_line_is_reported_and_the_next_line_still_read(tmp_path):
 def test_a_recorded_hang_keeps_its_heartbeats_and_replays_to_the_same_stall(tmp_path):
     path = tmp_path / "hang.jsonl"
     clock = [1_764_400_000.0]
-    engine = parts.engine(
-        Settings(record=str(path)), collectors=[ScriptedCollector()], mode="scripted", clock=lambda: clock[0]
-    )
+    engine = recording_engine(path, clock)
     live = []
     for i in range(80):
         if i < 20:

@@ -7,9 +7,8 @@ import json
 import math
 
 from tests import parts
-from tests.test_record_replay import ScriptedCollector
+from tests.test_record_replay import recording_engine
 from trainpulse_otel.collect.trace import read_trace
-from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime.replay import replay
 from trainpulse_otel.samples import TrainingSample
 
@@ -29,12 +28,7 @@ def _record(tmp_path, ticks: int = 90):
     """Three reports per tick; at tick 60 the first is a 2x spike, at tick 75 the middle one is NaN."""
     path = tmp_path / "trace.jsonl"
     clock = [1_764_400_000.0]
-    engine = parts.engine(
-        Settings(record=str(path), history_size=1000),
-        collectors=[ScriptedCollector()],
-        mode="scripted",
-        clock=lambda: clock[0],
-    )
+    engine = recording_engine(path, clock, history_size=1000)
     timeline = []
     for i in range(ticks):
         for j in range(3):
