@@ -16,6 +16,7 @@ from trainpulse_otel.samples import (
     TRAINING_RULES,
     GpuSample,
     HostSample,
+    NodeSample,
     RankSample,
     Rule,
     TrainingSample,
@@ -26,10 +27,10 @@ from trainpulse_otel.telemetry.conversion import FrameAssembler, frame_from_samp
 IDENTITY = {"index", "rank"}
 
 
-def frame_via_points(ts, gpus, host, training, xid_counts=()):
+def frame_via_points(ts, gpus, host, training, xid_counts=(), nodes=()):
     """What the in-process reader does with the points the instruments report."""
     assembler = FrameAssembler()
-    assembler.add_observations(observe(gpus, host, training, xid_counts))
+    assembler.add_observations(observe(gpus, host, training, xid_counts, nodes))
     return assembler.frame(ts)
 
 
@@ -75,24 +76,43 @@ def _training() -> st.SearchStrategy[TrainingSample]:
     return st.builds(lambda f, rs: TrainingSample(**f, ranks=rs), _fields(TRAINING_RULES), ranks)
 
 
+NODE_NAMES = st.none() | st.sampled_from(("node-a", "node-b"))
+
+
 def _xid_counts() -> st.SearchStrategy[tuple[XidCount, ...]]:
-    key = st.tuples(st.integers(0, 7), st.integers(1, 200))
+    key = st.tuples(NODE_NAMES, st.integers(0, 7), st.integers(1, 200))
     return st.dictionaries(key, st.integers(1, 10**6), max_size=5).map(
-        lambda d: tuple(XidCount(g, x, n) for (g, x), n in d.items())
+        lambda d: tuple(XidCount(g, x, n, node) for (node, g, x), n in d.items())
     )
+
+
+def _on_nodes(gpus: tuple[GpuSample, ...]) -> st.SearchStrategy[tuple[GpuSample, ...]]:
+    """The GPUs spread over this node and two others (a job daemon's view): (node, index) stays unique."""
+    return st.lists(NODE_NAMES, min_size=len(gpus), max_size=len(gpus)).map(
+        lambda names: tuple(dataclasses.replace(g, node=n) for g, n in zip(gpus, names, strict=True))
+    )
+
+
+def _nodes() -> st.SearchStrategy[tuple[NodeSample, ...]]:
+    host = st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f))
+    interval = st.none() | st.floats(0.1, 600.0)
+    node = st.builds(NodeSample, st.sampled_from(("node-a", "node-b", "node-c")), st.floats(0, 2e9), interval, host)
+    return st.lists(node, max_size=3, unique_by=lambda n: n.hostname).map(tuple)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    gpus=_gpus(),
+    gpus=_gpus().flatmap(_on_nodes),
     host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
     training=st.none() | _training(),
     xids=_xid_counts(),
+    nodes=_nodes(),
 )
-def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xids):
-    direct = frame_from_samples(5.0, gpus, host, training, xids)
-    assert direct == frame_via_points(5.0, gpus, host, training, xids)
-    assert list(direct.xid_counts) == sorted(xids)
+def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xids, nodes):
+    direct = frame_from_samples(5.0, gpus, host, training, xids, nodes)
+    assert direct == frame_via_points(5.0, gpus, host, training, xids, nodes)
+    assert list(direct.xid_counts) == sorted(xids, key=lambda x: x.sort_key)
+    assert [n.hostname for n in direct.nodes] == sorted(n.hostname for n in nodes)
 
 
 def test_what_has_no_point_is_not_in_the_frame():

@@ -20,6 +20,7 @@ from ..publish.snapshot import Snapshot, history_to_dict
 from ..samples import (
     DEFAULT_MAX_RANKS,
     Frame,
+    NodeReport,
     Rule,
     SampleError,
     TrainingSample,
@@ -60,6 +61,8 @@ class ApiBackend(Protocol):
     def liveness(self) -> dict[str, Any]: ...
 
     def ingest(self, sample: TrainingSample, source: str = "rest") -> None: ...
+
+    def ingest_nodes(self, reports: Sequence[NodeReport]) -> None: ...
 
 
 def create_app(

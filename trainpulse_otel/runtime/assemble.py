@@ -108,8 +108,11 @@ class SampleFrames:
         self.latest = latest
 
     def read(self, ts: float) -> Frame:
-        current = self.latest.current()
-        return frame_from_samples(ts, current.gpus or (), current.host, current.training, self.latest.xid_counts())
+        latest = self.latest
+        current = latest.current()
+        return frame_from_samples(
+            ts, current.gpus or (), current.host, current.training, latest.xid_counts(), latest.nodes()
+        )
 
 
 def open_replay(settings: Settings, plugins: Plugins | None = None) -> Stepper:

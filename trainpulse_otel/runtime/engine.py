@@ -28,7 +28,7 @@ from ..config import Settings
 from ..diagnose import DiagnosticPipeline, PipelineResult
 from ..publish.otel import DiagnosisPublisher
 from ..publish.snapshot import Snapshot, build_snapshot
-from ..samples import Frame, TrainingSample
+from ..samples import Frame, NodeReport, TrainingSample
 from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import REST, OperationalMetrics
@@ -130,6 +130,17 @@ class Engine:
             self.latest.forget_training()  # the simulator's view (its ranks too) must not linger beside the real one
         self.latest.put_training(sample, now)
         self.ops.ingested(sample, source)
+
+    def ingest_nodes(self, reports: Sequence[NodeReport]) -> None:
+        """Take what other nodes of the job sent (OTLP ingest): each node's GPUs, host, XID totals and ranks.
+
+        Ranks from other nodes are real reports too: the simulator's own job view stands down as for REST ingest.
+        """
+        now = self.clock()
+        if any(r.training is not None for r in reports) and self.reports is not None and self.reports.arrived(now):
+            self.latest.forget_training()
+        for report in reports:
+            self.latest.put_node(report, now)
 
     # ------------------------------------------------------------------- ticks
 

@@ -37,7 +37,12 @@ COLLECTIVE_PHASES = frozenset(("all_reduce", "sync"))
 
 @dataclass(frozen=True, slots=True)
 class GpuSample:
-    """One GPU at one instant, as NVML (or nvidia-smi, or the simulator) saw it."""
+    """One GPU at one instant, as NVML (or nvidia-smi, or the simulator) saw it.
+
+    ``node`` is the hostname of the node the GPU is on when a job daemon holds
+    the GPUs of several nodes; ``None`` is this daemon's own node. A GPU is
+    identified by ``(node, index)`` (:attr:`key`): every node has a GPU 0.
+    """
 
     index: int
     uuid: str | None = None
@@ -61,21 +66,49 @@ class GpuSample:
     remapped_rows_pending: int | None = None
     #: Row remaps that failed: the bank has no spare rows left (NVML's failure flag: 0 or 1).
     remapped_rows_failed: int | None = None
+    node: str | None = None
+
+    @property
+    def key(self) -> GpuKey:
+        """What identifies this GPU in a job: its node and its index on that node."""
+        return (self.node, self.index)
 
 
-@dataclass(frozen=True, slots=True, order=True)
+#: A GPU's identity in a job view: (node hostname or None for this daemon's own node, index on the node).
+GpuKey = tuple[str | None, int]
+
+
+def gpu_subject(key: GpuKey) -> dict[str, str | int]:
+    """The subject naming one GPU: its index, and its node's hostname when it is not this daemon's own."""
+    node, index = key
+    return {"gpu_index": index} if node is None else {"gpu_index": index, "hostname": node}
+
+
+def gpu_label(key: GpuKey) -> str:
+    """How messages name a GPU: ``GPU 2`` on this node, ``GPU 2 on node-21`` on another."""
+    node, index = key
+    return f"GPU {index}" if node is None else f"GPU {index} on {node}"
+
+
+@dataclass(frozen=True, slots=True)
 class XidCount:
     """How many times one XID code has been seen on one GPU since the daemon started.
 
     The frame carries these totals rather than each sample's list of new codes,
     so a GPU that fell off the bus (and left the GPU list with its XID 79)
     keeps its count, and every reader — Prometheus, the diagnosis — sees one
-    monotonic counter per (GPU, code).
+    monotonic counter per (GPU, code). ``node`` as in :class:`GpuSample`.
     """
 
     gpu_index: int
     xid: int
     count: int
+    node: str | None = None
+
+    @property
+    def sort_key(self) -> tuple[str, int, int]:
+        """Frames keep XID totals in this order: this node's first, then by node, GPU and code."""
+        return (self.node or "", self.gpu_index, self.xid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +260,39 @@ def _worst_loss(loss: float | None, loss_max: float) -> float:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeSample:
+    """One node of a job as the job daemon last heard from it.
+
+    ``last_seen`` is when its telemetry last arrived (unix seconds, the job
+    daemon's clock) and ``report_interval_s`` how often it usually arrives (the
+    median gap between its exports; ``None`` until two have arrived): a node
+    silent for several of its own intervals has stopped sending.
+    """
+
+    hostname: str
+    last_seen: float
+    report_interval_s: float | None = None
+    host: HostSample | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """What one node sent in one export (OTLP ingest from a node daemon or an OTel-emitting trainer).
+
+    Any part may be absent. ``xid_counts`` are the node's own running totals
+    (its daemon counts them), taken as they are; ``training`` carries the
+    node's ranks (global rank numbers) and, from the job's leading node, the
+    job-level report.
+    """
+
+    hostname: str
+    gpus: tuple[GpuSample, ...] | None = None
+    host: HostSample | None = None
+    training: TrainingSample | None = None
+    xid_counts: tuple[XidCount, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Frame:
     """The whole world at one tick: what the diagnostic window holds.
 
@@ -242,6 +308,8 @@ class Frame:
     xid_counts: tuple[XidCount, ...] = ()
     #: Every loss reported since the previous frame (None: this frame's source keeps no such stream).
     losses: tuple[LossPoint, ...] | None = None
+    #: The other nodes of the job (a job daemon's view), sorted by hostname; their GPUs are in ``gpus``.
+    nodes: tuple[NodeSample, ...] = ()
 
 
 # --------------------------------------------------------------- to JSON

@@ -20,6 +20,7 @@ GPU = "gpu"
 HOST = "host"
 TRAINING = "training"
 RANK = "rank"
+NODE = "node"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +56,12 @@ def _r(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
     return MetricSpec(suffix, unit, RANK, field, description)
 
 
+def _n(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
+    return MetricSpec(suffix, unit, NODE, field, description)
+
+
 MEASUREMENTS: tuple[MetricSpec, ...] = (
-    # GPU — attributes gpu.index, gpu.uuid, gpu.name
+    # GPU — attributes gpu.index, gpu.uuid, gpu.name; on a job daemon, another node's GPU also hostname
     _g(
         "gpu.utilization",
         "%",
@@ -102,7 +107,7 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
         "remapped_rows_failed",
         "1 once a memory row remap has failed (no spare rows left in a bank), 0 otherwise.",
     ),
-    # Host — attributes come from the resource (host.name)
+    # Host — this node's from the resource (host.name); another node's with the attribute hostname
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
     _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
     _h("host.load1", "", "load1", "1-minute load average."),
@@ -174,6 +179,14 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     # Per-rank heartbeat (sent even while the rank's step is blocked)
     _r("rank.global_step", "{step}", "global_step", "The rank's last completed optimizer step (heartbeat)."),
     _r("rank.phase_since", "s", "phase_since", "Unix time the rank entered its current phase (heartbeat)."),
+    # Other nodes of the job (a job daemon's view) — attribute hostname; their GPU and host points carry it too
+    _n("node.last_seen", "s", "last_seen", "Unix time the node's telemetry last arrived at this job daemon."),
+    _n(
+        "node.report_interval",
+        "s",
+        "report_interval_s",
+        "How often the node's telemetry arrives: the median gap between its recent exports.",
+    ),
 )
 
 #: 1 for each active throttle reason of a GPU, 0 for the others (attribute ``reason``).

@@ -22,8 +22,10 @@ from ..samples import (
     THROTTLE_REASONS,
     TRAINING_RULES,
     Frame,
+    GpuKey,
     GpuSample,
     HostSample,
+    NodeSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -35,6 +37,7 @@ from .catalog import (
     GPU_XID,
     HOST,
     MEASUREMENTS,
+    NODE,
     NONFINITE,
     RANK,
     RANK_PHASE,
@@ -50,21 +53,25 @@ Point = tuple[Number, Attributes]
 Observations = dict[str, list[Point]]
 
 _SPECS_BY_SCOPE: dict[str, tuple[MetricSpec, ...]] = {
-    scope: tuple(s for s in MEASUREMENTS if s.scope == scope) for scope in (GPU, HOST, TRAINING, RANK)
+    scope: tuple(s for s in MEASUREMENTS if s.scope == scope) for scope in (GPU, HOST, TRAINING, RANK, NODE)
 }
 _SPECS_BY_SUFFIX: dict[str, MetricSpec] = {s.suffix: s for s in ALL_INPUTS}
 _INT_FIELDS: dict[str, frozenset[str]] = {
     scope: frozenset(name for name, rule in rules.items() if rule.kind == "int")
     for scope, rules in ((GPU, GPU_RULES), (HOST, HOST_RULES), (TRAINING, TRAINING_RULES), (RANK, RANK_RULES))
 }
+_INT_FIELDS[NODE] = frozenset()  # a node's liveness: unix seconds and a gap in seconds
 
 
 # ------------------------------------------------------------ samples → points
 
 
 def gpu_attributes(gpu: GpuSample) -> dict[str, str | int]:
-    """Data-point attributes that identify a GPU (``gpu.index``, ``gpu.uuid``, ``gpu.name``)."""
+    """Data-point attributes that identify a GPU (``gpu.index``, ``gpu.uuid``, ``gpu.name``; ``hostname``
+    for another node's GPU on a job daemon)."""
     attrs: dict[str, str | int] = {"gpu.index": gpu.index}
+    if gpu.node is not None:
+        attrs["hostname"] = gpu.node
     if gpu.uuid is not None:
         attrs["gpu.uuid"] = gpu.uuid
     if gpu.name is not None:
@@ -121,10 +128,16 @@ def observe(
     host: HostSample | None = None,
     training: TrainingSample | None = None,
     xid_counts: Iterable[XidCount] = (),
+    nodes: Iterable[NodeSample] = (),
 ) -> Observations:
-    """Every measurement point for these samples (and the XID totals), keyed by instrument suffix."""
+    """Every measurement point for these samples (and the XID totals, and the job's other nodes),
+    keyed by instrument suffix."""
     out: Observations = {spec.suffix: [] for spec in ALL_INPUTS}
-    out[GPU_XID.suffix] = [(x.count, {"gpu.index": x.gpu_index, "xid": x.xid}) for x in xid_counts]
+    out[GPU_XID.suffix] = [(x.count, _xid_attributes(x)) for x in xid_counts]
+    for node in nodes:  # one attributes dict per sample: the assembler resolves its target once per dict
+        _add_fields(out, _SPECS_BY_SCOPE[NODE], node, {"hostname": node.hostname})
+        if node.host is not None:
+            _add_fields(out, _SPECS_BY_SCOPE[HOST], node.host, {"hostname": node.hostname})
     for gpu in gpus:
         attrs = gpu_attributes(gpu)
         _add_fields(out, _SPECS_BY_SCOPE[GPU], gpu, attrs)
@@ -147,6 +160,13 @@ def observe(
             if rank.phase is not None:
                 out[RANK_PHASE.suffix].append((1, _phase_attributes(rank, attrs)))
     return out
+
+
+def _xid_attributes(xid: XidCount) -> dict[str, str | int]:
+    attrs: dict[str, str | int] = {"gpu.index": xid.gpu_index, "xid": xid.xid}
+    if xid.node is not None:
+        attrs["hostname"] = xid.node
+    return attrs
 
 
 def _phase_attributes(rank: RankSample, attrs: Attributes) -> dict[str, str | int]:
@@ -172,9 +192,11 @@ class FrameAssembler:
     """Collects metric points (by instrument suffix) and builds one Frame from them."""
 
     def __init__(self) -> None:
-        self._gpus: dict[int, dict[str, Any]] = {}
-        self._throttle: dict[int, set[str]] = {}
+        self._gpus: dict[GpuKey, dict[str, Any]] = {}
+        self._throttle: dict[GpuKey, set[str]] = {}
         self._host: dict[str, Any] = {}
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._node_hosts: dict[str, dict[str, Any]] = {}
         self._training: dict[str, Any] = {}
         self._ranks: dict[int, dict[str, Any]] = {}
         self._has_training = False
@@ -188,7 +210,8 @@ class FrameAssembler:
         if spec is GPU_THROTTLE:
             self._add_throttle(attributes, value)
         elif spec is GPU_XID:
-            self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value)))
+            node = str(attributes["hostname"]) if "hostname" in attributes else None
+            self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value), node))
         elif spec is NONFINITE:
             scope = RANK if "rank" in attributes else TRAINING
             self._target(scope, attributes)[str(attributes["field"])] = float(str(attributes["value"]))
@@ -237,17 +260,32 @@ class FrameAssembler:
 
     def frame(self, ts: float) -> Frame:
         """The Frame for everything added so far."""
-        gpus = tuple(self._gpu(index) for index in sorted(self._gpus.keys() | self._throttle.keys()))
+        gpus = tuple(self._gpu(key) for key in sorted(self._gpus.keys() | self._throttle.keys(), key=_gpu_order))
         host = HostSample(**self._host) if self._host else None
         training = None
         if self._has_training or self._training or self._ranks:
             ranks = tuple(RankSample(rank=r, **self._ranks[r]) for r in sorted(self._ranks))
             training = TrainingSample(**self._training, ranks=ranks)
-        return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=tuple(sorted(self._xids)))
+        xids = tuple(sorted(self._xids, key=_xid_order))
+        return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples())
+
+    def _node_samples(self) -> tuple[NodeSample, ...]:
+        """The nodes whose liveness arrived; a node's host points without it make no node."""
+        out = []
+        for hostname in sorted(self._nodes):
+            fields = self._nodes[hostname]
+            if "last_seen" in fields:
+                host = self._node_hosts.get(hostname)
+                out.append(NodeSample(hostname, host=HostSample(**host) if host else None, **fields))
+        return tuple(out)
 
     def _target(self, scope: str, attributes: Attributes) -> dict[str, Any]:
         if scope == HOST:
+            if "hostname" in attributes:
+                return self._node_hosts.setdefault(str(attributes["hostname"]), {})
             return self._host
+        if scope == NODE:
+            return self._nodes.setdefault(str(attributes["hostname"]), {})
         if scope == TRAINING:
             self._has_training = True
             return self._training
@@ -261,7 +299,7 @@ class FrameAssembler:
         return rank
 
     def _gpu_fields(self, attributes: Attributes) -> dict[str, Any]:
-        gpu = self._gpus.setdefault(int(attributes["gpu.index"]), {})
+        gpu = self._gpus.setdefault(_gpu_key(attributes), {})
         if "gpu.uuid" in attributes:
             gpu["uuid"] = str(attributes["gpu.uuid"])
         if "gpu.name" in attributes:
@@ -269,19 +307,33 @@ class FrameAssembler:
         return gpu
 
     def _add_throttle(self, attributes: Attributes, value: Number) -> None:
-        index = int(attributes["gpu.index"])
-        active = self._throttle.get(index)
+        key = _gpu_key(attributes)
+        active = self._throttle.get(key)
         if active is None:
             self._gpu_fields(attributes)
-            active = self._throttle[index] = set()
+            active = self._throttle[key] = set()
         if value:
             active.add(str(attributes["reason"]))
 
-    def _gpu(self, index: int) -> GpuSample:
-        fields = self._gpus.get(index, {})
-        reasons = self._throttle.get(index)
+    def _gpu(self, key: GpuKey) -> GpuSample:
+        fields = self._gpus.get(key, {})
+        reasons = self._throttle.get(key)
         throttle = None if reasons is None else tuple(r for r in THROTTLE_REASONS if r in reasons)
-        return GpuSample(index=index, throttle_reasons=throttle, **fields)
+        return GpuSample(index=key[1], throttle_reasons=throttle, node=key[0], **fields)
+
+
+def _gpu_key(attributes: Attributes) -> GpuKey:
+    node = attributes.get("hostname")
+    return (None if node is None else str(node), int(attributes["gpu.index"]))
+
+
+def _gpu_order(key: GpuKey) -> tuple[str, int]:
+    """Frames list this node's GPUs first, then each other node's, by index."""
+    return (key[0] or "", key[1])
+
+
+def _xid_order(xid: XidCount) -> tuple[str, int, int]:
+    return xid.sort_key
 
 
 def _restorer(spec: MetricSpec) -> Callable[[Number], Number]:
@@ -305,6 +357,7 @@ def frame_from_samples(
     host: HostSample | None = None,
     training: TrainingSample | None = None,
     xid_counts: Iterable[XidCount] = (),
+    nodes: Iterable[NodeSample] = (),
 ) -> Frame:
     """The frame the in-process reader builds for these samples, without the points in between.
 
@@ -315,15 +368,29 @@ def frame_from_samples(
     GPU indices and ranks must be unique, as parsing and the collectors
     guarantee.
     """
-    read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=lambda g: g.index))
+    read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=_sample_order))
     host_fields = _read_back(host, HOST) if host is not None else {}
     return Frame(
         ts=ts,
         gpus=tuple(g for g in read_gpus if g is not None),
         host=HostSample(**host_fields) if host_fields else None,
         training=_training_read_back(training) if training is not None else None,
-        xid_counts=tuple(sorted(xid_counts)),
+        xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
+        nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
     )
+
+
+def _sample_order(gpu: GpuSample) -> tuple[str, int]:
+    return (gpu.node or "", gpu.index)
+
+
+def _hostname(node: NodeSample) -> str:
+    return node.hostname
+
+
+def _node_read_back(node: NodeSample) -> NodeSample:
+    host = _read_back(node.host, HOST) if node.host is not None else {}
+    return NodeSample(node.hostname, host=HostSample(**host) if host else None, **_read_back(node, NODE))
 
 
 _READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]] = {
@@ -349,7 +416,7 @@ def _gpu_read_back(gpu: GpuSample) -> GpuSample | None:
         reasons = tuple(r for r in THROTTLE_REASONS if r in active)
     if not fields and reasons is None:
         return None  # nothing measured: no point carries this GPU
-    return GpuSample(index=gpu.index, uuid=gpu.uuid, name=gpu.name, throttle_reasons=reasons, **fields)
+    return GpuSample(index=gpu.index, uuid=gpu.uuid, name=gpu.name, throttle_reasons=reasons, node=gpu.node, **fields)
 
 
 def _training_read_back(training: TrainingSample) -> TrainingSample:

@@ -25,6 +25,8 @@ from ..samples import (
     GpuSample,
     HostSample,
     LossPoint,
+    NodeReport,
+    NodeSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -32,6 +34,7 @@ from ..samples import (
     merged_rank,
 )
 from .conversion import Observations, observe
+from .nodes import NodeTable
 
 DEFAULT_STALE_AFTER_S = 300.0
 #: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
@@ -58,6 +61,7 @@ class LatestSamples:
         self._xids: dict[tuple[int, int], int] = {}  # (GPU index, XID code) -> times seen
         self._xid_counts: tuple[XidCount, ...] = ()
         self._losses: deque[LossPoint] = deque(maxlen=MAX_PENDING_LOSSES)
+        self._nodes = NodeTable()
 
     @property
     def version(self) -> int:
@@ -80,6 +84,19 @@ class LatestSamples:
             self._changed()
         if collected.training is not None:
             self.put_training(collected.training, now)
+
+    def put_node(self, report: NodeReport, now: float) -> None:
+        """Store what another node of the job sent (a job daemon's view): its GPUs, host, XID totals and ranks."""
+        with self._lock:
+            training = self._nodes.put(report, now)
+            self._changed()
+        if training is not None:
+            self.put_training(training, now)
+
+    def nodes(self) -> tuple[NodeSample, ...]:
+        """The job's other nodes as last heard from, sorted by hostname."""
+        with self._lock:
+            return self._nodes.nodes()
 
     def put_training(self, sample: TrainingSample, now: float) -> None:
         """Merge one training report received at ``now``.
@@ -125,6 +142,8 @@ class LatestSamples:
         with self._lock:
             stale_ranks = [r for r, (_, at) in self._ranks.items() if at < horizon]
             stale_job = self._job is not None and self._job_at < horizon
+            if self._nodes.expire(now):
+                self._changed()
             if not stale_ranks and not stale_job:
                 return
             for r in stale_ranks:
@@ -135,14 +154,23 @@ class LatestSamples:
             self._changed()
 
     def current(self) -> Collected:
-        """The newest samples, training merged with its ranks."""
+        """The newest samples, training merged with its ranks; the GPUs are this node's, then the other nodes'."""
         with self._lock:
-            return Collected(gpus=self._gpus, host=self._host, training=self._merged_training())
+            return Collected(gpus=self._all_gpus(), host=self._host, training=self._merged_training())
 
     def xid_counts(self) -> tuple[XidCount, ...]:
-        """XIDs seen per GPU and code since this store was created, sorted; lost GPUs keep theirs."""
+        """XIDs seen per GPU and code since this store was created, sorted; lost GPUs keep theirs.
+        Other nodes' totals follow this node's, as their daemons counted them."""
         with self._lock:
-            return self._xid_counts
+            return self._all_xid_counts()
+
+    def _all_gpus(self) -> tuple[GpuSample, ...]:
+        remote = self._nodes.gpus()
+        return self._gpus + remote if remote else self._gpus
+
+    def _all_xid_counts(self) -> tuple[XidCount, ...]:
+        remote = self._nodes.xid_counts()
+        return self._xid_counts + remote if remote else self._xid_counts
 
     def _count_xids(self, gpus: tuple[GpuSample, ...]) -> None:
         """Fold the samples' new XID codes into the totals (call under the lock)."""
@@ -159,9 +187,9 @@ class LatestSamples:
             cached = self._observed
             if cached is not None and cached[0] == self._version:
                 return cached[1]
-            version, gpus, host, training = self._version, self._gpus, self._host, self._merged_training()
-            xids = self._xid_counts
-        observed = observe(gpus, host, training, xids)
+            version, gpus, host, training = self._version, self._all_gpus(), self._host, self._merged_training()
+            xids, nodes = self._all_xid_counts(), self._nodes.nodes()
+        observed = observe(gpus, host, training, xids, nodes)
         with self._lock:
             self._observed = (version, observed)
         return observed
