@@ -17,12 +17,12 @@ def node(gpus: int = 8, **per_gpu: dict) -> NodeState:
     n = NodeState()
     n.hostname = "node-000"
     for i in range(gpus):
-        g = GpuState(i)
+        g = GpuState((None, i))
         g.util, g.clock_ratio, g.limit, g.limit_max, g.temp = 96.0, 1.0, 700.0, 700.0, 67.0
         for key, value in per_gpu.get(f"g{i}", {}).items():
             setattr(g, key, value)
-        n.gpus[i] = g
-    n.rank_of_gpu = {i: i for i in range(gpus)}
+        n.gpus[g.key] = g
+    n.rank_of_gpu = {(None, i): i for i in range(gpus)}
     return n
 
 

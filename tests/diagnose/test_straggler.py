@@ -58,7 +58,7 @@ def test_one_slow_rank_is_found_with_its_gpu_and_scores(convention):
     det = RankStraggler()
     h = Harness(det).run(range(120), lambda t: report(t, 8, slow(5, 1.35, 60, t), convention))
     raised = h.raised("rank_straggler")
-    assert [dict(x.subject) for x in raised][:1] == [{"rank": 5, "gpu_index": 5}]
+    assert [dict(x.subject) for x in raised][:1] == [{"rank": 5, "gpu_index": 5, "hostname": "node-000"}]
     assert 60 < raised[0].ts - T0 <= 66
     assert det.convention == convention
     signal = h.active()[0]

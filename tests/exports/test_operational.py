@@ -7,7 +7,7 @@ from opentelemetry.sdk.metrics.export import Histogram, Sum
 from tests.exports.scenario import exercise_every_instrument
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import parse_training
-from trainpulse_otel.telemetry.conversion import frame_from_samples
+from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 
 class BrokenCollector:

@@ -22,7 +22,8 @@ from trainpulse_otel.samples import (
     TrainingSample,
     XidCount,
 )
-from trainpulse_otel.telemetry.conversion import FrameAssembler, frame_from_samples, observe
+from trainpulse_otel.telemetry.conversion import FrameAssembler, observe
+from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 IDENTITY = {"index", "rank"}
 

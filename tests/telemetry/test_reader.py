@@ -4,9 +4,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
-from trainpulse_otel.telemetry.conversion import frame_from_samples, observe
+from trainpulse_otel.telemetry.conversion import observe
 from trainpulse_otel.telemetry.instruments import register_measurements
 from trainpulse_otel.telemetry.latest import LatestSamples
+from trainpulse_otel.telemetry.read_back import frame_from_samples
 from trainpulse_otel.telemetry.reader import FrameReader
 
 GPUS = tuple(

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..samples import GpuKey, gpu_order, gpu_subject
 from .tick import GpuState, NodeState
 from .types import CRITICAL, Signal
 
@@ -70,14 +71,14 @@ class Evidence:
                 return s
         return None
 
-    def gpu_signals(self, *names: str) -> dict[int, list[Signal]]:
-        """Signals about single GPUs, by GPU index."""
-        out: dict[int, list[Signal]] = {}
+    def gpu_signals(self, *names: str) -> dict[GpuKey, list[Signal]]:
+        """Signals about single GPUs, by GPU (node, index)."""
+        out: dict[GpuKey, list[Signal]] = {}
         for name in names:
             for s in self.by_name.get(name, ()):
-                index = s.subject.get("gpu_index")
-                if index is not None and "rank" not in s.subject:
-                    out.setdefault(int(index), []).append(s)
+                key = self.subject_gpu(s.subject)
+                if key is not None and "rank" not in s.subject:
+                    out.setdefault(key, []).append(s)
         return out
 
     def host_signals(self, *names: str) -> list[Signal]:
@@ -96,42 +97,69 @@ class Evidence:
 
     # ------------------------------------------------------------ ranks ↔ GPUs ↔ hosts
 
-    def local_gpu_of(self, straggler: Signal) -> int | None:
-        """The local GPU a straggling rank runs on (None when it runs on another host)."""
-        index = straggler.subject.get("gpu_index")
-        host = straggler.evidence.get("hostname")
-        if index is None or (host is not None and self.node.hostname is not None and host != self.node.hostname):
+    def subject_gpu(self, subject: Mapping[str, Any]) -> GpuKey | None:
+        """The one GPU a signal's subject names, as (node, index): a ``hostname`` of another node of the
+        job is that node; this node's own hostname, or none, is this node."""
+        index = subject.get("gpu_index")
+        if index is None:
             return None
-        return int(index) if int(index) in self.node.gpus else None
+        host = subject.get("hostname")
+        return (self.node.node_of(host if isinstance(host, str) else None), int(index))
 
-    def stragglers_on(self, gpu: int) -> list[Signal]:
-        """The ``rank_straggler`` signals whose rank runs on local GPU ``gpu``."""
-        return [s for s in self.active("rank_straggler") if self.local_gpu_of(s) == gpu]
+    def gpu_of(self, straggler: Signal) -> GpuKey | None:
+        """The GPU a straggling rank runs on (None when the frame has no GPUs of its host)."""
+        index = straggler.subject.get("gpu_index")
+        host = straggler.subject.get("hostname", straggler.evidence.get("hostname"))
+        if index is None or not self.node.is_local(host):
+            return None
+        key = (self.node.node_of(host), int(index))
+        return key if key in self.node.gpus else None
 
-    def gpu_subject(self, gpus: Iterable[int]) -> dict[str, Any]:
-        """The subject for a cause local to these GPUs, with the ranks on them."""
-        gpus = sorted(set(gpus))
-        ranks = [self.node.rank_of_gpu[g] for g in gpus if g in self.node.rank_of_gpu]
-        if len(gpus) == 1:
-            subject: dict[str, Any] = {"gpu_index": gpus[0]}
+    def stragglers_on(self, gpu: GpuKey) -> list[Signal]:
+        """The ``rank_straggler`` signals whose rank runs on GPU ``gpu``."""
+        return [s for s in self.active("rank_straggler") if self.gpu_of(s) == gpu]
+
+    def gpu_subject(self, gpus: Iterable[GpuKey]) -> dict[str, Any]:
+        """The subject for a cause local to these GPUs, with the ranks on them (and their nodes' hostnames)."""
+        keys = sorted(set(gpus), key=gpu_order)
+        ranks = [self.node.rank_of_gpu[g] for g in keys if g in self.node.rank_of_gpu]
+        if len(keys) == 1:
+            subject: dict[str, Any] = gpu_subject(keys[0])
             if ranks:
                 subject["rank"] = ranks[0]
             return subject
-        return {"gpu_indices": gpus, "ranks": ranks} if ranks else {"gpu_indices": gpus}
+        subject = self.gpus_subject(keys)
+        if ranks:
+            subject["ranks"] = ranks
+        return subject
+
+    @staticmethod
+    def gpus_subject(gpus: Iterable[GpuKey]) -> dict[str, Any]:
+        """The subject naming several GPUs: their indices, and the hostnames of the other nodes they are on."""
+        keys = sorted(set(gpus), key=gpu_order)
+        subject: dict[str, Any] = {"gpu_indices": [index for _, index in keys]}
+        hosts = sorted({node for node, _ in keys if node is not None})
+        if hosts:
+            subject["hostname"] = hosts[0] if len(hosts) == 1 and all(n is not None for n, _ in keys) else hosts
+        return subject
+
+    def node_gpus(self, node: str | None) -> list[GpuKey]:
+        """Every GPU of one node (``None``: this daemon's own)."""
+        return [key for key in self.node.gpus if key[0] == node]
 
     # ------------------------------------------------------------ GPU state
 
-    def gpu(self, index: int) -> GpuState | None:
-        return self.node.gpus.get(index)
+    def gpu(self, key: GpuKey) -> GpuState | None:
+        return self.node.gpus.get(key)
 
-    def thermally_throttled(self, index: int) -> bool:
+    def thermally_throttled(self, key: GpuKey) -> bool:
         """Did this GPU show a thermal throttle reason recently?"""
-        g = self.node.gpus.get(index)
+        g = self.node.gpus.get(key)
         return g is not None and g.last_thermal_ts is not None and self.ts - g.last_thermal_ts <= THERMAL_RECENT_S
 
-    def power_throttled(self, index: int) -> bool:
+    def power_throttled(self, key: GpuKey) -> bool:
         """Is this GPU held down by its power limit (reason present most of the time, clocks down)?"""
-        g = self.node.gpus.get(index)
+        g = self.node.gpus.get(key)
         return (
             g is not None
             and g.power_capped >= POWER_CAPPED_SHARE
@@ -139,26 +167,26 @@ class Evidence:
             and g.clock_ratio <= POWER_CLOCK_RATIO
         )
 
-    def power_throttled_gpus(self) -> list[int]:
-        return [i for i in self.node.gpus if self.power_throttled(i)]
+    def power_throttled_gpus(self) -> list[GpuKey]:
+        return [k for k in self.node.gpus if self.power_throttled(k)]
 
-    def power_limit_cut(self, index: int) -> float:
+    def power_limit_cut(self, key: GpuKey) -> float:
         """How much lower the GPU's power limit is than the highest seen (0.5: halved)."""
-        g = self.node.gpus.get(index)
+        g = self.node.gpus.get(key)
         if g is None or not g.limit or not g.limit_max:
             return 0.0
         return 1.0 - g.limit / g.limit_max
 
-    def median_clock_ratio(self, gpus: Iterable[int]) -> float | None:
+    def median_clock_ratio(self, gpus: Iterable[GpuKey]) -> float | None:
         ratios = sorted(
             r for r in (self.node.gpus[i].clock_ratio for i in gpus if i in self.node.gpus) if r is not None
         )
         return ratios[len(ratios) // 2] if ratios else None
 
-    def util_vs_peers(self, index: int) -> tuple[float, float] | None:
-        """This GPU's smoothed utilisation and its peers' median."""
-        g = self.node.gpus.get(index)
-        peers = sorted(p.util for i, p in self.node.gpus.items() if i != index and p.util is not None)
+    def util_vs_peers(self, key: GpuKey) -> tuple[float, float] | None:
+        """This GPU's smoothed utilisation and its peers' (the other GPUs of its node) median."""
+        g = self.node.gpus.get(key)
+        peers = sorted(p.util for k, p in self.node.gpus.items() if k != key and k[0] == key[0] and p.util is not None)
         if g is None or g.util is None or not peers:
             return None
         return g.util, peers[len(peers) // 2]

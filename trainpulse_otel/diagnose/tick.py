@@ -21,10 +21,11 @@ The clock is the frame timestamp; nothing here reads the wall clock.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ..mfu import peak_flops
-from ..samples import Frame, GpuSample, HostSample, LossPoint, TrainingSample, loss_points
+from ..samples import Frame, GpuKey, GpuSample, HostSample, LossPoint, TrainingSample, loss_points
 from .stats import RobustBaseline, decay
 
 THERMAL_REASONS = frozenset(("sw_thermal", "hw_thermal", "hw_slowdown"))
@@ -43,6 +44,7 @@ class GpuState:
         "busy_since",
         "clock_ratio",
         "index",
+        "key",
         "last_thermal_ts",
         "limit",
         "limit_max",
@@ -54,8 +56,9 @@ class GpuState:
         "util",
     )
 
-    def __init__(self, index: int) -> None:
-        self.index = index
+    def __init__(self, key: GpuKey) -> None:
+        self.key = key
+        self.index = key[1]
         self.util: float | None = None
         self.clock_ratio: float | None = None
         self.thermal = 0.0
@@ -144,27 +147,41 @@ class HostState:
 
 
 class NodeState:
-    """Per-GPU and host state, plus which rank runs on which local GPU."""
+    """Per-GPU and host state, plus which rank runs on which GPU.
 
-    __slots__ = ("gpus", "host", "hostname", "rank_of_gpu")
+    GPUs are keyed by ``(node, index)`` (:data:`~trainpulse_otel.samples.GpuKey`):
+    on a job daemon, ``nodes`` are the other nodes of the job whose GPUs the
+    frame carries, and a rank whose ``hostname`` is one of them runs on that
+    node's GPU; any other rank runs on this daemon's own node (``None``).
+    """
+
+    __slots__ = ("gpus", "host", "hostname", "nodes", "rank_of_gpu")
 
     def __init__(self) -> None:
-        self.gpus: dict[int, GpuState] = {}
+        self.gpus: dict[GpuKey, GpuState] = {}
         self.host = HostState()
-        self.rank_of_gpu: dict[int, int] = {}
+        self.rank_of_gpu: dict[GpuKey, int] = {}
         self.hostname: str | None = None
+        self.nodes: frozenset[str] = frozenset()
 
-    def gpu(self, index: int) -> GpuState | None:
-        return self.gpus.get(index)
+    def gpu(self, key: GpuKey) -> GpuState | None:
+        return self.gpus.get(key)
+
+    def node_of(self, hostname: str | None) -> str | None:
+        """The node a rank on ``hostname`` runs on: that node when the job view has it, else this one."""
+        return hostname if hostname is not None and hostname in self.nodes else None
+
+    def is_local(self, hostname: str | None) -> bool:
+        """Whether a rank on ``hostname`` runs on a node whose GPUs this state holds."""
+        return hostname is None or self.hostname is None or hostname == self.hostname or hostname in self.nodes
 
     def learn_ranks(self, training: TrainingSample) -> None:
-        """Map local GPUs to the ranks on them (ranks on other hosts are not on these GPUs)."""
+        """Map GPUs to the ranks on them (ranks on hosts the frame has no GPUs of are on none of these)."""
         self.hostname = training.hostname or self.hostname
-        local = self.hostname
-        mapping: dict[int, int] = {}
+        mapping: dict[GpuKey, int] = {}
         for r in training.ranks:
-            if r.gpu_index is not None and (r.hostname is None or local is None or r.hostname == local):
-                mapping.setdefault(r.gpu_index, r.rank)
+            if r.gpu_index is not None and self.is_local(r.hostname):
+                mapping.setdefault((self.node_of(r.hostname), r.gpu_index), r.rank)
         if mapping:
             self.rank_of_gpu = mapping
 
@@ -195,6 +212,14 @@ class Tick:
         self.node = node
         #: Every loss reported since the previous tick, in arrival order (see :func:`tick_losses`).
         self.losses = losses
+
+    def hosts(self) -> Iterator[tuple[str | None, HostSample]]:
+        """This node's host sample (``None``), then each other node's that has one, by hostname."""
+        if self.host is not None:
+            yield None, self.host
+        for node in self.frame.nodes:
+            if node.host is not None:
+                yield node.hostname, node.host
 
 
 def with_derived_mfu(report: TrainingSample, gpus: tuple[GpuSample, ...]) -> TrainingSample:
@@ -257,6 +282,8 @@ class TickBuilder:
         self._last_ts = ts
         report = None
         training = frame.training
+        if frame.nodes or self.node.nodes:
+            self.node.nodes = frozenset(n.hostname for n in frame.nodes)
         if training is not None:
             key = report_key(training)
             if key != self._last_key:
@@ -268,9 +295,10 @@ class TickBuilder:
         keep = 0.0 if first else decay(dt, self.tau_s)
         node = self.node
         for g in frame.gpus:
-            state = node.gpus.get(g.index)
+            key = g.key
+            state = node.gpus.get(key)
             if state is None:
-                state = node.gpus[g.index] = GpuState(g.index)
+                state = node.gpus[key] = GpuState(key)
             state.update(g, ts, keep)
         if frame.host is not None:
             node.host.update(frame.host, keep, paused)

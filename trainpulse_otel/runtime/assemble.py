@@ -30,12 +30,12 @@ from ..collect.trace import TraceWriter
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline
 from ..publish.otel import DiagnosisPublisher
-from ..telemetry.conversion import frame_from_samples
 from ..telemetry.exporters import build_exports
 from ..telemetry.instruments import register_measurements
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import OperationalMetrics
 from ..telemetry.providers import build_telemetry
+from ..telemetry.read_back import frame_from_samples
 from .engine import Clock, Engine, Outputs, Stepper
 from .plugins import Plugins, discover
 from .window import Window
@@ -99,7 +99,7 @@ def open_engine(
 class SampleFrames:
     """Replay's frame source: the latest samples straight to a frame, without the OTel round trip.
 
-    :func:`~trainpulse_otel.telemetry.conversion.frame_from_samples` is held
+    :func:`~trainpulse_otel.telemetry.read_back.frame_from_samples` is held
     equal to the live reader's samples → points → frame conversion by a
     property test, so replay diagnoses the frames the daemon did.
     """

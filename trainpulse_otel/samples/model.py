@@ -84,6 +84,11 @@ def gpu_subject(key: GpuKey) -> dict[str, str | int]:
     return {"gpu_index": index} if node is None else {"gpu_index": index, "hostname": node}
 
 
+def gpu_order(key: GpuKey) -> tuple[str, int]:
+    """The order GPUs are listed in: this daemon's own node first, then each other node's, by index."""
+    return (key[0] or "", key[1])
+
+
 def gpu_label(key: GpuKey) -> str:
     """How messages name a GPU: ``GPU 2`` on this node, ``GPU 2 on node-21`` on another."""
     node, index = key

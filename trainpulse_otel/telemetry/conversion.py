@@ -4,7 +4,7 @@
 report; :class:`FrameAssembler` turns collected points back into a
 :class:`~trainpulse_otel.samples.Frame`. The live path goes
 samples → observe → OTel SDK → MetricsData → assembler. Replay skips the
-points: :func:`frame_from_samples` reads each sample back through the same
+points: :func:`.read_back.frame_from_samples` reads each sample back through the same
 catalogue and restorers, and a property test holds it equal to ``observe``
 followed by the assembler, so a replayed frame is the frame the daemon saw.
 """
@@ -29,6 +29,7 @@ from ..samples import (
     RankSample,
     TrainingSample,
     XidCount,
+    gpu_order,
 )
 from .catalog import (
     ALL_INPUTS,
@@ -260,7 +261,7 @@ class FrameAssembler:
 
     def frame(self, ts: float) -> Frame:
         """The Frame for everything added so far."""
-        gpus = tuple(self._gpu(key) for key in sorted(self._gpus.keys() | self._throttle.keys(), key=_gpu_order))
+        gpus = tuple(self._gpu(key) for key in sorted(self._gpus.keys() | self._throttle.keys(), key=gpu_order))
         host = HostSample(**self._host) if self._host else None
         training = None
         if self._has_training or self._training or self._ranks:
@@ -327,11 +328,6 @@ def _gpu_key(attributes: Attributes) -> GpuKey:
     return (None if node is None else str(node), int(attributes["gpu.index"]))
 
 
-def _gpu_order(key: GpuKey) -> tuple[str, int]:
-    """Frames list this node's GPUs first, then each other node's, by index."""
-    return (key[0] or "", key[1])
-
-
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:
     return xid.sort_key
 
@@ -346,90 +342,3 @@ def _restorer(spec: MetricSpec) -> Callable[[Number], Number]:
 
 
 _RESTORERS: dict[str, Callable[[Number], Number]] = {s.suffix: _restorer(s) for s in MEASUREMENTS}
-
-
-# ------------------------------------------------------ samples → frame, direct
-
-
-def frame_from_samples(
-    ts: float,
-    gpus: Iterable[GpuSample] = (),
-    host: HostSample | None = None,
-    training: TrainingSample | None = None,
-    xid_counts: Iterable[XidCount] = (),
-    nodes: Iterable[NodeSample] = (),
-) -> Frame:
-    """The frame the in-process reader builds for these samples, without the points in between.
-
-    Each sample is read back field by field through the same catalogue and
-    restorers, so the result equals :func:`observe` followed by
-    :class:`FrameAssembler` (a property test holds the two together over
-    arbitrary samples) at a fraction of the cost. Replay uses it.
-    GPU indices and ranks must be unique, as parsing and the collectors
-    guarantee.
-    """
-    read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=_sample_order))
-    host_fields = _read_back(host, HOST) if host is not None else {}
-    return Frame(
-        ts=ts,
-        gpus=tuple(g for g in read_gpus if g is not None),
-        host=HostSample(**host_fields) if host_fields else None,
-        training=_training_read_back(training) if training is not None else None,
-        xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
-        nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
-    )
-
-
-def _sample_order(gpu: GpuSample) -> tuple[str, int]:
-    return (gpu.node or "", gpu.index)
-
-
-def _hostname(node: NodeSample) -> str:
-    return node.hostname
-
-
-def _node_read_back(node: NodeSample) -> NodeSample:
-    host = _read_back(node.host, HOST) if node.host is not None else {}
-    return NodeSample(node.hostname, host=HostSample(**host) if host else None, **_read_back(node, NODE))
-
-
-_READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]] = {
-    scope: tuple((s.field, s.scale, _RESTORERS[s.suffix]) for s in specs) for scope, specs in _SPECS_BY_SCOPE.items()
-}
-
-
-def _read_back(sample: Any, scope: str) -> dict[str, Any]:
-    """The measured fields of one sample as a point would restore them (a field without a value has no point)."""
-    out = {}
-    for field, scale, restore in _READ_BACK[scope]:
-        value = getattr(sample, field)
-        if value is not None:
-            out[field] = restore(value if scale == 1.0 else value * scale)
-    return out
-
-
-def _gpu_read_back(gpu: GpuSample) -> GpuSample | None:
-    fields = _read_back(gpu, GPU)
-    reasons = None
-    if gpu.throttle_reasons is not None:
-        active = set(gpu.throttle_reasons)
-        reasons = tuple(r for r in THROTTLE_REASONS if r in active)
-    if not fields and reasons is None:
-        return None  # nothing measured: no point carries this GPU
-    return GpuSample(index=gpu.index, uuid=gpu.uuid, name=gpu.name, throttle_reasons=reasons, node=gpu.node, **fields)
-
-
-def _training_read_back(training: TrainingSample) -> TrainingSample:
-    fields = _read_back(training, TRAINING)
-    for field in TRAINING_INFO_ATTRIBUTES:  # the info point's attributes, read back as strings
-        value = getattr(training, field)
-        if value is not None:
-            fields[field] = str(value)
-    ranks = []
-    for rank in sorted(training.ranks, key=lambda r: r.rank):
-        measured = _read_back(rank, RANK)
-        if rank.phase is not None:  # the phase point, which carries the pid
-            measured.update(phase=rank.phase, pid=rank.pid)
-        if measured:  # a rank without a measurement has no point
-            ranks.append(RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured))
-    return TrainingSample(**fields, ranks=tuple(ranks))

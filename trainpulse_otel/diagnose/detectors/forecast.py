@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...samples import gpu_label, gpu_subject
 from ..stats import Trend, t_stat
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
@@ -251,10 +252,10 @@ class GpuOomRisk(_OomRisk):
     def _sample(self, tick: Tick) -> None:
         for g in tick.gpus:
             if g.memory_used_bytes is not None and g.memory_total_bytes:
-                self._add(g.index, tick.ts, g.memory_used_bytes / g.memory_total_bytes, 0.995, 0.9)
+                self._add(g.key, tick.ts, g.memory_used_bytes / g.memory_total_bytes, 0.995, 0.9)
 
     def _describe(self, key: Any, tick: Tick) -> tuple[dict[str, Any], str]:
-        return {"gpu_index": key}, f"GPU {key} memory"
+        return gpu_subject(key), f"{gpu_label(key)} memory"
 
 
 class HostOomRisk(_OomRisk):
@@ -269,10 +270,11 @@ class HostOomRisk(_OomRisk):
     evaluate_every_s = 2.0
 
     def _sample(self, tick: Tick) -> None:
-        host = tick.host
-        if host is not None and host.memory_available_bytes is not None and host.memory_total_bytes:
-            limit = max(0.01, GIB / host.memory_total_bytes)
-            self._add("host", tick.ts, host.memory_available_bytes / host.memory_total_bytes, limit, 0.8)
+        for node, host in tick.hosts():
+            if host.memory_available_bytes is not None and host.memory_total_bytes:
+                limit = max(0.01, GIB / host.memory_total_bytes)
+                self._add(("host", node), tick.ts, host.memory_available_bytes / host.memory_total_bytes, limit, 0.8)
 
     def _describe(self, key: Any, tick: Tick) -> tuple[dict[str, Any], str]:
-        return host_subject(tick), "host memory"
+        node = key[1]
+        return host_subject(tick, node), "host memory" if node is None else f"host memory of {node}"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ...samples import Frame
+from ...samples import Frame, GpuKey, gpu_label, gpu_order
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import BaseDetector
@@ -55,15 +55,20 @@ MIN_CORRECTED = 20
 RATE_RISE = 3.0
 
 
-def _xid_rises(frame: Frame, totals: dict[tuple[int, int], int]) -> dict[int, list[int]]:
+def _xid_rises(frame: Frame, totals: dict[tuple[GpuKey, int], int]) -> dict[GpuKey, list[int]]:
     """XID codes by GPU whose total rose since the last frame (``totals`` is updated)."""
-    out: dict[int, list[int]] = {}
+    out: dict[GpuKey, list[int]] = {}
     for x in frame.xid_counts:
-        key = (x.gpu_index, x.xid)
+        gpu = (x.node, x.gpu_index)
+        key = (gpu, x.xid)
         if x.count > totals.get(key, 0):
-            out.setdefault(x.gpu_index, []).append(x.xid)
+            out.setdefault(gpu, []).append(x.xid)
         totals[key] = x.count
     return out
+
+
+def _by_gpu(item: tuple[GpuKey, Any]) -> tuple[str, int]:
+    return gpu_order(item[0])
 
 
 class _Fault:
@@ -95,10 +100,10 @@ class GpuHardwareFault(BaseDetector):
     policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0)
 
     def __init__(self) -> None:
-        self._totals: dict[tuple[int, int], int] = {}
-        self._ecc: dict[int, int] = {}
-        self._seen: set[int] = set()
-        self._faults: dict[int, _Fault] = {}
+        self._totals: dict[tuple[GpuKey, int], int] = {}
+        self._ecc: dict[GpuKey, int] = {}
+        self._seen: set[GpuKey] = set()
+        self._faults: dict[GpuKey, _Fault] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
         frame = tick.frame
@@ -110,31 +115,35 @@ class GpuHardwareFault(BaseDetector):
             if fatal:
                 self._fault(gpu, tick.ts, host).xids.extend(fatal)
         for g in frame.gpus:
-            count, before = g.ecc_uncorrected_errors, self._ecc.get(g.index)
+            key = g.key
+            count, before = g.ecc_uncorrected_errors, self._ecc.get(key)
             if count is not None:
                 if before is not None and count > before:
-                    fault = self._fault(g.index, tick.ts, host)
+                    fault = self._fault(key, tick.ts, host)
                     first = fault.ecc_uncorrected[0] if fault.ecc_uncorrected else before
                     fault.ecc_uncorrected = (first, count)
-                self._ecc[g.index] = count
+                self._ecc[key] = count
         self._track_presence(frame, tick.ts, host)
         for gpu in [g for g, f in self._faults.items() if not self._holds(f, tick.ts)]:
             del self._faults[gpu]  # the episode is over: a later fault on this GPU is a new one
-        return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items())]
+        return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items(), key=_by_gpu)]
 
-    def _fault(self, gpu: int, ts: float, host: str | None) -> _Fault:
+    def _fault(self, gpu: GpuKey, ts: float, host: str | None) -> _Fault:
         fault = self._faults.get(gpu)
         if fault is None:
-            fault = self._faults[gpu] = _Fault(ts, host)
+            fault = self._faults[gpu] = _Fault(ts, gpu[0] or host)
         fault.last_ts = ts
         return fault
 
     def _track_presence(self, frame: Frame, ts: float, host: str | None) -> None:
-        present = {g.index for g in frame.gpus}
+        """A GPU gone from its node's list is lost; a node that lists no GPU this tick says nothing of any."""
+        present = {g.key for g in frame.gpus}
         if not present:
-            return  # no GPU list this tick: nothing is known about any one GPU
+            return
+        listing = {node for node, _ in present}
         for gpu in self._seen - present:
-            self._fault(gpu, ts, host).lost = True
+            if gpu[0] in listing:
+                self._fault(gpu, ts, host).lost = True
         for gpu in present & self._faults.keys():
             self._faults[gpu].lost = False
         self._seen |= present
@@ -142,8 +151,8 @@ class GpuHardwareFault(BaseDetector):
     def _holds(self, fault: _Fault, ts: float) -> bool:
         return fault.lost or ts - fault.last_ts <= FAULT_HOLD_S
 
-    def _finding(self, gpu: int, fault: _Fault) -> Finding:
-        subject: dict[str, Any] = {"gpu_index": gpu}
+    def _finding(self, gpu: GpuKey, fault: _Fault) -> Finding:
+        subject: dict[str, Any] = {"gpu_index": gpu[1]}
         if fault.hostname is not None:
             subject["hostname"] = fault.hostname
         evidence: dict[str, Any] = {"lost": fault.lost, "since": fault.since}
@@ -161,7 +170,7 @@ class GpuHardwareFault(BaseDetector):
         if fault.lost:
             parts.append("gone from the node's GPU list (lost from the bus)")
         where = f" on {fault.hostname}" if fault.hostname else ""
-        message = f"GPU {gpu}{where} is failing: " + "; ".join(parts)
+        message = f"GPU {gpu[1]}{where} is failing: " + "; ".join(parts)
         return Finding("gpu_hardware_fault", 3.0, CRITICAL, message, subject, evidence)
 
 
@@ -235,8 +244,8 @@ class GpuMemoryDegradation(BaseDetector):
     every_s = 2.0  # wear moves over minutes
 
     def __init__(self) -> None:
-        self._totals: dict[tuple[int, int], int] = {}
-        self._wear: dict[int, _Wear] = {}
+        self._totals: dict[tuple[GpuKey, int], int] = {}
+        self._wear: dict[GpuKey, _Wear] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
         frame = tick.frame
@@ -251,25 +260,25 @@ class GpuMemoryDegradation(BaseDetector):
                 wear.xid_ts = tick.ts
         out = []
         for g in frame.gpus:
-            wear = self._wear_of(g.index, host)
+            wear = self._wear_of(g.key, host)
             if g.ecc_corrected_errors is not None:
                 wear.add(tick.ts, g.ecc_corrected_errors)
             if wear.quiet() and not (g.remapped_rows_pending or g.remapped_rows_failed):
                 continue  # the healthy case, kept cheap: nothing moved within the hour
-            finding = self._judge(g.index, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
+            finding = self._judge(g.key, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
             if finding is not None:
                 out.append(finding)
         return out
 
-    def _wear_of(self, gpu: int, host: str | None) -> _Wear:
+    def _wear_of(self, gpu: GpuKey, host: str | None) -> _Wear:
         wear = self._wear.get(gpu)
         if wear is None:
             wear = self._wear[gpu] = _Wear()
         if not wear.reported:
-            wear.hostname = host
+            wear.hostname = gpu[0] or host
         return wear
 
-    def _judge(self, gpu: int, wear: _Wear, pending: int | None, failed: int | None, ts: float) -> Finding | None:
+    def _judge(self, gpu: GpuKey, wear: _Wear, pending: int | None, failed: int | None, ts: float) -> Finding | None:
         new, earlier_rate = wear.rise(ts)
         recent_rate = new / RATE_WINDOW_S
         if wear.rising:
@@ -296,9 +305,9 @@ class GpuMemoryDegradation(BaseDetector):
             evidence["ecc_corrected_errors"] = wear.counts[-1][1]
         if earlier_rate is not None:
             evidence["ecc_corrected_rate_before_per_min"] = round(earlier_rate * 60, 3)
-        subject: dict[str, Any] = {"gpu_index": gpu}
+        subject: dict[str, Any] = {"gpu_index": gpu[1]}
         if wear.hostname is not None:
             subject["hostname"] = wear.hostname
         wear.reported = True
-        message = f"GPU {gpu}'s memory is degrading: " + "; ".join(parts)
+        message = f"{gpu_label(gpu)}'s memory is degrading: " + "; ".join(parts)
         return Finding("gpu_memory_degradation", 3.0 if failed or pending else 2.0, WARNING, message, subject, evidence)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...samples import GpuKey, gpu_label, gpu_subject
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector, Threshold, percent
@@ -58,7 +59,7 @@ class GpuMemoryPressure(BaseDetector):
     growth_from = 0.83
 
     def __init__(self) -> None:
-        self._plateau: dict[int, _Plateau] = {}
+        self._plateau: dict[GpuKey, _Plateau] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
         if not tick.gpus:
@@ -70,22 +71,23 @@ class GpuMemoryPressure(BaseDetector):
             if used is None or not total:
                 continue
             frac = used / total
-            plateau = self._plateau.get(g.index)
+            key = g.key
+            plateau = self._plateau.get(key)
             if plateau is None:
-                plateau = self._plateau[g.index] = _Plateau(frac, tick.ts)
+                plateau = self._plateau[key] = _Plateau(frac, tick.ts)
             base = plateau.update(frac, tick.ts)
             score = frac / self.threshold.warning
             if frac >= self.growth_from and plateau.confirmed:
                 score = max(score, (frac - base) / self.growth)
             if score >= floor:
                 severity = CRITICAL if frac >= self.threshold.critical else WARNING
-                out.append(self._finding(g.index, frac, base, used, total, min(score, SCORE_CAP), severity))
+                out.append(self._finding(key, frac, base, used, total, min(score, SCORE_CAP), severity))
         return out
 
     def _finding(
-        self, index: int, frac: float, base: float, used: int, total: int, score: float, severity: str
+        self, key: GpuKey, frac: float, base: float, used: int, total: int, score: float, severity: str
     ) -> Finding:
-        message = f"GPU {index} memory is {percent(frac)} full ({used / GIB:.1f} of {total / GIB:.1f} GiB)"
+        message = f"{gpu_label(key)} memory is {percent(frac)} full ({used / GIB:.1f} of {total / GIB:.1f} GiB)"
         if frac - base >= self.growth / 2:
             message += f", up from {percent(base)}"
         evidence = {
@@ -94,7 +96,7 @@ class GpuMemoryPressure(BaseDetector):
             "memory_used_bytes": used,
             "memory_total_bytes": total,
         }
-        return Finding("memory_pressure", score, severity, message, {"gpu_index": index}, evidence)
+        return Finding("memory_pressure", score, severity, message, gpu_subject(key), evidence)
 
 
 class HostMemoryPressure(BaseDetector):
@@ -112,24 +114,29 @@ class HostMemoryPressure(BaseDetector):
     threshold = Threshold(warning=0.10, critical=0.05, higher_is_worse=False)
 
     def update(self, tick: Tick) -> list[Finding] | None:
-        host = tick.host
-        if host is None or host.memory_available_bytes is None or not host.memory_total_bytes:
-            return None
-        avail = host.memory_available_bytes / host.memory_total_bytes
-        score, severity = self.threshold.judge(avail)
-        if score < self.report_floor:
-            return []
-        evidence: dict[str, Any] = {
-            "available_fraction": round(avail, 4),
-            "memory_available_bytes": host.memory_available_bytes,
-        }
-        if host.swap_used_bytes is not None:
-            evidence["swap_used_bytes"] = host.swap_used_bytes
-        message = f"host memory is {percent(1 - avail)} used: {host.memory_available_bytes / GIB:.0f} GiB available"
-        return [Finding("memory_pressure", score, severity, message, host_subject(tick), evidence)]
+        out = None
+        for node, host in tick.hosts():
+            if host.memory_available_bytes is None or not host.memory_total_bytes:
+                continue
+            out = out or []
+            avail = host.memory_available_bytes / host.memory_total_bytes
+            score, severity = self.threshold.judge(avail)
+            if score < self.report_floor:
+                continue
+            evidence: dict[str, Any] = {
+                "available_fraction": round(avail, 4),
+                "memory_available_bytes": host.memory_available_bytes,
+            }
+            if host.swap_used_bytes is not None:
+                evidence["swap_used_bytes"] = host.swap_used_bytes
+            where = "host memory" if node is None else f"host memory of {node}"
+            message = f"{where} is {percent(1 - avail)} used: {host.memory_available_bytes / GIB:.0f} GiB available"
+            out.append(Finding("memory_pressure", score, severity, message, host_subject(tick, node), evidence))
+        return out
 
 
-def host_subject(tick: Tick) -> dict[str, Any]:
-    """The host a host-level signal is about: the training job's hostname when it is known."""
-    hostname = tick.node.hostname
+def host_subject(tick: Tick, node: str | None = None) -> dict[str, Any]:
+    """The host a host-level signal is about: another node of the job, else the training job's hostname
+    when it is known."""
+    hostname = node or tick.node.hostname
     return {"hostname": hostname} if hostname else {}

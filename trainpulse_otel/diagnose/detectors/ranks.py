@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from ...samples import RankSample
@@ -307,15 +308,17 @@ class RankStraggler(BaseDetector):
                 score = min(HOLD_ONLY, score * (t / CONSISTENT_T) ** 2)
             score = min(SCORE_CAP, score)
             if score >= report_floor:
-                out.append(self._finding(ranks[i], i, ref, slower, score))
+                out.append(self._finding(ranks[i], i, ref, slower, score, _spans_hosts(ranks)))
         return out
 
-    def _finding(self, rank: RankSample, i: int, ref: float, slower: float, score: float) -> Finding:
+    def _finding(self, rank: RankSample, i: int, ref: float, slower: float, score: float, name_host: bool) -> Finding:
         s = self._smooth[i] or ref
         best = self._best[i] or s
         subject: dict[str, Any] = {"rank": rank.rank}
         if rank.gpu_index is not None:
             subject["gpu_index"] = rank.gpu_index
+        if rank.hostname is not None:
+            subject["hostname"] = rank.hostname
         evidence: dict[str, Any] = {
             "relative_score": round(min(1.0, ref / s), 3),
             "individual_score": round(min(1.0, best / s), 3),
@@ -331,7 +334,8 @@ class RankStraggler(BaseDetector):
             evidence["hostname"] = rank.hostname
         severity = CRITICAL if slower >= SLOWER_CRITICAL else WARNING
         than = "the median rank" if len(self._ids) >= 3 else "the other rank"
-        message = f"rank {rank.rank} is {slower:.0%} slower than {than}"
+        where = f" on {rank.hostname}" if name_host and rank.hostname is not None else ""
+        message = f"rank {rank.rank}{where} is {slower:.0%} slower than {than}"
         if self.convention != "tokens":
             message += f"; the others wait ~{s - ref:.0f} ms for it every step"
         return Finding("rank_straggler", score, severity, message, subject, evidence)
@@ -344,3 +348,9 @@ class RankStraggler(BaseDetector):
             if s is not None and ref and s > 0:
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
         return out
+
+
+def _spans_hosts(ranks: Sequence[RankSample]) -> bool:
+    """Whether the job's ranks run on more than one host (messages then say which host a rank is on)."""
+    first = ranks[0].hostname
+    return any(r.hostname != first for r in ranks)

@@ -194,17 +194,18 @@ def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
     if not idle or len(idle) >= len(spinning):
         return {"inferred_from": None, "lagging": [], "lagging_count": 0}
     node = tick.node
-    one_per_gpu = not node.rank_of_gpu and training.world_size == len(tick.gpus)
+    one_per_gpu = not node.rank_of_gpu and not tick.frame.nodes and training.world_size == len(tick.gpus)
     lagging = []
     for g in idle[:MAX_LISTED]:
         entry: dict[str, Any] = {"gpu_index": g.index, "utilization_percent": g.utilization_percent}
-        rank = node.rank_of_gpu.get(g.index)
+        rank = node.rank_of_gpu.get(g.key)
         if rank is None and one_per_gpu:
             rank, entry["rank_assumed"] = g.index, True
         if rank is not None:
             entry["rank"] = rank
-        if node.hostname is not None:
-            entry["hostname"] = node.hostname
+        hostname = g.node or node.hostname
+        if hostname is not None:
+            entry["hostname"] = hostname
         lagging.append(entry)
     return {
         "inferred_from": "gpus",

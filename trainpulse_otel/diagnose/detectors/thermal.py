@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...samples import GpuKey, gpu_label, gpu_subject
 from ..stats import RecentMedian, RobustBaseline, WindowMin, median
 from ..tick import THERMAL_REASONS, GpuState, Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
@@ -64,19 +65,19 @@ class ThermalInstability(BaseDetector):
     every_s = EVERY_S
 
     def __init__(self) -> None:
-        self._gpus: dict[int, _GpuTemps] = {}
+        self._gpus: dict[GpuKey, _GpuTemps] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
         if not tick.gpus:
             return None
         rows = []
         for g in tick.gpus:
-            state = tick.node.gpus[g.index]
+            state = tick.node.gpus[g.key]
             if g.temperature_celsius is None:
                 continue
-            temps = self._gpus.get(g.index)
+            temps = self._gpus.get(state.key)
             if temps is None:
-                temps = self._gpus[g.index] = _GpuTemps()
+                temps = self._gpus[state.key] = _GpuTemps()
             rows.append(self._measure(temps, state, g.temperature_celsius, tick.ts))
         if not rows:
             return None
@@ -133,7 +134,7 @@ class ThermalInstability(BaseDetector):
             score,
             severity,
             self._message(state, temp, throttled, rel_rise, peer_excess),
-            {"gpu_index": state.index},
+            gpu_subject(state.key),
             self._evidence(state, temp, rel_rise, rel_excess),
         )
 
@@ -142,13 +143,13 @@ class ThermalInstability(BaseDetector):
         if throttled:
             reasons = ", ".join(r for r in state.reasons if r in THERMAL_REASONS) or "recently"
             clock = f"; SM clock at {state.clock_ratio:.0%} of max" if state.clock_ratio is not None else ""
-            return f"GPU {state.index} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
+            return f"{gpu_label(state.key)} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
         if rel_rise is not None and rel_rise >= RISE_C / 2:
             return (
-                f"GPU {state.index} heated {rel_rise:.0f} °C faster than its peers in the last minute "
+                f"{gpu_label(state.key)} heated {rel_rise:.0f} °C faster than its peers in the last minute "
                 f"(now {temp:.0f} °C) under unchanged load"
             )
-        return f"GPU {state.index} runs hot: {temp:.0f} °C, well above its usual temperature and its peers'"
+        return f"{gpu_label(state.key)} runs hot: {temp:.0f} °C, well above its usual temperature and its peers'"
 
     @staticmethod
     def _evidence(state: GpuState, temp: float, rel_rise: float | None, rel_excess: float | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...samples import GpuKey, gpu_label, gpu_subject
 from ..stats import RobustBaseline, Trend
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
@@ -91,12 +92,12 @@ class ThermalThrottleRisk(BaseDetector):
     load_rise = 0.05
 
     def __init__(self) -> None:
-        self._gpus: dict[int, _GpuHeat] = {}
+        self._gpus: dict[GpuKey, _GpuHeat] = {}
         self._next_eval = float("-inf")
 
-    def throttle_celsius(self, index: int) -> float:
-        """The temperature GPU ``index`` is expected to throttle at."""
-        heat = self._gpus.get(index)
+    def throttle_celsius(self, index: int, node: str | None = None) -> float:
+        """The temperature GPU ``index`` (of ``node``; None: this daemon's own) is expected to throttle at."""
+        heat = self._gpus.get((node, index))
         return heat.throttle_c if heat is not None else DEFAULT_THROTTLE_C
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -105,8 +106,8 @@ class ThermalThrottleRisk(BaseDetector):
             return None
         self._next_eval = tick.ts + self.evaluate_every_s
         out = []
-        for index, heat in self._gpus.items():
-            finding = self._judge(index, heat, tick)
+        for key, heat in self._gpus.items():
+            finding = self._judge(key, heat, tick)
             if finding is not None:
                 out.append(finding)
         return out
@@ -116,10 +117,10 @@ class ThermalThrottleRisk(BaseDetector):
             temp = g.temperature_celsius
             if temp is None:
                 continue
-            state = tick.node.gpus[g.index]
-            heat = self._gpus.get(g.index)
+            state = tick.node.gpus[g.key]
+            heat = self._gpus.get(state.key)
             if heat is None:
-                heat = self._gpus[g.index] = _GpuHeat()
+                heat = self._gpus[state.key] = _GpuHeat()
             if state.last_thermal_ts == tick.ts:  # throttling now: this is where its slowdown engages
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
             if state.busy_for(tick.ts) < SETTLE_S:  # warming up after idling is not a risk
@@ -131,8 +132,8 @@ class ThermalThrottleRisk(BaseDetector):
                 heat.power.add(tick.ts, g.power_watts)
             heat.learn(temp, self.every_s)
 
-    def _judge(self, index: int, heat: _GpuHeat, tick: Tick) -> Finding | None:
-        state = tick.node.gpus.get(index)
+    def _judge(self, key: GpuKey, heat: _GpuHeat, tick: Tick) -> Finding | None:
+        state = tick.node.gpus.get(key)
         if state is None or state.busy_for(tick.ts) < SETTLE_S or not heat.baseline.ready:
             return None
         if state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts < 30.0:
@@ -161,7 +162,7 @@ class ThermalThrottleRisk(BaseDetector):
             "window_s": window,
         }
         message = (
-            f"GPU {index} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
+            f"{gpu_label(key)} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
             f"{heat.throttle_c:.0f} °C throttle point in ~{minutes(eta)}"
         )
-        return Finding("thermal_throttle_risk", score, severity, message, {"gpu_index": index}, evidence)
+        return Finding("thermal_throttle_risk", score, severity, message, gpu_subject(key), evidence)

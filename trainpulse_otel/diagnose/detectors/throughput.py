@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...samples import TrainingSample
+from ...samples import GpuSample, TrainingSample
 from ..stats import RecentMedian, RobustBaseline, median
 from ..tick import Tick
 from ..types import Finding, Policy
@@ -116,8 +116,13 @@ class GpuUnderutilization(LevelDetector):
         return median(utils) if utils else None
 
     def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
-        utils = {g.index: g.utilization_percent for g in tick.gpus if g.utilization_percent is not None}
+        utils = {_gpu_name(g): g.utilization_percent for g in tick.gpus if g.utilization_percent is not None}
         evidence: dict[str, Any] = {"median_utilization_percent": round(value, 1), "utilization_percent": utils}
         if tick.node.host.cpu is not None:
             evidence["host_cpu_percent"] = round(tick.node.host.cpu, 1)
         return f"GPUs run kernels only {value:.0f}% of the time (median of {len(utils)} GPUs)", evidence
+
+
+def _gpu_name(g: GpuSample) -> int | str:
+    """A GPU's key in the evidence: its index, or ``hostname/index`` for another node's GPU."""
+    return g.index if g.node is None else f"{g.node}/{g.index}"

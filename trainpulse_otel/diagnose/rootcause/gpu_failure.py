@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...samples import GpuKey, gpu_label, gpu_order
 from ..correlate import Evidence
 from ..detectors.gpu_faults import FATAL_XIDS
 from ..types import Signal
@@ -48,13 +49,13 @@ REMEDY_DEGRADATION = (
 )
 
 
-def _stalls_on(ev: Evidence, gpu: int) -> list[Signal]:
-    """``training_stalled`` signals whose stuck rank runs on local GPU ``gpu``, or that could name no rank."""
+def _stalls_on(ev: Evidence, gpu: GpuKey) -> list[Signal]:
+    """``training_stalled`` signals whose stuck rank runs on GPU ``gpu``, or that could name no rank."""
     rank = ev.node.rank_of_gpu.get(gpu)
     out = []
     for s in ev.active("training_stalled"):
         host = s.subject.get("hostname") or s.evidence.get("hostname")
-        if host is not None and ev.node.hostname is not None and host != ev.node.hostname:
+        if isinstance(host, str) and (ev.node.node_of(host) != gpu[0] or not ev.node.is_local(host)):
             continue
         ranks = set(s.subject.get("ranks", ()))
         if "rank" in s.subject:
@@ -62,12 +63,12 @@ def _stalls_on(ev: Evidence, gpu: int) -> list[Signal]:
         gpus = set(s.subject.get("gpu_indices", ()))
         if "gpu_index" in s.subject:
             gpus.add(s.subject["gpu_index"])
-        if gpu in gpus or (rank is not None and rank in ranks) or not (ranks or gpus):
+        if gpu[1] in gpus or (rank is not None and rank in ranks) or not (ranks or gpus):
             out.append(s)
     return out
 
 
-def _subject(ev: Evidence, gpu: int, signals: list[Signal]) -> dict[str, Any]:
+def _subject(ev: Evidence, gpu: GpuKey, signals: list[Signal]) -> dict[str, Any]:
     subject = ev.gpu_subject([gpu])
     host = next((s.subject["hostname"] for s in signals if "hostname" in s.subject), ev.node.hostname)
     if host is not None:
@@ -90,7 +91,7 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
     faults = ev.gpu_signals("gpu_hardware_fault")
     wear = ev.gpu_signals("gpu_memory_degradation")
     out = []
-    for gpu in sorted(faults.keys() | wear.keys()):
+    for gpu in sorted(faults.keys() | wear.keys(), key=gpu_order):
         primary = faults.get(gpu, []) + wear.get(gpu, [])
         consequences = ev.stragglers_on(gpu) + _stalls_on(ev, gpu)
         explains = consequences + (symptoms(ev) if consequences else [])
@@ -98,11 +99,11 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
         host = subject.get("hostname", "its node")
         if gpu in faults:
             codes = sorted({c for s in faults[gpu] for c in s.evidence.get("xid_errors", ())})
-            remedy = REMEDY_FAILURE.format(gpu=gpu, host=host, xids=_xid_text(codes))
+            remedy = REMEDY_FAILURE.format(gpu=gpu[1], host=host, xids=_xid_text(codes))
             base = 0.85
         else:
             what = "; ".join(s.message.split(": ", 1)[-1] for s in wear[gpu])
-            remedy = REMEDY_DEGRADATION.format(gpu=gpu, host=host, what=what)
+            remedy = REMEDY_DEGRADATION.format(gpu=gpu[1], host=host, what=what)
             base = base_confidence(primary)
         out.append(
             Candidate(
@@ -118,13 +119,13 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
     return out
 
 
-def _summary(gpu: int, primary: list[Signal], consequences: list[Signal]) -> str:
+def _summary(gpu: GpuKey, primary: list[Signal], consequences: list[Signal]) -> str:
     text = "; ".join(s.message for s in primary)
     stalled = [s for s in consequences if s.name == "training_stalled"]
     if stalled:
-        text += f"; the job has stopped: the rank on GPU {gpu} cannot step and the others wait for it"
+        text += f"; the job has stopped: the rank on {gpu_label(gpu)} cannot step and the others wait for it"
     elif consequences:
-        text += f"; the rank on GPU {gpu} lags and the others wait for it"
+        text += f"; the rank on {gpu_label(gpu)} lags and the others wait for it"
     return text
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from ...samples import GpuKey, gpu_label
 from ..correlate import Evidence
 from ..types import Signal
 from .ranking import Candidate, Rule, base_confidence, pct, symptoms
 
 REMEDY_THERMAL = (
-    "Check GPU {gpu}'s cooling: fan speeds, inlet/exhaust temperatures and airflow "
+    "Check {gpu}'s cooling: fan speeds, inlet/exhaust temperatures and airflow "
     "(nvidia-smi -q -d TEMPERATURE,PERFORMANCE; BMC/ipmitool sensors), a failed fan or cold plate. "
-    "Drain the node for service; until then cap that GPU's power (nvidia-smi -i {gpu} -pl <watts>) "
+    "Drain the node for service; until then cap that GPU's power (nvidia-smi -i {index} -pl <watts>) "
     "to stop the throttle cycling, or move the job off the node."
 )
 
@@ -18,12 +19,16 @@ def thermal(ev: Evidence) -> list[Candidate]:
     """A GPU overheating: throttling, heating fast, or forecast to reach its throttle point."""
     by_gpu = ev.gpu_signals("thermal_instability", "thermal_throttle_risk")
     for s in ev.active("rank_straggler"):
-        g = ev.local_gpu_of(s)
+        g = ev.gpu_of(s)
         if g is not None and ev.thermally_throttled(g):
             by_gpu.setdefault(g, [])
-    if len(by_gpu) >= 2 and 2 * len(by_gpu) >= len(ev.node.gpus):
-        return [_node_thermal(ev, by_gpu)]
     out = []
+    for node in sorted({key[0] for key in by_gpu}, key=lambda n: n or ""):
+        on_node = {key: signals for key, signals in by_gpu.items() if key[0] == node}
+        if len(on_node) >= 2 and 2 * len(on_node) >= len(ev.node_gpus(node)):
+            out.append(_node_thermal(ev, on_node))
+            for key in on_node:
+                del by_gpu[key]
     for g, signals in by_gpu.items():
         throttled = ev.thermally_throttled(g)
         stragglers = ev.stragglers_on(g)
@@ -37,7 +42,7 @@ def thermal(ev: Evidence) -> list[Candidate]:
                 "gpu_thermal_throttling",
                 base,
                 _thermal_summary(ev, g, signals, stragglers),
-                REMEDY_THERMAL.format(gpu=g),
+                REMEDY_THERMAL.format(gpu=gpu_label(g), index=g[1]),
                 signals,
                 explains,
                 ev.gpu_subject([g]),
@@ -53,8 +58,8 @@ REMEDY_NODE_THERMAL = (
 )
 
 
-def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
-    """Most of the node's GPUs overheating together: the node's or the room's cooling."""
+def _node_thermal(ev: Evidence, by_gpu: dict[GpuKey, list[Signal]]) -> Candidate:
+    """Most of one node's GPUs overheating together: the node's or the room's cooling."""
     signals = [s for group in by_gpu.values() for s in group]
     throttled = [g for g in by_gpu if ev.thermally_throttled(g)]
     stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
@@ -62,8 +67,9 @@ def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
     detail = [f"up to {max(temps):.0f} °C"] if temps else []  # type: ignore[type-var]
     if throttled:
         detail.append(f"{len(throttled)} throttling")
+    node = next(iter(by_gpu))[0]
     summary = (
-        f"{len(by_gpu)} of {len(ev.node.gpus)} GPUs overheat together"
+        f"{len(by_gpu)} of {len(ev.node_gpus(node))} GPUs{'' if node is None else ' of ' + node} overheat together"
         + (f" ({', '.join(detail)})" if detail else "")
         + ": the node's cooling, not one GPU's"
     )
@@ -79,16 +85,16 @@ def _node_thermal(ev: Evidence, by_gpu: dict[int, list[Signal]]) -> Candidate:
     )
 
 
-def _thermal_summary(ev: Evidence, g: int, signals: list[Signal], stragglers: list[Signal]) -> str:
+def _thermal_summary(ev: Evidence, g: GpuKey, signals: list[Signal], stragglers: list[Signal]) -> str:
     state = ev.gpu(g)
     temp = f" at {state.temp:.0f} °C" if state is not None and state.temp is not None else ""
     if ev.thermally_throttled(g):
         clock = f", SM clock at {pct(state.clock_ratio)} of max" if state and state.clock_ratio else ""
-        text = f"GPU {g} overheats and throttles{temp}{clock}"
+        text = f"{gpu_label(g)} overheats and throttles{temp}{clock}"
     else:
         risk = next((s for s in signals if s.name == "thermal_throttle_risk"), None)
         eta = risk.evidence.get("eta_s") if risk is not None else None
-        text = f"GPU {g} overheats{temp}" + (
+        text = f"{gpu_label(g)} overheats{temp}" + (
             f" and will reach its throttle point in ~{eta / 60:.0f} min" if eta is not None else " far above its peers"
         )
     if stragglers:
@@ -135,16 +141,14 @@ def power(ev: Evidence) -> list[Candidate]:
             lost = [s for s in lost if s.name != "low_mfu"]
         explains = lost + symptoms(ev, "sync_imbalance")
         out.append(
-            Candidate(
-                "gpu_power_throttling", base, summary, REMEDY_POWER, [], explains, {"gpu_indices": sorted(capped)}
-            )
+            Candidate("gpu_power_throttling", base, summary, REMEDY_POWER, [], explains, ev.gpus_subject(capped))
         )
         return out
     for s in ev.active("rank_straggler"):
-        g = ev.local_gpu_of(s)
+        g = ev.gpu_of(s)
         if g is not None and g in capped and not ev.thermally_throttled(g):
             summary = (
-                f"GPU {g} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), "
+                f"{gpu_label(g)} alone is held by its power limit (clocks at {pct(ev.gpu(g).clock_ratio)}), "
                 f"so rank {s.subject.get('rank')} on it is the straggler"
             )  # type: ignore[union-attr]
             out.append(
@@ -180,9 +184,9 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
     forecast = min(
         (s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9), default=None
     )
-    where = f"GPU {min(by_gpu)} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
+    where = f"{gpu_label(next(iter(by_gpu)))} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
     if forecast is not None:
-        gpu = ev.gpu(int(forecast.subject["gpu_index"]))
+        gpu = ev.gpu(ev.subject_gpu(forecast.subject))  # type: ignore[arg-type]
         summary = _forecast_summary(where, forecast, "the device", gpu.mem_frac if gpu is not None else None)
         remedy = REMEDY_GPU_LEAK.format(rank=subject.get("rank", "?")) if len(by_gpu) == 1 else REMEDY_GPU_FULL
     else:

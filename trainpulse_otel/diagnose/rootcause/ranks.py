@@ -18,16 +18,16 @@ def straggler(ev: Evidence) -> list[Candidate]:
     out = []
     for s in ev.active("rank_straggler"):
         rank = s.subject.get("rank")
-        g = ev.local_gpu_of(s)
-        host = s.evidence.get("hostname") or ev.node.hostname or "its host"
+        g = ev.gpu_of(s)
+        host = s.subject.get("hostname") or s.evidence.get("hostname") or ev.node.hostname or "its host"
         summary = s.message
         if g is not None:
             utils = ev.util_vs_peers(g)
             if ev.thermally_throttled(g) or ev.power_throttled(g):
-                summary += f"; its GPU {g} is throttled"
+                summary += f"; its GPU {g[1]} is throttled"
             elif utils is not None and utils[0] < utils[1] - 3.0:
                 summary += (
-                    f"; its GPU {g} is not throttled but idles more than its peers "
+                    f"; its GPU {g[1]} is not throttled but idles more than its peers "
                     f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow"
                 )
         out.append(
