@@ -110,3 +110,75 @@ def test_promtool_accepts_the_prometheus_files(command):
         [PROMTOOL, *command], cwd=CONFIG / "prometheus", capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+ENV_REFERENCE = re.compile(r"\$\{env:[A-Z_]+(:-[^}]*)?\}")
+
+
+def job_gateway() -> tuple[dict, dict]:
+    config = load("otelcol/job-gateway.yaml")
+    return config, pipelines_are_wired(config)
+
+
+def test_job_gateway_sends_node_metrics_to_the_job_daemon_as_otlp_protobuf():
+    config, pipelines = job_gateway()
+    exporter = config["exporters"]["otlphttp/job_daemon"]
+    assert exporter["metrics_endpoint"].startswith("http://") and exporter["metrics_endpoint"].endswith("/v1/metrics")
+    assert ":9876" in exporter["metrics_endpoint"]  # the daemon's default port
+    assert exporter["encoding"] == "proto" and exporter["compression"] == "gzip"
+    assert "endpoint" not in exporter  # a base endpoint would also post logs to /v1/logs, which the daemon lacks
+    carrying = [name for name, p in pipelines.items() if "otlphttp/job_daemon" in p["exporters"]]
+    assert carrying and all(name.startswith("metrics") for name in carrying)
+
+
+def test_job_gateway_never_feeds_the_job_daemon_its_own_verdict():
+    config, pipelines = job_gateway()
+    conditions = config["processors"]["filter/node_daemons_only"]["metrics"]["metric"]
+    assert conditions == ['resource.attributes["service.name"] == "trainpulse-job"']
+    for pipeline in pipelines.values():
+        if "otlphttp/job_daemon" in pipeline["exporters"]:
+            assert "filter/node_daemons_only" in pipeline["processors"]
+
+
+def test_job_gateway_keeps_each_nodes_host_name():
+    config, pipelines = job_gateway()
+    used = {name for p in pipelines.values() for name in p.get("processors", [])}
+    for name in used:
+        settings = config["processors"][name] or {}
+        if name.split("/")[0] == "resourcedetection":
+            assert settings["override"] is False and "system" not in settings["detectors"], name
+        for action in settings.get("attributes", []):
+            if action["key"] == "host.name":
+                assert action["action"] == "insert", (name, action)  # fills a missing one, never replaces
+    assert not any(name.startswith("k8sattributes") for name in used)  # needs a cluster: opt-in, in comments
+    assert config["exporters"]["prometheus"]["resource_to_telemetry_conversion"]["enabled"] is False
+
+
+def test_job_gateway_exports_to_prometheus_and_datadog_with_events():
+    _, pipelines = job_gateway()
+    metrics = [p for name, p in pipelines.items() if name.split("/")[0] == "metrics"]
+    by_exporter = {e: p for p in metrics for e in p["exporters"]}
+    assert "transform/dimensionless_units" in by_exporter["prometheus"]["processors"]
+    assert "cumulativetodelta" in by_exporter["datadog"]["processors"]
+    assert "cumulativetodelta" not in by_exporter["otlphttp/job_daemon"]["processors"]  # it takes either temporality
+    logs = [p for name, p in pipelines.items() if name.split("/")[0] == "logs"]
+    assert logs and {"datadog", "debug"} <= {e for p in logs for e in p["exporters"]}
+    assert all(p["processors"][0] == "memory_limiter" for p in pipelines.values())
+
+
+def secrets_in(settings: object, key: str = "") -> list[tuple[str, object]]:
+    """Every value under a credential-like key (an API key, a token, a header), found at any depth."""
+    if isinstance(settings, dict):
+        return [found for k, v in settings.items() for found in secrets_in(v, str(k))]
+    if isinstance(settings, list):
+        return [found for v in settings for found in secrets_in(v, key)]
+    return [(key, settings)] if re.fullmatch(r"(?i)key|api_key|token|password|authorization|dd-api-key", key) else []
+
+
+def test_job_gateway_holds_no_secret():
+    config, _ = job_gateway()
+    token = config["exporters"]["otlphttp/job_daemon"]["headers"]["Authorization"]
+    assert token == "Bearer ${env:TRAINPULSE_AUTH_TOKEN}"
+    assert config["exporters"]["datadog"]["api"]["key"] == "${env:DD_API_KEY}"
+    found = secrets_in(config["exporters"])
+    assert len(found) >= 2 and all(ENV_REFERENCE.search(str(value)) for _, value in found), found
