@@ -101,12 +101,38 @@ def test_to_dict_is_the_contract_shape():
 def test_keys_a_newer_daemon_adds_are_ignored():
     data = fixture("straggler_8gpu")
     newer = copy.deepcopy(data)
-    newer["nodes"] = [{"hostname": "node-1", "gpus": [], "host": None, "last_seen": 1.0}]
+    newer["cluster"] = {"name": "eos", "partition": "batch"}
     newer["gpus"][0]["pcie_replay_errors"] = 3
     newer["training"]["ranks"][0]["nvlink_retries"] = 3
     newer["diagnosis"]["goodput"]["productive_s"] = 812.0
     newer["diagnosis"]["signals"][0]["first_seen"] = 1.0
     assert Snapshot.from_dict(newer).to_dict() == data
+
+
+def test_a_job_daemons_nodes_read_back_with_their_gpus_tagged_by_host():
+    data = fixture("straggler_8gpu")
+    data["nodes"] = [
+        {
+            "hostname": "node-021",
+            "gpus": [{"index": 2, "temperature_celsius": 88.0}],
+            "host": {"cpu_percent": 31.0},
+            "last_seen": data["timestamp"] - 10.0,
+            "report_interval_s": 2.0,
+            "stale": True,
+        }
+    ]
+    snapshot = Snapshot.from_dict(data)
+    assert [(g.node, g.index) for g in snapshot.gpus if g.node] == [("node-021", 2)]
+    assert snapshot.nodes[0].host.cpu_percent == 31.0 and snapshot.nodes[0].stale(data["timestamp"])
+    assert snapshot.to_dict() == data
+
+
+def test_a_bad_node_is_named():
+    data = fixture("straggler_8gpu")
+    data["nodes"] = [{"hostname": "node-1", "gpus": [{"index": "two"}], "last_seen": 1.0}]
+    with pytest.raises(SampleError) as err:
+        Snapshot.from_dict(data)
+    assert err.value.field == "nodes[0].gpus[0].index"
 
 
 def _set(path: tuple, value: Any) -> Callable[[dict], None]:

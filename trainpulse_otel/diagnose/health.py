@@ -45,7 +45,8 @@ IMPACT: dict[str, float] = {
     "gpu_memory_degradation": 0.06,
     "nonfinite_loss": 0.24,  # critical: at the 0.6 cap — a diverged model trains nothing
     "loss_spike": 0.10,
-    "training_stalled": 0.24,  # no step at all: critical, it costs the most one signal may (0.6)
+    "training_stalled": 0.24,
+    "node_unreachable": 0.24,  # critical: a node of the job and its ranks are gone  # no step at all: critical, it costs the most one signal may (0.6)
 }
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5

@@ -40,6 +40,7 @@ SIGNALS: tuple[str, ...] = (
     "loss_spike",
     "nonfinite_loss",
     "training_stalled",
+    "node_unreachable",
 )
 
 ROOT_CAUSES: tuple[str, ...] = (
@@ -59,6 +60,7 @@ ROOT_CAUSES: tuple[str, ...] = (
     "gpu_hardware_failure",
     "numerical_instability",
     "rank_hang",
+    "node_failure",
 )
 
 WARNING = "warning"

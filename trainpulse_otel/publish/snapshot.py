@@ -6,10 +6,15 @@
 sample parsers ingest uses, so a local and a remote dashboard see the same
 types, and a body that does not fit fails once, at the edge, naming the field.
 
+A job daemon's snapshot also has ``nodes``: every other node of the job with
+its GPUs, host, ``last_seen``, ``report_interval_s`` and ``stale`` (silent for
+three of its intervals); the top-level ``gpus`` and ``host`` stay this
+daemon's own.
+
 The history (``GET /v1/history``) is the window's frames in the snapshot's
-shape, without the diagnosis and without per-rank data: up to 8192 ranks a
-frame times ``history_size`` frames would make it large, and the sparklines
-need only the job-level numbers.
+shape, without the diagnosis and without per-rank data or other nodes: up to
+8192 ranks a frame times ``history_size`` frames would make it large, and the
+sparklines need only the job-level numbers.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ..samples import (
     Frame,
     GpuSample,
     HostSample,
+    NodeSample,
     SampleError,
     TrainingSample,
     parse_gpus,
@@ -52,27 +58,47 @@ class Snapshot:
     training: TrainingSample | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
     uptime_s: float | None = None
+    #: The job's other nodes (a job daemon's view); their GPUs are in ``gpus``, each with its ``node``.
+    nodes: tuple[NodeSample, ...] = ()
 
     @property
     def frame(self) -> Frame | None:
         """The samples as the frame they came from (None before the first tick)."""
         if self.timestamp is None:
             return None
-        return Frame(ts=self.timestamp, gpus=self.gpus, host=self.host, training=self.training)
+        return Frame(ts=self.timestamp, gpus=self.gpus, host=self.host, training=self.training, nodes=self.nodes)
+
+    def node_gpus(self, hostname: str | None) -> tuple[GpuSample, ...]:
+        """The GPUs of one node (``None``: this daemon's own)."""
+        return tuple(g for g in self.gpus if g.node == hostname)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"timestamp", "mode", "collectors", "version", "gpus", "host", "training", "diagnosis", "uptime_s"}``."""
+        """``{"timestamp", "mode", "collectors", "version", "gpus", "host", "training", "diagnosis", "uptime_s"}``,
+        plus ``nodes`` on a job daemon."""
         out: dict[str, Any] = {
             "timestamp": self.timestamp,
             "mode": self.mode,
             "collectors": list(self.collectors),
             "version": self.version,
-            **_samples_dict(self.gpus, self.host, to_dict(self.training) if self.training else None),
+            **_samples_dict(self.node_gpus(None), self.host, to_dict(self.training) if self.training else None),
             "diagnosis": self.diagnosis.to_dict(),
         }
         if self.uptime_s is not None:
             out["uptime_s"] = self.uptime_s
+        if self.nodes:
+            out["nodes"] = [self._node_dict(n) for n in self.nodes]
         return out
+
+    def _node_dict(self, node: NodeSample) -> dict[str, Any]:
+        gpus = [{k: v for k, v in to_dict(g).items() if k != "node"} for g in self.node_gpus(node.hostname)]
+        return {
+            "hostname": node.hostname,
+            "gpus": gpus,
+            "host": to_dict(node.host) if node.host else None,
+            "last_seen": node.last_seen,
+            "report_interval_s": node.report_interval_s,
+            "stale": self.timestamp is not None and node.stale(self.timestamp),
+        }
 
     @classmethod
     def from_dict(cls, data: Any) -> Snapshot:
@@ -88,6 +114,7 @@ class Snapshot:
         if not isinstance(collectors, list):
             raise SampleError("collectors", f"must be an array, got {type_name(collectors)}")
         gpus, host, training = _samples(data, "")
+        nodes, node_gpus = _nodes(data.get("nodes"))
         if "diagnosis" not in data:
             raise SampleError("diagnosis", "is required")
         return cls(
@@ -95,11 +122,12 @@ class Snapshot:
             mode=mode,
             collectors=tuple(_text(c, f"collectors[{i}]") for i, c in enumerate(collectors)),
             version=_text(data.get("version", ""), "version"),
-            gpus=gpus,
+            gpus=gpus + node_gpus,
             host=host,
             training=training,
             diagnosis=Diagnosis.from_dict(data["diagnosis"], "diagnosis", ts=timestamp or 0.0),
             uptime_s=_optional_number(data, "uptime_s", "uptime_s"),
+            nodes=nodes,
         )
 
 
@@ -120,6 +148,7 @@ def build_snapshot(
         training=frame.training if frame else None,
         diagnosis=diagnosis,
         uptime_s=None if uptime_s is None else round(uptime_s, 3),
+        nodes=frame.nodes if frame else (),
     )
 
 
@@ -128,7 +157,14 @@ def build_snapshot(
 
 def history_to_dict(frames: Sequence[Frame]) -> dict[str, Any]:
     """``{"frames": [{"timestamp", "gpus", "host", "training"}, …]}``, per-rank data left out."""
-    return {"frames": [{"timestamp": f.ts, **_samples_dict(f.gpus, f.host, _job_level(f.training))} for f in frames]}
+    return {
+        "frames": [{"timestamp": f.ts, **_samples_dict(_own(f.gpus), f.host, _job_level(f.training))} for f in frames]
+    }
+
+
+def _own(gpus: Sequence[GpuSample]) -> Sequence[GpuSample]:
+    """This daemon's own GPUs (a frame lists them first, other nodes' after)."""
+    return gpus if not gpus or gpus[-1].node is None else [g for g in gpus if g.node is None]
 
 
 def history_from_dict(data: Any) -> tuple[Frame, ...]:
@@ -179,6 +215,27 @@ def _samples(
         return gpus, host, parse_training(raw, max_ranks=UNBOUNDED_RANKS)
     except SampleError as exc:  # the training parser names fields from the payload's root
         raise SampleError(f"{prefix}training" + (f".{exc.field}" if exc.field else ""), exc.message) from None
+
+
+def _nodes(data: Any) -> tuple[tuple[NodeSample, ...], tuple[GpuSample, ...]]:
+    """A job daemon's ``nodes`` read back: the nodes, and their GPUs tagged with their hostnames."""
+    if data is None:
+        return (), ()
+    if not isinstance(data, list):
+        raise SampleError("nodes", f"must be an array, got {type_name(data)}")
+    nodes, gpus = [], []
+    for i, item in enumerate(data):
+        where = f"nodes[{i}]"
+        item = _object(item, where)
+        hostname = _text(item.get("hostname"), f"{where}.hostname")
+        last_seen = _optional_number(item, "last_seen", f"{where}.last_seen")
+        if last_seen is None:
+            raise SampleError(f"{where}.last_seen", "is required")
+        node_gpus, host, _ = _samples({"gpus": item.get("gpus"), "host": item.get("host")}, f"{where}.")
+        interval = _optional_number(item, "report_interval_s", f"{where}.report_interval_s")
+        nodes.append(NodeSample(hostname, last_seen, interval, host))
+        gpus.extend(replace(g, node=hostname) for g in node_gpus)
+    return tuple(nodes), tuple(gpus)
 
 
 def _object(data: Any, what: str) -> Mapping[str, Any]:

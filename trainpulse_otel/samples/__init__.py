@@ -11,6 +11,7 @@ precise 4xx instead of guessing.
 from .model import (
     COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
+    NODE_SILENT_INTERVALS,
     RANK_PHASES,
     THROTTLE_REASONS,
     Frame,
@@ -55,6 +56,7 @@ __all__ = [
     "GPU_RULES",
     "HOST_RULES",
     "MAX_STRING_LENGTH",
+    "NODE_SILENT_INTERVALS",
     "RANK_PHASES",
     "RANK_RULES",
     "THROTTLE_REASONS",

@@ -264,6 +264,11 @@ def _worst_loss(loss: float | None, loss_max: float) -> float:
     return max(loss, loss_max)  # +inf wins by itself; -inf never does
 
 
+#: A node of a job that has sent nothing for this many of its own report intervals has stopped sending (the
+#: contract's ``node_unreachable``); its last state stays visible, marked stale.
+NODE_SILENT_INTERVALS = 3.0
+
+
 @dataclass(frozen=True, slots=True)
 class NodeSample:
     """One node of a job as the job daemon last heard from it.
@@ -278,6 +283,15 @@ class NodeSample:
     last_seen: float
     report_interval_s: float | None = None
     host: HostSample | None = None
+
+    def missed_reports(self, ts: float) -> float:
+        """How many of its intervals the node has been silent at ``ts`` (0 until its interval is known)."""
+        interval = self.report_interval_s
+        return max(0.0, ts - self.last_seen) / interval if interval else 0.0
+
+    def stale(self, ts: float) -> bool:
+        """Silent for :data:`NODE_SILENT_INTERVALS` of its intervals: what it last said may no longer hold."""
+        return self.missed_reports(ts) >= NODE_SILENT_INTERVALS
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ MAX_CAUSES = 6
 #: Equal confidence is broken by layer, deepest first: hardware, then ranks, then the step's waits, then
 #: what is left; causes of plugin rules come after these, in the order they were found.
 TIE_ORDER: tuple[str, ...] = (
+    "node_failure",
     "gpu_hardware_failure",
     "gpu_thermal_throttling",
     "gpu_power_throttling",
@@ -91,6 +92,7 @@ COMPONENT_OF_SIGNAL: Mapping[str, str] = {
     "gpu_memory_degradation": "compute",
     "nonfinite_loss": "numerics",  # steps after the loss went non-finite train nothing (goodput books them)
     "training_stalled": "stall",
+    "node_unreachable": "stall",  # a silent node's ranks train nothing; the stall they cause is its
 }
 #: Forecasts: signals about time not lost yet.
 PREDICTIVE = frozenset({"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"})

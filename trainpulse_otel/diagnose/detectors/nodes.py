@@ -1,0 +1,75 @@
+"""``node_unreachable``: a node of the job stopped sending its telemetry.
+
+A job daemon hears every node of the job (OTLP from node daemons). Each node
+is judged against its own report interval — the median gap between its recent
+exports (:class:`~trainpulse_otel.samples.NodeSample`) — so a node exporting
+every 10 s is not late after 3 s. Silent for three of its intervals (the
+contract's rule) it is raised, critical, at once: a node that stops sending
+has crashed, lost its network or been fenced, and the job's ranks on it have
+stopped with it. The score is the missed intervals over three, so it holds
+while the node stays silent and clears a few seconds after it speaks again.
+Evidence: when it was last heard, how long it has been silent, its usual
+interval, the ranks the job places on it (with their last completed step) and
+its GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...samples import NODE_SILENT_INTERVALS, NodeSample, RankSample
+from ..tick import Tick
+from ..types import CRITICAL, Finding, Policy
+from .base import SCORE_CAP, BaseDetector
+
+#: Ranks listed in the evidence at most (a node holds 8 in most jobs; the count is always given).
+MAX_LISTED_RANKS = 16
+
+
+class NodeUnreachable(BaseDetector):
+    """A node of the job silent for three of its own report intervals."""
+
+    name = "node_unreachable"
+    signals = ("node_unreachable",)
+    policy = Policy(raise_evidence=1.0, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0)
+
+    def update(self, tick: Tick) -> list[Finding] | None:
+        nodes = tick.frame.nodes
+        if not nodes:
+            return None
+        out = []
+        floor = self.report_floor
+        for node in nodes:
+            score = node.missed_reports(tick.ts) / NODE_SILENT_INTERVALS
+            if score >= floor:
+                out.append(self._finding(node, tick, min(score, SCORE_CAP)))
+        return out
+
+    def _finding(self, node: NodeSample, tick: Tick, score: float) -> Finding:
+        silent = max(0.0, tick.ts - node.last_seen)
+        ranks = _ranks_on(tick, node.hostname)
+        evidence: dict[str, Any] = {
+            "last_seen": node.last_seen,
+            "silent_s": round(silent, 1),
+            "report_interval_s": node.report_interval_s,
+            "missed_reports": round(node.missed_reports(tick.ts), 1),
+            "ranks": [r.rank for r in ranks[:MAX_LISTED_RANKS]],
+            "rank_count": len(ranks),
+            "gpu_count": sum(1 for g in tick.gpus if g.node == node.hostname),
+        }
+        steps = [r.global_step for r in ranks if r.global_step is not None]
+        if steps:
+            evidence["last_global_step"] = max(steps)
+        held = f" ({len(ranks)} rank{'s' if len(ranks) != 1 else ''} of the job on it)" if ranks else ""
+        message = (
+            f"node {node.hostname} has sent nothing for {silent:.0f} s, {evidence['missed_reports']:.0f} of its "
+            f"{node.report_interval_s:.1f} s report intervals{held}"
+        )
+        return Finding("node_unreachable", score, CRITICAL, message, {"hostname": node.hostname}, evidence)
+
+
+def _ranks_on(tick: Tick, hostname: str) -> list[RankSample]:
+    training = tick.training
+    if training is None:
+        return []
+    return [r for r in training.ranks if r.hostname == hostname]
