@@ -8,7 +8,7 @@ from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.diagnose.pipeline import PipelineResult
 from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RootCause, Signal, Transition
 from trainpulse_otel.runtime.engine import Engine
-from trainpulse_otel.samples import parse_training
+from trainpulse_otel.samples import NodeReport, XidCount, parse_training
 
 
 def straggler_raised(ts: float) -> PipelineResult:
@@ -99,6 +99,11 @@ def exercise_every_instrument(engine: Engine) -> None:
     if gpus:  # one XID, so the XID counter has a series
         engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
     engine.ingest(parse_training(FULL_TRAINING), source="framework")
+    if gpus:  # another node of the job, twice (its report interval needs two arrivals): the node series
+        host = engine.latest.current().host
+        node = NodeReport("node-021", gpus=gpus[:1], host=host, xid_counts=(XidCount(0, 79, 1),))
+        engine.latest.put_node(node, engine.clock() - 2.0)
+        engine.latest.put_node(node, engine.clock())
     engine.publisher.publish(straggler_raised(engine.clock()))
     engine.ops.rejected("malformed")
     engine.ops.collector_failed("nvml")
