@@ -92,7 +92,7 @@ class NodeTable:
         else:
             node.heard(now)
         if report.gpus is not None:
-            node.gpus = tuple(g if g.node == hostname else replace(g, node=hostname) for g in report.gpus)
+            node.gpus = tuple(g.on_node(hostname) for g in report.gpus)
             self._gpus = ()
         if report.host is not None:
             node.host = report.host
