@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
@@ -41,7 +42,15 @@ COLLECT_FLAGS = (
     "smi_timeout",
 )
 #: Only the daemon serves an API: these flags are its own.
-SERVER_FLAGS = ("addr", "auth_token", "auth_scope", "allow_insecure_bind", "max_body_bytes", "max_ranks")
+SERVER_FLAGS = (
+    "addr",
+    "auth_token",
+    "auth_scope",
+    "allow_insecure_bind",
+    "otlp_grpc_addr",
+    "max_body_bytes",
+    "max_ranks",
+)
 #: Flags each command takes beyond COLLECT_FLAGS. ``top`` reads a daemon with the token;
 #: ``-addr`` is accepted by ``top`` and ``snapshot`` as the contract's "same flags", but has no effect there.
 COMMAND_FLAGS: dict[str, tuple[str, ...]] = {
@@ -175,7 +184,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer
-    from .runtime import create_api, discover, open_engine, warm_up
+    from .runtime import create_api, discover, open_engine, open_otlp_grpc, warm_up
 
     settings = _settings(args)
     _configure(settings)
@@ -187,29 +196,40 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except OSError as exc:
         engine.close()
         raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None
+    try:
+        grpc_server = open_otlp_grpc(engine, settings)
+    except RuntimeError as exc:
+        engine.close()
+        raise UsageError(f"cannot listen for OTLP/gRPC on {settings.otlp_grpc_addr}: {exc}") from None
     stop = threading.Event()
     _on_signals(lambda: stop.set())
     if engine.mode == "sim":
         warm_up(engine)  # in virtual time, as snapshot and top do: a baseline, and the fault from the first answer
     server.start()
+    if grpc_server is not None:
+        grpc_server.start()
     log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, engine.mode, settings.interval)
     try:
         engine.run(stop)
     finally:
         log.info("shutting down: flushing exporters")
+        if grpc_server is not None:
+            grpc_server.close()
         server.close()
         engine.close()
     return 0
 
 
 def _check_exposure(settings: Settings) -> None:
-    """Refuse an API reachable from the network that anyone could write to."""
-    if settings.is_loopback or settings.auth_token or settings.allow_insecure_bind:
+    """Refuse an API (or an OTLP/gRPC receiver) reachable from the network that anyone could write to."""
+    if settings.auth_token or settings.allow_insecure_bind:
         return
-    raise UsageError(
-        f"refusing to listen on {settings.addr} without auth_token: anyone who can reach it could write "
-        "training data; set TRAINPULSE_AUTH_TOKEN, or pass -allow-insecure-bind if the network is trusted"
-    )
+    for addr in (settings.addr, settings.otlp_grpc_addr):  # is_loopback reads ``addr``: ask it of each address
+        if addr is not None and not replace(settings, addr=addr).is_loopback:
+            raise UsageError(
+                f"refusing to listen on {addr} without auth_token: anyone who can reach it could write "
+                "training data; set TRAINPULSE_AUTH_TOKEN, or pass -allow-insecure-bind if the network is trusted"
+            )
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

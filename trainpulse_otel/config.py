@@ -272,6 +272,7 @@ OPTIONS: tuple[Option, ...] = (
         "listen on a non-loopback address without auth_token (not recommended)",
         "BOOL",
     ),
+    Option("otlp_grpc_addr", _optional(_addr), None, "also receive OTLP over gRPC on this address (off)", "HOST:PORT"),
     Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
     Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
     Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
@@ -305,6 +306,7 @@ class Settings:
     auth_token: str | None = None
     auth_scope: str = "ingest"
     allow_insecure_bind: bool = False
+    otlp_grpc_addr: str | None = None
     max_body_bytes: int = 1 << 20
     max_ranks: int = 8192
     stale_after: float = 300.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from flask import Flask, Response, jsonify, request
 
@@ -35,6 +35,12 @@ from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
+from .otlp_routes import register_otlp_routes
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    from ..receive import Decoded
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +69,8 @@ class ApiBackend(Protocol):
     def ingest(self, sample: TrainingSample, source: str = "rest") -> None: ...
 
     def ingest_nodes(self, reports: Sequence[NodeReport]) -> None: ...
+
+    def ingest_otlp(self, request: ExportMetricsServiceRequest) -> Decoded: ...
 
 
 def create_app(
@@ -120,6 +128,7 @@ def create_app(
         return jsonify(_accepted(adapter, translation, sample)), 202
 
     register_metrics_routes(app, backend)
+    register_otlp_routes(app, backend, max_body_bytes)
     return app
 
 

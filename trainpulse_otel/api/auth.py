@@ -1,6 +1,7 @@
 """Bearer-token authentication for the API.
 
-With ``auth_token`` set, ingest (``POST /v1/training``, ``POST /v1/framework``)
+With ``auth_token`` set, ingest (``POST /v1/training``, ``POST /v1/framework``,
+OTLP's ``POST /v1/metrics``, and the gRPC receiver's ``authorization`` metadata)
 requires ``Authorization: Bearer <token>``; with ``auth_scope`` ``all``, every
 endpoint does. Tokens are compared in constant time and never logged.
 """
@@ -13,7 +14,7 @@ from flask import Flask, request
 
 from .errors import ApiError
 
-INGEST_PATHS = frozenset({"/v1/training", "/v1/framework"})
+INGEST_PATHS = frozenset({"/v1/training", "/v1/framework", "/v1/metrics"})  # POST only: GET /v1/metrics is a read
 SCOPES = ("ingest", "all")
 
 
@@ -25,11 +26,12 @@ def require_bearer_token(app: Flask, token: str, scope: str = "ingest") -> None:
     def check_token() -> None:
         if scope != "all" and not (request.method == "POST" and request.path in INGEST_PATHS):
             return
-        if not _matches(request.headers.get("Authorization", ""), expected):
+        if not token_matches(request.headers.get("Authorization", ""), expected):
             raise ApiError(401, "missing or invalid bearer token", "Authorization")
 
 
-def _matches(header: str, expected: bytes) -> bool:
+def token_matches(header: str, expected: bytes) -> bool:
+    """Whether an ``Authorization`` header (or gRPC metadata value) presents the token, in constant time."""
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer":
         return False

@@ -33,7 +33,7 @@ class Body:
 def read_body(request: Request, max_body_bytes: int, text_ok: bool = False, hint: str = JSON_HINT) -> Body:
     """The request's body, or an ApiError: 415 wrong type, 413 too big, 400 unreadable."""
     kind = _kind(request.mimetype, text_ok, hint)
-    raw = _raw(request, max_body_bytes)
+    raw = raw_body(request, max_body_bytes)
     if kind == "text":
         try:
             return Body("text", raw.decode("utf-8"))
@@ -85,7 +85,8 @@ def _kind(mimetype: str, text_ok: bool, hint: str) -> str:
     raise ApiError(415, f"unsupported content type {mimetype!r}; {hint}", "Content-Type")
 
 
-def _raw(request: Request, max_body_bytes: int) -> bytes:
+def raw_body(request: Request, max_body_bytes: int) -> bytes:
+    """The body's bytes, or a 413 when it is larger than ``max_body_bytes``."""
     if request.content_length is not None and request.content_length > max_body_bytes:
         raise too_large(max_body_bytes)
     raw = request.get_data(cache=False)

@@ -4,7 +4,7 @@ Entry points — the CLI's commands, the in-process monitor — call only what i
 exported here.
 """
 
-from .assemble import Plugins, build_pipeline, create_api, discover, open_engine, open_replay
+from .assemble import Plugins, build_pipeline, create_api, discover, open_engine, open_otlp_grpc, open_replay
 from .engine import Engine, Stepper
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 
@@ -19,6 +19,7 @@ __all__ = [
     "create_api",
     "discover",
     "open_engine",
+    "open_otlp_grpc",
     "open_replay",
     "warm_up",
 ]

@@ -12,7 +12,8 @@ and exporters are chosen and wired in one way only:
   the pipeline, the publisher, the exporters and the trace recorder;
 - :func:`open_replay` builds the same step without collectors or OTel, for
   a trace;
-- :func:`create_api` builds the HTTP API over an engine, with the adapters.
+- :func:`create_api` builds the HTTP API over an engine, with the adapters;
+  :func:`open_otlp_grpc` the OTLP/gRPC receiver beside it, when configured.
 
 No other module constructs an :class:`~.engine.Engine`.
 """
@@ -43,9 +44,10 @@ from .window import Window
 if TYPE_CHECKING:
     from flask import Flask
 
+    from ..api.otlp_grpc import OtlpGrpcServer
     from ..samples import Frame
 
-__all__ = ["Plugins", "build_pipeline", "create_api", "discover", "open_engine", "open_replay"]
+__all__ = ["Plugins", "build_pipeline", "create_api", "discover", "open_engine", "open_otlp_grpc", "open_replay"]
 
 
 def build_pipeline(plugins: Plugins) -> DiagnosticPipeline:
@@ -133,3 +135,15 @@ def create_api(engine: Engine, settings: Settings, plugins: Plugins) -> Flask:
         auth_token=settings.auth_token,
         auth_scope=settings.auth_scope,
     )
+
+
+def open_otlp_grpc(engine: Engine, settings: Settings) -> OtlpGrpcServer | None:
+    """The OTLP/gRPC receiver over ``engine`` on ``otlp_grpc_addr`` (None when it is off), not yet started.
+
+    Same decode, token and size limit as ``POST /v1/metrics``; RuntimeError when the address cannot be bound.
+    """
+    if settings.otlp_grpc_addr is None:
+        return None
+    from ..api.otlp_grpc import OtlpGrpcServer
+
+    return OtlpGrpcServer(engine, settings.otlp_grpc_addr, settings.auth_token, settings.max_body_bytes)

@@ -28,6 +28,7 @@ from ..config import Settings
 from ..diagnose import DiagnosticPipeline, PipelineResult
 from ..publish.otel import DiagnosisPublisher
 from ..publish.snapshot import Snapshot, build_snapshot
+from ..receive import Decoded, OtlpReceiver
 from ..samples import Frame, NodeReport, TrainingSample
 from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
@@ -36,6 +37,8 @@ from ..telemetry.providers import Telemetry
 from .window import Window
 
 if TYPE_CHECKING:
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
     from ..collect.sim.handover import RealReports
 
 log = logging.getLogger(__name__)
@@ -112,6 +115,7 @@ class Engine:
         self.recorder = outputs.recorder
         self.clock = clock
         self.reports = reports
+        self.otlp = OtlpReceiver(settings.metrics_namespace)  # delta totals between OTLP requests
         self.started_at = clock()
         self.ticks = 0
         self._last_progress: float | None = None  # monotonic; set while the run loop is live
@@ -141,6 +145,14 @@ class Engine:
             self.latest.forget_training()
         for report in reports:
             self.latest.put_node(report, now)
+
+    def ingest_otlp(self, request: ExportMetricsServiceRequest) -> Decoded:
+        """Take one OTLP export (HTTP or gRPC): each node it names, and the count of its points by outcome."""
+        decoded = self.otlp.decode(request)
+        if decoded.reports:
+            self.ingest_nodes(decoded.reports)
+        self.ops.otlp_received(decoded.accepted, decoded.rejected, decoded.ignored)
+        return decoded
 
     # ------------------------------------------------------------------- ticks
 

@@ -71,9 +71,19 @@ COLLECTOR_ERRORS = OperationalSpec(
     ("collector",),
     "Collections that raised and were skipped for that tick, by collector.",
 )
+OTLP_POINTS = OperationalSpec(
+    "otlp.points",
+    "counter",
+    "{point}",
+    ("outcome",),
+    "OTLP data points received (POST /v1/metrics, gRPC), by outcome: accepted, rejected, ignored.",
+)
+#: ``outcome`` of an OTLP point: taken; refused (counted in the answer's partial_success); not a metric TrainPulse reads.
+OTLP_OUTCOMES = ("accepted", "rejected", "ignored")
 OPERATIONAL: tuple[OperationalSpec, ...] = (
     INGEST_SAMPLES,
     INGEST_ERRORS,
+    OTLP_POINTS,
     STEP_DURATION,
     TICK_DURATION,
     COLLECTOR_ERRORS,
@@ -90,6 +100,7 @@ class OperationalMetrics:
 
         self._samples = create(INGEST_SAMPLES)
         self._errors = create(INGEST_ERRORS)
+        self._otlp_points = create(OTLP_POINTS)
         self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
         self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
         self._collector_errors = create(COLLECTOR_ERRORS)
@@ -129,6 +140,12 @@ class OperationalMetrics:
     def rejected(self, reason: str) -> None:
         """Count one refused ingest request."""
         self._errors.add(1, {"reason": reason})
+
+    def otlp_received(self, accepted: int, rejected: int, ignored: int) -> None:
+        """Count the points of one OTLP request by outcome (one add per outcome that had any)."""
+        for outcome, points in zip(OTLP_OUTCOMES, (accepted, rejected, ignored), strict=True):
+            if points:
+                self._otlp_points.add(points, {"outcome": outcome})
 
     def ticked(self, seconds: float) -> None:
         """Record how long one tick took."""
