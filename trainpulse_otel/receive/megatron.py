@@ -34,16 +34,17 @@ SKIPPED_ITERS = PREFIX + "skipped_iters"
 FIELDS: dict[str, str] = {rule.key: rule.field for rule in SCALAR_RULES if rule.key.startswith(PREFIX)}
 #: What each metric must be to be read: the step duration a histogram, skipped iterations a sum, the rest gauges.
 KINDS: dict[str, str] = {name: {STEP_DURATION: HISTOGRAM, SKIPPED_ITERS: SUM}.get(name, GAUGE) for name in FIELDS}
-#: Resource attributes Megatron sets (its observability guide) -> contract fields; ``model`` is TrainPulse's own.
-RESOURCE_FIELDS: dict[str, str] = {
-    "dl.tensor_parallel.size": "tensor_parallel_size",
-    "dl.pipeline_parallel.size": "pipeline_parallel_size",
-    "dl.data_parallel.size": "data_parallel_size",
-    "dl.batch_size": "global_batch_size",
-    "dl.sequence_length": "max_seq_len",
-    "megatron.micro_batch_size": "micro_batch_size",
-    "megatron.precision": "precision",
-    "model": "model_name",
+#: Resource attributes Megatron sets (its observability guide) -> (the key the megatron adapter reads, the contract
+#: field it feeds); the adapter derives samples/s from the batch and the step time. ``model`` is TrainPulse's own.
+RESOURCE_KEYS: dict[str, tuple[str, str]] = {
+    "dl.tensor_parallel.size": ("tensor_parallel_size", "tensor_parallel_size"),
+    "dl.pipeline_parallel.size": ("pipeline_parallel_size", "pipeline_parallel_size"),
+    "dl.data_parallel.size": ("data_parallel_size", "data_parallel_size"),
+    "dl.batch_size": ("batch-size", "global_batch_size"),
+    "dl.sequence_length": ("seq_length", "max_seq_len"),
+    "megatron.micro_batch_size": ("micro_batch_size", "micro_batch_size"),
+    "megatron.precision": ("precision", "precision"),
+    "model": ("model_name", "model_name"),
 }
 
 
@@ -81,14 +82,26 @@ class MegatronMetrics:
             total, count = (
                 self.series.interval(self.hostname, point, point.value) if point.kind == SUM else (point.value, 0)
             )
-        self._points[point.metric] = self._points.get(point.metric, 0) + 1
-        if point.kind == GAUGE:
+        if point.kind == GAUGE:  # each value judged as it comes: a bad one leaves the last good one standing
+            if not self._checked(point.metric, total):
+                return
             newest = self._gauges.get(point.metric)
             if newest is None or point.time_unix_nano >= newest[0]:
                 self._gauges[point.metric] = (point.time_unix_nano, total)
-        else:
+        else:  # an interval's parts add up, and the sum is judged (see _measurements)
             known = self._sums.get(point.metric, (0.0, 0))
             self._sums[point.metric] = (known[0] + total, known[1] + count)
+        self._points[point.metric] = self._points.get(point.metric, 0) + 1
+
+    def _checked(self, metric: str, value: float, points: int = 1) -> bool:
+        """Whether ``value`` fits the rule of the field ``metric`` feeds; if not, its points are rejected by name."""
+        field = FIELDS[metric]
+        try:
+            check_value(f"training.{field}", value, TRAINING_RULES[field])
+        except SampleError as exc:
+            self.tally.reject(f"{metric}: {exc}", points)
+            return False
+        return True
 
     def sample(self) -> TrainingSample | None:
         """The job's training report from these points (None when they measured nothing)."""
@@ -108,31 +121,26 @@ class MegatronMetrics:
         return sample
 
     def _measurements(self) -> dict[str, Any]:
-        """Each metric's value, checked with its contract field's rule; a bad one is rejected, by name."""
-        values: dict[str, float] = {name: value for name, (_, value) in self._gauges.items()}
+        """Each metric's value: a gauge's newest good one, an interval's mean step time or its sum."""
+        out: dict[str, Any] = {name: value for name, (_, value) in self._gauges.items()}
         for name, (total, count) in self._sums.items():
-            if name == STEP_DURATION:
-                if count > 0:  # no step completed in the interval: no step time
-                    values[name] = total / count
+            if name == STEP_DURATION and count == 0:
+                continue  # no step completed in the interval: no step time
+            value = total / count if name == STEP_DURATION else total
+            if self._checked(name, value, self._points[name]):
+                out[name] = value
             else:
-                values[name] = total
-        out: dict[str, Any] = {}
-        for name, value in values.items():
-            field = FIELDS[name]
-            try:
-                out[name] = check_value(f"training.{field}", value, TRAINING_RULES[field])
-            except SampleError as exc:
-                self.tally.reject(f"{name}: {exc}", self._points.pop(name))
+                del self._points[name]
         return out
 
     def _context(self) -> dict[str, Any]:
         """The job's shape from the resource; an attribute that breaks its field's rule is left out, with a note."""
         out: dict[str, Any] = {}
-        for key, field in RESOURCE_FIELDS.items():
-            if key not in self.resource:
+        for attribute, (key, field) in RESOURCE_KEYS.items():
+            if attribute not in self.resource:
                 continue
             try:
-                out[field] = check_value(f"training.{field}", self.resource[key], TRAINING_RULES[field])
+                out[key] = check_value(f"training.{field}", self.resource[attribute], TRAINING_RULES[field])
             except SampleError as exc:
-                self.tally.note(f"resource attribute {key} not used: {exc}")
+                self.tally.note(f"resource attribute {attribute} not used: {exc}")
         return out

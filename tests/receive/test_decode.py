@@ -1,0 +1,133 @@
+"""The receive stage: OTLP requests as real senders make them, into node reports and an honest account."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.receive.otlp_requests import (
+    CUMULATIVE,
+    NodeExporter,
+    counter,
+    gauge,
+    histogram,
+    megatron_interval,
+    request,
+)
+from trainpulse_otel.collect.base import Collected
+from trainpulse_otel.receive import OtlpReceiver, SeriesState, decode_request
+from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
+from trainpulse_otel.telemetry.conversion import frame_from_samples
+
+GPUS = (
+    GpuSample(0, uuid="GPU-0", name="H100", utilization_percent=97.0, memory_used_bytes=70 << 30,
+              temperature_celsius=88.0, sm_clock_mhz=1410.0, throttle_reasons=("hw_thermal",), xid_errors=(79,)),
+    GpuSample(1, uuid="GPU-1", name="H100", utilization_percent=96.5, ecc_corrected_errors=3),
+)  # fmt: skip
+HOST = HostSample(cpu_percent=31.5, cpu_count=96, memory_available_bytes=400 << 30)
+TRAINING = TrainingSample(
+    model_name="llama", framework="pytorch", step_time_ms=512.0, loss=float("nan"), global_step=40,
+    ranks=(RankSample(8, gpu_index=0, step_time_ms=505.0, phase="compute", pid=77), RankSample(9, gpu_index=1)),
+)  # fmt: skip
+
+
+def test_a_node_daemons_own_instruments_come_back_as_its_samples():
+    node = NodeExporter("node-3")
+    decoded = OtlpReceiver().decode(node.export(Collected(gpus=GPUS, host=HOST, training=TRAINING)))
+    (report,) = decoded.reports
+    expected = frame_from_samples(0.0, GPUS, HOST, TRAINING, node.latest.xid_counts())
+    assert report.hostname == "node-3"
+    assert report.gpus == expected.gpus
+    assert report.host == expected.host
+    assert report.xid_counts == expected.xid_counts
+    training = report.training
+    assert training is not None and math.isnan(training.loss)  # carried by the nonfinite series
+    assert training.ranks == expected.training.ranks
+    assert (training.step_time_ms, training.model_name, training.global_step) == (512.0, "llama", 40)
+    assert decoded.rejected == 0 and decoded.error_message == ""
+
+
+def test_delta_counters_add_up_to_the_running_totals_the_frame_expects():
+    node = NodeExporter("node-1", temporality="delta")
+    receiver = OtlpReceiver()
+    first = receiver.decode(node.export(Collected(gpus=GPUS)))
+    node.latest.put(Collected(gpus=(GpuSample(0, xid_errors=(79, 79, 48)), GPUS[1])), 1001.0)
+    second = receiver.decode(node.export())
+    assert first.reports[0].xid_counts != second.reports[0].xid_counts
+    assert second.reports[0].xid_counts == node.latest.xid_counts()  # 79 three times, 48 once: the totals
+
+
+def test_outputs_and_unknown_metrics_are_ignored_and_counted_by_name():
+    node = NodeExporter("node-1")
+    node.meter.create_gauge("trainpulse.health.score").set(42)
+    node.meter.create_counter("trainpulse.ingest.samples").add(3, {"source": "rest"})
+    node.provider.get_meter("someone_else").create_gauge("queue.depth").set(7)
+    decoded = OtlpReceiver().decode(node.export(Collected(host=HOST)))
+    assert decoded.ignored_metrics == {"trainpulse.health.score": 1, "trainpulse.ingest.samples": 1, "queue.depth": 1}
+    assert decoded.ignored == 3 and decoded.rejected == 0
+    assert decoded.reports[0].host == frame_from_samples(0.0, host=HOST).host
+
+
+def test_megatron_metrics_become_the_jobs_training_report():
+    attrs = {"host.name": "node-0", "dl.batch_size": 512, "dl.sequence_length": 4096, "megatron.precision": "bf16"}
+    decoded = OtlpReceiver().decode(request(megatron_interval(step_ms=480.0, steps=10), attrs))
+    (report,) = decoded.reports
+    training = report.training
+    assert (training.framework, training.precision, training.global_batch_size) == ("megatron", "bf16", 512)
+    assert training.step_time_ms == pytest.approx(480.0)  # the interval's mean: sum / count
+    assert (training.loss, training.tokens_per_sec, training.tflops) == (2.31, 85_000.0, 390.5)
+    assert (training.grad_norm, training.learning_rate) == (1.25, 3e-4)
+    assert training.samples_per_sec == pytest.approx(512 * 1000 / 480.0)  # derived by the megatron adapter
+    assert decoded.ignored_metrics == {"megatron.training.memory_allocated_gb": 1}  # no contract field for it
+
+
+def test_cumulative_histograms_and_counters_give_the_interval_since_the_previous_export():
+    series = SeriesState()
+
+    def export(total_ms: float, steps: int, skipped: int):
+        metrics = [
+            histogram("megatron.training.step_duration_ms", total_ms, steps, CUMULATIVE),
+            counter("megatron.training.skipped_iters", skipped, CUMULATIVE),
+        ]
+        return decode_request(request(metrics), series).reports[0].training
+
+    first = export(5_000.0, 10, 1)
+    second = export(5_000.0 + 20 * 600.0, 30, 4)
+    assert (first.step_time_ms, first.skipped_steps) == (500.0, 1)
+    assert (second.step_time_ms, second.skipped_steps) == (600.0, 3)
+    idle = decode_request(request([histogram("megatron.training.step_duration_ms", 17_000.0, 30, CUMULATIVE)]), series)
+    assert idle.reports == () and idle.accepted == 1  # no step in the interval: nothing to report, nothing wrong
+
+
+def test_out_of_range_points_are_rejected_by_name_and_the_rest_lands():
+    metrics = [
+        *megatron_interval(),
+        gauge("megatron.training.learning_rate", -1.0, time_ns=2),  # newer than the good one: it is the value
+    ]
+    own = NodeExporter("node-0").export(Collected(host=HOST)).resource_metrics[0].scope_metrics[0]
+    bad_util = gauge("trainpulse.gpu.utilization", 140.0, **{"gpu.index": 0})
+    no_index = gauge("trainpulse.gpu.temperature", 60.0)
+    own.metrics.extend([bad_util, no_index])
+    req = request(metrics)
+    req.resource_metrics[0].scope_metrics.append(own)
+    decoded = OtlpReceiver().decode(req)
+    assert decoded.rejected == 3
+    message = decoded.error_message
+    assert "megatron.training.learning_rate: training.learning_rate: must be >= 0" in message
+    assert "trainpulse.gpu.utilization: gpu.utilization_percent: must be <= 100" in message
+    assert "trainpulse.gpu.temperature: attribute gpu.index: is required" in message
+    (report,) = decoded.reports
+    assert report.gpus is None and report.host == frame_from_samples(0.0, host=HOST).host
+    assert report.training.step_time_ms == 480.0 and report.training.learning_rate == 3e-4  # the last good one
+
+
+def test_a_resource_without_host_name_is_rejected_with_a_reason():
+    nameless = request(megatron_interval(), resource={"service.name": "trainer"})
+    named = request(megatron_interval(step_ms=300.0))
+    nameless.resource_metrics.extend(named.resource_metrics)
+    decoded = OtlpReceiver().decode(nameless)
+    assert decoded.rejected == len(megatron_interval())
+    assert "without the host.name attribute" in decoded.error_message
+    assert [r.hostname for r in decoded.reports] == ["node-0"]
+    assert decoded.reports[0].training.step_time_ms == 300.0
