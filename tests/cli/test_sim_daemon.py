@@ -31,12 +31,15 @@ LISTENING = re.compile(r"API listening on (http://\S+)")
 
 
 class SimDaemon:
-    """A running ``trainpulse daemon -mode sim``: its URL, its log lines, a tiny JSON client."""
+    """A running ``trainpulse daemon -mode sim`` (or another ``mode``): its URL, its log lines, a tiny JSON client.
 
-    def __init__(self, *flags: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRAINPULSE_"))}
+    ``env``: variables on top of a clean environment (no ``OTEL_*``/``TRAINPULSE_*`` of the test run's own).
+    """
+
+    def __init__(self, *flags: str, mode: str = "sim", env: dict[str, str] | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRAINPULSE_"))} | (env or {})
         env["TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        argv = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", "sim", "-addr", "127.0.0.1:0", *flags]
+        argv = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", mode, "-addr", "127.0.0.1:0", *flags]
         self.proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self.url = ""
@@ -92,8 +95,8 @@ def start() -> Iterator[Callable[..., SimDaemon]]:
     """Start sim daemons with extra flags; each is stopped at the end of the test."""
     daemons: list[SimDaemon] = []
 
-    def run(*flags: str) -> SimDaemon:
-        daemons.append(SimDaemon(*flags))
+    def run(*flags: str, **options: Any) -> SimDaemon:
+        daemons.append(SimDaemon(*flags, **options))
         return daemons[-1]
 
     yield run
