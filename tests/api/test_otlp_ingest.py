@@ -139,7 +139,7 @@ def test_bad_requests_are_refused_with_json_errors_and_the_daemon_stays_healthy(
 def test_the_token_guards_otlp_ingest_but_not_reading_metrics(serve_app):
     served = serve_app(lambda engine: parts.app(engine, auth_token=TOKEN))
     body = request(megatron_interval()).SerializeToString()
-    status, headers, raw = post(served, body, PROTOBUF)
+    status, _headers, raw = post(served, body, PROTOBUF)
     assert status == 401 and json.loads(raw)["field"] == "Authorization"
     assert post(served, body, {**PROTOBUF, "Authorization": f"Bearer {TOKEN}"})[0] == 200
     assert served.get_json("/v1/metrics")[0] == 200
@@ -149,7 +149,7 @@ def test_otlp_points_are_counted_by_outcome(served):
     req = request([*megatron_interval(), gauge("megatron.training.loss", float("nan"), 5), gauge("queue.depth", 3.0)])
     assert post(served, req.SerializeToString(), PROTOBUF)[0] == 200
     points = {
-        tuple(tag for tag in m["tags"] if tag.startswith("outcome:"))[0]: m["value"]
+        next(tag for tag in m["tags"] if tag.startswith("outcome:")): m["value"]
         for m in served.get_json("/v1/metrics")[1]
         if m["metric"].endswith("otlp.points")
     }

@@ -4,7 +4,7 @@ The node runs ``trainpulse daemon -mode sim`` with the standard ``OTEL_*``
 variables pointing its OTLP exporter at the job daemon (``-mode none``), over
 HTTP/protobuf (``POST /v1/metrics``) or gRPC (``-otlp-grpc-addr``); the
 job daemon's snapshot and Prometheus exposition then show the node's GPUs,
-tagged with its ``host.name``.
+under ``nodes``, named by its ``host.name``.
 """
 
 from __future__ import annotations
@@ -41,10 +41,12 @@ def test_a_node_daemons_otlp_export_reaches_the_job_daemons_view(start, protocol
             "OTEL_RESOURCE_ATTRIBUTES": f"host.name={NODE}",
         },
     )
-    snap = job.snapshot_when(lambda s: any(g.get("node") == NODE for g in s["gpus"]), timeout=30)
-    node_gpus = [g for g in snap["gpus"] if g.get("node") == NODE]
-    assert [g["index"] for g in node_gpus] == list(range(8))
-    assert all(g["name"] == "NVIDIA H100 80GB HBM3" and 0 <= g["utilization_percent"] <= 100 for g in node_gpus)
+    snap = job.snapshot_when(lambda s: any(n["hostname"] == NODE and n["gpus"] for n in s.get("nodes", [])), 30)
+    (node_view,) = snap["nodes"]
+    assert [g["index"] for g in node_view["gpus"]] == list(range(8))
+    assert all(g["name"] == "NVIDIA H100 80GB HBM3" and 0 <= g["utilization_percent"] <= 100 for g in node_view["gpus"])
+    assert node_view["host"]["cpu_count"] >= 1 and not node_view["stale"]
+    assert snap["gpus"] == []  # the job daemon runs on no GPU node: every GPU is the node's
     ranks = snap["training"]["ranks"] if snap["training"] else []
     own = node.get("/v1/snapshot")["training"]["ranks"]
     assert [(r["rank"], r["hostname"]) for r in ranks] == [(r["rank"], r["hostname"]) for r in own]  # as the node

@@ -94,7 +94,7 @@ FULL_TRAINING = {
 
 def exercise_every_instrument(engine: Engine) -> None:
     """Give every instrument of the engine a point: sim hardware, a full report, a diagnosis with a cause,
-    a refused request and a failed collection (the caller has ticked a sim engine at least once)."""
+    a refused request, a failed collection and an OTLP request's points (the caller has ticked a sim engine at least once)."""
     gpus = engine.latest.current().gpus or ()
     if gpus:  # one XID, so the XID counter has a series
         engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
@@ -107,4 +107,5 @@ def exercise_every_instrument(engine: Engine) -> None:
     engine.publisher.publish(straggler_raised(engine.clock()))
     engine.ops.rejected("malformed")
     engine.ops.collector_failed("nvml")
+    engine.ops.otlp_received(accepted=3, rejected=1, ignored=2)
     engine.ops.flush()  # accepted reports reach the instruments at the next tick or metrics read

@@ -18,7 +18,7 @@ from tests.receive.otlp_requests import (
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.receive import OtlpReceiver, SeriesState, decode_request
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
-from trainpulse_otel.telemetry.conversion import frame_from_samples
+from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 GPUS = (
     GpuSample(0, uuid="GPU-0", name="H100", utilization_percent=97.0, memory_used_bytes=70 << 30,
