@@ -88,9 +88,10 @@ class OwnInstruments:
             self.tally.reject(f"{point.metric}: {exc}")
             return
         self.tally.accept()
-        kept = self._newest.get(point.series)
+        series = point.series
+        kept = self._newest.get(series)
         if kept is None or point.time_unix_nano >= kept[0] or point.delta:  # a delta's total is its newest
-            self._newest[point.series] = (max(point.time_unix_nano, kept[0] if kept else 0), spec, point, value)
+            self._newest[series] = (max(point.time_unix_nano, kept[0] if kept else 0), spec, point, value)
 
     def report(self) -> NodeReport | None:
         """The node's samples from the points kept; None when the request had none of them."""
