@@ -95,7 +95,7 @@ FULL_TRAINING = {
 def exercise_every_instrument(engine: Engine) -> None:
     """Give every instrument of the engine a point: sim hardware, a full report, a diagnosis with a cause,
     a refused request, a failed collection and an OTLP request's points (the caller has ticked a sim engine at least once)."""
-    gpus = engine.latest.current().gpus or ()
+    gpus = tuple(g for g in engine.latest.current().gpus or () if g.node is None)  # this node's own
     if gpus:  # one XID, so the XID counter has a series
         engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
     engine.ingest(parse_training(FULL_TRAINING), source="framework")

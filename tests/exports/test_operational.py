@@ -36,9 +36,11 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
         exercise_every_instrument(engine)
     frame = engine.telemetry.frame_reader.read(engine.clock())
     current = engine.latest.current()
+    latest = engine.latest
     assert frame == frame_from_samples(
-        frame.ts, current.gpus, current.host, current.training, engine.latest.xid_counts()
+        frame.ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
     )
+    assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
 
 
