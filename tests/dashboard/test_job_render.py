@@ -72,3 +72,9 @@ def test_many_nodes_wrap_to_rows_labelled_by_their_first_node(screen):
 def test_a_single_node_snapshot_has_no_node_strip(screen):
     lines = screen(load_snapshot("straggler_8gpu"), 160, 48)
     assert not any("Nodes" in line for line in lines) and any(line.startswith(" GPUs ") for line in lines)
+
+
+def test_a_blamed_node_that_went_silent_says_so(screen):
+    text = "\n".join(screen(job_snapshot(4, hot="node-003", stale=("node-003",)), 160, 48))
+    assert "◆ node-003: gpu_thermal_throttling (the top root cause); stale, silent 20s" in text
+    assert "? stale" not in text  # named once, on the cause's line

@@ -116,10 +116,14 @@ def _named(job: JobView, view: View) -> list[Text]:
     nodes = job.nodes
     causes = view.diagnosis.root_causes
     cause = causes[0].cause if causes else ""
-    lines = [_line(CAUSE, f"{n.hostname}: {cause} (the top root cause)", "bold red") for n in nodes if n.cause]
+    lines = [
+        _line(CAUSE, f"{n.hostname}: {cause} (the top root cause)" + _silent(n, "; stale, "), "bold red")
+        for n in nodes
+        if n.cause
+    ]
     stale = [n for n in nodes if n.stale and not n.cause]
     if stale:
-        names = ", ".join(f"{n.hostname} (silent {fmt.duration(n.silent_s)})" for n in stale[:MAX_NAMED])
+        names = ", ".join(n.hostname + _silent(n, " (") + ")" for n in stale[:MAX_NAMED])
         lines.append(_line(STALE, f"stale: {names}" + _more(stale), "magenta"))
     for level, word in ((CRITICAL, "critical"), (WARNING, "warning")):
         hit = [n for n in nodes if n.level == level and not n.cause and not n.stale]
@@ -131,6 +135,11 @@ def _named(job: JobView, view: View) -> list[Text]:
 
 def _line(mark: tuple[str, str], text: str, style: str) -> Text:
     return Text.assemble(mark, " ", (text, style), no_wrap=True, overflow="ellipsis")
+
+
+def _silent(node: NodeState, lead: str) -> str:
+    """``lead`` + ``silent 20s`` for a stale node (nothing for a live one)."""
+    return f"{lead}silent {fmt.duration(node.silent_s)}" if node.stale else ""
 
 
 def _more(nodes: Sequence[NodeState]) -> str:
