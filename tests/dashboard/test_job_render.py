@@ -77,4 +77,4 @@ def test_a_single_node_snapshot_has_no_node_strip(screen):
 def test_a_blamed_node_that_went_silent_says_so(screen):
     text = "\n".join(screen(job_snapshot(4, hot="node-003", stale=("node-003",)), 160, 48))
     assert "◆ node-003: gpu_thermal_throttling (the top root cause); stale, silent 20s" in text
-    assert "? stale" not in text  # named once, on the cause's line
+    assert "? stale: " not in text  # named once, on the cause's line
