@@ -32,6 +32,8 @@ COLLECT_FLAGS = (
     "interval",
     "scenario",
     "onset",
+    "sim_nodes",
+    "sim_node_rank",
     "record",
     "history_size",
     "log_level",

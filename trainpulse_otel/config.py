@@ -242,6 +242,8 @@ OPTIONS: tuple[Option, ...] = (
         "unset, the scenario's own (docs/simulation.md)",
         "DURATION",
     ),
+    Option("sim_nodes", _int(1, 4096 // 8), 1, "simulation: the job spans N nodes of 8 GPUs (docs/simulation.md)", "N"),
+    Option("sim_node_rank", _int(0, 4095), 0, "simulation: this daemon is node I (0 … sim_nodes-1) of the job", "I"),
     Option("history_size", _int(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
     Option("log_level", _choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
     Option("log_format", _choice("text", "json"), "text", "log format: text|json", "FORMAT"),
@@ -311,6 +313,8 @@ class Settings:
     max_ranks: int = 8192
     stale_after: float = 300.0
     onset: float | None = None
+    sim_nodes: int = 1
+    sim_node_rank: int = 0
     warmup: float = 0.0
     smi_timeout: float = 5.0
 
@@ -391,4 +395,6 @@ def load_settings(
                 values[key] = option.parse(raw)
             except ValueError as exc:
                 raise ConfigError(key, str(exc), source) from None
-    return Settings(**values)
+    if (settings := Settings(**values)).sim_node_rank >= settings.sim_nodes:  # two keys that hold only together
+        raise ConfigError("sim_node_rank", f"must be below sim_nodes ({settings.sim_nodes})")
+    return settings

@@ -10,9 +10,12 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality
 from tests.exports.receivers import attributes
 from tests.exports.scenario import straggler_cleared, straggler_raised
 from trainpulse_otel import __version__
+from trainpulse_otel.config import Settings
 from trainpulse_otel.diagnose import SIGNALS
 from trainpulse_otel.publish.otel import EVENT_CLEARED, EVENT_RAISED, EVENT_ROOT_CAUSE
+from trainpulse_otel.runtime.assemble import resource_attributes
 from trainpulse_otel.samples import parse_training
+from trainpulse_otel.telemetry.providers import build_resource
 
 pytestmark = pytest.mark.e2e
 
@@ -150,3 +153,23 @@ def test_config_block_overrides_the_environment(monkeypatch, http_receiver, grpc
     assert http_receiver.headers_seen[-1]["dd-api-key"] == "secret"
     assert not grpc_receiver.received.metrics
     assert not http_receiver.received.logs  # "logs": false leaves the events at home
+
+
+def test_a_simulated_node_of_a_job_pushes_as_its_simulated_host(otlp_receiver, make_engine):
+    """``-sim-nodes 4 -sim-node-rank 2`` is ``node-002`` to a job daemon."""
+    otlp = {"endpoint": otlp_receiver.endpoint, "protocol": otlp_receiver.protocol, "export_interval": QUIET}
+    engine = make_engine("sim", sim_nodes=4, sim_node_rank=2, otlp=otlp)
+    engine.tick()
+    assert engine.flush()
+    assert otlp_receiver.received.wait_for(lambda r: r.metrics)
+    assert otlp_receiver.received.resource_attributes()["host.name"] == "node-002"
+
+
+def test_the_simulated_host_name_yields_to_otel_resource_attributes(monkeypatch):
+    node = Settings(mode="sim", sim_nodes=4, sim_node_rank=2)
+    assert build_resource(resource_attributes(node, "sim")).attributes["host.name"] == "node-002"
+    assert (
+        build_resource(resource_attributes(Settings(mode="sim"), "sim")).attributes["host.name"] == socket.gethostname()
+    )
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "host.name=rack7-gpu3")
+    assert build_resource(resource_attributes(node, "sim")).attributes["host.name"] == "rack7-gpu3"

@@ -107,7 +107,15 @@ def open_host(settings: Settings) -> Collector:
 
 
 def open_sim(settings: Settings, reports: RealReports | None = None) -> SimCollector:
-    """The ``sim`` collector: the simulated node running ``-scenario`` from ``-onset``, yielding to ``reports``."""
+    """The ``sim`` collector: the simulated node (node ``-sim-node-rank`` of ``-sim-nodes``) running
+    ``-scenario`` from ``-onset``, yielding to ``reports``."""
     from .sim import SimCollector
 
-    return SimCollector(settings.scenario, interval_s=settings.interval, onset_s=settings.onset, reports=reports)
+    return SimCollector(
+        settings.scenario,
+        interval_s=settings.interval,
+        onset_s=settings.onset,
+        reports=reports,
+        nodes=settings.sim_nodes,
+        node_rank=settings.sim_node_rank,
+    )

@@ -1,6 +1,9 @@
 """Record and read the contract's JSON Lines trace.
 
-Each line holds ``ts`` and exactly one of ``gpus``, ``host`` or ``training``.
+Each line holds ``ts`` and exactly one of ``gpus``, ``host`` or ``training``; a
+``gpus`` or ``host`` line of a job daemon's trace may carry ``node`` (the other
+node it came from; absent: the daemon's own). A node's lines are written on the
+ticks it was heard from, so replay judges its liveness from their timestamps.
 The writer never takes the daemon down: a full or read-only disk is logged
 (once per failure episode) and recording resumes when writes succeed again.
 The reader validates every line with the one sample model; a malformed line
@@ -22,12 +25,14 @@ from ..samples import (
     GpuSample,
     HostSample,
     LossPoint,
+    NodeSample,
     SampleError,
     TrainingSample,
     parse_gpus,
     parse_host,
     parse_training,
     to_dict,
+    type_name,
 )
 
 log = logging.getLogger(__name__)
@@ -47,6 +52,7 @@ class TraceRecord:
     ts: float
     kind: str  # "gpus" | "host" | "training"
     payload: Payload
+    node: str | None = None  # the other node a gpus or host line came from (None: the recording daemon's own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,7 @@ class TraceWriter:
         self.path = path
         self._fh: IO[str] | None = None
         self._failing = False
+        self._heard: dict[str, float] = {}  # each other node's last_seen as last written
 
     def write_tick(
         self,
@@ -75,6 +82,7 @@ class TraceWriter:
         host: HostSample | None,
         training: TrainingSample | None,
         losses: Iterable[LossPoint] = (),
+        nodes: Iterable[NodeSample] = (),
     ) -> None:
         """Write the tick's GPU and host samples, and the training sample if it is new.
 
@@ -82,17 +90,40 @@ class TraceWriter:
         (:func:`earlier_losses`); each becomes a training line of its own, before the tick's
         lines and stamped with the tick's time, so replay judges a one-step spike or NaN that
         fell between two ticks as the live daemon did.
+        ``nodes``: a job daemon's other nodes, whose GPUs are in ``gpus`` tagged with ``node``;
+        each node heard from since the previous tick gets a ``gpus`` and a ``host`` line with its
+        ``node`` (an empty ``gpus`` when it sent neither, so its liveness replays).
         """
         lines = [encode_line(ts, "training", loss_report(p)) for p in losses]
         gpus = tuple(gpus or ())
-        if gpus:
-            lines.append(encode_line(ts, "gpus", gpus))
+        own = gpus if not gpus or gpus[-1].node is None else tuple(g for g in gpus if g.node is None)
+        if own:
+            lines.append(encode_line(ts, "gpus", own))
         if host is not None:
             lines.append(encode_line(ts, "host", host))
+        lines.extend(self._node_lines(ts, gpus, nodes))
         if training is not None:
             lines.append(encode_line(ts, "training", training))
         if lines:
             self._write("".join(lines))
+
+    def _node_lines(self, ts: float, gpus: tuple[GpuSample, ...], nodes: Iterable[NodeSample]) -> list[str]:
+        """The lines of each other node heard from since the previous tick (a silent node writes none)."""
+        heard = [n for n in nodes if self._heard.get(n.hostname) != n.last_seen]
+        if not heard:
+            return []
+        by_node: dict[str | None, list[GpuSample]] = {}
+        for gpu in gpus:
+            by_node.setdefault(gpu.node, []).append(gpu)
+        lines = []
+        for node in heard:
+            self._heard[node.hostname] = node.last_seen
+            node_gpus = by_node.get(node.hostname, ())
+            if node_gpus or node.host is None:
+                lines.append(encode_line(ts, "gpus", tuple(node_gpus), node.hostname))
+            if node.host is not None:
+                lines.append(encode_line(ts, "host", node.host, node.hostname))
+        return lines
 
     def _write(self, text: str) -> None:
         try:
@@ -139,12 +170,20 @@ def loss_report(point: LossPoint) -> TrainingSample:
     )
 
 
-def encode_line(ts: float, kind: str, payload: Payload) -> str:
-    """One trace line (with its newline) for a payload."""
-    body: Any = [to_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
+def encode_line(ts: float, kind: str, payload: Payload, node: str | None = None) -> str:
+    """One trace line (with its newline) for a payload; ``node``: the other node a gpus or host line is of."""
+    body: Any = [_gpu_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
+    line: dict[str, Any] = {"ts": ts, kind: body} if node is None else {"ts": ts, "node": node, kind: body}
     # NaN/Infinity are written as Python's json writes them: only a loss or gradient norm can hold one
     # (validation refuses them elsewhere), and a recorded NaN loss must replay as NaN
-    return json.dumps({"ts": ts, kind: body}, separators=(",", ":")) + "\n"
+    return json.dumps(line, separators=(",", ":")) + "\n"
+
+
+def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
+    """A GPU as its line lists it: the node is the line's, not each GPU's."""
+    out = to_dict(gpu)
+    out.pop("node", None)
+    return out
 
 
 def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
@@ -173,7 +212,19 @@ def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> T
     except SampleError as exc:
         field = f"{kind}.{exc.field}" if exc.field and not exc.field.startswith(kind) else (exc.field or kind)
         raise ValueError(f"{field}: {exc.message}") from None
-    return TraceRecord(lineno, float(ts), kind, payload)
+    return TraceRecord(lineno, float(ts), kind, payload, _node(data, kind))
+
+
+def _node(data: dict[str, Any], kind: str) -> str | None:
+    """A gpus or host line's ``node`` (None: the recording daemon's own); ignored on a training line,
+    whose ranks name their hosts."""
+    node = data.get("node")
+    if node is None or kind == "training":
+        return None
+    if not isinstance(node, str) or not node:
+        got = "an empty string" if node == "" else type_name(node)
+        raise ValueError(f"node: must be a hostname (a non-empty string), got {got}")
+    return node
 
 
 def bounded_lines(fh: IO[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:

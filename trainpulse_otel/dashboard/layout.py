@@ -22,12 +22,14 @@ from .panels.diagnosis import causes_panel, signals_panel
 from .panels.gpus import gpus_panel
 from .panels.header import header
 from .panels.host import host_panel
+from .panels.nodes import nodes_panel
 from .panels.ranks import ranks_panel
 from .panels.training import training_panel
 from .view import View
 
 PANELS: dict[str, Panel] = {
     "header": header,
+    "nodes": nodes_panel,
     "gpus": gpus_panel,
     "training": training_panel,
     "ranks": ranks_panel,
@@ -35,8 +37,8 @@ PANELS: dict[str, Panel] = {
     "causes": causes_panel,
     "host": host_panel,
 }
-NARROW: tuple[tuple[str, ...], ...] = (("gpus", "training", "ranks", "signals", "causes", "host"),)
-WIDE: tuple[tuple[str, ...], ...] = (("gpus", "training", "ranks"), ("signals", "causes", "host"))
+NARROW: tuple[tuple[str, ...], ...] = (("nodes", "gpus", "training", "ranks", "signals", "causes", "host"),)
+WIDE: tuple[tuple[str, ...], ...] = (("nodes", "gpus", "training", "ranks"), ("signals", "causes", "host"))
 WIDE_MIN_WIDTH = 140
 LEFT_SHARE = 0.56
 GAP = 2
@@ -47,12 +49,14 @@ COLLAPSE_ORDER: tuple[tuple[str, int], ...] = (
     ("host", 1),  # host: three lines → one
     ("training", 1),  # no context line or breakdown legend
     ("ranks", 1),  # one strip row, two callouts
+    ("nodes", 1),  # a job's node strip: two rows, one named line, no legend
     ("causes", 1),  # only the top cause, with its remediation
     ("gpus", 1),  # no column headings
     ("host", 2),  # host hidden
     ("signals", 1),  # first three signals and a count
     ("training", 2),  # training: one line
     ("ranks", 2),  # ranks: one line
+    ("nodes", 2),  # nodes: one line
     ("gpus", 2),  # two GPUs a line
     ("causes", 2),  # top cause: one line
     ("ranks", 3),  # ranks hidden

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..diagnose.types import Diagnosis, Signal
 from ..publish.snapshot import Snapshot
 from ..samples import Frame, GpuSample, HostSample, TrainingSample
+from .job import JobView
 
 #: How many frames the sparklines look back over (4 minutes at 1 s).
 HISTORY_SIZE = 240
@@ -139,6 +141,11 @@ class View:
     @property
     def training(self) -> TrainingSample | None:
         return self.snapshot.training if self.snapshot else None
+
+    @cached_property
+    def job(self) -> JobView | None:
+        """A job daemon's nodes, judged once a frame for the node strip and the GPU panel (None: one node)."""
+        return JobView.of(self.snapshot)
 
     @property
     def diagnosis(self) -> Diagnosis:

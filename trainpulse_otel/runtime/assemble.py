@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ..collect.base import Collector
 from ..collect.modes import build_collectors
 from ..collect.sim.handover import RealReports
+from ..collect.sim.placement import node_hostname
 from ..collect.trace import TraceWriter
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline
@@ -35,7 +36,7 @@ from ..telemetry.exporters import build_exports
 from ..telemetry.instruments import register_measurements
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import OperationalMetrics
-from ..telemetry.providers import build_telemetry
+from ..telemetry.providers import build_resource, build_telemetry
 from ..telemetry.read_back import frame_from_samples
 from .engine import Clock, Engine, Outputs, Stepper
 from .plugins import Plugins, discover
@@ -77,9 +78,13 @@ def open_engine(
     reports = RealReports(settings.stale_after)  # ingest stamps it; the simulator yields to it
     if collectors is None:
         mode, collectors = build_collectors(settings, plugins.collectors, reports)
+    mode = mode or settings.mode
     exports = build_exports(settings, push=push)
     telemetry = build_telemetry(
-        settings.metrics_namespace, readers=exports.readers, log_processors=exports.log_processors
+        settings.metrics_namespace,
+        readers=exports.readers,
+        log_processors=exports.log_processors,
+        resource=build_resource(resource_attributes(settings, mode)),
     )
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
@@ -91,11 +96,19 @@ def open_engine(
         publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace),
         recorder=TraceWriter(settings.record) if settings.record else None,
     )
-    mode = mode or settings.mode
     # only a simulator has a training loop to stand down for real reports
     return Engine(
         settings, mode, [*extra_collectors, *collectors], stepper, outputs, clock, reports if mode == "sim" else None
     )
+
+
+def resource_attributes(settings: Settings, mode: str) -> dict[str, str]:
+    """TrainPulse's resource attributes beyond the defaults: a simulated node of a job across nodes is
+    its simulated host (``host.name``), so a job daemon tells the nodes apart; ``OTEL_RESOURCE_ATTRIBUTES``
+    still wins (:func:`~trainpulse_otel.telemetry.providers.build_resource`)."""
+    if mode == "sim" and settings.sim_nodes > 1:
+        return {"host.name": node_hostname(settings.sim_node_rank)}
+    return {}
 
 
 class SampleFrames:

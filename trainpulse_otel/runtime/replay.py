@@ -2,12 +2,15 @@
 
 Trace lines are grouped into ticks the way the daemon produced them: lines with
 the same timestamp (or within one ``interval`` of the tick's first line) form
-one tick, and a second GPU or host reading always starts a new tick. Each
+one tick, and a second GPU or host reading (of the same node) always starts a new tick. Each
 tick's samples go into the same :class:`LatestSamples` and through the same
 step as a live tick (:class:`~.engine.Stepper`): the frame the live reader
 would have built (:func:`~trainpulse_otel.telemetry.read_back.frame_from_samples`,
 held equal to the reader's conversion by a property test), the window and the
-pipeline. The clock is the trace's own timestamps: nothing sleeps.
+pipeline. The clock is the trace's own timestamps: nothing sleeps. A job
+daemon's trace has lines of other nodes (``node``): each reaches the job view as
+that node's report (:meth:`LatestSamples.put_node`), at its line's time, so a node
+whose lines stop is judged silent as the live daemon judged it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from ..collect.base import Collected
 from ..collect.trace import TraceError, TraceRecord
 from ..diagnose import Diagnosis, PipelineResult, Transition
+from ..samples import NodeReport
 from ..telemetry.latest import LatestSamples
 from .engine import Stepper
 
@@ -40,17 +44,19 @@ class ReplayResult:
 def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iterator[list[TraceRecord]]:
     """Group time-ordered records into ticks (see the module docstring)."""
     group: list[TraceRecord] = []
-    kinds: set[str] = set()
+    kinds: set[tuple[str, str | None]] = set()
     start = 0.0
     for record in records:
-        new_tick = group and (record.ts - start >= interval_s or (record.kind != "training" and record.kind in kinds))
+        new_tick = group and (
+            record.ts - start >= interval_s or (record.kind != "training" and (record.kind, record.node) in kinds)
+        )
         if new_tick:
             yield group
             group, kinds = [], set()
         if not group:
             start = record.ts
         group.append(record)
-        kinds.add(record.kind)
+        kinds.add((record.kind, record.node))
     if group:
         yield group
 
@@ -67,7 +73,10 @@ class TraceFeed:
         for record in group:
             ts = max(record.ts, self.last_ts)  # a line slightly out of order is applied in order
             self.last_ts = ts
-            self.latest.put(_collected(record), ts)
+            if record.node is None:
+                self.latest.put(_collected(record), ts)
+            else:  # another node's line: that node's report, its liveness from the line's time
+                self.latest.put_node(NodeReport(record.node, **{record.kind: record.payload}), ts)  # type: ignore[arg-type]
         return self.last_ts
 
 

@@ -15,6 +15,7 @@ from ...config import format_duration
 from ..base import Collected
 from .combine import scenario_named
 from .handover import RealReports
+from .job import NODE_GPUS
 from .node import SimulatedNode
 from .scenarios import Scenario
 
@@ -27,7 +28,8 @@ class SimCollector:
     The first ``collect(now)`` anchors the node at ``now``; each call samples it
     at ``now - first_now``, so timestamps are the daemon's own and ``onset_s``
     counts from that first tick (the start of a warm-up, where there is one).
-    ``onset_s=None`` keeps the scenario's own onset.
+    ``onset_s=None`` keeps the scenario's own onset. ``nodes``/``node_rank``: this is
+    node ``node_rank`` of a job across ``nodes`` nodes (:mod:`.placement`).
     """
 
     name = "sim"
@@ -37,16 +39,18 @@ class SimCollector:
         scenario: str | Scenario = "healthy",
         seed: int = 0,
         interval_s: float = 1.0,
-        gpus: int = 8,
+        gpus: int = NODE_GPUS,
         ranks: int | None = None,
         *,
         onset_s: float | None = None,
         reports: RealReports | None = None,
+        nodes: int = 1,
+        node_rank: int = 0,
     ) -> None:
         chosen = scenario_named(scenario) if isinstance(scenario, str) else scenario
         if onset_s is not None:
             chosen = chosen.starting_at(onset_s)
-        self.node = SimulatedNode(chosen, seed, gpus, ranks, interval_s)
+        self.node = SimulatedNode(chosen, seed, gpus, ranks, interval_s, nodes=nodes, node_rank=node_rank)
         self.seed = seed
         self.reports = reports
         self._first_now: float | None = None
@@ -89,6 +93,9 @@ class SimCollector:
             "seed": self.seed,
             "gpus": node.gpus,
             "ranks": node.ranks,
+            "nodes": node.placement.nodes,
+            "node_rank": node.placement.node_rank,
+            "hostname": node.hostname,
         }
 
     def close(self) -> None:

@@ -36,6 +36,8 @@ P_DATA_SPIKE = 1 / 500
 P_TEMP_BLIP = 1 / 600
 
 MAX_RANKS = 4096
+#: GPUs on each simulated node (8x H100).
+NODE_GPUS = 8
 
 
 @dataclass(frozen=True, slots=True)

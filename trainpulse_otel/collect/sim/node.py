@@ -29,11 +29,12 @@ from .combine import scenario_named
 from .faults import HardwareFaults, spinning_gpus
 from .gpus import Heat, busy_gpus, governed_clock, hung_gpus, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
-from .job import RANK_SPREAD, JobConfig, JobShape
+from .job import NODE_GPUS, RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
 from .physics import THERMAL_TAU_S, approach
+from .placement import Placement
 from .scenarios import Scenario
-from .training import Checkpointing, LossState, Reporter, Step, StepModel
+from .training import Checkpointing, LossState, RankNames, Reporter, Step, StepModel
 
 
 class SimulatedNode:
@@ -43,29 +44,32 @@ class SimulatedNode:
         self,
         scenario: str | Scenario = "healthy",
         seed: int = 0,
-        gpus: int = 8,
+        gpus: int = NODE_GPUS,
         ranks: int | None = None,
         interval_s: float = 1.0,
         start_ts: float = 1764400000.0,
-        hostname: str = "node-000",
+        hostname: str | None = None,
+        *,
+        nodes: int = 1,
+        node_rank: int = 0,
     ) -> None:
         self.scenario = scenario_named(scenario) if isinstance(scenario, str) else scenario
         self.job = replace(JobConfig(), **self.scenario.job)
+        self.placement = placement = Placement(gpus, nodes, node_rank)
         self.gpus = gpus
-        self.ranks = gpus if ranks is None else ranks
+        self.ranks = placement.job_ranks(ranks)
         self.interval_s = interval_s
         self.start_ts = start_ts
-        self.hostname = hostname
+        self.hostname = hostname = hostname or placement.hostname
         self.shape = JobShape.of(self.job, self.ranks, gpus)
-        self._rng = rng = random.Random(seed)
+        self._rng = rng = random.Random(placement.seed(seed))
         self._gpu = [new_gpu(rng, i) for i in range(gpus)]
         self._healthy = Knobs.healthy([g.mem_frac for g in self._gpu])
         rank_speed = [math.exp(rng.gauss(0.0, RANK_SPREAD)) for _ in range(self.ranks)]
-        rank_hosts = [self._host_of(r) for r in range(self.ranks)]
         self._phase = rng.uniform(0.0, 2 * math.pi)
         self._host = HostModel(rng, self._phase, self.shape)
         self._step = StepModel(rng, self.shape, rank_speed)
-        self._reporter = Reporter(rng, self.job, self.shape, hostname, rank_hosts)
+        self._reporter = Reporter(rng, self.job, self.shape, hostname, self._rank_names(hostname))
         self._checkpoint = Checkpointing()
         self._t: float | None = None
         self._settle = True
@@ -76,9 +80,14 @@ class SimulatedNode:
         self._hung_since: float | None = None  # when the current hang began (seconds since start)
         self._hung_s = 0.0  # how long the step in progress has been hung
 
-    def _host_of(self, rank: int) -> str:
-        node = rank // self.gpus
-        return self.hostname if node == 0 else f"node-{node:03d}"
+    def _rank_names(self, hostname: str) -> RankNames:
+        """The job's number and host of every internal rank, and which of them this node reports."""
+        placement, n = self.placement, self.ranks
+        return RankNames(
+            [placement.global_rank(r, n) for r in range(n)],
+            [placement.host_of(r, n, hostname) for r in range(n)],
+            placement.reported(n),
+        )
 
     def sample(self, t: float) -> Collected:
         """What the node shows ``t`` seconds after start (call with increasing ``t``)."""

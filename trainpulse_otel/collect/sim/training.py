@@ -6,7 +6,8 @@ and the step's wall time, and so tokens/s and MFU.
 
 Per-rank semantics (``TrainingSample.ranks``; rank i runs on local GPU i, ranks
 beyond the node's GPUs run on hosts ``node-001``… with ``gpu_index = rank %
-gpus``):
+gpus``; a node of a job across nodes reports only its own ranks, under their
+global numbers — :mod:`.placement`):
 
 - ``step_time_ms`` — the rank's own busy time for the step: forward, backward
   and optimizer plus its part of the gradient all-reduce; NOT the time it spent
@@ -178,6 +179,16 @@ class LossState:
 
 
 @dataclass(frozen=True, slots=True)
+class RankNames:
+    """How the report names the simulated ranks: each internal rank's global number and host, and the
+    internal ranks the report carries (:mod:`.placement`: a node of a job across nodes reports its own)."""
+
+    rank: list[int]
+    host: list[str]
+    reported: range
+
+
+@dataclass(frozen=True, slots=True)
 class Reporter:
     """Writes the training loop's report of each finished step, as the contract's :class:`TrainingSample`."""
 
@@ -185,7 +196,7 @@ class Reporter:
     job: JobConfig
     shape: JobShape
     hostname: str
-    rank_hosts: list[str]
+    names: RankNames
 
     def report(
         self,
@@ -206,11 +217,12 @@ class Reporter:
         tokens_per_sec = tokens / (step_ms / 1000.0)
         achieved = shape.flops_per_token * tokens_per_sec / n
         rank_tokens = tokens / n
+        names = self.names
         ranks = tuple(
             RankSample(
-                rank=r,
+                rank=names.rank[r],
                 gpu_index=r % shape.gpus,
-                hostname=self.rank_hosts[r],
+                hostname=names.host[r],
                 step_time_ms=round(step.compute[r] + step.allreduce[r], 3),
                 tokens_per_sec=round(rank_tokens / ((step.compute[r] + step.allreduce[r]) / 1000.0), 1),
                 data_wait_ms=round(step.data[r], 3),
@@ -218,7 +230,7 @@ class Reporter:
                 all_reduce_wait_ms=round(step.allreduce[r], 3),
                 **beat(r),
             )
-            for r in range(n)
+            for r in names.reported
         )
         return TrainingSample(
             timestamp=ts,
@@ -279,22 +291,24 @@ class Reporter:
         ended. Only ranks and the time: no step completed, so the report measures nothing."""
         if not self.job.heartbeats:
             return None
-        ranks = []
-        for r in range(self.shape.ranks):
+        ranks, names = [], self.names
+        for r in names.reported:
             local = r < self.shape.gpus
             if local and r in hung:
                 fields = self._heartbeat(global_step, "data", since)(r)
             else:
                 arrived = since + step.compute[r % len(step.compute)] / 1000.0
                 fields = self._heartbeat(global_step, "all_reduce", arrived)(r)
-            ranks.append(RankSample(rank=r, gpu_index=r % self.shape.gpus, hostname=self.rank_hosts[r], **fields))
+            rank = RankSample(rank=names.rank[r], gpu_index=r % self.shape.gpus, hostname=names.host[r], **fields)
+            ranks.append(rank)
         return TrainingSample(timestamp=ts, ranks=tuple(ranks))
 
     def _heartbeat(self, global_step: int, phase: str, since: float) -> Callable[[int], dict[str, Any]]:
         """Rank → its heartbeat fields (none when the job sends no heartbeats)."""
         if not self.job.heartbeats:
             return lambda r: {}
-        return lambda r: {"global_step": global_step, "phase": phase, "phase_since": since, "pid": PID_BASE + r}
+        number = self.names.rank
+        return lambda r: {"global_step": global_step, "phase": phase, "phase_since": since, "pid": PID_BASE + number[r]}
 
     def _bubble_ratio(self) -> float:
         """The schedule's idle share as a profiler would measure it: the theory, a little noisy."""

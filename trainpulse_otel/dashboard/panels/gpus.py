@@ -14,6 +14,7 @@ from rich.text import Text
 from ...samples import GpuSample
 from .. import fmt
 from ..glyphs import bar
+from ..grades import CLOCK_GRADES, MEMORY_GRADES, TEMP_GRADES, UTIL_GRADES, memory_percent
 from ..view import View
 from .base import DIM, LABEL_STYLE, Variants, graded, one_line, titled
 
@@ -26,29 +27,32 @@ THROTTLE_CODES: dict[str, tuple[str, str]] = {
     "hw_thermal": ("hw-therm", "bold red"),
     "hw_power_brake": ("pwr-brake", "bold red"),
 }
-UTIL_GRADES = ((80.0, "green"), (50.0, "yellow"))
-MEMORY_GRADES = ((95.0, "bold red"), (85.0, "yellow"))
-TEMP_GRADES = ((85.0, "bold red"), (78.0, "yellow"))
-CLOCK_GRADES = ((0.9, "green"), (0.75, "yellow"))
 NAME_MIN_WIDTH = 110  # below this the GPU name column is dropped
 FIXED_CELLS = {"idx": 3, "util": 4, "mem": 7, "temp": 4, "power": 8, "clock": 9}
 
 
 def gpus_panel(view: View, width: int) -> Variants:
-    """Full table · table without its heading row · two GPUs a line · one summary line."""
-    gpus = view.gpus
+    """Full table · table without its heading row · two GPUs a line · one summary line.
+
+    A job's snapshot shows the worst node's GPUs (:meth:`~..job.JobView.worst`), its hostname in the title."""
+    job, gpus, on = view.job, view.gpus, ""
+    if job is not None and view.snapshot is not None:
+        on = job.worst().hostname
+        gpus = view.snapshot.node_gpus(on)
+        on = f" on {on}"
     if not gpus:
         mode = view.mode
         why = "host-only mode" if mode == "host" else f"mode {mode}" if mode else "waiting for data"
-        return [one_line("GPUs", f"none reported ({why})")]
+        return [one_line("GPUs" + on, f"none reported ({why})")]
     rows = _Rows(width, show_name=width >= NAME_MIN_WIDTH)
     table = [rows.row(g) for g in gpus]
     note = f"{len(gpus)} × {_short_name(gpus[0])}" if gpus[0].name else f"{len(gpus)}"
+    title = "GPUs" + on
     return [
-        titled("GPUs", rows.heading(), *table, note=note),
-        titled("GPUs", *table, note=note),
-        titled("GPUs", *_pairs(gpus, width), note=note),
-        _summary(gpus),
+        titled(title, rows.heading(), *table, note=note),
+        titled(title, *table, note=note),
+        titled(title, *_pairs(gpus, width), note=note),
+        _summary(gpus, title),
     ]
 
 
@@ -77,7 +81,7 @@ class _Rows:
         return _join(cells, style=DIM)
 
     def row(self, g: GpuSample) -> Text:
-        util, mem_pct = g.utilization_percent, _memory_percent(g)
+        util, mem_pct = g.utilization_percent, memory_percent(g)
         cells = [_cell(str(g.index), 3, style=LABEL_STYLE)]
         if self.name_w:
             cells.append(_cell(_short_name(g), self.name_w, style=DIM))
@@ -113,7 +117,7 @@ def _pairs(gpus: Sequence[GpuSample], width: int) -> list[Text]:
 
 
 def _mini(g: GpuSample, width: int) -> Text:
-    util, mem_pct = g.utilization_percent, _memory_percent(g)
+    util, mem_pct = g.utilization_percent, memory_percent(g)
     code, code_style = (_codes(g) or [("", DIM)])[0]
     bar_w = max(3, width - 33)
     return Text.assemble(
@@ -132,9 +136,9 @@ def _mini(g: GpuSample, width: int) -> Text:
     )
 
 
-def _summary(gpus: Sequence[GpuSample]) -> Text:
+def _summary(gpus: Sequence[GpuSample], title: str) -> Text:
     reporting = [g for g in gpus if g.utilization_percent is not None]
-    mems = [m for m in (_memory_percent(g) for g in gpus) if m is not None]
+    mems = [m for m in (memory_percent(g) for g in gpus) if m is not None]
     temps = [(g.temperature_celsius, g.index) for g in gpus if g.temperature_celsius is not None]
     throttled = [g for g in gpus if any(code != "idle" for code, _ in _codes(g))]
     parts: list[str | tuple[str, str]] = [f"{len(gpus)} × {_short_name(gpus[0])}"]
@@ -150,7 +154,7 @@ def _summary(gpus: Sequence[GpuSample]) -> Text:
     if throttled:
         named = ", ".join(f"{g.index} {_codes(g)[0][0]}" for g in throttled[:4])
         parts.append((f"throttled: {named}", "bold red"))
-    return one_line("GPUs", *parts)
+    return one_line(title, *parts)
 
 
 # ------------------------------------------------------------------ cells
@@ -171,13 +175,6 @@ def _join(cells: list[Text], style: str = "") -> Text:
 
 def _fraction(percent: float | None) -> float | None:
     return None if percent is None else percent / 100.0
-
-
-def _memory_percent(g: GpuSample) -> float | None:
-    used, total = g.memory_used_bytes, g.memory_total_bytes
-    if used is not None and total:
-        return 100.0 * used / total
-    return g.memory_utilization_percent if used is None else None
 
 
 def _memory_text(g: GpuSample) -> str:

@@ -156,11 +156,12 @@ def _callouts(view: View, stats: RankStats) -> list[Text]:
         subject = signal.subject
         for rank in _subject_ranks(subject):
             r = stats.by_rank(rank) or RankSample(rank=rank)
-            where = [f"rank {rank}"]
+            host = subject.get("hostname", r.hostname) if view.job is not None else None
+            where = [f"rank {rank} @ {host}" if host else f"rank {rank}"]
             gpu = subject.get("gpu_index", r.gpu_index)
             if gpu is not None:
                 where.append(f"GPU {gpu}")
-            if r.hostname:
+            if r.hostname and host is None:
                 where.append(r.hostname)
             line = Text.assemble(
                 severity_badge(signal.severity), " ", (" · ".join(where), "bold red"), no_wrap=True, overflow="ellipsis"
@@ -174,6 +175,12 @@ def _callouts(view: View, stats: RankStats) -> list[Text]:
     return lines
 
 
+def _at_host(view: View, stats: RankStats, rank: int) -> str:
+    """``21 @ node-002`` on a job across nodes (``21`` on one node): where a straggler runs."""
+    r = stats.by_rank(rank)
+    return f"{rank} @ {r.hostname}" if view.job is not None and r is not None and r.hostname else str(rank)
+
+
 def _subject_ranks(subject: Mapping[str, Any]) -> list[int]:
     if subject.get("rank") is not None:
         return [int(subject["rank"])]
@@ -184,7 +191,8 @@ def _headline(view: View, stats: RankStats) -> str | tuple[str, str]:
     flagged = sorted(_flagged(view))
     if flagged:
         named = ", ".join(
-            f"{rank} ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else str(rank) for rank in flagged[:4]
+            _at_host(view, stats, rank) + (f" ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else "")
+            for rank in flagged[:4]
         )
         return f"stragglers: rank {named}", "bold red"
     rank, ratio = stats.slowest(1)[0] if stats.ratios else (None, None)

@@ -1,0 +1,86 @@
+"""A job daemon's trace: each other node's ``gpus`` and ``host`` lines carry ``node``, written on the ticks it
+was heard from; ``trainpulse replay`` diagnoses the trace with the job view — the same top cause, naming the
+node, and ``node_unreachable`` where a node's lines stop. A malformed ``node`` is reported and skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests import parts
+from tests.diagnose.builders import T0
+from tests.diagnose.test_job_view import HOT, node_reports
+from trainpulse_otel.collect.trace import TraceError, encode_line, read_trace
+from trainpulse_otel.config import Settings
+from trainpulse_otel.samples import GpuSample
+
+
+def record_job(path, seconds: int, reports):
+    """A job daemon (``-mode none``, ``-record``) fed four nodes' reports every second; its last result."""
+    clock = [T0]
+    engine = parts.engine(Settings(mode="none", addr="127.0.0.1:0", record=str(path)), clock=lambda: clock[0])
+    try:
+        for t in range(seconds):
+            clock[0] = T0 + t
+            engine.ingest_nodes(reports(t))
+            result = engine.tick(T0 + t)
+    finally:
+        engine.close()
+    return result
+
+
+def replay_cli(path) -> dict:
+    """``trainpulse replay FILE -json``, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINPULSE_", "OTEL_"))}
+    argv = [sys.executable, "-m", "trainpulse_otel", "replay", str(path), "-json"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_a_job_trace_has_each_nodes_lines_with_node_and_replays_to_the_same_cause_on_that_node(tmp_path):
+    path = tmp_path / "job.jsonl"
+    live = record_job(
+        path, 150, lambda t: node_reports(t, hot={3: HOT} if t >= 40 else None, slow_rank=19 if t >= 40 else None)
+    )
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    first_tick = [line for line in lines if line["ts"] == T0]
+    assert sorted((line.get("node"), kind) for line in first_tick for kind in ("gpus", "host") if kind in line) == [
+        (f"node-{n:03d}", kind) for n in range(4) for kind in ("gpus", "host")
+    ]
+    assert all(len(line["gpus"]) == 8 and "node" not in line["gpus"][0] for line in first_tick if "gpus" in line)
+
+    replayed = replay_cli(path)["diagnosis"]["root_causes"][0]
+    top = live.diagnosis.root_causes[0]
+    assert top.cause == "gpu_thermal_throttling" and top.subject["hostname"] == "node-002"
+    assert (replayed["cause"], replayed["subject"]) == (top.cause, top.subject)
+
+
+def test_a_node_whose_lines_stop_is_unreachable_in_replay(tmp_path):
+    path = tmp_path / "job.jsonl"
+    live = record_job(path, 90, lambda t: [r for r in node_reports(t) if not (t >= 60 and r.hostname == "node-002")])
+    written = {line.get("node") for line in map(json.loads, path.read_text().splitlines()) if line["ts"] >= T0 + 60}
+    assert "node-002" not in written and "node-001" in written  # a silent node writes no lines
+
+    result = replay_cli(path)
+    raised = [t for t in result["timeline"] if t["event"] == "raised" and t["signal"] == "node_unreachable"]
+    assert raised and {json.dumps(t["subject"]) for t in raised} == {json.dumps({"hostname": "node-002"})}
+    assert T0 + 62 <= raised[0]["ts"] <= T0 + 65
+    top = result["diagnosis"]["root_causes"][0]
+    assert top["cause"] == live.diagnosis.root_causes[0].cause == "node_failure"
+    assert top["subject"] == {"hostname": "node-002", "ranks": list(range(16, 24))}
+
+
+def test_a_malformed_node_is_reported_with_its_line_number_and_skipped():
+    gpus = (GpuSample(index=0, utilization_percent=90.0),)
+    good = encode_line(T0, "gpus", gpus, "node-001")
+    bad = good.replace('"node-001"', "7")
+    empty = good.replace('"node-001"', '""')
+    errors: list[TraceError] = []
+    records = list(read_trace([good, bad, empty, good], errors))
+    assert [(r.lineno, r.node) for r in records] == [(1, "node-001"), (4, "node-001")]
+    assert [e.lineno for e in errors] == [2, 3]
+    assert "node: must be a hostname" in errors[0].message and "number" in errors[0].message
+    assert "empty string" in errors[1].message
+    assert next(read_trace([encode_line(T0, "gpus", gpus)], errors)).node is None  # the recording daemon's own
