@@ -105,12 +105,33 @@ def without_heartbeats(c: Collected) -> Collected:
     return replace(c, training=replace(c.training, ranks=ranks))
 
 
-@pytest.mark.parametrize("name", [n for n, s in SCENARIOS.items() if s.onset_s > 0 and n != "healthy"])
+#: Scenarios of another job's shape (node_unreachable's spans 4 nodes): not the same job as healthy's before onset.
+OTHER_JOBS = frozenset(n for n, s in SCENARIOS.items() if s.job.get("peer_nodes"))
+
+
+@pytest.mark.parametrize(
+    "name", [n for n, s in SCENARIOS.items() if s.onset_s > 0 and n != "healthy" and n not in OTHER_JOBS]
+)
 def test_before_onset_a_scenario_is_exactly_the_healthy_run(name):
     """Apart from the heartbeats a scenario's job may send (training_stalled's does)."""
     onset = SCENARIOS[name].onset_s
     before = [without_heartbeats(c) for c in ticks(run(name), 0, onset)]
     assert before == ticks(run("healthy", 400), 0, onset)
+
+
+def test_a_job_view_scenario_hears_every_node_until_one_goes_silent_with_its_ranks():
+    scenario = SCENARIOS["node_unreachable"]
+    node = SimulatedNode("node_unreachable")
+    before = node.sample(0.0)
+    assert [r.hostname for r in before.nodes] == ["node-001", "node-002", "node-003"]
+    assert all(len(r.gpus) == 8 and r.host is not None for r in before.nodes)
+    assert {r.hostname for r in before.training.ranks} == {f"node-{n:03d}" for n in range(4)}
+    for t in range(1, int(scenario.onset_s) + 5):
+        after = node.sample(float(t))
+    assert [r.hostname for r in after.nodes] == ["node-001", "node-003"]
+    assert not any(r.hostname == "node-002" for r in after.training.ranks)
+    assert after.training.step_time_ms is None  # the job waits in the all-reduce: no step completes
+    assert {r.phase for r in after.training.ranks} == {"all_reduce"}
 
 
 def test_a_job_with_heartbeats_sends_them_on_every_rank_of_every_report():
@@ -481,8 +502,8 @@ def test_every_contract_signal_has_a_scenario_with_a_sound_answer_key():
         if name != "healthy":
             assert s.expected_cause in ROOT_CAUSES
         assert 0 <= s.onset_s < s.duration_s
-        assert set(s.expected_subject) <= {"rank", "gpu_index"}
-        assert all(0 <= v < 8 for v in s.expected_subject.values())
+        assert set(s.expected_subject) <= {"rank", "gpu_index", "hostname"}
+        assert all(0 <= v < 8 for k, v in s.expected_subject.items() if k != "hostname")
     assert SCENARIOS["thermal_instability"].expected_subject == {"gpu_index": 5, "rank": 5}
     assert SCENARIOS["rank_straggler"].expected_subject == {"rank": 5, "gpu_index": 5}
     assert SCENARIOS["thermal_throttle_risk"].expected_subject == {"gpu_index": 2}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..samples import GpuSample, HostSample, TrainingSample
+from ..samples import GpuSample, HostSample, NodeReport, TrainingSample
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -20,11 +20,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Collected:
-    """What one collection saw; ``None`` means "this collector does not see that"."""
+    """What one collection saw; ``None`` means "this collector does not see that".
+
+    ``nodes``: what other nodes of the job said, for a collector that hears them (a job daemon's
+    simulator; OTLP ingest reaches the same store through the engine).
+    """
 
     gpus: tuple[GpuSample, ...] | None = None
     host: HostSample | None = None
     training: TrainingSample | None = None
+    nodes: tuple[NodeReport, ...] | None = None
 
     def merge(self, other: Collected) -> Collected:
         """Combine two bundles; the other's non-None parts win."""
@@ -32,6 +37,7 @@ class Collected:
             gpus=other.gpus if other.gpus is not None else self.gpus,
             host=other.host if other.host is not None else self.host,
             training=other.training if other.training is not None else self.training,
+            nodes=other.nodes if other.nodes is not None else self.nodes,
         )
 
 

@@ -61,6 +61,7 @@ NOT_IN_STEPS = frozenset(
         "thermal_throttle_risk",
         "training_stalled",
         "training_stalled_no_heartbeat",
+        "node_unreachable",
     }
 )
 

@@ -69,6 +69,11 @@ def sim_records(
             yield TraceRecord(0, ts, "host", got.host)
         if got.training is not None:
             yield TraceRecord(0, ts, "training", got.training)
+        for report in got.nodes or ():  # another node of the job, as a job daemon records it
+            if report.gpus is not None:
+                yield TraceRecord(0, ts, "gpus", report.gpus, report.hostname)
+            if report.host is not None:
+                yield TraceRecord(0, ts, "host", report.host, report.hostname)
 
 
 class _Capture:

@@ -84,6 +84,8 @@ class LatestSamples:
             self._changed()
         if collected.training is not None:
             self.put_training(collected.training, now)
+        for report in collected.nodes or ():
+            self.put_node(report, now)
 
     def put_node(self, report: NodeReport, now: float) -> None:
         """Store what another node of the job sent (a job daemon's view): its GPUs, host, XID totals and ranks."""

@@ -63,6 +63,8 @@ class JobConfig:
     warmup_steps: int = 2000
     total_steps: int = 250000
     heartbeats: bool = False  # ranks send TrainPulse heartbeats (global_step, phase, phase_since, pid)
+    peer_nodes: int = 0  # other nodes of the job this simulated daemon also hears, as its job daemon (peers.py)
+    lost_peer: int = 2  # the one of them that goes silent while the ``peer_lost`` knob is on
 
 
 @dataclass(frozen=True, slots=True)

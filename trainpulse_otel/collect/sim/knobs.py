@@ -29,6 +29,7 @@ JOB_HEALTHY: dict[str, float] = {
     "host_memory_leak": 0.0,
     "loss_factor": 1.0,
     "divergence": 0.0,
+    "peer_lost": 0.0,
 }
 
 #: The same for per-GPU knobs; ``gpu_memory_frac`` is each GPU's own healthy level.
@@ -60,6 +61,7 @@ class Knobs:
     host_memory_leak: float
     loss_factor: float
     divergence: float
+    peer_lost: float
     cooling_loss: list[float]  # per local GPU
     rank_slowdown: list[float]  # per local GPU (and the rank on it)
     gpu_memory_frac: list[float]

@@ -31,6 +31,7 @@ from .gpus import Heat, busy_gpus, governed_clock, hung_gpus, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
 from .job import NODE_GPUS, RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
+from .peers import job_view
 from .physics import THERMAL_TAU_S, approach
 from .placement import Placement
 from .scenarios import Scenario
@@ -57,7 +58,8 @@ class SimulatedNode:
         self.job = replace(JobConfig(), **self.scenario.job)
         self.placement = placement = Placement(gpus, nodes, node_rank)
         self.gpus = gpus
-        self.ranks = placement.job_ranks(ranks)
+        peers = self.job.peer_nodes
+        self.ranks = placement.job_ranks(gpus * (peers + 1) if peers and ranks is None else ranks)
         self.interval_s = interval_s
         self.start_ts = start_ts
         self.hostname = hostname = hostname or placement.hostname
@@ -96,7 +98,10 @@ class SimulatedNode:
         self._t = t
         k = self._healthy.at(self.scenario, t)
         collected = self._stalled(t, dt, k) if self._faults.any_lost(k) else self._sample(t, dt, k)
-        return replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
+        collected = replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
+        if not self.job.peer_nodes:
+            return collected
+        return job_view(collected, self.job.peer_nodes, self.job.lost_peer if k.peer_lost >= 0.5 else None)
 
     def _sample(self, t: float, dt: float, k: Knobs) -> Collected:
         if k.host_memory_leak >= 1.0 or max(k.memory_frac) >= 1.0:
@@ -104,7 +109,7 @@ class SimulatedNode:
         if self._crashed:
             return self._idle(t, dt, k, saving=False)
         hung = k.hung()
-        if hung and self._last_step is not None:
+        if (hung or k.peer_lost >= 0.5) and self._last_step is not None:  # a stuck rank, or a node gone
             return self._stuck(t, dt, k, hung, self._last_step)
         self._hung_since = None
         if self._checkpoint.saving(dt):

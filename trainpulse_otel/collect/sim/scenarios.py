@@ -36,6 +36,7 @@ JOB_KNOBS: Mapping[str, str] = {
     "host_memory_leak": "share of the host's available memory leaked; 1 = exhausted (OOM kill)",
     "loss_factor": "multiplier on the training loss (a bad batch, or the start of a divergence)",
     "divergence": "a diverging model: the loss grows to 3x as it goes 0 -> 1, and at 1 it and the gradient norm are NaN",
+    "peer_lost": "1 while another node of the job (JobConfig.lost_peer) sends nothing: its ranks are gone, no step completes",
 }
 
 #: Knobs set per GPU (and per the rank on that GPU); ``gpus=None`` means every local GPU.
@@ -106,7 +107,7 @@ class Scenario:
     expected_signals: frozenset[str]
     allowed_signals: frozenset[str]
     expected_cause: str | None
-    expected_subject: dict[str, int] = field(default_factory=dict)
+    expected_subject: dict[str, int | str] = field(default_factory=dict)
     effects: tuple[Effect, ...] = ()
     #: Overrides of the simulated job's configuration (:class:`.job.JobConfig` fields),
     #: in force from the first sample: a mis-configured job, not an event.
@@ -152,7 +153,7 @@ def _scenario(
     duration_s: float = 300.0,
     expected: tuple[str, ...] | None = None,
     allowed: tuple[str, ...] = (),
-    subject: dict[str, int] | None = None,
+    subject: dict[str, int | str] | None = None,
     job: Mapping[str, Any] | None = None,
     defined_after_s: float = 0.0,
 ) -> Scenario:
@@ -324,6 +325,17 @@ _CATALOGUE: tuple[Scenario, ...] = (
         expected=("training_stalled",),
         subject={"rank": 3, "gpu_index": 3},
         defined_after_s=STALL_DEFINED_AFTER_S,
+    ),
+    _scenario(
+        "node_unreachable",
+        "This daemon is node-000 of a 4-node job and its job daemon; node-002 goes silent (a kernel panic): its "
+        "ranks 16-23 with it, and the rest of the job waits inside the all-reduce for them.",
+        Effect("peer_lost", 1.0),
+        cause="node_failure",
+        duration_s=200.0,
+        allowed=("training_stalled", "throughput_collapse", "gpu_underutilization"),
+        subject={"hostname": "node-002"},
+        job={"peer_nodes": 3, "heartbeats": True},
     ),
     _scenario(
         "gpu_memory_leak",
