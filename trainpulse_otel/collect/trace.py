@@ -20,6 +20,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+import orjson
+
 from ..samples import (
     DEFAULT_MAX_RANKS,
     GpuSample,
@@ -188,10 +190,19 @@ def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
 
 def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
     """Parse and validate one line; raises ValueError with the reason."""
+    return _record(_json_value(text), lineno, max_ranks)
+
+
+def _json_value(text: str) -> Any:
+    """The line's JSON value, read as Python's json reads it (the reader's slow path and its errors)."""
     try:
-        data = json.loads(text)  # NaN/Infinity read as floats; validation says which fields may hold them
+        return json.loads(text)  # NaN/Infinity read as floats; validation says which fields may hold them
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
+def _record(data: Any, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:
+    """A parsed line validated into a record; raises ValueError with the reason."""
     if not isinstance(data, dict):
         raise ValueError("a trace line must be a JSON object")
     ts = data.get("ts")
@@ -254,19 +265,37 @@ def read_trace(
     than ``MAX_LINE_BYTES``.
     """
     for lineno, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            if len(raw) > max_line_bytes:
-                errors.append(TraceError(lineno, f"longer than {max_line_bytes} bytes"))
-                continue
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                errors.append(TraceError(lineno, f"not valid UTF-8 (byte {exc.start})"))
-                continue
-        text = raw.strip()
-        if not text:
+        if isinstance(raw, bytes) and len(raw) > max_line_bytes:
+            errors.append(TraceError(lineno, f"longer than {max_line_bytes} bytes"))
             continue
         try:
-            yield decode_line(text, lineno)
+            # The fast path, ~3x json's speed: orjson reads a well-formed line (bytes or str) to the value
+            # json reads. What it refuses — the NaN/Infinity a diverged loss is written with, a lone
+            # surrogate, a number beyond a double, a blank line, bad UTF-8 — takes json's path below, which
+            # also words the errors. One difference remains: an integer beyond 64 bits reads as a float;
+            # every integer field's bound refuses it either way, only the error echoes it as a float.
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            text = _text(raw, lineno, errors)
+            if not text:
+                continue
+            try:
+                data = _json_value(text)
+            except ValueError as exc:
+                errors.append(TraceError(lineno, str(exc)))
+                continue
+        try:
+            yield _record(data, lineno)
         except ValueError as exc:
             errors.append(TraceError(lineno, str(exc)))
+
+
+def _text(raw: str | bytes, lineno: int, errors: list[TraceError]) -> str:
+    """The line as stripped text ("" for a blank line, or bad UTF-8: appended to ``errors``)."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(TraceError(lineno, f"not valid UTF-8 (byte {exc.start})"))
+            return ""
+    return raw.strip()
