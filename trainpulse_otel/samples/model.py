@@ -179,10 +179,19 @@ RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("
 def merged_rank(old: RankSample, new: RankSample) -> RankSample:
     """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
     kept = {}
-    for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY):
-        if all(getattr(new, name) is None for name in part):
-            kept.update({name: value for name in part if (value := getattr(old, name)) is not None})
-    return replace(new, **kept) if kept else new  # nothing to keep (the usual full report): no copy
+    for read, unknown, part in _RANK_PARTS:
+        if read(new) == unknown:
+            # only what ``old`` knows: ``new`` holds None there already, so a rank whose entries all carry
+            # the same parts (the usual case) is kept as it came, without a copy
+            kept.update((name, value) for name, value in zip(part, read(old), strict=True) if value is not None)
+    return replace(new, **kept) if kept else new
+
+
+#: Per part of a rank's entry: a reader of its fields (one C call for all of them: this runs for every rank of
+#: every report), the values of a part not carried, and the field names.
+_RANK_PARTS = tuple(
+    (attrgetter(*part), (None,) * len(part), part) for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY)
+)
 
 
 @dataclass(frozen=True, slots=True)
