@@ -10,6 +10,8 @@ the cost.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from ..samples import (
@@ -45,11 +47,10 @@ def frame_from_samples(
     guarantee.
     """
     read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=_sample_order))
-    host_fields = _read_back(host, HOST) if host is not None else {}
     return Frame(
         ts=ts,
         gpus=tuple(g for g in read_gpus if g is not None),
-        host=HostSample(**host_fields) if host_fields else None,
+        host=_host_read_back(host) if host is not None else None,
         training=_training_read_back(training) if training is not None else None,
         xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
         nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
@@ -74,6 +75,36 @@ _READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]]
 }
 
 
+#: Per scope: one reader of every measured field, and the type each must already have to be its own read-back.
+_MEASURED: dict[str, tuple[attrgetter[Any], tuple[type | None, ...]]] = {
+    scope: (
+        attrgetter(*(field for field, _, _ in specs)),
+        tuple(restore if scale == 1.0 and restore in (int, float) else None for _, scale, restore in specs),
+    )
+    for scope, specs in _READ_BACK.items()
+}
+
+
+def _reads_back_as_is(sample: Any, scope: str) -> bool:
+    """Whether each measured field of ``sample`` already holds what its point restores, and one holds a value.
+
+    Then the read-back would equal the sample's measurements (``float(x)`` and ``int(x)`` return ``x``
+    itself), so a sample carrying nothing outside them can be handed on uncopied. Validation leaves every
+    value of its kind, so this is the usual case; it is decided by the types alone (few combinations, cached).
+    """
+    read, _ = _MEASURED[scope]
+    return _types_read_back_as_is(scope, tuple(map(type, read(sample))))
+
+
+@lru_cache(maxsize=1024)
+def _types_read_back_as_is(scope: str, types: tuple[type, ...]) -> bool:
+    kinds = _MEASURED[scope][1]
+    unset = type(None)
+    return any(t is not unset for t in types) and all(
+        t is unset or t is kind for t, kind in zip(types, kinds, strict=True)
+    )
+
+
 def _read_back(sample: Any, scope: str) -> dict[str, Any]:
     """The measured fields of one sample as a point would restore them (a field without a value has no point)."""
     out = {}
@@ -82,6 +113,13 @@ def _read_back(sample: Any, scope: str) -> dict[str, Any]:
         if value is not None:
             out[field] = restore(value if scale == 1.0 else value * scale)
     return out
+
+
+def _host_read_back(host: HostSample) -> HostSample | None:
+    if _reads_back_as_is(host, HOST):
+        return host  # every host field is a measurement
+    fields = _read_back(host, HOST)
+    return HostSample(**fields) if fields else None
 
 
 def _gpu_read_back(gpu: GpuSample) -> GpuSample | None:
@@ -101,14 +139,19 @@ def _training_read_back(training: TrainingSample) -> TrainingSample:
         value = getattr(training, field)
         if value is not None:
             fields[field] = str(value)
-    ranks = []
-    for rank in sorted(training.ranks, key=lambda r: r.rank):
-        measured = _read_back(rank, RANK)
-        if rank.phase is not None:  # the phase point, which carries the pid
-            measured.update(phase=rank.phase, pid=rank.pid)
-        if measured:  # a rank without a measurement has no point
-            ranks.append(RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured))
-    return TrainingSample(**fields, ranks=tuple(ranks))
+    read_ranks = (_rank_read_back(rank) for rank in sorted(training.ranks, key=lambda r: r.rank))
+    return TrainingSample(**fields, ranks=tuple(r for r in read_ranks if r is not None))
+
+
+def _rank_read_back(rank: RankSample) -> RankSample | None:
+    if (rank.phase is not None or rank.pid is None) and _reads_back_as_is(rank, RANK):
+        return rank  # at thousands of ranks a tick, not copying halves the frame's cost
+    measured = _read_back(rank, RANK)
+    if rank.phase is not None:  # the phase point, which carries the pid
+        measured.update(phase=rank.phase, pid=rank.pid)
+    if not measured:
+        return None  # a rank without a measurement has no point
+    return RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured)
 
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:
