@@ -180,10 +180,10 @@ def merged_rank(old: RankSample, new: RankSample) -> RankSample:
     """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
     kept = {}
     for read, unknown, part in _RANK_PARTS:
-        if read(new) == unknown:
+        if read(new) == unknown and (known := read(old)) != unknown:
             # only what ``old`` knows: ``new`` holds None there already, so a rank whose entries all carry
             # the same parts (the usual case) is kept as it came, without a copy
-            kept.update((name, value) for name, value in zip(part, read(old), strict=True) if value is not None)
+            kept.update((name, value) for name, value in zip(part, known, strict=True) if value is not None)
     return replace(new, **kept) if kept else new
 
 
