@@ -5,6 +5,7 @@ from __future__ import annotations
 from opentelemetry.sdk.metrics.export import Histogram, Sum
 
 from tests.exports.scenario import exercise_every_instrument
+from tests.telemetry.sdk_frames import sdk_frame
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import parse_training
 from trainpulse_otel.telemetry.read_back import frame_from_samples
@@ -34,12 +35,14 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
     engine.tick()
     for _ in range(3):
         exercise_every_instrument(engine)
-    frame = engine.telemetry.frame_reader.read(engine.clock())
+    ts = engine.clock()
+    frame = engine.stepper.frames.read(ts)
     current = engine.latest.current()
     latest = engine.latest
     assert frame == frame_from_samples(
-        frame.ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
+        ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
     )
+    assert frame == sdk_frame(engine.exports.datadog.reader.get_metrics_data(), ts)  # what the SDK collected
     assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
 

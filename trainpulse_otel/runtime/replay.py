@@ -4,9 +4,9 @@ Trace lines are grouped into ticks the way the daemon produced them: lines with
 the same timestamp (or within one ``interval`` of the tick's first line) form
 one tick, and a second GPU or host reading always starts a new tick. Each
 tick's samples go into the same :class:`LatestSamples` and through the same
-step as a live tick (:class:`~.engine.Stepper`): the frame the live reader
-would have built (:func:`~trainpulse_otel.telemetry.read_back.frame_from_samples`,
-held equal to the reader's conversion by a property test), the window and the
+step as a live tick (:class:`~.engine.Stepper`): the frame read back from the
+samples (:func:`~trainpulse_otel.telemetry.read_back.frame_from_samples`, held
+equal to the SDK's round trip by a property test), the window and the
 pipeline. The clock is the trace's own timestamps: nothing sleeps.
 """
 

@@ -1,8 +1,9 @@
 """OTel providers: one MeterProvider and one LoggerProvider with a proper Resource.
 
-The in-process :class:`FrameReader` is always attached; exporters (Prometheus,
-OTLP) are further readers and log processors on the same providers, so every
-destination sees the same instruments.
+The exporters (Prometheus, the Datadog-style JSON, OTLP) are readers and log
+processors on the same providers, so every destination sees the same
+instruments. The diagnosis does not collect through them: its frame is read
+back from the samples the instruments observe (``runtime.assemble.SampleFrames``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
 from .. import __version__
 from .instruments import DEFAULT_NAMESPACE, METER_NAME
-from .reader import FrameReader
 from .resilience import run_bounded
 
 log = logging.getLogger(__name__)
@@ -52,11 +52,10 @@ def build_resource(extra: Mapping[str, str] | None = None) -> Resource:
 
 @dataclass
 class Telemetry:
-    """The providers, the meter and logger TrainPulse uses, and the frame reader."""
+    """The providers, and the meter and logger TrainPulse uses."""
 
     meter_provider: MeterProvider
     logger_provider: LoggerProvider
-    frame_reader: FrameReader
     namespace: str = DEFAULT_NAMESPACE
     extra_readers: Sequence[MetricReader] = field(default_factory=tuple)
     _closed: bool = field(default=False, repr=False)
@@ -121,12 +120,11 @@ def build_telemetry(
     log_processors: Sequence[LogRecordProcessor] = (),
     resource: Resource | None = None,
 ) -> Telemetry:
-    """Wire the providers: the frame reader plus any exporter readers and log processors."""
+    """Wire the providers: the exporters' readers and log processors."""
     resource = resource or build_resource()
-    frame_reader = FrameReader(namespace=namespace)
     # No traces run in the daemon, so exemplars would always be empty; skipping them saves ~10% of a collection.
     meter_provider = MeterProvider(
-        metric_readers=[frame_reader, *readers],
+        metric_readers=list(readers),
         resource=resource,
         shutdown_on_exit=False,
         exemplar_filter=AlwaysOffExemplarFilter(),
@@ -134,4 +132,4 @@ def build_telemetry(
     logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
     for processor in log_processors:
         logger_provider.add_log_record_processor(processor)
-    return Telemetry(meter_provider, logger_provider, frame_reader, namespace, tuple(readers))
+    return Telemetry(meter_provider, logger_provider, namespace, tuple(readers))

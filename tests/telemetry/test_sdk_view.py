@@ -1,14 +1,15 @@
-"""The in-process reader: instrument values reach the window as frames, identical to replay's."""
+"""What the OTel SDK collects from the instruments is the frame the diagnosis reads back from the samples."""
 
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from tests.telemetry.sdk_frames import sdk_frame
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 from trainpulse_otel.telemetry.conversion import observe
-from trainpulse_otel.telemetry.instruments import register_measurements
+from trainpulse_otel.telemetry.instruments import METER_NAME, register_measurements
 from trainpulse_otel.telemetry.latest import LatestSamples
 from trainpulse_otel.telemetry.read_back import frame_from_samples
-from trainpulse_otel.telemetry.reader import FrameReader
 
 GPUS = tuple(
     GpuSample(
@@ -68,15 +69,15 @@ TRAINING = TrainingSample(
 def _live(collected: Collected, ts: float = 100.0):
     latest = LatestSamples()
     latest.put(collected, now=ts)
-    reader = FrameReader()
+    reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
-    register_measurements(provider.get_meter("trainpulse_otel"), latest)
-    frame = reader.read(ts)
+    register_measurements(provider.get_meter(METER_NAME), latest)
+    frame = sdk_frame(reader.get_metrics_data(), ts)
     provider.shutdown()
     return frame
 
 
-def test_reader_delivers_every_instrument_value_into_the_frame():
+def test_the_sdk_delivers_every_instrument_value_into_the_frame():
     frame = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
     assert frame.ts == 100.0
     assert frame.gpus == GPUS
@@ -84,7 +85,7 @@ def test_reader_delivers_every_instrument_value_into_the_frame():
     assert frame.training == TRAINING
 
 
-def test_live_frame_equals_the_shared_conversion_used_by_replay():
+def test_what_the_sdk_collects_equals_the_frame_read_back_from_the_samples():
     live = _live(Collected(gpus=GPUS, host=HOST, training=TRAINING))
     assert live == frame_from_samples(100.0, GPUS, HOST, TRAINING)
 
@@ -97,16 +98,16 @@ def test_unknown_throttle_state_stays_unknown():
 
 def test_diagnosis_outputs_are_not_read_back_as_inputs():
     latest = LatestSamples()
-    reader = FrameReader()
+    reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
-    meter = provider.get_meter("trainpulse_otel")
+    meter = provider.get_meter(METER_NAME)
     register_measurements(meter, latest)
     from opentelemetry.sdk._logs import LoggerProvider
 
     from trainpulse_otel.publish.otel import DiagnosisPublisher
 
     DiagnosisPublisher(meter, LoggerProvider().get_logger("t"))
-    frame = reader.read(1.0)
+    frame = sdk_frame(reader.get_metrics_data(), 1.0)
     assert frame.gpus == () and frame.host is None and frame.training is None
     provider.shutdown()
 
