@@ -1,7 +1,7 @@
 """A failing GPU end to end: fake pynvml → NVML collector → the engine's OTel path → diagnosis, /metrics, trace.
 
 XID 79 on GPU 4 (it falls off the bus and leaves the list) and a pending row remap on GPU 6, through the real
-collector, LatestSamples, instruments, frame reader, pipeline and Prometheus exposition; the recorded trace
+collector, LatestSamples, instruments, frame read back, pipeline and Prometheus exposition; the recorded trace
 replays to the same diagnosis.
 """
 

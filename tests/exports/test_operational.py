@@ -34,12 +34,14 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
     engine.tick()
     for _ in range(3):
         exercise_every_instrument(engine)
-    frame = engine.telemetry.frame_reader.read(engine.clock())
+    ts = engine.clock()
+    frame = engine.stepper.frames.read(ts)  # a job daemon's view (the exercise adds a node): read back
     current = engine.latest.current()
     latest = engine.latest
     assert frame == frame_from_samples(
-        frame.ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
+        ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
     )
+    assert frame == engine.telemetry.frame_reader.read(ts)  # what the in-process OTel reader collects
     assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
 

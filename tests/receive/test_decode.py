@@ -131,3 +131,22 @@ def test_a_resource_without_host_name_is_rejected_with_a_reason():
     assert "without the host.name attribute" in decoded.error_message
     assert [r.hostname for r in decoded.reports] == ["node-0"]
     assert decoded.reports[0].training.step_time_ms == 300.0
+
+
+def test_attribute_sets_read_once_judge_every_later_export_the_same_and_the_request_is_left_as_sent():
+    node = NodeExporter("node-5")
+    receiver = OtlpReceiver()
+    bad_rank = gauge("trainpulse.rank.step_time", 5.0, rank=-1)  # the same bad attribute set in every export
+    node.latest.put(Collected(gpus=GPUS, host=HOST, training=TRAINING), 1000.0)
+    exports = [node.export() for _ in range(3)]  # the same samples, exported three times
+    for req in exports:
+        req.resource_metrics[0].scope_metrics[0].metrics.append(bad_rank)
+    sent = exports[-1].SerializeToString()
+    first, second, third = (receiver.decode(req) for req in exports)
+    assert exports[-1].SerializeToString() == sent  # decoding read a copy
+    fresh = OtlpReceiver().decode(exports[-1])
+    # remembered sets read as a first reading did, and as a fresh receiver reads them (repr: the loss is NaN)
+    assert repr(first.reports) == repr(second.reports) == repr(third.reports) == repr(fresh.reports)
+    for decoded in (first, second, third):
+        assert decoded.rejected == 1
+        assert decoded.error_message == "trainpulse.rank.step_time: attribute rank: must be >= 0, got -1"

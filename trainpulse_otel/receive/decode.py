@@ -15,11 +15,13 @@ import threading
 from dataclasses import replace
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+from opentelemetry.proto.metrics.v1.metrics_pb2 import ResourceMetrics
 
 from ..samples import NodeReport
+from .attributes import AttributeSets
 from .megatron import MegatronMetrics
 from .own import OwnInstruments
-from .points import HOST_NAME, ResourcePoints, resources
+from .points import HOST_NAME, Attributes, metric_points, point_count, resource_node, scoped_metrics
 from .series import SeriesState
 from .tally import Decoded, Tally
 
@@ -27,39 +29,60 @@ DEFAULT_NAMESPACE = "trainpulse"
 
 
 def decode_request(
-    request: ExportMetricsServiceRequest, series: SeriesState, namespace: str = DEFAULT_NAMESPACE
+    request: ExportMetricsServiceRequest,
+    series: SeriesState,
+    namespace: str = DEFAULT_NAMESPACE,
+    attribute_sets: AttributeSets | None = None,
 ) -> Decoded:
-    """The nodes' reports in ``request``; ``series`` carries delta totals and previous exports between requests."""
+    """The nodes' reports in ``request``; ``series`` carries delta totals and previous exports between requests,
+    ``attribute_sets`` the attribute sets already read. ``request`` is left as it was (a copy is read)."""
     tally = Tally()
     reports = []
-    for resource in resources(request):
-        if resource.hostname is None:
-            if resource.points:
+    sets = attribute_sets if attribute_sets is not None else AttributeSets()
+    own_copy = ExportMetricsServiceRequest()
+    own_copy.CopyFrom(request)  # reading clears the points' times and values (see .attributes)
+    for resource_metrics in own_copy.resource_metrics:
+        hostname, attributes = resource_node(resource_metrics)
+        if hostname is None:
+            points = sum(point_count(metric) for _, metric in scoped_metrics(resource_metrics))
+            if points:
                 tally.reject(
                     f"a resource without the {HOST_NAME} attribute names no node of the job: its "
-                    f"{len(resource.points)} points were rejected (set {HOST_NAME}, e.g. in OTEL_RESOURCE_ATTRIBUTES)",
-                    len(resource.points),
+                    f"{points} points were rejected (set {HOST_NAME}, e.g. in OTEL_RESOURCE_ATTRIBUTES)",
+                    points,
                 )
             continue
-        report = node_report(resource, resource.hostname, series, namespace, tally)
+        report = node_report(resource_metrics, hostname, attributes, series, namespace, tally, sets)
         if report is not None:
             reports.append(report)
     return tally.decoded(reports)
 
 
 def node_report(
-    resource: ResourcePoints, hostname: str, series: SeriesState, namespace: str, tally: Tally
+    resource_metrics: ResourceMetrics,
+    hostname: str,
+    attributes: Attributes,
+    series: SeriesState,
+    namespace: str,
+    tally: Tally,
+    attribute_sets: AttributeSets,
 ) -> NodeReport | None:
-    """What one resource says of its node: its own instruments' samples, Megatron's training report."""
-    own = OwnInstruments(hostname, namespace, series, tally)
-    megatron = MegatronMetrics(hostname, resource.attributes, series, tally)
-    for point in resource.points:
-        if own.understands(point):
-            own.add(point)
-        elif megatron.understands(point):
-            megatron.add(point)
+    """What one resource says of its node: its own instruments' samples, Megatron's training report.
+
+    Each metric goes, whole, to whoever understands its name (and scope).
+    """
+    own = OwnInstruments(hostname, namespace, series, tally, attribute_sets)
+    megatron = MegatronMetrics(hostname, attributes, series, tally)
+    for scope, metric in scoped_metrics(resource_metrics):
+        if own.understands(scope, metric.name):
+            own.add_metric(metric)
+        elif megatron.understands(metric.name):
+            for point in metric_points(metric, scope):
+                megatron.add(point)
         else:
-            tally.ignore(point.metric)
+            points = point_count(metric)
+            if points:
+                tally.ignore(metric.name, points)
     report = own.report()
     training = megatron.sample()
     if training is None:
@@ -75,9 +98,10 @@ class OtlpReceiver:
     def __init__(self, namespace: str = DEFAULT_NAMESPACE, series: SeriesState | None = None) -> None:
         self.namespace = namespace
         self._series = series or SeriesState()
+        self._attribute_sets = AttributeSets()
         self._lock = threading.Lock()
 
     def decode(self, request: ExportMetricsServiceRequest) -> Decoded:
         """Decode one request (requests are taken one at a time: their delta totals add up in order)."""
         with self._lock:
-            return decode_request(request, self._series, self.namespace)
+            return decode_request(request, self._series, self.namespace, self._attribute_sets)

@@ -61,8 +61,8 @@ class MegatronMetrics:
         self._points: dict[str, int] = {}  # points taken, by metric
 
     @staticmethod
-    def understands(point: Point) -> bool:
-        return point.metric.startswith(PREFIX)
+    def understands(metric: str) -> bool:
+        return metric.startswith(PREFIX)
 
     def add(self, point: Point) -> None:
         """Take one point: an interval's histogram or counter adds up; a gauge keeps its newest value."""
@@ -74,13 +74,15 @@ class MegatronMetrics:
             if point.sum is None:
                 self.tally.ignore(point.metric)
                 return
-            total, count = self.series.interval(self.hostname, point, point.sum, point.count)
+            total, count = self.series.interval(self.hostname, point.series, point.delta, point.sum, point.count)
         elif point.value is None:
             self.tally.ignore(point.metric)
             return
         else:
             total, count = (
-                self.series.interval(self.hostname, point, point.value) if point.kind == SUM else (point.value, 0)
+                self.series.interval(self.hostname, point.series, point.delta, point.value)
+                if point.kind == SUM
+                else (point.value, 0)
             )
         if point.kind == GAUGE:  # each value judged as it comes: a bad one leaves the last good one standing
             if not self._checked(point.metric, total):

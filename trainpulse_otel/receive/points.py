@@ -1,4 +1,4 @@
-"""An OTLP request flattened into typed points, one group per resource.
+"""An OTLP request read through the generated API: each resource's node and metrics, and typed points.
 
 The proto's nesting (resource → scope → metric → data points, a ``data``
 oneof per metric, a ``value`` oneof per number point and per attribute) is
@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.metrics.v1.metrics_pb2 import AggregationTemporality, Metric, NumberDataPoint
+from opentelemetry.proto.metrics.v1.metrics_pb2 import (
+    AggregationTemporality,
+    ExponentialHistogram,
+    Histogram,
+    Metric,
+    NumberDataPoint,
+    ResourceMetrics,
+    Sum,
+)
 
 GAUGE, SUM, HISTOGRAM, OTHER = "gauge", "sum", "histogram", "other"
 #: The resource attribute that names the node (OpenTelemetry's semantic conventions).
@@ -23,6 +30,8 @@ NO_RECORDED_VALUE = 1
 
 AttributeValue = str | int | float | bool
 Attributes = Mapping[str, AttributeValue]
+#: What identifies a series: its metric and its attributes, sorted.
+Series = tuple[str, tuple[tuple[str, AttributeValue], ...]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,32 +54,35 @@ class Point:
     delta: bool = False
 
     @property
-    def series(self) -> tuple[str, tuple[tuple[str, AttributeValue], ...]]:
+    def series(self) -> Series:
         """What identifies the point's series: its metric and its attributes."""
         return (self.metric, tuple(sorted(self.attributes.items())))
 
 
-@dataclass(frozen=True, slots=True)
-class ResourcePoints:
-    """Every point of one resource; ``hostname`` is its ``host.name`` (None when it has none)."""
-
-    hostname: str | None
-    attributes: Attributes
-    points: tuple[Point, ...]
+def resource_node(resource_metrics: ResourceMetrics) -> tuple[str | None, dict[str, AttributeValue]]:
+    """A resource's node (its ``host.name``; None when it has none) and its attributes."""
+    attributes = attribute_dict(resource_metrics.resource.attributes)
+    hostname = attributes.get(HOST_NAME)
+    return (hostname if isinstance(hostname, str) and hostname else None), attributes
 
 
-def resources(request: ExportMetricsServiceRequest) -> Iterator[ResourcePoints]:
-    """The request's resources, each with its points flattened."""
-    for resource_metrics in request.resource_metrics:
-        attributes = attribute_dict(resource_metrics.resource.attributes)
-        hostname = attributes.get(HOST_NAME)
-        points = tuple(
-            point
-            for scope_metrics in resource_metrics.scope_metrics
-            for metric in scope_metrics.metrics
-            for point in metric_points(metric, scope_metrics.scope.name)
-        )
-        yield ResourcePoints(hostname if isinstance(hostname, str) and hostname else None, attributes, points)
+def scoped_metrics(resource_metrics: ResourceMetrics) -> Iterator[tuple[str, Metric]]:
+    """A resource's metrics, each with the name of the scope (the meter) that made it."""
+    for scope_metrics in resource_metrics.scope_metrics:
+        scope = scope_metrics.scope.name
+        for metric in scope_metrics.metrics:
+            yield scope, metric
+
+
+def point_count(metric: Metric) -> int:
+    """How many points ``metric`` carries (a metric without data carries none)."""
+    kind = metric.WhichOneof("data")
+    return 0 if kind is None else len(getattr(metric, kind).data_points)
+
+
+def is_delta(data: Sum | Histogram | ExponentialHistogram) -> bool:
+    """Whether an aggregation covers only its own interval (delta temporality), not everything since the start."""
+    return data.aggregation_temporality == AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
 
 
 def attribute_dict(pairs: Iterable[KeyValue]) -> dict[str, AttributeValue]:
@@ -106,12 +118,12 @@ def metric_points(metric: Metric, scope: str) -> Iterator[Point]:
             yield Point(name, scope, GAUGE, attribute_dict(p.attributes), p.time_unix_nano, number(p))
     elif kind == "sum":
         data = metric.sum
-        delta = data.aggregation_temporality == AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
+        delta = is_delta(data)
         for p in data.data_points:
             yield Point(name, scope, SUM, attribute_dict(p.attributes), p.time_unix_nano, number(p), delta=delta)
     elif kind in ("histogram", "exponential_histogram"):
         data = metric.histogram if kind == "histogram" else metric.exponential_histogram
-        delta = data.aggregation_temporality == AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
+        delta = is_delta(data)
         for h in data.data_points:
             total = h.sum if h.HasField("sum") else None
             attrs = attribute_dict(h.attributes)

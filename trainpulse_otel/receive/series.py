@@ -12,7 +12,7 @@ the least recently updated series go first.
 
 from __future__ import annotations
 
-from .points import AttributeValue, Point
+from .points import AttributeValue, Series
 
 #: Series remembered at most (a 64-node job of 8 GPUs with every counter is a few thousand).
 MAX_SERIES = 65_536
@@ -28,25 +28,25 @@ class SeriesState:
         self._totals: dict[SeriesKey, float] = {}
         self._previous: dict[SeriesKey, tuple[float, int]] = {}
 
-    def running_total(self, node: str, point: Point, value: float) -> float:
-        """A sum point as the total since its exporter started: a delta adds to the series' total."""
-        if not point.delta:
+    def running_total(self, node: str, series: Series, delta: bool, value: float) -> float:
+        """A sum point of ``series`` as the total since its exporter started: a delta adds to the series' total."""
+        if not delta:
             return value
-        key = (node, *point.series)
+        key = (node, *series)
         total = self._totals.pop(key, 0.0) + value
         self._remember(self._totals, key, total)
         return total
 
-    def interval(self, node: str, point: Point, total: float, count: int = 0) -> tuple[float, int]:
+    def interval(self, node: str, series: Series, delta: bool, total: float, count: int = 0) -> tuple[float, int]:
         """What a sum (``total``) or histogram (``total``, ``count``) point added since the previous export.
 
         A delta point is that already. A cumulative one is compared with the
         series' previous export; the first export of a series, or one after its
         exporter restarted (the count or total went down), counts whole.
         """
-        if point.delta:
+        if delta:
             return total, count
-        key = (node, *point.series)
+        key = (node, *series)
         previous = self._previous.pop(key, None)
         self._remember(self._previous, key, (total, count))
         if previous is None or count < previous[1] or (count == previous[1] == 0 and total < previous[0]):

@@ -8,8 +8,8 @@ and exporters are chosen and wired in one way only:
 - :func:`discover` (the edge: entry points, the autoload switch) finds the parts;
 - :func:`build_pipeline` hands the pure judge its detectors and rules;
 - :func:`open_engine` builds a live engine: collectors by ``-mode``, the OTel
-  instruments over the latest samples, the in-process reader, the window,
-  the pipeline, the publisher, the exporters and the trace recorder;
+  instruments over the latest samples, the frames read back from them, the
+  window, the pipeline, the publisher, the exporters and the trace recorder;
 - :func:`open_replay` builds the same step without collectors or OTel, for
   a trace;
 - :func:`create_api` builds the HTTP API over an engine, with the adapters;
@@ -38,6 +38,7 @@ from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import OperationalMetrics
 from ..telemetry.providers import build_resource, build_telemetry
 from ..telemetry.read_back import frame_from_samples
+from ..telemetry.reader import FrameReader
 from .engine import Clock, Engine, Outputs, Stepper
 from .plugins import Plugins, discover
 from .window import Window
@@ -88,7 +89,8 @@ def open_engine(
     )
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
-    stepper = Stepper(latest, telemetry.frame_reader, Window(settings.history_size), build_pipeline(plugins))
+    frames = LiveFrames(telemetry.frame_reader, latest)
+    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins))
     outputs = Outputs(
         telemetry=telemetry,
         exports=exports,
@@ -111,13 +113,31 @@ def resource_attributes(settings: Settings, mode: str) -> dict[str, str]:
     return {}
 
 
-class SampleFrames:
-    """Replay's frame source: the latest samples straight to a frame, without the OTel round trip.
+class LiveFrames:
+    """A live tick's frame source: the in-process OTel reader, or — for a job daemon's view — the read-back.
 
-    :func:`~trainpulse_otel.telemetry.read_back.frame_from_samples` is held
-    equal to the live reader's samples → points → frame conversion by a
-    property test, so replay diagnoses the frames the daemon did.
+    A daemon's frame is what its in-process :class:`~trainpulse_otel.telemetry.reader.FrameReader`
+    collected from the instruments, so the diagnosis reads the numbers Prometheus and OTLP read. A job
+    daemon holding other nodes has thousands of series a tick, and the SDK costs ~20 µs a point (860 ms a
+    tick for a 64-node job's 512 GPUs and 512 ranks); its frame is then read back from the same samples
+    (:class:`SampleFrames`, ~15 ms), the conversion held equal to the SDK's round trip by a property test
+    and a live engine's frame by ``tests/exports/test_operational.py``.
     """
+
+    def __init__(self, reader: FrameReader, latest: LatestSamples) -> None:
+        self.reader = reader
+        self.latest = latest
+        self.read_back = SampleFrames(latest)
+
+    def read(self, ts: float) -> Frame:
+        return self.read_back.read(ts) if self.latest.holds_nodes() else self.reader.read(ts)
+
+
+class SampleFrames:
+    """Replay's frame source (and a job daemon's): the latest samples straight to a frame, without the OTel
+    round trip. :func:`~trainpulse_otel.telemetry.read_back.frame_from_samples` reads each sample back
+    through the catalogue the instruments observe it with, and is held equal to the SDK's samples → points
+    → frame round trip by a property test, so replay diagnoses the frames the daemon did."""
 
     def __init__(self, latest: LatestSamples) -> None:
         self.latest = latest

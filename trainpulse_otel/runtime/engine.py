@@ -1,8 +1,8 @@
 """The engine: one tick of the data path, and the loop that repeats it.
 
-collectors → latest samples → OTel instruments → frame reader → window →
-diagnostic pipeline → publisher (gauges + events), plus the optional trace
-recorder. Everything after the inputs is :class:`Stepper.step`, the one step
+collectors → latest samples (→ OTel instruments, for the exporters) → frame
+read back from the samples → window → diagnostic pipeline → publisher (gauges
++ events), plus the optional trace recorder. Everything after the inputs is :class:`Stepper.step`, the one step
 function that live ticks and replay share: replay feeds the same
 :class:`~trainpulse_otel.telemetry.latest.LatestSamples` from a trace and reads
 frames without the OTel round trip (:mod:`.replay`).
@@ -53,7 +53,7 @@ STALL_MIN_S = 30.0
 
 
 class FrameSource(Protocol):
-    """Builds the frame of one tick from the latest samples (live: the OTel reader; replay: directly)."""
+    """Builds the frame of one tick from the latest samples."""
 
     def read(self, ts: float) -> Frame: ...
 

@@ -1,1 +1,1 @@
-"""Telemetry: OTel instruments over the latest samples, providers, and the in-process reader."""
+"""Telemetry: OTel instruments over the latest samples, providers, exporters, and the frame read back."""

@@ -32,8 +32,7 @@ from opentelemetry.sdk.metrics.export import (
     Sum,
 )
 
-from .instruments import METER_NAME
-from .reader import DEFAULT_MAX_SERIES
+from .instruments import DEFAULT_MAX_SERIES, METER_NAME
 
 GAUGE, RATE = "gauge", "rate"
 

@@ -15,6 +15,8 @@ from .catalog import ALL_INPUTS, MetricSpec
 from .latest import LatestSamples
 
 METER_NAME = "trainpulse_otel"
+#: Series per instrument a reader keeps (the SDK default of 2,000 would fold ranks and a job's GPUs away).
+DEFAULT_MAX_SERIES = 65_536
 DEFAULT_NAMESPACE = "trainpulse"
 
 

@@ -95,6 +95,10 @@ class LatestSamples:
         if training is not None:
             self.put_training(training, now)
 
+    def holds_nodes(self) -> bool:
+        """Whether other nodes of the job are held (this is a job daemon's view)."""
+        return bool(self._nodes)
+
     def nodes(self) -> tuple[NodeSample, ...]:
         """The job's other nodes as last heard from, sorted by hostname."""
         with self._lock:

@@ -126,6 +126,9 @@ class NodeTable:
         if self._leader == hostname:
             self._leader = None
 
+    def __len__(self) -> int:
+        return len(self._nodes)
+
     def nodes(self) -> tuple[NodeSample, ...]:
         """Every node, sorted by hostname."""
         return tuple(

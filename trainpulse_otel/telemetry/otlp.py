@@ -41,7 +41,7 @@ from opentelemetry.sdk.metrics import (
 )
 from opentelemetry.sdk.metrics.export import AggregationTemporality, MetricReader, PeriodicExportingMetricReader
 
-from .reader import DEFAULT_MAX_SERIES
+from .instruments import DEFAULT_MAX_SERIES
 from .resilience import ExportStatus, ReportingLogExporter, ReportingMetricExporter, quiet_sdk_export_logs
 
 log = logging.getLogger(__name__)

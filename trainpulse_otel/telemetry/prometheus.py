@@ -25,7 +25,7 @@ from opentelemetry.sdk.metrics import ObservableCounter, ObservableGauge
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from .reader import DEFAULT_MAX_SERIES
+from .instruments import DEFAULT_MAX_SERIES
 
 
 class PrometheusExposition:

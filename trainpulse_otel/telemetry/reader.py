@@ -18,10 +18,7 @@ from opentelemetry.sdk.metrics.export import MetricReader, MetricsData, NumberDa
 
 from ..samples import Frame
 from .conversion import FrameAssembler
-from .instruments import DEFAULT_NAMESPACE, METER_NAME
-
-#: Series per instrument the reader keeps (the SDK default of 2,000 would fold ranks away).
-DEFAULT_MAX_SERIES = 65_536
+from .instruments import DEFAULT_MAX_SERIES, DEFAULT_NAMESPACE, METER_NAME
 
 
 class FrameReader(MetricReader):

@@ -134,7 +134,7 @@ def test_in_process_reports_pass_through_the_otel_instruments():
         m.record(loss=0.5)
         m.flush()
         engine = m._destination.engine
-        frame = engine.frame  # built by the FrameReader from what the SDK collected
+        frame = engine.frame  # read back from the samples the OTel instruments observe
         assert frame.training.model_name == "otel" and frame.training.loss == 0.5
         assert frame.training.precision == "bf16" and frame.training.tokens_per_sec > 0
         assert set(m.diagnosis()) == {"health", "signals", "root_causes", "goodput"}

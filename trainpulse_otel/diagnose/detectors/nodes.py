@@ -15,6 +15,8 @@ its GPUs.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from ...samples import NODE_SILENT_INTERVALS, NodeSample, RankSample
@@ -39,15 +41,17 @@ class NodeUnreachable(BaseDetector):
             return None
         out = []
         floor = self.report_floor
+        held: JobByNode | None = None  # gathered once per tick, and only when some node is judged
         for node in nodes:
             score = node.missed_reports(tick.ts) / NODE_SILENT_INTERVALS
             if score >= floor:
-                out.append(self._finding(node, tick, min(score, SCORE_CAP)))
+                held = held or JobByNode.of(tick)
+                out.append(self._finding(node, tick, min(score, SCORE_CAP), held))
         return out
 
-    def _finding(self, node: NodeSample, tick: Tick, score: float) -> Finding:
+    def _finding(self, node: NodeSample, tick: Tick, score: float, held: JobByNode) -> Finding:
         silent = max(0.0, tick.ts - node.last_seen)
-        ranks = _ranks_on(tick, node.hostname)
+        ranks = held.ranks.get(node.hostname, [])
         evidence: dict[str, Any] = {
             "last_seen": node.last_seen,
             "silent_s": round(silent, 1),
@@ -55,21 +59,29 @@ class NodeUnreachable(BaseDetector):
             "missed_reports": round(node.missed_reports(tick.ts), 1),
             "ranks": [r.rank for r in ranks[:MAX_LISTED_RANKS]],
             "rank_count": len(ranks),
-            "gpu_count": sum(1 for g in tick.gpus if g.node == node.hostname),
+            "gpu_count": held.gpu_counts.get(node.hostname, 0),
         }
         steps = [r.global_step for r in ranks if r.global_step is not None]
         if steps:
             evidence["last_global_step"] = max(steps)
-        held = f" ({len(ranks)} rank{'s' if len(ranks) != 1 else ''} of the job on it)" if ranks else ""
+        on_it = f" ({len(ranks)} rank{'s' if len(ranks) != 1 else ''} of the job on it)" if ranks else ""
         message = (
             f"node {node.hostname} has sent nothing for {silent:.0f} s, {evidence['missed_reports']:.0f} of its "
-            f"{node.report_interval_s:.1f} s report intervals{held}"
+            f"{node.report_interval_s:.1f} s report intervals{on_it}"
         )
         return Finding("node_unreachable", score, CRITICAL, message, {"hostname": node.hostname}, evidence)
 
 
-def _ranks_on(tick: Tick, hostname: str) -> list[RankSample]:
-    training = tick.training
-    if training is None:
-        return []
-    return [r for r in training.ranks if r.hostname == hostname]
+@dataclass(frozen=True)
+class JobByNode:
+    """The tick's ranks (in report order) and GPU counts by hostname: one pass over the job, not one per node."""
+
+    ranks: dict[str | None, list[RankSample]]
+    gpu_counts: Counter[str | None]
+
+    @staticmethod
+    def of(tick: Tick) -> JobByNode:
+        ranks: dict[str | None, list[RankSample]] = {}
+        for rank in tick.training.ranks if tick.training is not None else ():
+            ranks.setdefault(rank.hostname, []).append(rank)
+        return JobByNode(ranks, Counter(g.node for g in tick.gpus))
