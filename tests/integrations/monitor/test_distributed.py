@@ -6,6 +6,9 @@ import pytest
 
 from tests.integrations.monitor.gloo_job import run_job
 
+#: A real multi-process job whose timing is what is judged: run alone, after the parallel pass (scripts/test).
+pytestmark = pytest.mark.serial
+
 pytest.importorskip("torch")
 
 #: Steps of the job: the straggler needs a few dozen gathers to be judged.

@@ -13,6 +13,9 @@ import pytest
 
 from tests.integrations.monitor.gloo_job import recent_save_share, run_job
 
+#: A real multi-process job whose timing is what is judged: run alone, after the parallel pass (scripts/test).
+pytestmark = pytest.mark.serial
+
 pytest.importorskip("torch")
 
 WORLD = 4

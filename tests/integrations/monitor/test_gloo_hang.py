@@ -16,6 +16,9 @@ import pytest
 
 from tests.integrations.monitor.gloo_job import run_job
 
+#: A real multi-process job whose timing is what is judged: run alone, after the parallel pass (scripts/test).
+pytestmark = pytest.mark.serial
+
 pytest.importorskip("torch")
 
 WORLD, HANG_RANK, HANG_AFTER_S, HANG_S = 3, 2, 6.0, 40.0
