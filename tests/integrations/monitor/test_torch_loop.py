@@ -7,6 +7,8 @@ import time
 import pytest
 
 torch = pytest.importorskip("torch")
+#: A real training loop whose data-loader wait is what is judged: run alone, after the parallel pass (scripts/test).
+pytestmark = pytest.mark.serial
 nn = torch.nn
 
 from trainpulse_otel import TrainingMonitor  # noqa: E402 - after the importorskip guard

@@ -99,14 +99,15 @@ class TrainingMonitor:
         in_process = self.world.dist is not None and not endpoint
         self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
         token = auth_token or os.environ.get(TOKEN_ENV)
+        # set before the destination opens: an in-process destination's tick thread drains at once
+        self._beat_every_s = min(MAX_PERIOD_S, heartbeat_s)
+        self._beats: tuple[RankSample, ...] = ()  # the heartbeats last handed to the in-process pipeline
+        self._beats_at = float("-inf")
         self._destination: Destination = self._open_destination(
             endpoint, interval, token, hardware, queue_size, timeout_s
         )
         self._own_sender: Any = None  # a non-reporting rank's RestSender, for its heartbeats only
         self._heartbeat = self._start_heartbeat(endpoint, token, heartbeat_s, timeout_s)
-        self._beat_every_s = min(MAX_PERIOD_S, heartbeat_s)
-        self._beats: tuple[RankSample, ...] = ()  # the heartbeats last handed to the in-process pipeline
-        self._beats_at = float("-inf")
         self._closed = False
 
     # -------------------------------------------------------------- hot path
