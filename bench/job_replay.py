@@ -18,6 +18,8 @@ import tempfile
 import time
 from dataclasses import replace
 
+from replay_speed import write_trace  # bench/ is the script's own directory
+
 from trainpulse_otel.collect.sim import SimulatedNode
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS, Effect
 from trainpulse_otel.collect.trace import bounded_lines, encode_line, read_trace
@@ -55,19 +57,6 @@ def write_job_trace(path: str, nodes: int, seconds: int) -> None:
                 fh.write(encode_line(ts, "training", replace(job, ranks=tuple(ranks))))
 
 
-def write_node_trace(path: str, seconds: int) -> None:
-    """A healthy one-node trace (8 GPUs, 8 ranks): the baseline."""
-    node = SimulatedNode("healthy", start_ts=START_TS)
-    with open(path, "w", encoding="utf-8") as fh:
-        for t in range(seconds):
-            seen = node.sample(float(t))
-            ts = START_TS + t
-            fh.write(encode_line(ts, "gpus", seen.gpus))
-            fh.write(encode_line(ts, "host", seen.host))
-            if seen.training is not None:
-                fh.write(encode_line(ts, "training", seen.training))
-
-
 def replay_file(path: str) -> ReplayResult:
     with open(path, "rb") as fh:
         return replay(read_trace(bounded_lines(fh), []), open_replay(Settings(), PLUGINS))
@@ -91,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         job_path, node_path = os.path.join(tmp, "job.jsonl"), os.path.join(tmp, "node.jsonl")
         write_job_trace(job_path, args.nodes, args.seconds)
-        write_node_trace(node_path, args.seconds)
+        write_trace(node_path, args.seconds)  # replay_speed's healthy one-node trace: the baseline
         size = os.path.getsize(job_path) / 1e6
         node_s, _ = timed(node_path, args.runs)
         job_s, result = timed(job_path, args.runs)
