@@ -4,7 +4,7 @@ Used by the distributed tests (short runs) and, from the command line, for the
 minutes-long real runs documented in docs/signals.md ("Real jobs"):
 
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
-        [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256]
+        [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256] [--device-ms 60]
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 --hang-rank 3 --hang-after 40 --hang-s 60
 
 prints when each signal and top root cause appeared and the final diagnosis.
@@ -110,6 +110,7 @@ def main() -> None:
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-after", type=float, default=60.0, help="seconds before the slow rank slows")
     p.add_argument("--extra", type=float, default=0.35)
+    p.add_argument("--device-ms", type=float, default=0.0, help="each rank's step also waits this long on 'its GPU'")
     p.add_argument("--hardware", default="none", help="none, or host: rank 0's monitor also collects the host")
     p.add_argument("--startup-mb", type=float, default=0.0, help="host memory each rank allocates at start")
     p.add_argument("--checkpoint-every", type=int, default=0, help="rank 0 saves a checkpoint every N steps")

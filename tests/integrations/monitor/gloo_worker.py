@@ -72,6 +72,13 @@ def parse() -> argparse.Namespace:
     p.add_argument("--slow-after", type=float, help="slow down from the step after this many seconds instead")
     p.add_argument("--extra", type=float, default=0.35, help="extra work of the slow rank, a fraction")
     p.add_argument("--sleep-ms", type=float, default=0.0, help="the slow rank also sleeps this long each step")
+    p.add_argument(
+        "--device-ms",
+        type=float,
+        default=0.0,
+        help="every rank also waits this long in its compute each step, its CPU free: the time a GPU rank's host "
+        "thread waits on its own device (more ranks than cores then do not contend as CPU-only ranks do)",
+    )
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--seconds", type=float, default=float("inf"))
     p.add_argument("--interval", type=float, default=0.25)
@@ -228,6 +235,8 @@ def main() -> None:
             hang_at = time.time() - start
         with monitor.step(tokens=BATCH, samples=BATCH):
             compute(model, x, y, args.extra if slowed else 0.0)
+            if args.device_ms:
+                time.sleep(args.device_ms * (1.0 + (args.extra if slowed else 0.0)) / 1000.0)
             if slowed and args.sleep_ms:  # a slowdown that CPU contention between the ranks cannot hide
                 time.sleep(args.sleep_ms / 1000.0)
             if rank == args.hang_rank and step == hang_from:
