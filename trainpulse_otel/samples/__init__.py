@@ -2,7 +2,7 @@
 
 One validated model serves REST ingest, the in-process monitor, the framework
 adapters and trace replay. Samples are immutable value objects
-(:mod:`.model`); the parse functions (:mod:`.validation`) turn untrusted
+(:mod:`.model`); the parse functions (:mod:`.validation`, by the rules of :mod:`.rules`) turn untrusted
 JSON-like input into them or raise a :class:`SampleError` that names the
 offending field (``ranks[3].step_time_ms``), so every front end can answer a
 precise 4xx instead of guessing.
@@ -31,7 +31,7 @@ from .model import (
     merged_rank,
     to_dict,
 )
-from .validation import (
+from .rules import (
     GPU_RULES,
     HOST_RULES,
     MAX_STRING_LENGTH,
@@ -40,6 +40,8 @@ from .validation import (
     TRAINING_MEASUREMENT_FIELDS,
     TRAINING_RULES,
     Rule,
+)
+from .validation import (
     SampleError,
     check_value,
     parse_gpu,

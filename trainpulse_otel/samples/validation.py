@@ -7,16 +7,26 @@ functions check each field against it and name the offending one
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
+from .builder import SampleBuilder
 from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
-
-MAX_STRING_LENGTH = 256
+from .rules import (
+    COUNT,
+    GPU_RULES,
+    HOST_RULES,
+    MAX_STRING_LENGTH,
+    MAX_XIDS_PER_SAMPLE,
+    RANK_RULES,
+    TRAINING_MEASUREMENT_FIELDS,
+    TRAINING_RULES,
+    XID_CODE,
+    Rule,
+)
+from .rules import STR as STR  # the OTLP receiver checks its strings with validation's rules
 
 
 class SampleError(ValueError):
@@ -26,160 +36,6 @@ class SampleError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """How one field is checked: its kind and closed bounds.
-
-    ``exact_type``, ``floor`` and ``ceiling`` serve the validators' fast path:
-    a value of exactly that type inside ``[floor, ceiling]`` is accepted as it
-    is. The float span is the finite floats at most, so NaN and ±inf — which
-    compare false or fall outside — always take the slow path and its error.
-    """
-
-    kind: str  # "str" | "int" | "float"
-    lo: float | None = None
-    hi: float | None = None
-    #: NaN and ±inf are data for this field (a diverged loss), not bad input; finite values keep the bounds.
-    nonfinite_ok: bool = False
-    exact_type: type | None = dataclasses.field(init=False, repr=False, compare=False)
-    floor: float = dataclasses.field(init=False, repr=False, compare=False)
-    ceiling: float = dataclasses.field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        exact = {"float": float, "int": int}.get(self.kind)
-        floor = -sys.float_info.max if self.lo is None else self.lo
-        ceiling = sys.float_info.max if self.hi is None else self.hi
-        if exact is int and (self.lo is None or self.hi is None):
-            exact = None  # unbounded ints are rare; the slow path checks them
-        object.__setattr__(self, "exact_type", exact)
-        object.__setattr__(self, "floor", floor)
-        object.__setattr__(self, "ceiling", ceiling)
-
-
-STR = Rule("str")
-#: Largest integer accepted: exact in a float64 and in every JSON parser, and inside OTLP's int64.
-MAX_SAFE_INT = 2**53 - 1
-COUNT = Rule("int", 0, MAX_SAFE_INT)  # steps, ranks, indices, byte counts
-SIZE = Rule("int", 1, MAX_SAFE_INT)  # world size, batch sizes, parallel degrees
-NONNEG = Rule("float", 0)  # times and rates
-FRACTION = Rule("float", 0, 1)
-PERCENT = Rule("float", 0, 100)
-FINITE = Rule("float")
-#: A loss: any float, NaN and ±inf included (the JSON tokens Python's json writes when training diverges).
-LOSS = Rule("float", nonfinite_ok=True)
-#: A gradient norm: >= 0 when finite; NaN and ±inf accepted as for the loss.
-GRAD_NORM = Rule("float", 0, nonfinite_ok=True)
-
-GPU_RULES: dict[str, Rule] = {
-    "index": COUNT,
-    "uuid": STR,
-    "name": STR,
-    "utilization_percent": PERCENT,
-    "memory_utilization_percent": PERCENT,
-    "memory_used_bytes": COUNT,
-    "memory_total_bytes": COUNT,
-    "temperature_celsius": Rule("float", -273.15, 1000),
-    "power_watts": NONNEG,
-    "power_limit_watts": NONNEG,
-    "sm_clock_mhz": NONNEG,
-    "max_sm_clock_mhz": NONNEG,
-    "ecc_uncorrected_errors": COUNT,
-    "ecc_corrected_errors": COUNT,
-    "remapped_rows_pending": COUNT,
-    "remapped_rows_failed": COUNT,
-}
-#: XID codes are positive (NVML reports 999 for one it cannot name); a sample lists at most this many.
-XID_CODE = Rule("int", 1, 65_535)
-MAX_XIDS_PER_SAMPLE = 1024
-
-HOST_RULES: dict[str, Rule] = {
-    "cpu_percent": PERCENT,
-    "cpu_count": SIZE,
-    "load1": NONNEG,
-    "load5": NONNEG,
-    "load15": NONNEG,
-    "memory_total_bytes": COUNT,
-    "memory_available_bytes": COUNT,
-    "swap_total_bytes": COUNT,
-    "swap_used_bytes": COUNT,
-    "disk_read_bytes_per_sec": NONNEG,
-    "disk_write_bytes_per_sec": NONNEG,
-    "net_rx_bytes_per_sec": NONNEG,
-    "net_tx_bytes_per_sec": NONNEG,
-}
-
-RANK_RULES: dict[str, Rule] = {
-    "rank": COUNT,
-    "gpu_index": COUNT,
-    "hostname": STR,
-    "step_time_ms": NONNEG,
-    "tokens_per_sec": NONNEG,
-    "data_wait_ms": NONNEG,
-    "sync_wait_ms": NONNEG,
-    "all_reduce_wait_ms": NONNEG,
-    "loss": LOSS,
-    "grad_norm": GRAD_NORM,
-    "global_step": COUNT,
-    "phase_since": NONNEG,
-}
-# A rank's ``phase`` and ``pid`` are parsed by :func:`parse_rank` beside these rules: a phase is one of
-# RANK_PHASES, not any string, and the pid travels with the phase (one point, see telemetry/catalog.py).
-
-TRAINING_RULES: dict[str, Rule] = {
-    "timestamp": NONNEG,
-    "workload_kind": STR,
-    "model_family": STR,
-    "model_name": STR,
-    "framework": STR,
-    "precision": STR,
-    "hostname": STR,
-    "global_step": COUNT,
-    "step_time_ms": NONNEG,
-    "tokens_per_sec": NONNEG,
-    "samples_per_sec": NONNEG,
-    "mfu": FRACTION,
-    "tflops": NONNEG,
-    "avg_seq_len": NONNEG,
-    "max_seq_len": NONNEG,
-    "data_wait_ms": NONNEG,
-    "tokenizer_wait_ms": NONNEG,
-    "sync_wait_ms": NONNEG,
-    "all_reduce_wait_ms": NONNEG,
-    "checkpoint_ms": NONNEG,
-    "pipeline_bubble_ratio": FRACTION,
-    "loss": LOSS,
-    "grad_norm": GRAD_NORM,
-    "learning_rate": NONNEG,
-    "world_size": SIZE,
-    "global_batch_size": SIZE,
-    "micro_batch_size": SIZE,
-    "gradient_accumulation_steps": SIZE,
-    "tensor_parallel_size": SIZE,
-    "pipeline_parallel_size": SIZE,
-    "data_parallel_size": SIZE,
-    "loss_max": LOSS,
-    "skipped_steps": COUNT,
-    "loss_scale": NONNEG,
-}
-
-#: Fields that describe a job rather than measure it; a payload of only these is empty.
-TRAINING_IDENTITY_FIELDS = frozenset(name for name, rule in TRAINING_RULES.items() if rule.kind == "str") | {
-    "timestamp",
-    "global_step",
-    "world_size",
-    "global_batch_size",
-    "micro_batch_size",
-    "gradient_accumulation_steps",
-    "tensor_parallel_size",
-    "pipeline_parallel_size",
-    "data_parallel_size",
-}
-
-TRAINING_MEASUREMENT_FIELDS: tuple[str, ...] = tuple(
-    name for name in TRAINING_RULES if name not in TRAINING_IDENTITY_FIELDS
-)
 
 
 _SLOW = object()
@@ -280,6 +136,14 @@ def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[s
 
 def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
     """Build a GpuSample from a JSON object; ``index`` is required."""
+    gpu = _GPU.build(data) if type(data) is dict else None
+    if gpu is not None and gpu.index is not None:
+        reasons, xids = data.get("throttle_reasons"), data.get("xid_errors")
+        if reasons is not None:
+            _GPU.put(gpu, "throttle_reasons", _parse_reasons(reasons, where + ".throttle_reasons"))
+        if xids is not None:
+            _GPU.put(gpu, "xid_errors", _parse_xids(xids, where + ".xid_errors"))
+        return gpu
     values = _checked_fields(data, GPU_RULES, where + ".")
     if "index" not in values:
         raise SampleError(where + ".index", "is required")
@@ -296,6 +160,8 @@ def _parse_xids(xids: Any, field: str) -> tuple[int, ...]:
     """The XID codes of one sample: positive integers, in the order they were seen."""
     if not isinstance(xids, (list, tuple)):
         raise SampleError(field, f"must be an array, got {type_name(xids)}")
+    if not xids:
+        return ()
     if len(xids) > MAX_XIDS_PER_SAMPLE:
         raise SampleError(field, f"has {len(xids)} entries; at most {MAX_XIDS_PER_SAMPLE} are accepted")
     return tuple(check_value(f"{field}[{i}]", code, XID_CODE) for i, code in enumerate(xids))
@@ -304,6 +170,8 @@ def _parse_xids(xids: Any, field: str) -> tuple[int, ...]:
 def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
     if not isinstance(reasons, (list, tuple)):
         raise SampleError(field, f"must be an array, got {type_name(reasons)}")
+    if not reasons:
+        return ()
     seen = set()
     for i, reason in enumerate(reasons):
         if reason not in THROTTLE_REASONS:
@@ -325,24 +193,37 @@ def parse_gpus(data: Any, field: str = "gpus") -> tuple[GpuSample, ...]:
 
 def parse_host(data: Any, field: str = "host") -> HostSample:
     """Build a HostSample from a JSON object."""
-    return HostSample(**_checked_fields(data, HOST_RULES, field + "."))
+    host = _HOST.build(data) if type(data) is dict else None
+    return host if host is not None else HostSample(**_checked_fields(data, HOST_RULES, field + "."))
 
 
 def parse_rank(data: Any, where: str) -> RankSample:
     """Build a RankSample; ``rank`` is required, ``phase`` one of RANK_PHASES."""
+    rank = _RANK.build(data) if type(data) is dict else None
+    if rank is not None and rank.rank is not None:
+        phase, pid = data.get("phase"), data.get("pid")
+        if phase is not None:
+            _RANK.put(rank, "phase", _checked_phase(phase, where))
+        if pid is not None:
+            _RANK.put(rank, "pid", check_value(where + ".pid", pid, COUNT))
+        return rank
     values = _checked_fields(data, RANK_RULES, where + ".")
     if "rank" not in values:
         raise SampleError(where + ".rank", "is required")
     phase = data.get("phase")
     if phase is not None:
-        if phase not in RANK_PHASES:
-            shown = repr(phase) if isinstance(phase, str) else f"a {type_name(phase)}"
-            raise SampleError(where + ".phase", f"unknown phase {shown}; known: {', '.join(RANK_PHASES)}")
-        values["phase"] = phase
+        values["phase"] = _checked_phase(phase, where)
     pid = data.get("pid")
     if pid is not None:
         values["pid"] = check_value(where + ".pid", pid, COUNT)
     return RankSample(**values)
+
+
+def _checked_phase(phase: Any, where: str) -> str:
+    if phase not in RANK_PHASES:
+        shown = repr(phase) if isinstance(phase, str) else f"a {type_name(phase)}"
+        raise SampleError(where + ".phase", f"unknown phase {shown}; known: {', '.join(RANK_PHASES)}")
+    return phase
 
 
 def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSample:
@@ -354,16 +235,32 @@ def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSam
     """
     if not isinstance(data, Mapping):
         raise SampleError("", f"body must be a JSON object, got {type_name(data)}")
+    sample = _TRAINING.build(data) if type(data) is dict else None
+    if sample is not None:
+        ranks = data.get("ranks")
+        if ranks is not None:
+            _TRAINING.put(sample, "ranks", _parse_ranks(ranks, max_ranks))
+        _check_training(sample.avg_seq_len, sample.max_seq_len, bool(sample.ranks) or _measures(sample))
+        return sample
     values = _checked_fields(data, TRAINING_RULES, "")
     ranks = data.get("ranks")
     if ranks is not None:
         values["ranks"] = _parse_ranks(ranks, max_ranks)
-    avg, longest = values.get("avg_seq_len"), values.get("max_seq_len")
+    measures = bool(values.get("ranks")) or any(k in values for k in TRAINING_MEASUREMENT_FIELDS)
+    _check_training(values.get("avg_seq_len"), values.get("max_seq_len"), measures)
+    return TrainingSample(**values)
+
+
+def _check_training(avg: float | None, longest: float | None, measures: bool) -> None:
+    """What a training payload must hold beyond its fields' rules: a sane sequence length and a measurement."""
     if avg is not None and longest is not None and avg > longest:
         raise SampleError("avg_seq_len", f"must be <= max_seq_len ({longest!r}), got {avg!r}")
-    if not values.get("ranks") and not any(k in values for k in TRAINING_MEASUREMENT_FIELDS):
+    if not measures:
         raise SampleError("", "payload has no measurement (e.g. step_time_ms, tokens_per_sec or ranks)")
-    return TrainingSample(**values)
+
+
+def _measures(sample: TrainingSample) -> bool:
+    return any(value is not None for value in _TRAINING_MEASURED(sample))
 
 
 def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
@@ -378,3 +275,11 @@ def _parse_ranks(ranks: Any, max_ranks: int) -> tuple[RankSample, ...]:
             raise SampleError(f"ranks[{i}].rank", f"duplicate rank {r.rank}")
         seen.add(r.rank)
     return tuple(sorted(parsed, key=lambda r: r.rank))
+
+
+# One table per sample class for validation's fast path (see .builder).
+_GPU: SampleBuilder[GpuSample] = SampleBuilder(GpuSample, GPU_RULES)
+_HOST: SampleBuilder[HostSample] = SampleBuilder(HostSample, HOST_RULES)
+_RANK: SampleBuilder[RankSample] = SampleBuilder(RankSample, RANK_RULES)
+_TRAINING: SampleBuilder[TrainingSample] = SampleBuilder(TrainingSample, TRAINING_RULES)
+_TRAINING_MEASURED = attrgetter(*TRAINING_MEASUREMENT_FIELDS)

@@ -1,0 +1,80 @@
+"""Validation's fast path (a plain dict, samples/builder.py) and its checked path (any other mapping) agree:
+the same sample for what both accept, the same error for what they refuse."""
+
+from types import MappingProxyType
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainpulse_otel.samples import (
+    GPU_RULES,
+    HOST_RULES,
+    RANK_RULES,
+    TRAINING_RULES,
+    SampleError,
+    parse_gpu,
+    parse_host,
+    parse_rank,
+    parse_training,
+)
+
+# Values a field may meet: well formed, an int where a float goes, bools, non-finite, out of range, wrong types.
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-5, max_value=2**60),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(min_value=0, max_value=1),
+    st.text(max_size=3),
+    st.just("x" * 300),
+    st.just([]),
+    st.just({}),
+)
+
+
+def fields_of(rules: dict[str, Any], extra: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.dictionaries(st.sampled_from([*rules, *extra, "unknown"]), VALUES, max_size=len(rules) + 3).map(
+        lambda d: {**extra, **d}
+    )
+
+
+def outcome(parse: Any, data: Any) -> Any:
+    try:
+        return parse(data)
+    except SampleError as exc:
+        return ("error", exc.field, exc.message)
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields_of(GPU_RULES, {"index": 0}))
+def test_gpu_fast_path_is_the_checked_path(data: dict[str, Any]) -> None:
+    assert outcome(parse_gpu, data) == outcome(parse_gpu, MappingProxyType(data))
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields_of(HOST_RULES, {}))
+def test_host_fast_path_is_the_checked_path(data: dict[str, Any]) -> None:
+    assert outcome(parse_host, data) == outcome(parse_host, MappingProxyType(data))
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields_of(RANK_RULES, {"rank": 3, "phase": "compute", "pid": 12}))
+def test_rank_fast_path_is_the_checked_path(data: dict[str, Any]) -> None:
+    assert outcome(lambda d: parse_rank(d, "ranks[0]"), data) == outcome(
+        lambda d: parse_rank(d, "ranks[0]"), MappingProxyType(data)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields_of(TRAINING_RULES, {"ranks": [{"rank": 1, "step_time_ms": 10.0}, {"rank": 0}]}))
+def test_training_fast_path_is_the_checked_path(data: dict[str, Any]) -> None:
+    assert outcome(parse_training, data) == outcome(parse_training, MappingProxyType(data))
+
+
+def test_a_well_formed_payload_takes_the_fast_path_to_an_equal_sample() -> None:
+    data = {"index": 2, "uuid": "GPU-1", "utilization_percent": 97.0, "memory_used_bytes": 5, "throttle_reasons": []}
+    fast, checked = parse_gpu(data), parse_gpu(MappingProxyType(data))
+    assert fast == checked
+    assert hash(fast) == hash(checked)
+    assert fast.throttle_reasons == () and fast.node is None and fast.xid_errors is None
