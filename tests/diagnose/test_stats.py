@@ -6,8 +6,10 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from trainpulse_otel.diagnose.stats import RecentMedian, RobustBaseline, Trend, WindowMin, t_stat
+from trainpulse_otel.diagnose.stats import RecentMedian, RobustBaseline, Trend, WindowMin, sorted_median, t_stat
 
 
 def test_recent_median_ignores_a_single_spike():
@@ -15,6 +17,27 @@ def test_recent_median_ignores_a_single_spike():
     values = [m.add(x) for x in (10, 11, 9, 500, 10, 12)]
     assert values[3] == pytest.approx(10.5)  # the spike is one of four: it only shifts the middle
     assert max(values[4:]) <= 12
+
+
+# Plain floats with many repeats, and the values whose order in a sort depends on where they sit: NaN, ±0, ints.
+SERIES_VALUES = st.one_of(
+    st.sampled_from([1.0, 2.0, 2.0, 3.5, 0.0, -0.0, math.nan, math.inf, -math.inf, 2, 0]),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=1, max_value=9), st.lists(SERIES_VALUES, max_size=60))
+def test_recent_median_is_the_median_of_its_sorted_ring_to_the_bit(size, xs):
+    """The kept-sorted ring gives what sorting the ring on every value gave, whatever the values."""
+    m = RecentMedian(size)
+    ring: list[float] = []
+    for i, x in enumerate(xs):
+        if len(ring) < size:
+            ring.append(x)
+        else:
+            ring[(i - size) % size] = x
+        assert repr(m.add(x)) == repr(sorted_median(sorted(ring)))
 
 
 def test_robust_baseline_learns_normal_values_and_ignores_a_fault():
