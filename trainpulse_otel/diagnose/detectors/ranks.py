@@ -58,7 +58,6 @@ ranks — linear from 8 to 4,096 ranks.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
@@ -224,7 +223,10 @@ class RankStraggler(BaseDetector):
 
         Leaving one value out of a sorted list shifts each quartile by at most one
         place, so there are only three leave-one-out IQRs: for ranks below the
-        lower quartile, between the quartiles, and above the upper one.
+        lower quartile, between the quartiles, and above the upper one. A rank is
+        at or below place ``lo`` (its last equal value's place: removing any of
+        equal values leaves the same others) exactly when it is below the value
+        at ``lo + 1``, so two comparisons place it.
         """
         m = len(present) - 1  # the others
         lo, hi = m // 4, (3 * m) // 4
@@ -232,42 +234,56 @@ class RankStraggler(BaseDetector):
         below = (present[hi + 1] - present[lo + 1]) / scale
         between = (present[hi + 1] - present[lo]) / scale
         above = (present[hi] - present[lo]) / scale
-        spreads = self._spread
-        for i, x in enumerate(late):
+        past_lo, past_hi = present[lo + 1], present[hi + 1]
+        spreads: list[float | None] = []
+        append = spreads.append
+        for x, prior in zip(late, self._spread, strict=True):
             if x is None:
+                append(prior)
                 continue
-            k = bisect_right(present, x) - 1  # the last of equal values: removing any leaves the same others
-            spread = below if k <= lo else (between if k <= hi else above)
-            prior = spreads[i]
-            spreads[i] = spread if prior is None else prior + SPREAD_ALPHA * (spread - prior)
+            spread = below if x < past_lo else (between if x < past_hi else above)
+            append(spread if prior is None else prior + SPREAD_ALPHA * (spread - prior))
+        self._spread = spreads
 
     def _lag(self, late: list[float | None]) -> list[float | None]:
         """Each rank's median of its last 3 reports (a one-report pause never counts)."""
         p1, p2 = self._prev1, self._prev2
         out: list[float | None] = []
+        append = out.append
         for i, x in enumerate(late):
             if x is None:
-                out.append(None)
+                append(None)
                 continue
             a, b = p1[i], p2[i]
-            out.append(x if a is None or b is None else max(min(a, b), min(max(a, b), x)))
             p2[i], p1[i] = a, x
+            if a is None or b is None:
+                append(x)
+                continue
+            lo, hi = (b, a) if b < a else (a, b)  # the median of three, in two comparisons and one call
+            append(hi if x >= hi else max(lo, x))
         return out
 
     def _fold(self, lagged: list[float | None], typical: float) -> None:
-        """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians."""
-        sm, best, mean, slow = self._smooth, self._best, self._excess, self._slow_excess
-        for i, m3 in enumerate(lagged):
-            if m3 is None:
-                continue
-            s = sm[i]
-            s = m3 if s is None else s + EWMA_ALPHA * (m3 - s)
-            sm[i] = s
-            prior = best[i]
-            best[i] = s if prior is None else min(s, prior * BEST_FORGET)
-            excess = m3 / typical - 1.0
-            mean[i] += EXCESS_ALPHA * (excess - mean[i])
-            slow[i] += SLOW_EXCESS_ALPHA * (excess - slow[i])
+        """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians
+        (one list per statistic, each built in one pass)."""
+        smooth = [
+            s if m3 is None else (m3 if s is None else s + EWMA_ALPHA * (m3 - s))
+            for m3, s in zip(lagged, self._smooth, strict=True)
+        ]
+        self._best = [
+            prior if m3 is None else (s if prior is None else min(s, prior * BEST_FORGET))
+            for m3, s, prior in zip(lagged, smooth, self._best, strict=True)
+        ]
+        self._smooth = smooth
+        excess = [None if m3 is None else m3 / typical - 1.0 for m3 in lagged]
+        self._excess = [
+            mean if e is None else mean + EXCESS_ALPHA * (e - mean)
+            for e, mean in zip(excess, self._excess, strict=True)
+        ]
+        self._slow_excess = [
+            slow if e is None else slow + SLOW_EXCESS_ALPHA * (e - slow)
+            for e, slow in zip(excess, self._slow_excess, strict=True)
+        ]
 
     def _learn_own_noise(self, late: list[float | None], typical: float) -> None:
         """With too few ranks to scatter, each rank's own report-to-report noise is the error bar."""
@@ -299,9 +315,12 @@ class RankStraggler(BaseDetector):
         out = []
         report_floor = self.report_floor
         floor = report_floor * SLOWER_WARNING
-        for i in range(len(self._excess)):
-            if max(self._excess[i], self._slow_excess[i]) <= floor:
-                continue
+        candidates = [
+            i
+            for i, (fast, slow) in enumerate(zip(self._excess, self._slow_excess, strict=True))
+            if max(fast, slow) > floor
+        ]
+        for i in candidates:
             slower, t = self._excess_and_t(i)
             score = slower / SLOWER_WARNING
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
