@@ -179,9 +179,15 @@ class NodeState:
         """Map GPUs to the ranks on them (ranks on hosts the frame has no GPUs of are on none of these)."""
         self.hostname = training.hostname or self.hostname
         mapping: dict[GpuKey, int] = {}
+        own, nodes = self.hostname, self.nodes
         for r in training.ranks:
-            if r.gpu_index is not None and self.is_local(r.hostname):
-                mapping.setdefault((self.node_of(r.hostname), r.gpu_index), r.rank)
+            gpu, host = r.gpu_index, r.hostname
+            if gpu is None:
+                continue
+            if host is None or own is None or host == own:  # this node's (``is_local`` without the call)
+                mapping.setdefault((host if host in nodes else None, gpu), r.rank)
+            elif host in nodes:
+                mapping.setdefault((host, gpu), r.rank)
         if mapping:
             self.rank_of_gpu = mapping
 

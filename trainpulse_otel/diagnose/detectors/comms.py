@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 from ...samples import TrainingSample
-from ..budget import PACE_STEPS, Pace
+from ..budget import PACE_STEPS, Pace, all_reduce_ms
 from ..stats import RecentMedian, sorted_median
 from ..tick import Tick
 from .base import JobWarmup, Threshold, percent
@@ -14,7 +15,11 @@ from .level import StepShareDetector
 
 def sync_waits(report: TrainingSample) -> list[float]:
     """The per-rank sync waits the report carries, sorted (ms)."""
-    return sorted([w for w in (r.sync_wait_ms for r in report.ranks) if w is not None])
+    return sorted([w for w in map(_SYNC_WAIT, report.ranks) if w is not None])
+
+
+#: Reads a rank's sync wait in one C call (this runs over every rank of every report).
+_SYNC_WAIT = attrgetter("sync_wait_ms")
 
 
 class SyncImbalance(StepShareDetector):
@@ -110,10 +115,7 @@ class AllreduceWait(StepShareDetector):
         self._recent_ms = RecentMedian(self.window)
 
     def wait_ms(self, report: TrainingSample) -> float | None:
-        waits = sorted(w for w in (r.all_reduce_wait_ms for r in report.ranks) if w is not None)
-        if waits:
-            return waits[len(waits) // 10]
-        return report.all_reduce_wait_ms
+        return all_reduce_ms(report)
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report

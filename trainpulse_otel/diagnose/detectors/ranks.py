@@ -259,8 +259,8 @@ class RankStraggler(BaseDetector):
             if a is None or b is None:
                 append(x)
                 continue
-            lo, hi = (b, a) if b < a else (a, b)  # the median of three, in two comparisons and one call
-            append(hi if x >= hi else max(lo, x))
+            lo, hi = (b, a) if b < a else (a, b)  # the median of three, in comparisons: no min/max calls
+            append(hi if x >= hi else (x if x > lo else lo))  # noqa: FURB136
         return out
 
     def _fold(self, lagged: list[float | None], typical: float) -> None:
@@ -318,7 +318,7 @@ class RankStraggler(BaseDetector):
         candidates = [
             i
             for i, (fast, slow) in enumerate(zip(self._excess, self._slow_excess, strict=True))
-            if max(fast, slow) > floor
+            if fast > floor or slow > floor
         ]
         for i in candidates:
             slower, t = self._excess_and_t(i)
