@@ -1,9 +1,11 @@
 """Validation's fast path (a plain dict, samples/builder.py) and its checked path (any other mapping) agree:
 the same sample for what both accept, the same error for what they refuse."""
 
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,12 +14,14 @@ from trainpulse_otel.samples import (
     HOST_RULES,
     RANK_RULES,
     TRAINING_RULES,
+    Rule,
     SampleError,
     parse_gpu,
     parse_host,
     parse_rank,
     parse_training,
 )
+from trainpulse_otel.samples.builder import SampleBuilder
 
 # Values a field may meet: well formed, an int where a float goes, bools, non-finite, out of range, wrong types.
 VALUES = st.one_of(
@@ -78,3 +82,17 @@ def test_a_well_formed_payload_takes_the_fast_path_to_an_equal_sample() -> None:
     assert fast == checked
     assert hash(fast) == hash(checked)
     assert fast.throttle_reasons == () and fast.node is None and fast.xid_errors is None
+
+
+def test_a_class_with_a_post_init_is_refused() -> None:
+    """The builder never calls ``__init__``: a class that needs its ``__post_init__`` must not be built by it."""
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        value: float | None = None
+
+        def __post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="__post_init__"):
+        SampleBuilder(Checked, {"value": Rule("float")})

@@ -11,7 +11,7 @@ slot; the first value that is not exactly of its rule's type inside its
 bounds (an int where a float goes, a NaN, a bool, a long string) answers
 ``None`` and the caller takes the checked path, which converts it or words
 the error. So both paths accept the same input into equal samples
-(``tests/test_samples.py`` holds them equal), and only the fast one is cheap.
+(``tests/test_sample_builder.py`` holds them equal), and only the fast one is cheap.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ class SampleBuilder(Generic[Sample]):
     __slots__ = ("_cls", "_numbers", "_puts", "_rest", "_strings")
 
     def __init__(self, cls: type[Sample], rules: Mapping[str, Rule]) -> None:
+        if "__post_init__" in vars(cls):  # build() never calls __init__, so it would never run
+            raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
         fields = dataclasses.fields(cls)  # type: ignore[arg-type]
         self._cls = cls
         self._puts: dict[str, Put] = {f.name: vars(cls)[f.name].__set__ for f in fields}

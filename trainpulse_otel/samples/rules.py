@@ -110,7 +110,7 @@ RANK_RULES: dict[str, Rule] = {
     "global_step": COUNT,
     "phase_since": NONNEG,
 }
-# A rank's ``phase`` and ``pid`` are parsed by :func:`parse_rank` beside these rules: a phase is one of
+# A rank's ``phase`` and ``pid`` are parsed by :func:`.validation.parse_rank` beside these rules: a phase is one of
 # RANK_PHASES, not any string, and the pid travels with the phase (one point, see telemetry/catalog.py).
 
 TRAINING_RULES: dict[str, Rule] = {
