@@ -67,8 +67,10 @@ def _hostname(node: NodeSample) -> str:
 
 
 def _node_read_back(node: NodeSample) -> NodeSample:
-    host = _read_back(node.host, HOST) if node.host is not None else {}
-    return NodeSample(node.hostname, host=HostSample(**host) if host else None, **_read_back(node, NODE))
+    host = _host_read_back(node.host) if node.host is not None else None
+    if host is node.host and _reads_back_as_is(node, NODE):
+        return node  # its liveness and its host already as their points restore them: the usual case
+    return NodeSample(node.hostname, host=host, **_read_back(node, NODE))
 
 
 _READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]] = {
