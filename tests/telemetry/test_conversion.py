@@ -55,11 +55,14 @@ def _fields(rules: dict[str, Rule], skip: frozenset[str] = frozenset()) -> st.Se
 
 def _gpus() -> st.SearchStrategy[tuple[GpuSample, ...]]:
     reasons = st.none() | st.lists(st.sampled_from(THROTTLE_REASONS), unique=True).map(tuple)
-    one = st.builds(lambda fields, throttle: (fields, throttle), _fields(GPU_RULES), reasons)
+    # a sample's new XID codes are not in the frame (its totals are): () and codes alike read back as None
+    xids = st.none() | st.lists(st.integers(1, 200), max_size=2).map(tuple)
+    one = st.builds(lambda fields, throttle, codes: (fields, throttle, codes), _fields(GPU_RULES), reasons, xids)
     return st.lists(one, max_size=4).flatmap(
         lambda items: st.permutations(range(len(items))).map(
             lambda order: tuple(
-                GpuSample(index=i, throttle_reasons=t, **f) for i, (f, t) in zip(order, items, strict=True)
+                GpuSample(index=i, throttle_reasons=t, xid_errors=x, **f)
+                for i, (f, t, x) in zip(order, items, strict=True)
             )
         )
     )
@@ -133,3 +136,27 @@ def test_clocks_come_back_as_the_reader_rounds_them():
     assert read.sm_clock_mhz == 1410.123457
     assert read.throttle_reasons == tuple(r for r in THROTTLE_REASONS if r in {"sw_thermal", "hw_slowdown"})
     assert dataclasses.replace(read, sm_clock_mhz=gpu.sm_clock_mhz, throttle_reasons=gpu.throttle_reasons) == gpu
+
+
+def test_a_gpu_as_a_trace_line_holds_it_reads_back_as_the_reader_builds_it():
+    """Whole-MHz clocks, reasons in catalogue order and an empty XID list: the usual sample, passed on as is
+    but for its XID codes (the frame carries totals)."""
+    gpu = GpuSample(
+        index=3,
+        uuid="GPU-3",
+        name="NVIDIA H100 80GB HBM3",
+        utilization_percent=95.0,
+        memory_used_bytes=65 << 30,
+        memory_total_bytes=80 << 30,
+        sm_clock_mhz=1965.0,
+        max_sm_clock_mhz=1980.0,
+        throttle_reasons=("sw_power_cap", "sw_thermal"),
+        ecc_corrected_errors=0,
+        xid_errors=(),
+        node="node-a",
+    )
+    read = frame_from_samples(1.0, (gpu,)).gpus[0]
+    assert read == frame_via_points(1.0, (gpu,), None, None).gpus[0]
+    assert read == dataclasses.replace(gpu, xid_errors=None)
+    out_of_order = dataclasses.replace(gpu, throttle_reasons=("sw_thermal", "sw_power_cap"), xid_errors=None)
+    assert frame_from_samples(1.0, (out_of_order,)).gpus[0].throttle_reasons == ("sw_power_cap", "sw_thermal")

@@ -174,7 +174,7 @@ class Trend:
     that keeps dozens of 10-minute series holds little and fragments nothing.
     """
 
-    __slots__ = ("_base", "_cum", "_head", "_last", "_origin", "_t", "_y", "every_s", "max_span_s")
+    __slots__ = ("_base", "_cum", "_head", "_last", "_origin", "_sums", "_t", "_y", "every_s", "max_span_s")
 
     def __init__(self, max_span_s: float, every_s: float = 0.0) -> None:
         self.max_span_s = max_span_s
@@ -184,6 +184,7 @@ class Trend:
         self._cum = array("d")  # the SUMS running sums of each point, one point after the other
         self._head = 0  # index of the oldest point inside the span
         self._base: Sums = _ZERO  # the sums just before the head
+        self._sums: Sums = _ZERO  # the newest point's sums (the array's last SUMS doubles, kept to save a slice)
         self._origin: tuple[float, float] | None = None
         self._last = -math.inf
 
@@ -192,14 +193,16 @@ class Trend:
         if ts - self._last < self.every_s:
             return
         self._last = ts
-        if self._origin is None:
-            self._origin = (ts, y)
-        t, v = ts - self._origin[0], y - self._origin[1]
-        n, st, sy, stt, sty, syy = self._cum[-SUMS:] if self._cum else self._base
-        self._t.append(t)
-        self._y.append(v)
-        self._cum.extend((n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v))
+        origin = self._origin
+        if origin is None:
+            origin = self._origin = (ts, y)
+        t, v = ts - origin[0], y - origin[1]
+        n, st, sy, stt, sty, syy = self._sums
+        self._sums = sums = (n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v)
         times, head = self._t, self._head
+        times.append(t)
+        self._y.append(v)
+        self._cum.extend(sums)
         while t - times[head] > self.max_span_s:
             head += 1
         if head != self._head:
@@ -232,6 +235,7 @@ class Trend:
             n, st, sy, stt, sty, syy = n + 1, st + t, sy + v, stt + t * t, sty + t * v, syy + v * v
             self._cum.extend((n, st, sy, stt, sty, syy))
         self._base = _ZERO
+        self._sums = (n, st, sy, stt, sty, syy)
 
     def __len__(self) -> int:
         return len(self._t) - self._head
@@ -251,7 +255,7 @@ class Trend:
             return None
         i = bisect_left(times, times[-1] - span_s, self._head)
         lo = self._base if i == self._head else self._sums_before(i)
-        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, self._cum[-SUMS:], strict=True))
+        n, st, sy, stt, sty, syy = (b - a for a, b in zip(lo, self._sums, strict=True))
         if n < 3:
             return None
         sxx = stt - st * st / n

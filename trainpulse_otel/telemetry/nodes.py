@@ -44,7 +44,7 @@ LEADER_SILENT_INTERVALS = 3.0
 
 
 class _Node:
-    __slots__ = ("gaps", "gpus", "host", "last_seen", "xid_counts")
+    __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "xid_counts")
 
     def __init__(self, now: float) -> None:
         self.gpus: tuple[GpuSample, ...] = ()
@@ -52,15 +52,17 @@ class _Node:
         self.xid_counts: tuple[XidCount, ...] = ()
         self.last_seen = now
         self.gaps: deque[float] = deque(maxlen=GAPS_KEPT)
+        self._interval: float | None = None
 
     def heard(self, now: float) -> None:
         gap = now - self.last_seen
         if gap >= SAME_EXPORT_S:
             self.gaps.append(gap)
+            self._interval = statistics.median(self.gaps)  # once per gap, not per read (every tick, every node)
         self.last_seen = max(self.last_seen, now)
 
     def interval(self) -> float | None:
-        return statistics.median(self.gaps) if self.gaps else None
+        return self._interval
 
     def silent_for(self, now: float, intervals: float) -> bool:
         interval = self.interval()

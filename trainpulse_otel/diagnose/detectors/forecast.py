@@ -250,9 +250,9 @@ class GpuOomRisk(_OomRisk):
     freed_by = 0.2
 
     def _sample(self, tick: Tick) -> None:
-        for g in tick.gpus:
+        for g, state in tick.gpu_states:
             if g.memory_used_bytes is not None and g.memory_total_bytes:
-                self._add(g.key, tick.ts, g.memory_used_bytes / g.memory_total_bytes, 0.995, 0.9)
+                self._add(state.key, tick.ts, g.memory_used_bytes / g.memory_total_bytes, 0.995, 0.9)
 
     def _describe(self, key: Any, tick: Tick) -> tuple[dict[str, Any], str]:
         return gpu_subject(key), f"{gpu_label(key)} memory"

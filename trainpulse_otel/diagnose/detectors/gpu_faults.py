@@ -114,16 +114,18 @@ class GpuHardwareFault(BaseDetector):
             fatal = [c for c in codes if c in FATAL_XIDS]
             if fatal:
                 self._fault(gpu, tick.ts, host).xids.extend(fatal)
-        for g in frame.gpus:
-            key = g.key
-            count, before = g.ecc_uncorrected_errors, self._ecc.get(key)
+        ecc = self._ecc
+        for g, state in tick.gpu_states:
+            count = g.ecc_uncorrected_errors
             if count is not None:
+                key = state.key
+                before = ecc.get(key)
                 if before is not None and count > before:
                     fault = self._fault(key, tick.ts, host)
                     first = fault.ecc_uncorrected[0] if fault.ecc_uncorrected else before
                     fault.ecc_uncorrected = (first, count)
-                self._ecc[key] = count
-        self._track_presence(frame, tick.ts, host)
+                ecc[key] = count
+        self._track_presence(tick, host)
         for gpu in [g for g, f in self._faults.items() if not self._holds(f, tick.ts)]:
             del self._faults[gpu]  # the episode is over: a later fault on this GPU is a new one
         return [self._finding(gpu, f) for gpu, f in sorted(self._faults.items(), key=_by_gpu)]
@@ -135,11 +137,12 @@ class GpuHardwareFault(BaseDetector):
         fault.last_ts = ts
         return fault
 
-    def _track_presence(self, frame: Frame, ts: float, host: str | None) -> None:
+    def _track_presence(self, tick: Tick, host: str | None) -> None:
         """A GPU gone from its node's list is lost; a node that lists no GPU this tick says nothing of any."""
-        present = {g.key for g in frame.gpus}
+        present = {state.key for _, state in tick.gpu_states}
         if not present:
             return
+        ts = tick.ts
         listing = {node for node, _ in present}
         for gpu in self._seen - present:
             if gpu[0] in listing:
@@ -259,13 +262,14 @@ class GpuMemoryDegradation(BaseDetector):
                 wear.xids |= worn
                 wear.xid_ts = tick.ts
         out = []
-        for g in frame.gpus:
-            wear = self._wear_of(g.key, host)
+        for g, state in tick.gpu_states:
+            key = state.key
+            wear = self._wear_of(key, host)
             if g.ecc_corrected_errors is not None:
                 wear.add(tick.ts, g.ecc_corrected_errors)
             if wear.quiet() and not (g.remapped_rows_pending or g.remapped_rows_failed):
                 continue  # the healthy case, kept cheap: nothing moved within the hour
-            finding = self._judge(g.key, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
+            finding = self._judge(key, wear, g.remapped_rows_pending, g.remapped_rows_failed, tick.ts)
             if finding is not None:
                 out.append(finding)
         return out

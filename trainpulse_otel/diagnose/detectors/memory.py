@@ -66,12 +66,12 @@ class GpuMemoryPressure(BaseDetector):
             return None
         out = []
         floor = self.report_floor
-        for g in tick.gpus:
+        for g, state in tick.gpu_states:
             used, total = g.memory_used_bytes, g.memory_total_bytes
             if used is None or not total:
                 continue
             frac = used / total
-            key = g.key
+            key = state.key
             plateau = self._plateau.get(key)
             if plateau is None:
                 plateau = self._plateau[key] = _Plateau(frac, tick.ts)

@@ -71,14 +71,15 @@ class ThermalInstability(BaseDetector):
         if not tick.gpus:
             return None
         rows = []
-        for g in tick.gpus:
-            state = tick.node.gpus[g.key]
-            if g.temperature_celsius is None:
+        known = self._gpus
+        for g, state in tick.gpu_states:
+            reading = g.temperature_celsius
+            if reading is None:
                 continue
-            temps = self._gpus.get(state.key)
+            temps = known.get(state.key)
             if temps is None:
-                temps = self._gpus[state.key] = _GpuTemps()
-            rows.append(self._measure(temps, state, g.temperature_celsius, tick.ts))
+                temps = known[state.key] = _GpuTemps()
+            rows.append(self._measure(temps, state, reading, tick.ts))
         if not rows:
             return None
         peer_rise = median([r[2] for r in rows if r[2] is not None] or [0.0])

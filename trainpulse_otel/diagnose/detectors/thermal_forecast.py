@@ -113,23 +113,23 @@ class ThermalThrottleRisk(BaseDetector):
         return out
 
     def _sample(self, tick: Tick) -> None:
-        for g in tick.gpus:
+        ts, known = tick.ts, self._gpus
+        for g, state in tick.gpu_states:
             temp = g.temperature_celsius
             if temp is None:
                 continue
-            state = tick.node.gpus[g.key]
-            heat = self._gpus.get(state.key)
+            heat = known.get(state.key)
             if heat is None:
-                heat = self._gpus[state.key] = _GpuHeat()
-            if state.last_thermal_ts == tick.ts:  # throttling now: this is where its slowdown engages
+                heat = known[state.key] = _GpuHeat()
+            if state.last_thermal_ts == ts:  # throttling now: this is where its slowdown engages
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
-            if state.busy_for(tick.ts) < SETTLE_S:  # warming up after idling is not a risk
+            if state.busy_for(ts) < SETTLE_S:  # warming up after idling is not a risk
                 if len(heat.forecaster.trend):
                     heat.forecaster, heat.power = _heat_forecaster(), _power_trend()
                 continue
-            heat.forecaster.add(tick.ts, temp)
+            heat.forecaster.add(ts, temp)
             if g.power_watts is not None:
-                heat.power.add(tick.ts, g.power_watts)
+                heat.power.add(ts, g.power_watts)
             heat.learn(temp, self.every_s)
 
     def _judge(self, key: GpuKey, heat: _GpuHeat, tick: Tick) -> Finding | None:
