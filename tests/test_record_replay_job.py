@@ -8,13 +8,14 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 from tests import parts
 from tests.diagnose.builders import T0
 from tests.diagnose.test_job_view import HOT, node_reports
 from trainpulse_otel.collect.trace import TraceError, encode_line, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.samples import GpuSample
+from trainpulse_otel.samples import GpuSample, XidCount
 
 
 def record_job(path, seconds: int, reports):
@@ -84,3 +85,32 @@ def test_a_malformed_node_is_reported_with_its_line_number_and_skipped():
     assert "node: must be a hostname" in errors[0].message and "number" in errors[0].message
     assert "empty string" in errors[1].message
     assert next(read_trace([encode_line(T0, "gpus", gpus)], errors)).node is None  # the recording daemon's own
+
+
+def test_another_nodes_xid_is_recorded_on_its_gpu_line_and_replays_as_that_nodes_gpu_fault(tmp_path):
+    """A node daemon sends its XID totals over OTLP; the job daemon's trace carries what rose as that GPU's
+    ``xid_errors`` (the format's events), and replay counts them again: the same fault on the same node."""
+    path = tmp_path / "job.jsonl"
+
+    def reports(t):
+        out = node_reports(t)
+        if t >= 30:  # node-001's GPU 4 falls off the bus: its daemon counted one XID 79
+            out[1] = replace(out[1], xid_counts=(XidCount(4, 79, 1),))
+        return out
+
+    live = record_job(path, 40, reports)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    marked = [
+        (line["ts"] - T0, g["index"], g["xid_errors"])
+        for line in lines
+        if line.get("node") == "node-001" and "gpus" in line
+        for g in line["gpus"]
+        if g.get("xid_errors")
+    ]
+    assert marked == [(30.0, 4, [79])]  # once, when it rose
+    fault = next(s for s in live.diagnosis.signals if s.name == "gpu_hardware_fault")
+    assert fault.subject == {"gpu_index": 4, "hostname": "node-001"}
+    replayed = replay_cli(path)["diagnosis"]
+    assert [(s["name"], s["subject"]) for s in replayed["signals"] if s["name"] == "gpu_hardware_fault"] == [
+        ("gpu_hardware_fault", {"gpu_index": 4, "hostname": "node-001"})
+    ]

@@ -17,7 +17,7 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 import orjson
@@ -30,6 +30,7 @@ from ..samples import (
     NodeSample,
     SampleError,
     TrainingSample,
+    XidCount,
     parse_gpus,
     parse_host,
     parse_training,
@@ -76,6 +77,7 @@ class TraceWriter:
         self._fh: IO[str] | None = None
         self._failing = False
         self._heard: dict[str, float] = {}  # each other node's last_seen as last written
+        self._xids_written: dict[tuple[str, int, int], int] = {}  # other nodes' XID totals as last written
 
     def write_tick(
         self,
@@ -85,6 +87,7 @@ class TraceWriter:
         training: TrainingSample | None,
         losses: Iterable[LossPoint] = (),
         nodes: Iterable[NodeSample] = (),
+        xid_counts: Iterable[XidCount] = (),
     ) -> None:
         """Write the tick's GPU and host samples, and the training sample if it is new.
 
@@ -94,7 +97,9 @@ class TraceWriter:
         fell between two ticks as the live daemon did.
         ``nodes``: a job daemon's other nodes, whose GPUs are in ``gpus`` tagged with ``node``;
         each node heard from since the previous tick gets a ``gpus`` and a ``host`` line with its
-        ``node`` (an empty ``gpus`` when it sent neither, so its liveness replays).
+        ``node`` (an empty ``gpus`` when it sent neither, so its liveness replays). ``xid_counts``: the XID
+        totals, other nodes' among them (their daemons count them): what rose since a node's last line goes on
+        its GPUs as ``xid_errors``, as the format has it, so replay counts them again.
         """
         lines = [encode_line(ts, "training", loss_report(p)) for p in losses]
         gpus = tuple(gpus or ())
@@ -103,13 +108,15 @@ class TraceWriter:
             lines.append(encode_line(ts, "gpus", own))
         if host is not None:
             lines.append(encode_line(ts, "host", host))
-        lines.extend(self._node_lines(ts, gpus, nodes))
+        lines.extend(self._node_lines(ts, gpus, nodes, xid_counts))
         if training is not None:
             lines.append(encode_line(ts, "training", training))
         if lines:
             self._write("".join(lines))
 
-    def _node_lines(self, ts: float, gpus: tuple[GpuSample, ...], nodes: Iterable[NodeSample]) -> list[str]:
+    def _node_lines(
+        self, ts: float, gpus: tuple[GpuSample, ...], nodes: Iterable[NodeSample], xid_counts: Iterable[XidCount]
+    ) -> list[str]:
         """The lines of each other node heard from since the previous tick (a silent node writes none)."""
         heard = [n for n in nodes if self._heard.get(n.hostname) != n.last_seen]
         if not heard:
@@ -117,15 +124,29 @@ class TraceWriter:
         by_node: dict[str | None, list[GpuSample]] = {}
         for gpu in gpus:
             by_node.setdefault(gpu.node, []).append(gpu)
+        new_xids = self._new_xids(xid_counts)
         lines = []
         for node in heard:
             self._heard[node.hostname] = node.last_seen
-            node_gpus = by_node.get(node.hostname, ())
+            node_gpus = [_with_xids(g, new_xids.get((g.node, g.index))) for g in by_node.get(node.hostname, ())]
             if node_gpus or node.host is None:
                 lines.append(encode_line(ts, "gpus", tuple(node_gpus), node.hostname))
             if node.host is not None:
                 lines.append(encode_line(ts, "host", node.host, node.hostname))
         return lines
+
+    def _new_xids(self, xid_counts: Iterable[XidCount]) -> dict[tuple[str | None, int], list[int]]:
+        """Other nodes' XID codes seen since the last tick written, by GPU (the totals written are kept)."""
+        out: dict[tuple[str | None, int], list[int]] = {}
+        for x in xid_counts:
+            if x.node is None:
+                continue  # this node's own XIDs are on its GPUs' samples already
+            key = (x.node, x.gpu_index, x.xid)
+            rise = x.count - self._xids_written.get(key, 0)
+            if rise > 0:
+                out.setdefault((x.node, x.gpu_index), []).extend([x.xid] * rise)
+                self._xids_written[key] = x.count
+        return out
 
     def _write(self, text: str) -> None:
         try:
@@ -299,3 +320,7 @@ def _text(raw: str | bytes, lineno: int, errors: list[TraceError]) -> str:
             errors.append(TraceError(lineno, f"not valid UTF-8 (byte {exc.start})"))
             return ""
     return raw.strip()
+
+
+def _with_xids(gpu: GpuSample, codes: list[int] | None) -> GpuSample:
+    return gpu if not codes else replace(gpu, xid_errors=tuple(codes))

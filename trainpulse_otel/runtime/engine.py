@@ -189,7 +189,8 @@ class Engine:
         self._recorded_training = current.training
         frame = self.window.latest
         losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
-        self.recorder.write_tick(now, current.gpus, current.host, training, losses, self.latest.nodes())
+        latest = self.latest
+        self.recorder.write_tick(now, current.gpus, current.host, training, losses, latest.nodes(), latest.xid_counts())
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
         """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.

@@ -96,6 +96,8 @@ class NodeTable:
         if report.gpus is not None:
             node.gpus = tuple(g.on_node(hostname) for g in report.gpus)
             self._gpus = ()
+            if report.xid_counts is None and _fold_xids(node, hostname):
+                self._xid_counts = ()
         if report.host is not None:
             node.host = report.host
         if report.xid_counts is not None:
@@ -149,6 +151,19 @@ class NodeTable:
         if not self._xid_counts and self._nodes:
             self._xid_counts = tuple(x for _, n in sorted(self._nodes.items()) for x in n.xid_counts)
         return self._xid_counts
+
+
+def _fold_xids(node: _Node, hostname: str) -> bool:
+    """Add the XID codes on the node's new GPU samples (a job trace's lines carry them as events) to its totals;
+    a node daemon over OTLP sends its totals instead (``NodeReport.xid_counts``)."""
+    new = [(g.index, code) for g in node.gpus if g.xid_errors for code in g.xid_errors]
+    if not new:
+        return False
+    totals = {(x.gpu_index, x.xid): x.count for x in node.xid_counts}
+    for key in new:
+        totals[key] = totals.get(key, 0) + 1
+    node.xid_counts = tuple(XidCount(gpu, xid, n, hostname) for (gpu, xid), n in sorted(totals.items()))
+    return True
 
 
 def _index(gpu: GpuSample) -> int:
