@@ -6,6 +6,7 @@ from opentelemetry.sdk.metrics.export import Histogram, Sum
 
 from tests.exports.scenario import exercise_every_instrument
 from trainpulse_otel.collect.base import Collected
+from trainpulse_otel.runtime.assemble import SDK_FRAME_MAX_RANKS
 from trainpulse_otel.samples import parse_training
 from trainpulse_otel.telemetry.read_back import frame_from_samples
 
@@ -44,6 +45,17 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
     assert frame == engine.telemetry.frame_reader.read(ts)  # what the in-process OTel reader collects
     assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
+
+
+def test_a_daemon_told_of_many_ranks_reads_its_frame_back_and_it_is_what_the_sdk_collects(make_engine):
+    engine = make_engine("sim")
+    engine.tick()
+    many = [{"rank": r, "gpu_index": r % 8, "step_time_ms": 1000.0 + r} for r in range(SDK_FRAME_MAX_RANKS + 1)]
+    engine.ingest(parse_training({"step_time_ms": 1100.0, "ranks": many}))
+    ts = engine.clock()
+    frame = engine.stepper.frames.read(ts)
+    assert len(frame.training.ranks) == SDK_FRAME_MAX_RANKS + 1 and not frame.nodes
+    assert frame == engine.telemetry.frame_reader.read(ts)  # the read-back is the SDK's frame, cheaper
 
 
 def test_ticks_and_failing_collectors_are_counted(make_engine):

@@ -113,15 +113,21 @@ def resource_attributes(settings: Settings, mode: str) -> dict[str, str]:
     return {}
 
 
-class LiveFrames:
-    """A live tick's frame source: the in-process OTel reader, or — for a job daemon's view — the read-back.
+#: Ranks beyond which a live frame is read back from the samples rather than collected through the SDK.
+SDK_FRAME_MAX_RANKS = 64
 
-    A daemon's frame is what its in-process :class:`~trainpulse_otel.telemetry.reader.FrameReader`
-    collected from the instruments, so the diagnosis reads the numbers Prometheus and OTLP read. A job
-    daemon holding other nodes has thousands of series a tick, and the SDK costs ~20 µs a point (860 ms a
-    tick for a 64-node job's 512 GPUs and 512 ranks); its frame is then read back from the same samples
-    (:class:`SampleFrames`, ~15 ms), the conversion held equal to the SDK's round trip by a property test
-    and a live engine's frame by ``tests/exports/test_operational.py``.
+
+class LiveFrames:
+    """A live tick's frame source: the in-process OTel reader, or — for a view of thousands of series — the
+    read-back.
+
+    A node daemon's frame (its GPUs, host and ranks) is what its in-process
+    :class:`~trainpulse_otel.telemetry.reader.FrameReader` collected from the instruments, so the diagnosis
+    reads the numbers Prometheus and OTLP read. A job daemon holding other nodes, or a daemon told of more
+    than :data:`SDK_FRAME_MAX_RANKS` ranks, has thousands of series a tick, and the SDK costs ~20 µs a point
+    (860 ms a tick for a 64-node job's 512 GPUs and 512 ranks, ~1 s for 4,096 ranks); its frame is then read
+    back from the same samples (:class:`SampleFrames`, 3-20 ms), the conversion held equal to the SDK's round
+    trip by a property test and a live engine's frame by ``tests/exports/test_operational.py``.
     """
 
     def __init__(self, reader: FrameReader, latest: LatestSamples) -> None:
@@ -130,7 +136,9 @@ class LiveFrames:
         self.read_back = SampleFrames(latest)
 
     def read(self, ts: float) -> Frame:
-        return self.read_back.read(ts) if self.latest.holds_nodes() else self.reader.read(ts)
+        latest = self.latest
+        large = latest.holds_nodes() or latest.rank_count() > SDK_FRAME_MAX_RANKS
+        return self.read_back.read(ts) if large else self.reader.read(ts)
 
 
 class SampleFrames:

@@ -99,6 +99,10 @@ class LatestSamples:
         """Whether other nodes of the job are held (this is a job daemon's view)."""
         return bool(self._nodes)
 
+    def rank_count(self) -> int:
+        """How many ranks the training view holds."""
+        return len(self._ranks)
+
     def nodes(self) -> tuple[NodeSample, ...]:
         """The job's other nodes as last heard from, sorted by hostname."""
         with self._lock:
