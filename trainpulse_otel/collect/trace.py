@@ -31,6 +31,8 @@ from ..samples import (
     SampleError,
     TrainingSample,
     XidCount,
+    node_gpu_dict,
+    own_gpus,
     parse_gpus,
     parse_host,
     parse_training,
@@ -103,7 +105,7 @@ class TraceWriter:
         """
         lines = [encode_line(ts, "training", loss_report(p)) for p in losses]
         gpus = tuple(gpus or ())
-        own = gpus if not gpus or gpus[-1].node is None else tuple(g for g in gpus if g.node is None)
+        own = own_gpus(gpus)
         if own:
             lines.append(encode_line(ts, "gpus", own))
         if host is not None:
@@ -195,18 +197,11 @@ def loss_report(point: LossPoint) -> TrainingSample:
 
 def encode_line(ts: float, kind: str, payload: Payload, node: str | None = None) -> str:
     """One trace line (with its newline) for a payload; ``node``: the other node a gpus or host line is of."""
-    body: Any = [_gpu_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
+    body: Any = [node_gpu_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
     line: dict[str, Any] = {"ts": ts, kind: body} if node is None else {"ts": ts, "node": node, kind: body}
     # NaN/Infinity are written as Python's json writes them: only a loss or gradient norm can hold one
     # (validation refuses them elsewhere), and a recorded NaN loss must replay as NaN
     return json.dumps(line, separators=(",", ":")) + "\n"
-
-
-def _gpu_dict(gpu: GpuSample) -> dict[str, Any]:
-    """A GPU as its line lists it: the node is the line's, not each GPU's."""
-    out = to_dict(gpu)
-    out.pop("node", None)
-    return out
 
 
 def decode_line(text: str, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> TraceRecord:

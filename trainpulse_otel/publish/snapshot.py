@@ -34,6 +34,8 @@ from ..samples import (
     NodeSample,
     SampleError,
     TrainingSample,
+    node_gpu_dict,
+    own_gpus,
     parse_gpus,
     parse_host,
     parse_training,
@@ -90,7 +92,7 @@ class Snapshot:
         return out
 
     def _node_dict(self, node: NodeSample) -> dict[str, Any]:
-        gpus = [{k: v for k, v in to_dict(g).items() if k != "node"} for g in self.node_gpus(node.hostname)]
+        gpus = [node_gpu_dict(g) for g in self.node_gpus(node.hostname)]
         return {
             "hostname": node.hostname,
             "gpus": gpus,
@@ -158,13 +160,10 @@ def build_snapshot(
 def history_to_dict(frames: Sequence[Frame]) -> dict[str, Any]:
     """``{"frames": [{"timestamp", "gpus", "host", "training"}, …]}``, per-rank data left out."""
     return {
-        "frames": [{"timestamp": f.ts, **_samples_dict(_own(f.gpus), f.host, _job_level(f.training))} for f in frames]
+        "frames": [
+            {"timestamp": f.ts, **_samples_dict(own_gpus(f.gpus), f.host, _job_level(f.training))} for f in frames
+        ]
     }
-
-
-def _own(gpus: Sequence[GpuSample]) -> Sequence[GpuSample]:
-    """This daemon's own GPUs (a frame lists them first, other nodes' after)."""
-    return gpus if not gpus or gpus[-1].node is None else [g for g in gpus if g.node is None]
 
 
 def history_from_dict(data: Any) -> tuple[Frame, ...]:
@@ -234,7 +233,7 @@ def _nodes(data: Any) -> tuple[tuple[NodeSample, ...], tuple[GpuSample, ...]]:
         node_gpus, host, _ = _samples({"gpus": item.get("gpus"), "host": item.get("host")}, f"{where}.")
         interval = _optional_number(item, "report_interval_s", f"{where}.report_interval_s")
         nodes.append(NodeSample(hostname, last_seen, interval, host))
-        gpus.extend(replace(g, node=hostname) for g in node_gpus)
+        gpus.extend(g.on_node(hostname) for g in node_gpus)
     return tuple(nodes), tuple(gpus)
 
 

@@ -8,7 +8,8 @@ and exporters are chosen and wired in one way only:
 - :func:`discover` (the edge: entry points, the autoload switch) finds the parts;
 - :func:`build_pipeline` hands the pure judge its detectors and rules;
 - :func:`open_engine` builds a live engine: collectors by ``-mode``, the OTel
-  instruments over the latest samples, the frames read back from them, the
+  instruments over the latest samples, the frame source (the in-process
+  reader, or the read-back for a large job view: :class:`LiveFrames`), the
   window, the pipeline, the publisher, the exporters and the trace recorder;
 - :func:`open_replay` builds the same step without collectors or OTel, for
   a trace;

@@ -1,8 +1,10 @@
 """The engine: one tick of the data path, and the loop that repeats it.
 
-collectors → latest samples (→ OTel instruments, for the exporters) → frame
-read back from the samples → window → diagnostic pipeline → publisher (gauges
-+ events), plus the optional trace recorder. Everything after the inputs is :class:`Stepper.step`, the one step
+collectors → latest samples → OTel instruments → frame (the in-process
+reader's; read back from the samples for a job view of thousands of series,
+see :class:`~.assemble.LiveFrames`) → window → diagnostic pipeline →
+publisher (gauges + events), plus the optional trace recorder. Everything
+after the inputs is :class:`Stepper.step`, the one step
 function that live ticks and replay share: replay feeds the same
 :class:`~trainpulse_otel.telemetry.latest.LatestSamples` from a trace and reads
 frames without the OTel round trip (:mod:`.replay`).

@@ -29,6 +29,8 @@ from .model import (
     gpu_subject,
     loss_points,
     merged_rank,
+    node_gpu_dict,
+    own_gpus,
     to_dict,
 )
 from .rules import (
@@ -44,6 +46,7 @@ from .rules import (
 from .validation import (
     SampleError,
     check_value,
+    has_job_measurement,
     parse_gpu,
     parse_gpus,
     parse_host,
@@ -81,8 +84,11 @@ __all__ = [
     "gpu_label",
     "gpu_order",
     "gpu_subject",
+    "has_job_measurement",
     "loss_points",
     "merged_rank",
+    "node_gpu_dict",
+    "own_gpus",
     "parse_gpu",
     "parse_gpus",
     "parse_host",

@@ -91,6 +91,11 @@ def gpu_subject(key: GpuKey) -> dict[str, str | int]:
     return {"gpu_index": index} if node is None else {"gpu_index": index, "hostname": node}
 
 
+def own_gpus(gpus: tuple[GpuSample, ...]) -> tuple[GpuSample, ...]:
+    """This daemon's own GPUs among a job view's (a frame lists them first, other nodes' after)."""
+    return gpus if not gpus or gpus[-1].node is None else tuple(g for g in gpus if g.node is None)
+
+
 def gpu_order(key: GpuKey) -> tuple[str, int]:
     """The order GPUs are listed in: this daemon's own node first, then each other node's, by index."""
     return (key[0] or "", key[1])
@@ -348,6 +353,13 @@ class Frame:
 
 
 # --------------------------------------------------------------- to JSON
+
+
+def node_gpu_dict(gpu: GpuSample) -> dict[str, Any]:
+    """A GPU as a node's GPU list shows it (a trace line, a snapshot's node): the node is the list's, not the GPU's."""
+    out = to_dict(gpu)
+    out.pop("node", None)
+    return out
 
 
 def to_dict(sample: Any) -> dict[str, Any]:

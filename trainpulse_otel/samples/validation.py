@@ -240,7 +240,7 @@ def parse_training(data: Any, max_ranks: int = DEFAULT_MAX_RANKS) -> TrainingSam
         ranks = data.get("ranks")
         if ranks is not None:
             _TRAINING.put(sample, "ranks", _parse_ranks(ranks, max_ranks))
-        _check_training(sample.avg_seq_len, sample.max_seq_len, bool(sample.ranks) or _measures(sample))
+        _check_training(sample.avg_seq_len, sample.max_seq_len, bool(sample.ranks) or has_job_measurement(sample))
         return sample
     values = _checked_fields(data, TRAINING_RULES, "")
     ranks = data.get("ranks")
@@ -259,7 +259,8 @@ def _check_training(avg: float | None, longest: float | None, measures: bool) ->
         raise SampleError("", "payload has no measurement (e.g. step_time_ms, tokens_per_sec or ranks)")
 
 
-def _measures(sample: TrainingSample) -> bool:
+def has_job_measurement(sample: TrainingSample) -> bool:
+    """Whether a report measures the job (a step time, a rate, a wait…), not only its identity or its ranks."""
     return any(value is not None for value in _TRAINING_MEASURED(sample))
 
 

@@ -21,7 +21,6 @@ from dataclasses import replace
 from ..collect.base import Collected
 from ..samples import (
     DEFAULT_MAX_RANKS,
-    TRAINING_MEASUREMENT_FIELDS,
     GpuSample,
     HostSample,
     LossPoint,
@@ -30,11 +29,13 @@ from ..samples import (
     RankSample,
     TrainingSample,
     XidCount,
+    has_job_measurement,
     loss_points,
     merged_rank,
 )
 from .conversion import Observations, observe
 from .nodes import NodeTable
+from .xids import XidTotals, count_xid_events, xid_counts
 
 DEFAULT_STALE_AFTER_S = 300.0
 #: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
@@ -58,7 +59,7 @@ class LatestSamples:
         self._training_merged_at = 0
         self._version = 0
         self._observed: tuple[int, Observations] | None = None
-        self._xids: dict[tuple[int, int], int] = {}  # (GPU index, XID code) -> times seen
+        self._xids: XidTotals = {}
         self._xid_counts: tuple[XidCount, ...] = ()
         self._losses: deque[LossPoint] = deque(maxlen=MAX_PENDING_LOSSES)
         self._nodes = NodeTable()
@@ -123,7 +124,7 @@ class LatestSamples:
                 self._ranks[rank.rank] = (rank if known is None else merged_rank(known[0], rank), now)
             if len(self._ranks) > self.max_ranks:
                 self._forget_oldest_ranks()
-            if self._job is None or _has_job_measurement(sample):
+            if self._job is None or has_job_measurement(sample):
                 self._job = sample
                 self._job_at = now
             self._losses.extend(loss_points(sample, now))
@@ -184,12 +185,8 @@ class LatestSamples:
 
     def _count_xids(self, gpus: tuple[GpuSample, ...]) -> None:
         """Fold the samples' new XID codes into the totals (call under the lock)."""
-        new = [(g.index, code) for g in gpus if g.xid_errors for code in g.xid_errors]
-        if not new:
-            return
-        for key in new:
-            self._xids[key] = self._xids.get(key, 0) + 1
-        self._xid_counts = tuple(XidCount(gpu, xid, n) for (gpu, xid), n in sorted(self._xids.items()))
+        if count_xid_events(self._xids, gpus):
+            self._xid_counts = xid_counts(self._xids)
 
     def observations(self) -> Observations:
         """The measurement points for the current samples, computed once per change."""
@@ -227,7 +224,3 @@ class LatestSamples:
 
     def _changed(self) -> None:
         self._version += 1
-
-
-def _has_job_measurement(sample: TrainingSample) -> bool:
-    return any(getattr(sample, name) is not None for name in TRAINING_MEASUREMENT_FIELDS)

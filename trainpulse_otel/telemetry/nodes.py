@@ -22,14 +22,15 @@ from collections import deque
 from dataclasses import replace
 
 from ..samples import (
-    TRAINING_MEASUREMENT_FIELDS,
     GpuSample,
     HostSample,
     NodeReport,
     NodeSample,
     TrainingSample,
     XidCount,
+    has_job_measurement,
 )
+from .xids import count_xid_events, xid_counts
 
 #: Arrivals closer than this are parts of one export (a gateway may split a batch), not two reports.
 SAME_EXPORT_S = 0.25
@@ -112,7 +113,7 @@ class NodeTable:
         leads_rank0 = any(r.rank == 0 for r in training.ranks)
         leader = self._nodes.get(self._leader) if self._leader is not None else None
         if leader is None or self._leader == hostname or leads_rank0 or leader.silent_for(now, LEADER_SILENT_INTERVALS):
-            if _has_job_level(training):
+            if has_job_measurement(training):
                 self._leader = hostname
             return training
         return TrainingSample(ranks=training.ranks)
@@ -156,13 +157,12 @@ class NodeTable:
 def _fold_xids(node: _Node, hostname: str) -> bool:
     """Add the XID codes on the node's new GPU samples (a job trace's lines carry them as events) to its totals;
     a node daemon over OTLP sends its totals instead (``NodeReport.xid_counts``)."""
-    new = [(g.index, code) for g in node.gpus if g.xid_errors for code in g.xid_errors]
-    if not new:
-        return False
+    if not any(g.xid_errors for g in node.gpus):
+        return False  # the usual report: no XID, nothing to rebuild
     totals = {(x.gpu_index, x.xid): x.count for x in node.xid_counts}
-    for key in new:
-        totals[key] = totals.get(key, 0) + 1
-    node.xid_counts = tuple(XidCount(gpu, xid, n, hostname) for (gpu, xid), n in sorted(totals.items()))
+    if not count_xid_events(totals, node.gpus):
+        return False
+    node.xid_counts = xid_counts(totals, hostname)
     return True
 
 
@@ -176,7 +176,3 @@ def _with_hostname(training: TrainingSample, hostname: str) -> TrainingSample:
     if all(r.hostname is not None for r in training.ranks):
         return training
     return replace(training, ranks=tuple(r if r.hostname else replace(r, hostname=hostname) for r in training.ranks))
-
-
-def _has_job_level(training: TrainingSample) -> bool:
-    return any(getattr(training, name) is not None for name in TRAINING_MEASUREMENT_FIELDS)

@@ -42,12 +42,11 @@ def _peer(collected: Collected, hostname: str, node: int) -> NodeReport:
     gpus = None
     if collected.gpus is not None:
         gpus = tuple(
-            g
+            g.on_node(hostname)
             if g.temperature_celsius is None
-            else replace(g, temperature_celsius=g.temperature_celsius + _offset(node, g.index))
+            else replace(g, temperature_celsius=g.temperature_celsius + _offset(node, g.index), node=hostname)
             for g in collected.gpus
         )
-        gpus = tuple(g.on_node(hostname) for g in gpus)
     return NodeReport(hostname, gpus=gpus, host=collected.host)
 
 
