@@ -1,12 +1,15 @@
 """Record → replay reproduces the daemon's frames; bad trace lines are reported and skipped."""
 
+import gc
 import json
+
+import pytest
 
 from tests import parts
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.runtime.replay import group_ticks, replay
+from trainpulse_otel.runtime.replay import REPLAY_GC_THRESHOLD, group_ticks, rare_cycle_collection, replay
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 
 
@@ -73,6 +76,19 @@ def test_replay_reproduces_the_live_frames_exactly(tmp_path):
         result = replay(read_trace(fh, []), stepper)
     assert result.ticks == len(live) == 40
     assert stepper.window.frames() == live
+
+
+def test_replay_collects_cycles_rarely_and_leaves_the_callers_thresholds_as_they_were(tmp_path):
+    path, _ = _record(tmp_path, ticks=5)
+    before = gc.get_threshold()
+    seen = []
+    with open(path, "rb") as fh:
+        replay(read_trace(fh, []), parts.stepper(), on_result=lambda _: seen.append(gc.get_threshold()))
+    assert seen and all(t[0] == REPLAY_GC_THRESHOLD and t[1:] == before[1:] for t in seen)
+    assert gc.get_threshold() == before
+    with pytest.raises(RuntimeError), rare_cycle_collection():
+        raise RuntimeError("a replay that fails")
+    assert gc.get_threshold() == before
 
 
 def test_training_is_recorded_only_when_new(tmp_path):

@@ -228,10 +228,11 @@ def _record(data: Any, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> Trace
     if len(kinds) != 1:
         raise ValueError(f"must hold exactly one of {', '.join(KINDS)}; found {len(kinds)}")
     kind = kinds[0]
+    node = _node(data, kind)
     try:
         payload: Payload
         if kind == "gpus":
-            payload = parse_gpus(data[kind])
+            payload = parse_gpus(data[kind], node=node)
         elif kind == "host":
             payload = parse_host(data[kind])
         else:
@@ -239,7 +240,7 @@ def _record(data: Any, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> Trace
     except SampleError as exc:
         field = f"{kind}.{exc.field}" if exc.field and not exc.field.startswith(kind) else (exc.field or kind)
         raise ValueError(f"{field}: {exc.message}") from None
-    return TraceRecord(lineno, float(ts), kind, payload, _node(data, kind))
+    return TraceRecord(lineno, float(ts), kind, payload, node)
 
 
 def _node(data: dict[str, Any], kind: str) -> str | None:

@@ -12,12 +12,18 @@ bounds (an int where a float goes, a NaN, a bool, a long string) answers
 ``None`` and the caller takes the checked path, which converts it or words
 the error. So both paths accept the same input into equal samples
 (``tests/test_sample_builder.py`` holds them equal), and only the fast one is cheap.
+
+The check of each class is compiled once into straight-line code (as
+:mod:`dataclasses` compiles ``__init__``), each field's type, bounds and
+setter bound as constants: a loop over the table unpacked five values a field,
+which cost a fifth of the build (1.28x for a GPU sample, measured).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 from .rules import MAX_STRING_LENGTH, Rule
@@ -30,44 +36,15 @@ Put = Callable[[Any, Any], None]
 class SampleBuilder(Generic[Sample]):
     """Builds one slotted, frozen sample class (no ``__post_init__``) from a dict, checking it on the way."""
 
-    __slots__ = ("_cls", "_numbers", "_puts", "_rest", "_strings")
+    __slots__ = ("_puts", "build")
 
     def __init__(self, cls: type[Sample], rules: Mapping[str, Rule]) -> None:
         if "__post_init__" in vars(cls):  # build() never calls __init__, so it would never run
             raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
         fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-        self._cls = cls
         self._puts: dict[str, Put] = {f.name: vars(cls)[f.name].__set__ for f in fields}
-        self._numbers = tuple(
-            (f.name, rules[f.name].exact_type, rules[f.name].floor, rules[f.name].ceiling, self._puts[f.name])
-            for f in fields
-            if f.name in rules and rules[f.name].kind != "str"
-        )
-        self._strings = tuple(
-            (f.name, MAX_STRING_LENGTH, self._puts[f.name])
-            for f in fields
-            if f.name in rules and rules[f.name].kind == "str"
-        )
-        #: Fields the rules do not check (the caller parses them): their defaults, until the caller puts them.
-        self._rest = tuple((self._puts[f.name], _default(f)) for f in fields if f.name not in rules)
-
-    def build(self, data: dict[str, Any]) -> Sample | None:
-        """The sample of ``data``'s checked fields, or None when one of them needs the checked path."""
-        sample = object.__new__(self._cls)
-        get = data.get
-        for name, exact, floor, ceiling, put in self._numbers:
-            value = get(name)
-            if value is not None and not (type(value) is exact and floor <= value <= ceiling):
-                return None
-            put(sample, value)
-        for name, longest, put in self._strings:
-            value = get(name)
-            if value is not None and not (type(value) is str and len(value) <= longest):
-                return None
-            put(sample, value)
-        for put, default in self._rest:
-            put(sample, default)
-        return sample
+        #: ``build(data)``: the sample of ``data``'s checked fields, or None when one of them needs the checked path.
+        self.build: Callable[[dict[str, Any]], Sample | None] = _compile(cls, fields, rules, self._puts)
 
     def put(self, sample: Sample, name: str, value: Any) -> None:
         """Set a field the rules do not check on a sample :meth:`build` just made (before anyone else sees it)."""
@@ -78,3 +55,68 @@ def _default(field: dataclasses.Field[Any]) -> Any:
     if field.default is dataclasses.MISSING:
         raise TypeError(f"{field.name}: a field outside the rules needs a default")
     return field.default
+
+
+def _compile(
+    cls: type, fields: tuple[dataclasses.Field[Any], ...], rules: Mapping[str, Rule], puts: Mapping[str, Put]
+) -> Callable[[dict[str, Any]], Any]:
+    """The build function of ``cls``: per checked field, its value read, checked and put; then the defaults.
+
+    Only names and constants of this module's making reach the source (each field's setter, type and bounds
+    are bound by position), so no field name or value is ever spliced into code.
+    """
+    constants: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_str": str, "_len": len}
+    lines = ["def build(data):", "    get = data.get", "    sample = _new(_cls)"]
+    for i, f in enumerate(fields):
+        rule = rules.get(f.name)
+        constants[f"name{i}"], constants[f"put{i}"] = f.name, puts[f.name]
+        if rule is None:  # the caller parses it: its default until then
+            constants[f"default{i}"] = _default(f)
+            lines.append(f"    put{i}(sample, default{i})")
+            continue
+        if rule.kind == "str":
+            check = f"type(value) is _str and _len(value) <= {MAX_STRING_LENGTH}"
+        else:
+            constants[f"type{i}"], constants[f"floor{i}"], constants[f"ceiling{i}"] = (
+                rule.exact_type,
+                rule.floor,
+                rule.ceiling,
+            )
+            check = f"type(value) is type{i} and floor{i} <= value <= ceiling{i}"
+        lines += [
+            f"    value = get(name{i})",
+            f"    if value is not None and not ({check}):",
+            "        return None",
+            f"    put{i}(sample, value)",
+        ]
+    lines.append("    return sample")
+    exec("\n".join(lines), constants)  # noqa: S102 - source of this function's own making, see the docstring
+    return constants["build"]
+
+
+def field_replacer(cls: type[Sample], name: str) -> Callable[[Sample, Any], Sample]:
+    """``replace(sample, name, value)``: a copy of a slotted, frozen ``cls`` sample with one field set.
+
+    A frozen class's ``__init__`` sets each field through ``object.__setattr__``
+    (~0.35 µs a field); this copy reads the fields in one ``attrgetter`` call
+    and writes each through its slot, compiled like :func:`_compile`: ~3x
+    cheaper, and a job view copies every GPU of every node (their node, the XID
+    codes a frame does not carry).
+    """
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    others = [f.name for f in fields if f.name != name]
+    if len(others) == len(fields):
+        raise TypeError(f"{cls.__name__} has no field {name!r}")
+    constants: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_read": attrgetter(*others)}
+    lines = ["def replace(sample, value):", "    values = _read(sample)", "    copy = _new(_cls)"]
+    position = 0
+    for i, f in enumerate(fields):
+        constants[f"put{i}"] = vars(cls)[f.name].__set__
+        if f.name == name:
+            lines.append(f"    put{i}(copy, value)")
+        else:
+            lines.append(f"    put{i}(copy, values[{position}])")
+            position += 1
+    lines.append("    return copy")
+    exec("\n".join(lines), constants)  # noqa: S102 - source of this function's own making (no names spliced)
+    return constants["replace"]

@@ -134,8 +134,9 @@ def _checked_fields(data: Any, rules: Mapping[str, Rule], prefix: str) -> dict[s
 # ----------------------------------------------------------------- parsers
 
 
-def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
-    """Build a GpuSample from a JSON object; ``index`` is required."""
+def parse_gpu(data: Any, where: str = "gpus[0]", node: str | None = None) -> GpuSample:
+    """Build a GpuSample from a JSON object; ``index`` is required. ``node``: the other node it is of (a job
+    view's), set as it is built: tagging it after would copy every GPU of every node."""
     gpu = _GPU.build(data) if type(data) is dict else None
     if gpu is not None and gpu.index is not None:
         reasons, xids = data.get("throttle_reasons"), data.get("xid_errors")
@@ -143,6 +144,8 @@ def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
             _GPU.put(gpu, "throttle_reasons", _parse_reasons(reasons, where + ".throttle_reasons"))
         if xids is not None:
             _GPU.put(gpu, "xid_errors", _parse_xids(xids, where + ".xid_errors"))
+        if node is not None:
+            _GPU.put(gpu, "node", node)
         return gpu
     values = _checked_fields(data, GPU_RULES, where + ".")
     if "index" not in values:
@@ -153,7 +156,7 @@ def parse_gpu(data: Any, where: str = "gpus[0]") -> GpuSample:
     xids = data.get("xid_errors")
     if xids is not None:
         values["xid_errors"] = _parse_xids(xids, where + ".xid_errors")
-    return GpuSample(**values)
+    return GpuSample(**values, node=node)
 
 
 def _parse_xids(xids: Any, field: str) -> tuple[int, ...]:
@@ -180,11 +183,11 @@ def _parse_reasons(reasons: Any, field: str) -> tuple[str, ...]:
     return tuple(r for r in THROTTLE_REASONS if r in seen)
 
 
-def parse_gpus(data: Any, field: str = "gpus") -> tuple[GpuSample, ...]:
-    """Build the GPU list of a trace line; indices must be unique."""
+def parse_gpus(data: Any, field: str = "gpus", node: str | None = None) -> tuple[GpuSample, ...]:
+    """Build the GPU list of a trace line (of ``node``: see :func:`parse_gpu`); indices must be unique."""
     if not isinstance(data, (list, tuple)):
         raise SampleError(field, f"must be an array, got {type_name(data)}")
-    gpus = tuple(parse_gpu(item, f"{field}[{i}]") for i, item in enumerate(data))
+    gpus = tuple(parse_gpu(item, f"{field}[{i}]", node) for i, item in enumerate(data))
     indices = [g.index for g in gpus]
     if len(set(indices)) != len(indices):
         raise SampleError(field, "GPU indices must be unique")

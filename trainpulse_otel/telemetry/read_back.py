@@ -10,9 +10,7 @@ the cost.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import fields as dataclass_fields
 from functools import lru_cache
-from operator import attrgetter
 from typing import Any
 
 from ..samples import (
@@ -26,6 +24,7 @@ from ..samples import (
     XidCount,
     gpu_order,
 )
+from ..samples.builder import field_replacer
 from .catalog import GPU, HOST, NODE, RANK, TRAINING, TRAINING_INFO_ATTRIBUTES
 from .conversion import _INT_FIELDS, _RESTORERS, _SPECS_BY_SCOPE, Number
 
@@ -90,44 +89,47 @@ def _survives_round_trip(scale: float, restore: Callable[[Number], Number]) -> C
     return survives
 
 
-#: Per scope: one reader of every measured field, the type each must already have to be its own read-back, and
-#: the scaled fields (position, whether a value survives the round trip).
-_MEASURED: dict[str, tuple[attrgetter[Any], tuple[type, ...], tuple[tuple[int, Callable[[Number], bool]], ...]]] = {
-    scope: (
-        attrgetter(*(field for field, _, _ in specs)),
-        tuple(int if field in _INT_FIELDS[scope] else float for field, _, _ in specs),
-        tuple((i, _survives_round_trip(scale, restore)) for i, (_, scale, restore) in enumerate(specs) if scale != 1.0),
-    )
-    for scope, specs in _READ_BACK.items()
-}
+def _compile_as_is(scope: str) -> Callable[[Any], bool]:
+    """The check :func:`_reads_back_as_is` makes for ``scope``'s samples, compiled into straight-line code.
+
+    Per measured field: its value, when it has one, must be exactly of its kind (``float(x)`` and ``int(x)``
+    return ``x`` itself only then), and a scaled field's must survive its round trip. A loop over the fields
+    built a tuple of their types to look up (3.6 µs a GPU sample); this reads each field once (1.9x).
+    Field names come from the catalogue's dataclass fields (identifiers, checked); every other value is a
+    bound constant.
+    """
+    kinds = _INT_FIELDS[scope]
+    constants: dict[str, Any] = {"_float": float, "_int": int}
+    lines = ["def as_is(sample):", "    measured = False"]
+    for i, (field, scale, restore) in enumerate(_READ_BACK[scope]):
+        if not field.isidentifier():
+            raise ValueError(f"{scope}.{field}: not a field name")
+        kind = "_int" if field in kinds else "_float"
+        lines += [
+            f"    value = sample.{field}",
+            "    if value is not None:",
+            f"        if type(value) is not {kind}:",
+            "            return False",
+        ]
+        if scale != 1.0:
+            constants[f"survives{i}"] = _survives_round_trip(scale, restore)
+            lines += [f"        if not survives{i}(value):", "            return False"]
+        lines.append("        measured = True")
+    lines.append("    return measured")
+    exec("\n".join(lines), constants)  # noqa: S102 - source of this module's own making, see the docstring
+    return constants["as_is"]
+
+
+_AS_IS: dict[str, Callable[[Any], bool]] = {scope: _compile_as_is(scope) for scope in _READ_BACK}
 
 
 def _reads_back_as_is(sample: Any, scope: str) -> bool:
     """Whether each measured field of ``sample`` already holds what its point restores, and one holds a value.
 
-    Then the read-back would equal the sample's measurements (``float(x)`` and ``int(x)`` return ``x``
-    itself), so a sample carrying nothing outside them can be handed on uncopied. Validation leaves every
-    value of its kind, so this is the usual case; it is decided by the types (few combinations, cached) and,
-    for the few scaled fields, by their values.
+    Then the read-back would equal the sample's measurements, so a sample carrying nothing outside them can
+    be handed on uncopied. Validation leaves every value of its kind, so this is the usual case.
     """
-    read, _, scaled = _MEASURED[scope]
-    values = read(sample)
-    if not _types_read_back_as_is(scope, tuple(map(type, values))):
-        return False
-    for i, survives in scaled:
-        value = values[i]
-        if value is not None and not survives(value):
-            return False
-    return True
-
-
-@lru_cache(maxsize=1024)
-def _types_read_back_as_is(scope: str, types: tuple[type, ...]) -> bool:
-    kinds = _MEASURED[scope][1]
-    unset = type(None)
-    return any(t is not unset for t in types) and all(
-        t is unset or t is kind for t, kind in zip(types, kinds, strict=True)
-    )
+    return _AS_IS[scope](sample)
 
 
 def _read_back(sample: Any, scope: str) -> dict[str, Any]:
@@ -168,15 +170,12 @@ def _in_catalogue_order(reasons: tuple[str, ...]) -> bool:
     return reasons == tuple(r for r in THROTTLE_REASONS if r in active)
 
 
-_GPU_FIELDS = tuple(f.name for f in dataclass_fields(GpuSample))
-_BEFORE_XIDS = attrgetter(*_GPU_FIELDS[: _GPU_FIELDS.index("xid_errors")])
-_AFTER_XIDS = attrgetter(*_GPU_FIELDS[_GPU_FIELDS.index("xid_errors") + 1 :])
+#: ``gpu`` without its XID codes (the frame carries the totals, :class:`XidCount`).
+_WITH_XID_ERRORS = field_replacer(GpuSample, "xid_errors")
 
 
 def _without_xid_errors(gpu: GpuSample) -> GpuSample:
-    """``gpu`` without its XID codes (the frame carries the totals, :class:`XidCount`), built positionally:
-    ``replace`` costs 2-3x as much."""
-    return GpuSample(*_BEFORE_XIDS(gpu), None, *_AFTER_XIDS(gpu))
+    return _WITH_XID_ERRORS(gpu, None)
 
 
 def _training_read_back(training: TrainingSample) -> TrainingSample:
