@@ -138,7 +138,7 @@ class BudgetBuilder:
         self.ideal.add(ts, clean)
         if ideal is None:
             return None
-        lost = _nest_tokenizer(excess, waits)
+        lost = _nest_tokenizer(excess, report)
         over = max(0.0, clean - ideal)
         waited = sum(lost.values())
         if waited > over:  # the waits overlap (or are noisy): they explain the excess, and no more
@@ -176,10 +176,15 @@ def all_reduce_ms(report: TrainingSample) -> float | None:
 _ALL_REDUCE_WAIT = attrgetter("all_reduce_wait_ms")
 
 
-def _nest_tokenizer(excess: dict[str, float], waits: dict[str, float]) -> dict[str, float]:
+def tokenizer_in_loader(report: TrainingSample) -> bool:
+    """Whether the report's tokenization happens inside its loader's wait (it fits in it)."""
+    tokenizer, data = report.tokenizer_wait_ms, report.data_wait_ms
+    return tokenizer is not None and data is not None and tokenizer <= data
+
+
+def _nest_tokenizer(excess: dict[str, float], report: TrainingSample) -> dict[str, float]:
     """Tokenization that happens inside the loader's wait explains that part of it."""
     lost = dict(excess)
-    tokenizer, data = waits.get("tokenizer"), waits.get("data")
-    if tokenizer is not None and data is not None and tokenizer <= data:
+    if tokenizer_in_loader(report):
         lost["data"] = max(0.0, lost.get("data", 0.0) - lost.get("tokenizer", 0.0))
     return lost

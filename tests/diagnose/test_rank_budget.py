@@ -1,0 +1,117 @@
+"""Per-rank step budgets: a late rank's own loss is its compute or its loader's wait; the others' is the wait for it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from trainpulse_otel.diagnose.budget import BudgetBuilder
+from trainpulse_otel.diagnose.rank_budget import FOLD_RANKS, MAX_RANKS, RankBudgets
+from trainpulse_otel.samples import RankSample, TrainingSample
+
+T0 = 1_764_400_000.0
+COMPUTE_MS = 1000.0
+ALL_REDUCE_MS = 20.0
+BARRIER_MS = 8.5  # the collective's own cost: every rank pays it, every step
+OVERHEAD_MS = 5.0
+
+
+def step(i: int, n: int, rng: random.Random, compute: dict[int, float], loader: dict[int, float]) -> TrainingSample:
+    """One synchronous step of ``n`` ranks (own-busy convention, as the simulator reports): rank r computes
+    ``compute[r]`` × the usual and waits ``loader[r]`` ms more for its batch; everyone waits for the last."""
+    data = [5.0 * rng.uniform(0.8, 1.2) + loader.get(r, 0.0) for r in range(n)]
+    work = [COMPUTE_MS * compute.get(r, 1.0) * rng.uniform(0.99, 1.01) for r in range(n)]
+    arrivals = [d + c for d, c in zip(data, work, strict=True)]
+    last = max(arrivals)
+    sync = [last - a + BARRIER_MS * rng.uniform(0.95, 1.05) for a in arrivals]
+    ranks = tuple(
+        RankSample(
+            rank=r,
+            gpu_index=r % 8,
+            hostname=f"node-{r // 8:03d}",
+            step_time_ms=work[r] + ALL_REDUCE_MS,
+            data_wait_ms=data[r],
+            sync_wait_ms=sync[r],
+            all_reduce_wait_ms=ALL_REDUCE_MS * rng.uniform(0.99, 1.01),
+        )
+        for r in range(n)
+    )
+    return TrainingSample(
+        global_step=i,
+        step_time_ms=last + ALL_REDUCE_MS + BARRIER_MS + OVERHEAD_MS,
+        data_wait_ms=sum(data) / n,
+        sync_wait_ms=sum(sync) / n,
+        all_reduce_wait_ms=ALL_REDUCE_MS,
+        ranks=ranks,
+    )
+
+
+def run(n: int, steps: int = 500, onset: int = 60, compute=None, loader=None, seed=0) -> tuple[RankBudgets, float]:
+    """``steps`` steps of ``n`` ranks, the fault (``compute``/``loader`` per rank) from step ``onset`` on."""
+    rng, builder, ranks = random.Random(seed), BudgetBuilder(), RankBudgets()
+    ts = T0
+    for i in range(steps):
+        fault = i >= onset
+        r = step(i, n, rng, (compute or {}) if fault else {}, (loader or {}) if fault else {})
+        ts += r.step_time_ms / 1000.0
+        ranks.add(ts, r, builder.add(ts, r))
+    return ranks, ts
+
+
+def test_a_collective_every_rank_pays_equally_is_no_ranks_loss():
+    ranks, ts = run(8)
+    assert ranks.worst(ts) == ()
+    for r in range(8):
+        budget = ranks.of(r)
+        assert budget is not None and sum(budget.values()) < 0.02 * COMPUTE_MS
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_a_slower_rank_loses_its_compute_excess_and_the_others_wait_for_it(n: int):
+    ranks, ts = run(n, compute={1: 1.35})
+    excess = 0.35 * COMPUTE_MS
+    late = ranks.of(1)
+    assert late["compute"] == pytest.approx(excess, rel=0.15)
+    assert late["data"] < 0.05 * excess and late["sync"] < 0.05 * excess
+    for other in set(range(n)) - {1}:
+        budget = ranks.of(other)
+        assert budget["sync"] == pytest.approx(excess, rel=0.15)
+        assert budget["compute"] + budget["data"] < 0.1 * excess
+    (worst,) = ranks.worst(ts)
+    assert (worst.rank, worst.hostname, worst.gpu_index) == (1, "node-000", 1)
+    assert worst.lost_ms_per_step == pytest.approx(excess, rel=0.15)
+    assert worst.lost_ms["compute"] == pytest.approx(excess, rel=0.15) and worst.waited_ms_per_step < 0.05 * excess
+
+
+def test_a_rank_waiting_for_its_own_loader_loses_data_not_compute():
+    ranks, ts = run(8, loader={5: 300.0})
+    own = ranks.of(5)
+    assert own["data"] == pytest.approx(300.0, rel=0.15) and own["compute"] < 0.1 * 300.0
+    assert all(ranks.of(r)["sync"] == pytest.approx(300.0, rel=0.15) for r in range(8) if r != 5)
+    assert [w.rank for w in ranks.worst(ts)] == [5]
+
+
+def test_the_worst_ranks_are_listed_worst_first_and_bounded():
+    slow = {r: 1.1 + 0.02 * r for r in range(MAX_RANKS + 2)}  # ten slower ranks, the last the slowest
+    ranks, ts = run(16, compute=slow)
+    listed = [w.rank for w in ranks.worst(ts)]
+    assert listed[:3] == [MAX_RANKS + 1, MAX_RANKS, MAX_RANKS - 1] and len(listed) == MAX_RANKS
+
+
+def test_past_the_fold_size_reports_are_sampled_and_still_find_the_late_rank():
+    n = 2 * FOLD_RANKS  # every second report folded in
+    ranks, ts = run(n, compute={7: 1.35})
+    assert ranks.of(7)["compute"] == pytest.approx(0.35 * COMPUTE_MS, rel=0.2)
+    assert ranks.worst(ts)[0].rank == 7
+
+
+def test_a_new_set_of_ranks_starts_afresh_and_an_unknown_rank_has_no_budget():
+    ranks, ts = run(4, compute={1: 1.35})
+    assert ranks.of(9) is None
+    rng, builder = random.Random(1), BudgetBuilder()
+    for i in range(40):
+        r = step(i, 6, rng, {}, {})
+        ts += 1.0
+        ranks.add(ts, r, builder.add(ts, r))
+    assert ranks.of(5) is not None and ranks.worst(ts + 10) == ()
