@@ -6,8 +6,10 @@ import random
 
 import pytest
 
+from tests.diagnose.builders import job
 from trainpulse_otel.diagnose.budget import BudgetBuilder
 from trainpulse_otel.diagnose.rank_budget import FOLD_RANKS, MAX_RANKS, RankBudgets
+from trainpulse_otel.runtime import build_pipeline, discover
 from trainpulse_otel.samples import RankSample, TrainingSample
 
 T0 = 1_764_400_000.0
@@ -115,3 +117,29 @@ def test_a_new_set_of_ranks_starts_afresh_and_an_unknown_rank_has_no_budget():
         ts += 1.0
         ranks.add(ts, r, builder.add(ts, r))
     assert ranks.of(5) is not None and ranks.worst(ts + 10) == ()
+
+
+def diagnose(rank_changes: dict[int, dict[str, float]], seconds: int = 300, onset: int = 60):
+    """The real pipeline over a healthy 8-rank job (``builders.job``) whose ranks change at ``onset``."""
+    pipeline = build_pipeline(discover(autoload=False))
+    for t in range(seconds):
+        result = pipeline.update(job(float(t), rank_changes=rank_changes if t >= onset else None))
+    return result.diagnosis
+
+
+def test_a_straggler_late_for_its_own_loader_is_explained_as_its_loader():
+    d = diagnose({3: {"data_wait_ms": 604.0}})
+    top = d.root_causes[0]
+    assert (top.cause, top.subject["rank"]) == ("straggler_rank", 3)
+    assert "its lateness is its own data loader" in top.summary and "waits for its own data loader" in top.remediation
+    (worst,) = d.goodput.ranks
+    assert worst.rank == 3 and worst.lost_ms["data"] == pytest.approx(600.0, rel=0.15)
+
+
+def test_a_straggler_with_more_compute_is_explained_as_its_compute():
+    d = diagnose({3: {"step_time_ms": 1.35 * 1700.0}})
+    top = d.root_causes[0]
+    assert (top.cause, top.subject["rank"]) == ("straggler_rank", 3)
+    assert "its lateness is its own compute" in top.summary and "waits for its own data loader" not in top.remediation
+    (worst,) = d.goodput.ranks
+    assert worst.rank == 3 and worst.lost_ms["compute"] == pytest.approx(0.35 * 1700.0, rel=0.15)
