@@ -8,7 +8,7 @@ import pytest
 
 from tests.diagnose.builders import job
 from trainpulse_otel.diagnose.budget import BudgetBuilder
-from trainpulse_otel.diagnose.rank_budget import FOLD_RANKS, MAX_RANKS, RankBudgets
+from trainpulse_otel.diagnose.rank_budget import MAX_RANKS, RankBudgets
 from trainpulse_otel.runtime import build_pipeline, discover
 from trainpulse_otel.samples import RankSample, TrainingSample
 
@@ -19,11 +19,18 @@ BARRIER_MS = 8.5  # the collective's own cost: every rank pays it, every step
 OVERHEAD_MS = 5.0
 
 
-def step(i: int, n: int, rng: random.Random, compute: dict[int, float], loader: dict[int, float]) -> TrainingSample:
+def step(
+    i: int,
+    n: int,
+    rng: random.Random,
+    compute: dict[int, float],
+    loader: dict[int, float],
+    compute_ms: float = COMPUTE_MS,
+) -> TrainingSample:
     """One synchronous step of ``n`` ranks (own-busy convention, as the simulator reports): rank r computes
-    ``compute[r]`` × the usual and waits ``loader[r]`` ms more for its batch; everyone waits for the last."""
+    ``compute[r]`` × ``compute_ms`` and waits ``loader[r]`` ms more for its batch; everyone waits for the last."""
     data = [5.0 * rng.uniform(0.8, 1.2) + loader.get(r, 0.0) for r in range(n)]
-    work = [COMPUTE_MS * compute.get(r, 1.0) * rng.uniform(0.99, 1.01) for r in range(n)]
+    work = [compute_ms * compute.get(r, 1.0) * rng.uniform(0.99, 1.01) for r in range(n)]
     arrivals = [d + c for d, c in zip(data, work, strict=True)]
     last = max(arrivals)
     sync = [last - a + BARRIER_MS * rng.uniform(0.95, 1.05) for a in arrivals]
@@ -49,21 +56,23 @@ def step(i: int, n: int, rng: random.Random, compute: dict[int, float], loader: 
     )
 
 
-def run(n: int, steps: int = 500, onset: int = 60, compute=None, loader=None, seed=0) -> tuple[RankBudgets, float]:
+def run(
+    n: int, steps: int = 500, onset: int = 60, compute=None, loader=None, compute_ms: float = COMPUTE_MS
+) -> RankBudgets:
     """``steps`` steps of ``n`` ranks, the fault (``compute``/``loader`` per rank) from step ``onset`` on."""
-    rng, builder, ranks = random.Random(seed), BudgetBuilder(), RankBudgets()
+    rng, builder, ranks = random.Random(0), BudgetBuilder(), RankBudgets()
     ts = T0
     for i in range(steps):
         fault = i >= onset
-        r = step(i, n, rng, (compute or {}) if fault else {}, (loader or {}) if fault else {})
+        r = step(i, n, rng, (compute or {}) if fault else {}, (loader or {}) if fault else {}, compute_ms)
         ts += r.step_time_ms / 1000.0
         ranks.add(ts, r, builder.add(ts, r))
-    return ranks, ts
+    return ranks
 
 
 def test_a_collective_every_rank_pays_equally_is_no_ranks_loss():
-    ranks, ts = run(8)
-    assert ranks.worst(ts) == ()
+    ranks = run(8)
+    assert ranks.worst() == ()
     for r in range(8):
         budget = ranks.of(r)
         assert budget is not None and sum(budget.values()) < 0.02 * COMPUTE_MS
@@ -71,7 +80,7 @@ def test_a_collective_every_rank_pays_equally_is_no_ranks_loss():
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_a_slower_rank_loses_its_compute_excess_and_the_others_wait_for_it(n: int):
-    ranks, ts = run(n, compute={1: 1.35})
+    ranks = run(n, compute={1: 1.35})
     excess = 0.35 * COMPUTE_MS
     late = ranks.of(1)
     assert late["compute"] == pytest.approx(excess, rel=0.15)
@@ -80,43 +89,41 @@ def test_a_slower_rank_loses_its_compute_excess_and_the_others_wait_for_it(n: in
         budget = ranks.of(other)
         assert budget["sync"] == pytest.approx(excess, rel=0.15)
         assert budget["compute"] + budget["data"] < 0.1 * excess
-    (worst,) = ranks.worst(ts)
+    (worst,) = ranks.worst()
     assert (worst.rank, worst.hostname, worst.gpu_index) == (1, "node-000", 1)
     assert worst.lost_ms_per_step == pytest.approx(excess, rel=0.15)
     assert worst.lost_ms["compute"] == pytest.approx(excess, rel=0.15) and worst.waited_ms_per_step < 0.05 * excess
 
 
 def test_a_rank_waiting_for_its_own_loader_loses_data_not_compute():
-    ranks, ts = run(8, loader={5: 300.0})
+    ranks = run(8, loader={5: 300.0})
     own = ranks.of(5)
     assert own["data"] == pytest.approx(300.0, rel=0.15) and own["compute"] < 0.1 * 300.0
     assert all(ranks.of(r)["sync"] == pytest.approx(300.0, rel=0.15) for r in range(8) if r != 5)
-    assert [w.rank for w in ranks.worst(ts)] == [5]
+    assert [w.rank for w in ranks.worst()] == [5]
 
 
 def test_the_worst_ranks_are_listed_worst_first_and_bounded():
     slow = {r: 1.1 + 0.02 * r for r in range(MAX_RANKS + 2)}  # ten slower ranks, the last the slowest
-    ranks, ts = run(16, compute=slow)
-    listed = [w.rank for w in ranks.worst(ts)]
+    ranks = run(16, compute=slow)
+    listed = [w.rank for w in ranks.worst()]
     assert listed[:3] == [MAX_RANKS + 1, MAX_RANKS, MAX_RANKS - 1] and len(listed) == MAX_RANKS
 
 
-def test_past_the_fold_size_reports_are_sampled_and_still_find_the_late_rank():
-    n = 2 * FOLD_RANKS  # every second report folded in
-    ranks, ts = run(n, compute={7: 1.35})
-    assert ranks.of(7)["compute"] == pytest.approx(0.35 * COMPUTE_MS, rel=0.2)
-    assert ranks.worst(ts)[0].rank == 7
+def test_a_job_reporting_ten_times_a_second_is_sampled_and_still_finds_the_late_rank():
+    ranks = run(16, steps=6000, onset=600, compute={7: 1.35}, compute_ms=100.0)
+    assert ranks.of(7)["compute"] == pytest.approx(35.0, rel=0.15)
+    assert ranks.worst()[0].rank == 7 and all(ranks.of(r)["sync"] == pytest.approx(35.0, rel=0.15) for r in (0, 15))
 
 
 def test_a_new_set_of_ranks_starts_afresh_and_an_unknown_rank_has_no_budget():
-    ranks, ts = run(4, compute={1: 1.35})
-    assert ranks.of(9) is None
+    ranks = run(4, compute={1: 1.35})
+    assert ranks.of(9) is None and ranks.of(1)["compute"] > 300.0
     rng, builder = random.Random(1), BudgetBuilder()
-    for i in range(40):
+    for i in range(40):  # the job restarts on six ranks, rank 1 as fast as the others
         r = step(i, 6, rng, {}, {})
-        ts += 1.0
-        ranks.add(ts, r, builder.add(ts, r))
-    assert ranks.of(5) is not None and ranks.worst(ts + 10) == ()
+        ranks.add(T0 + 10_000.0 + i, r, builder.add(T0 + 10_000.0 + i, r))
+    assert ranks.of(5) is not None and ranks.of(1)["compute"] < 10.0 and ranks.worst() == ()
 
 
 def diagnose(rank_changes: dict[int, dict[str, float]], seconds: int = 300, onset: int = 60):

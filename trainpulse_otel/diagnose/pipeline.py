@@ -107,7 +107,7 @@ class DiagnosticPipeline:
             health=health,
             signals=signals,
             root_causes=causes,
-            goodput=self._goodput.goodput(ts, self._ranks.worst(ts)),
+            goodput=self._goodput.goodput(ts, self._ranks.worst()),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
