@@ -26,7 +26,7 @@ from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 PLUGINS = discover(autoload=False)
 WARMUP_TICKS = 120
-TIMED_TICKS = 60
+TIMED_TICKS = 200
 
 
 def frames_of(scenario: str, ranks: int) -> list:

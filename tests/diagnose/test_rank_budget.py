@@ -106,8 +106,13 @@ def test_a_rank_waiting_for_its_own_loader_loses_data_not_compute():
 def test_the_worst_ranks_are_listed_worst_first_and_bounded():
     slow = {r: 1.1 + 0.02 * r for r in range(MAX_RANKS + 2)}  # ten slower ranks, the last the slowest
     ranks = run(16, compute=slow)
-    listed = [w.rank for w in ranks.worst()]
-    assert listed[:3] == [MAX_RANKS + 1, MAX_RANKS, MAX_RANKS - 1] and len(listed) == MAX_RANKS
+    worst = ranks.worst()
+    assert [w.rank for w in worst[:3]] == [MAX_RANKS + 1, MAX_RANKS, MAX_RANKS - 1] and len(worst) == MAX_RANKS
+    assert [w.lost_ms_per_step for w in worst] == sorted((w.lost_ms_per_step for w in worst), reverse=True)
+    for w in worst:  # the list is ranked by the same split a rank's own budget has
+        own = ranks.of(w.rank)
+        assert w.lost_ms_per_step == pytest.approx(own["compute"] + own["data"])
+        assert w.waited_ms_per_step == pytest.approx(own["sync"])
 
 
 def test_a_job_reporting_ten_times_a_second_is_sampled_and_still_finds_the_late_rank():

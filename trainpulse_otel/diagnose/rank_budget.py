@@ -22,12 +22,12 @@ late, and the others' ``sync`` is the consequence. So a rank with 35 % more comp
 ``compute`` and the others have it as ``sync``; a rank with a slow loader of its own has it as ``data``;
 a collective that costs every rank the same leaves every rank's own loss at zero.
 
-Recent, not per report: each rank's waits are summed over the reports sampled in the last one to two
+Recent, not per report: each rank's waits are summed over the reports sampled in the last two to four
 minutes (two blocks of ``BLOCK_S``; the older drops out as a new one starts), and the split is read from
 the sums — means first, then the clamps, so noise does not add up to a loss. Cheap at 4,096 ranks: a
 report is sampled at most every ``SAMPLE_S`` seconds — which one does not depend on what it holds, so the
 means are unbiased, and a tick costs the same however often the job reports — and a sampled report costs
-a few C-level passes over the ranks (``attrgetter``, ``starmap`` and ``operator`` maps into plain float
+a few C-level passes over the ranks (``attrgetter`` and ``operator`` maps into plain float
 lists; no per-rank object, no per-rank decay); the worst ranks are worked out once per sample, and not
 at all while the job's own excess is too small for any rank to be listed. Reports without a budget
 (before the ideal step is known) and the one that ends a stall (its waits are the stall's) are left out.
@@ -40,17 +40,16 @@ import heapq
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import starmap
-from operator import add, attrgetter, mul
+from operator import add, attrgetter
 
 from ..samples import RankSample, TrainingSample
 from .budget import StepBudget, tokenizer_in_loader
 from .types import RankLoss
 
 #: Reports are sampled at most this often (seconds of report time).
-SAMPLE_S = 10.0
+SAMPLE_S = 20.0
 #: The sums are kept in blocks of this long; the current one and the one before are the recent budget.
-BLOCK_S = 60.0
+BLOCK_S = 120.0
 #: The most ranks the goodput block lists.
 MAX_RANKS = 8
 #: A rank is listed when its own loss is at least this share of the ideal step (the ranking's measurable loss).
@@ -60,7 +59,8 @@ WAITED = "sync"
 
 _RANK = attrgetter("rank")
 _DATA = attrgetter("data_wait_ms")
-_SYNC_AND_ALL_REDUCE = attrgetter("sync_wait_ms", "all_reduce_wait_ms")
+_SYNC = attrgetter("sync_wait_ms")
+_ALL_REDUCE = attrgetter("all_reduce_wait_ms")
 
 
 @dataclass(slots=True)
@@ -95,7 +95,7 @@ class RankBudgets:
             return
         self._ts, self._ranks, self._ideal_ms, self._sampled = ts, ranks, budget.ideal_ms, True
         data = _values(_DATA, ranks)
-        wait = _sums(_SYNC_AND_ALL_REDUCE, ranks)
+        wait = list(map(add, _values(_SYNC, ranks), _values(_ALL_REDUCE, ranks)))
         ids = tuple(map(_RANK, ranks))
         blocks = self._blocks
         if ids != self._ids:  # another set of ranks: their sums start afresh
@@ -120,10 +120,8 @@ class RankBudgets:
             i = self._ids.index(rank)
         except ValueError:
             return None
-        blocks = self._blocks
-        data, wait = [sum(b.data[i] for b in blocks)], [sum(b.wait[i] for b in blocks)]
-        (compute,), (data_ms,), (sync,) = self._split(data, wait)
-        return {"compute": compute, "data": data_ms, WAITED: sync}
+        compute, data, sync = self._split(sum(b.data[i] for b in self._blocks), sum(b.wait[i] for b in self._blocks))
+        return {"compute": compute, "data": data, WAITED: sync}
 
     def worst(self) -> tuple[RankLoss, ...]:
         """The ranks whose own loss is the largest (at least ``MIN_OWN_SHARE`` of the ideal step), worst first
@@ -131,52 +129,55 @@ class RankBudgets:
         if not self._sampled:
             return self._worst
         self._sampled = False
+        reports, excess, usual_data, usual_wait = self._totals()
         floor = MIN_OWN_SHARE * self._ideal_ms
-        blocks = self._blocks
-        if sum(b.excess for b in blocks) < floor * sum(b.reports for b in blocks):
+        if excess < floor:
             self._worst = ()  # no rank's own loss exceeds the job's excess: none, at no cost
             return ()
-        data, wait = blocks[0].data, blocks[0].wait
-        if len(blocks) == 2:
-            data, wait = list(map(add, data, blocks[1].data)), list(map(add, wait, blocks[1].wait))
-        compute, data, sync = self._split(data, wait)
-        own = list(map(add, compute, data))
+        data, wait = self._blocks[0].data, self._blocks[0].wait
+        if len(self._blocks) == 2:
+            data, wait = list(map(add, data, self._blocks[1].data)), list(map(add, wait, self._blocks[1].wait))
+        # each rank's own loss, compute + data as _split has them, in three passes: its waits beyond the usual,
+        # then the excess less its (scaled) wait for others
+        inv = 1.0 / reports
+        data = [(d - usual_data) * inv if d > usual_data else 0.0 for d in data]
+        sync = [(w - usual_wait) * inv if w > usual_wait else 0.0 for w in wait]
+        own = [excess * d / (d + w) if d + w > excess else excess - w for d, w in zip(data, sync, strict=True)]
         top = heapq.nlargest(MAX_RANKS, (i for i, ms in enumerate(own) if ms >= floor), key=own.__getitem__)
-        ranks = self._ranks
-        self._worst = tuple(
-            RankLoss(r.rank, own[i], {"compute": compute[i], "data": data[i]}, sync[i], r.hostname, r.gpu_index)
-            for i, r in ((i, ranks[i]) for i in top)
-        )
+        self._worst = tuple(self._loss(i) for i in top)
         return self._worst
 
-    def _split(self, data_sums: list[float], wait_sums: list[float]) -> tuple[list[float], list[float], list[float]]:
-        """(compute, data, sync) per step of the ranks with these sums: their waits beyond the usual ones, scaled
-        down to the job's excess where they add up to more, and the rest of that excess their compute."""
+    def _loss(self, i: int) -> RankLoss:
+        """The ``i``-th rank's entry of the goodput block."""
+        compute, data, sync = self._split(sum(b.data[i] for b in self._blocks), sum(b.wait[i] for b in self._blocks))
+        r = self._ranks[i]
+        return RankLoss(r.rank, compute + data, {"compute": compute, "data": data}, sync, r.hostname, r.gpu_index)
+
+    def _totals(self) -> tuple[int, float, float, float]:
+        """The job's side over the recent blocks: reports sampled, and per report the excess the ranks split and
+        what a rank's data wait and its sync wait + all-reduce are measured against (sums, ms)."""
         blocks = self._blocks
-        inv = 1.0 / sum(b.reports for b in blocks)
-        excess = max(0.0, sum(b.excess for b in blocks) * inv)
-        usual_data, usual_wait = sum(b.usual_data for b in blocks), sum(b.usual_wait for b in blocks)
-        data = [(d - usual_data) * inv if d > usual_data else 0.0 for d in data_sums]
-        sync = [(w - usual_wait) * inv if w > usual_wait else 0.0 for w in wait_sums]
-        scale = [excess / (d + w) if d + w > excess else 1.0 for d, w in zip(data, sync, strict=True)]
-        data = list(map(mul, data, scale))
-        sync = list(map(mul, sync, scale))
-        compute = [excess - d - w for d, w in zip(data, sync, strict=True)]
-        return compute, data, sync
+        reports = sum(b.reports for b in blocks)
+        return (
+            reports,
+            max(0.0, sum(b.excess for b in blocks) / reports),
+            sum(b.usual_data for b in blocks),
+            sum(b.usual_wait for b in blocks),
+        )
+
+    def _split(self, data_sum: float, wait_sum: float) -> tuple[float, float, float]:
+        """(compute, data, sync) per step of a rank with these sums: its waits beyond the usual ones, scaled down
+        to the job's excess when they add up to more, and the rest of that excess its compute."""
+        reports, excess, usual_data, usual_wait = self._totals()
+        data = max(0.0, (data_sum - usual_data) / reports)
+        sync = max(0.0, (wait_sum - usual_wait) / reports)
+        if data + sync > excess:
+            scale = excess / (data + sync)
+            data, sync = data * scale, sync * scale
+        return max(0.0, excess - data - sync), data, sync
 
 
 def _values(read: Callable[[RankSample], float | None], ranks: tuple[RankSample, ...]) -> list[float]:
     """Each rank's value of one wait (ms), 0 where a rank does not report it."""
     values = list(map(read, ranks))
     return [v or 0.0 for v in values] if None in values else values
-
-
-def _sums(
-    read: Callable[[RankSample], tuple[float | None, float | None]], ranks: tuple[RankSample, ...]
-) -> list[float]:
-    """Each rank's sum of two waits (ms), a wait it does not report counting 0 (one C-level pass when all do)."""
-    pairs = list(map(read, ranks))
-    try:
-        return list(starmap(add, pairs))
-    except TypeError:  # some rank leaves one out
-        return [(a or 0.0) + (b or 0.0) for a, b in pairs]
