@@ -155,3 +155,16 @@ def test_a_straggler_with_more_compute_is_explained_as_its_compute():
     assert "its lateness is its own compute" in top.summary and "waits for its own data loader" not in top.remediation
     (worst,) = d.goodput.ranks
     assert worst.rank == 3 and worst.lost_ms["compute"] == pytest.approx(0.35 * 1700.0, rel=0.15)
+
+
+def test_a_job_back_from_a_pause_forgets_what_its_ranks_lost_before_it():
+    rng, builder, ranks, ts = random.Random(0), BudgetBuilder(), RankBudgets(), T0
+    for i in range(330):
+        if i == 300:
+            ts += 600.0  # ten minutes without a report; rank 1 is as fast as the others since
+        r = step(i, 4, rng, {1: 1.35} if 60 <= i < 300 else {}, {})
+        ts += r.step_time_ms / 1000.0
+        ranks.add(ts, r, builder.add(ts, r))
+        if i == 299:
+            assert ranks.of(1)["compute"] > 300.0
+    assert ranks.of(1)["compute"] < 10.0 and ranks.worst() == ()

@@ -98,8 +98,8 @@ class RankBudgets:
         wait = list(map(add, _values(_SYNC, ranks), _values(_ALL_REDUCE, ranks)))
         ids = tuple(map(_RANK, ranks))
         blocks = self._blocks
-        if ids != self._ids:  # another set of ranks: their sums start afresh
-            self._ids = ids
+        if ids != self._ids or (blocks and ts - blocks[-1].start >= 2 * BLOCK_S):
+            self._ids = ids  # another set of ranks, or a job back from a pause: the sums start afresh
             blocks.clear()
         if not blocks or ts - blocks[-1].start >= BLOCK_S:
             block = _Block(ts, data, wait)  # the older block drops out
