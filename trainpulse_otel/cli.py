@@ -341,6 +341,10 @@ def _print_timeline(result: ReplayResult) -> None:
             f"goodput {g.ratio:.1%} (last 10 min {g.window_ratio:.1%}), ideal step {g.ideal_step_time_ms:.0f} ms"
             + (f"; lost: {lost}" if lost else "")
         )
+        for r in g.ranks:
+            where = f" on {r.hostname}" if r.hostname else ""
+            parts = ", ".join(f"{component} {ms:.0f} ms" for component, ms in r.lost_ms.items())
+            print(f"  rank {r.rank}{where} costs {r.lost_ms_per_step:.0f} ms a step ({parts})")
 
 
 # ------------------------------------------------------------------ plumbing

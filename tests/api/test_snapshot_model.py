@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests import parts
-from trainpulse_otel.diagnose.types import Diagnosis, Health, RootCause, Signal
+from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RankLoss, RootCause, Signal
 from trainpulse_otel.publish.snapshot import Snapshot, build_snapshot, history_from_dict, history_to_dict
 from trainpulse_otel.samples import Frame, GpuSample, SampleError, TrainingSample, parse_training
 
@@ -109,6 +110,32 @@ def test_keys_a_newer_daemon_adds_are_ignored():
     assert Snapshot.from_dict(newer).to_dict() == data
 
 
+def test_the_ranks_that_lose_the_most_read_back_and_an_older_daemons_goodput_has_none():
+    goodput = Goodput(
+        0.81,
+        0.79,
+        1712.4,
+        {"straggler_rank": 38.6},
+        (
+            RankLoss(5, 612.4, {"compute": 604.9, "data": 7.5}, 0.0, "node-003", 5),
+            RankLoss(2, 40.0, {"compute": 1.0, "data": 39.0}, 3.5),
+        ),
+    )
+    snapshot = build_snapshot(Frame(ts=1764400100.0), replace(DIAGNOSIS, goodput=goodput), "sim")
+    data = json.loads(json.dumps(snapshot.to_dict()))
+    assert data["diagnosis"]["goodput"]["ranks"][1] == {
+        "rank": 2,
+        "lost_ms_per_step": 40.0,
+        "lost_ms": {"compute": 1.0, "data": 39.0},
+        "waited_ms_per_step": 3.5,
+    }
+    assert Snapshot.from_dict(data).diagnosis.goodput == goodput
+    older = fixture("straggler_8gpu")
+    del older["diagnosis"]["goodput"]["ranks"]
+    assert Snapshot.from_dict(older).diagnosis.goodput.ranks == ()
+    assert Snapshot.from_dict(fixture("straggler_8gpu")).diagnosis.goodput.ranks[0].lost_ms["compute"] == 604.9
+
+
 def test_a_job_daemons_nodes_read_back_with_their_gpus_tagged_by_host():
     data = fixture("straggler_8gpu")
     data["nodes"] = [
@@ -159,6 +186,9 @@ def _set(path: tuple, value: Any) -> Callable[[dict], None]:
         (_set(("diagnosis", "signals", 1, "since"), "a while"), "diagnosis.signals[1].since"),
         (_set(("diagnosis", "root_causes", 0, "signals"), "rank_straggler"), "diagnosis.root_causes[0].signals"),
         (_set(("diagnosis", "health", "score"), KeyError), "diagnosis.health.score"),
+        (_set(("diagnosis", "goodput", "ranks", 0, "rank"), 5.5), "diagnosis.goodput.ranks[0].rank"),
+        (_set(("diagnosis", "goodput", "ranks", 0, "lost_ms", "data"), "x"), "diagnosis.goodput.ranks[0].lost_ms.data"),
+        (_set(("diagnosis", "goodput", "ranks"), {}), "diagnosis.goodput.ranks"),
         (_set(("diagnosis",), KeyError), "diagnosis"),
         (_set(("mode",), 3), "mode"),
         (_set(("timestamp",), "now"), "timestamp"),

@@ -170,6 +170,20 @@ def test_replay_of_rotated_pieces_equals_replay_of_the_whole(tmp_path, capsys):
     assert out.err.count("trainpulse:") == 1 and str(newer) in out.err
 
 
+def test_replay_names_the_rank_that_costs_the_most_and_what_of(tmp_path, capsys):
+    node, lines = SimulatedNode("rank_straggler"), []
+    for t in range(240):
+        seen = node.sample(float(t))
+        lines += [encode_line(1_764_400_000.0 + t, "gpus", seen.gpus)]
+        if seen.training is not None:
+            lines.append(encode_line(1_764_400_000.0 + t, "training", seen.training))
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(lines))
+    assert main(["replay", str(trace)]) == 0
+    worst = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  rank ")]
+    assert len(worst) == 1 and worst[0].startswith("  rank 5 on node-000 costs ") and "(compute " in worst[0]
+
+
 def test_replay_names_the_piece_it_cannot_read(capsys, tmp_path):
     present = tmp_path / "a.jsonl"
     present.write_text('{"ts": 1, "host": {"cpu_percent": 5}}\n')

@@ -77,13 +77,19 @@ class StepBudget:
     sum is the step's time beyond the ideal. ``steps`` is how many steps the
     report's save was spread over (at least one, so a save on a report whose
     ``global_step`` did not advance — a sampler re-sending the latest step —
-    is still counted whole).
+    is still counted whole). ``all_reduce_ms`` is the collective's own time
+    that step (:func:`all_reduce_ms`; None when not measured, or the step sat
+    out a stall), which a rank's all-reduce timer beyond it spent waiting;
+    ``usual_ms`` each wait's baseline the step was measured against (those
+    learned so far) — what a rank's own waits are measured against too.
     """
 
     step_ms: float
     ideal_ms: float
     lost_ms: dict[str, float] = field(default_factory=dict)
     steps: int = 1
+    all_reduce_ms: float | None = None
+    usual_ms: dict[str, float] = field(default_factory=dict)
 
 
 class StepCounter:
@@ -133,25 +139,23 @@ class BudgetBuilder:
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
         clean = step - checkpoint - bubble
         waits = _waits(report)
-        excess = {name: self._excess(ts, name, value) for name, value in waits.items()}
+        usual = {name: self.waits[name].value or 0.0 for name in waits if self.waits[name].ready}
+        for name, value in waits.items():
+            self.waits[name].add(ts, value)
+        excess = {name: max(0.0, value - usual[name]) if name in usual else 0.0 for name, value in waits.items()}
         ideal = self.ideal_ms
         self.ideal.add(ts, clean)
         if ideal is None:
             return None
-        lost = _nest_tokenizer(excess, waits)
+        lost = _nest_tokenizer(excess, report)
         over = max(0.0, clean - ideal)
         waited = sum(lost.values())
         if waited > over:  # the waits overlap (or are noisy): they explain the excess, and no more
             lost = {name: ms * over / waited for name, ms in lost.items()}
             waited = over
         lost.update(compute=over - waited, checkpoint=checkpoint, bubble=bubble)
-        return StepBudget(step, ideal, {name: lost.get(name, 0.0) for name in COMPONENTS}, steps)
-
-    def _excess(self, ts: float, name: str, value: float) -> float:
-        pace = self.waits[name]
-        usual = pace.value if pace.ready else None
-        pace.add(ts, value)
-        return max(0.0, value - usual) if usual is not None else 0.0
+        lost_ms = {name: lost.get(name, 0.0) for name in COMPONENTS}
+        return StepBudget(step, ideal, lost_ms, steps, waits.get("all_reduce"), usual)
 
 
 def _waits(report: TrainingSample) -> dict[str, float]:
@@ -168,18 +172,28 @@ def _waits(report: TrainingSample) -> dict[str, float]:
 
 def all_reduce_ms(report: TrainingSample) -> float | None:
     """The all-reduce's own time (ms): the 10th percentile over the ranks that report it, else the job's."""
-    per_rank = sorted([w for w in map(_ALL_REDUCE_WAIT, report.ranks) if w is not None])
-    return per_rank[len(per_rank) // 10] if per_rank else report.all_reduce_wait_ms
+    per_rank = list(map(_ALL_REDUCE_WAIT, report.ranks))
+    if None in per_rank:  # filtered only when some rank does not report it: a pass saved at 4,096 ranks
+        per_rank = [w for w in per_rank if w is not None]
+    if not per_rank:
+        return report.all_reduce_wait_ms
+    per_rank.sort()
+    return per_rank[len(per_rank) // 10]
 
 
 #: Reads a rank's all-reduce time in one C call (this runs over every rank of every report).
 _ALL_REDUCE_WAIT = attrgetter("all_reduce_wait_ms")
 
 
-def _nest_tokenizer(excess: dict[str, float], waits: dict[str, float]) -> dict[str, float]:
+def tokenizer_in_loader(report: TrainingSample) -> bool:
+    """Whether the report's tokenization happens inside its loader's wait (it fits in it)."""
+    tokenizer, data = report.tokenizer_wait_ms, report.data_wait_ms
+    return tokenizer is not None and data is not None and tokenizer <= data
+
+
+def _nest_tokenizer(excess: dict[str, float], report: TrainingSample) -> dict[str, float]:
     """Tokenization that happens inside the loader's wait explains that part of it."""
     lost = dict(excess)
-    tokenizer, data = waits.get("tokenizer"), waits.get("data")
-    if tokenizer is not None and data is not None and tokenizer <= data:
+    if tokenizer_in_loader(report):
         lost["data"] = max(0.0, lost.get("data", 0.0) - lost.get("tokenizer", 0.0))
     return lost

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..samples import GpuKey, gpu_order, gpu_subject
+from .rank_budget import RankBudgets
 from .tick import GpuState, NodeState
 from .types import CRITICAL, Signal
 
@@ -41,11 +42,19 @@ CPU_BOUND_PERCENT = 85.0
 class Evidence:
     """Signals, node state and detector statistics, with the cross-layer questions as methods."""
 
-    def __init__(self, signals: Iterable[Signal], facts: Mapping[str, Any], node: NodeState, ts: float) -> None:
+    def __init__(
+        self,
+        signals: Iterable[Signal],
+        facts: Mapping[str, Any],
+        node: NodeState,
+        ts: float,
+        ranks: RankBudgets | None = None,
+    ) -> None:
         self.signals = tuple(signals)
         self.facts = dict(facts)
         self.node = node
         self.ts = ts
+        self.ranks = ranks
         #: ids of the signals that the non-residual rules' candidates explain (set before residual rules run).
         self.explained: frozenset[int] = frozenset()
         #: Budget components with measurable lost time that no non-residual candidate claims (set with ``explained``).
@@ -146,6 +155,10 @@ class Evidence:
     def node_gpus(self, node: str | None) -> list[GpuKey]:
         """Every GPU of one node (``None``: this daemon's own)."""
         return [key for key in self.node.gpus if key[0] == node]
+
+    def rank_budget(self, rank: Any) -> dict[str, float] | None:
+        """A rank's recent step budget (ms per step: ``compute``, ``data``, ``sync``), when it is known."""
+        return self.ranks.of(rank) if self.ranks is not None and isinstance(rank, int) else None
 
     # ------------------------------------------------------------ GPU state
 

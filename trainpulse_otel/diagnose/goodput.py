@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from ..samples import TrainingSample
 from .budget import StepBudget
 from .stats import decay
-from .types import Goodput, RootCause
+from .types import Goodput, RankLoss, RootCause
 
 #: The span of ``window_ratio``.
 WINDOW_S = 600.0
@@ -170,8 +170,8 @@ class GoodputAccount:
         self._loss_ts = ts
         return dict(self._loss_rates)
 
-    def goodput(self, ts: float) -> Goodput | None:
-        """The goodput at ``ts`` (None before the ideal step is known)."""
+    def goodput(self, ts: float, ranks: tuple[RankLoss, ...] = ()) -> Goodput | None:
+        """The goodput at ``ts`` (None before the ideal step is known), listing ``ranks`` (:mod:`.rank_budget`)."""
         if self._ideal_ms is None or self.first_ts is None or ts <= self.first_ts:
             return None
         while self._recent and self._recent[0][0] <= ts - self.window_s:
@@ -183,6 +183,7 @@ class GoodputAccount:
             window_ratio=min(1.0, max(0.0, self._recent_s) / window),
             ideal_step_time_ms=self._ideal_ms,
             badput_s=dict(sorted(self.badput_s.items())),
+            ranks=ranks,
         )
 
     @staticmethod

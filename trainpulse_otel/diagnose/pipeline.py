@@ -20,6 +20,7 @@ from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
 from .goodput import GoodputAccount
 from .health import HealthScorer
+from .rank_budget import RankBudgets
 from .rootcause import RootCauseRule, infer_root_causes
 from .tick import TickBuilder
 from .tracker import SignalTracker
@@ -59,6 +60,7 @@ class DiagnosticPipeline:
         self._budget = BudgetBuilder()
         self._steps = StepCounter()
         self._goodput = GoodputAccount()
+        self._ranks = RankBudgets()
         self._stalled = False  # training_stalled was raised since the last report
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
@@ -101,7 +103,11 @@ class DiagnosticPipeline:
         if tick.report is not None:
             self._account(ts, tick.report, causes, signals)
         self._diagnosis = Diagnosis(
-            ts=ts, health=health, signals=signals, root_causes=causes, goodput=self._goodput.goodput(ts)
+            ts=ts,
+            health=health,
+            signals=signals,
+            root_causes=causes,
+            goodput=self._goodput.goodput(ts, self._ranks.worst()),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
@@ -111,6 +117,7 @@ class DiagnosticPipeline:
         """The new report's step into the budget, and the budget into goodput."""
         steps = self._steps.advance(report)
         budget = self._budget.add(ts, report, steps, stalled=self._stalled)
+        self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
         straggler = any(s.name == "rank_straggler" for s in signals)
         self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler, steps)
@@ -128,7 +135,7 @@ class DiagnosticPipeline:
             self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
             self._causes = infer_root_causes(
-                signals, self.facts(), self._ticks.node, ts, self.rules, self._goodput.recent_losses(ts)
+                signals, self.facts(), self._ticks.node, ts, self.rules, self._goodput.recent_losses(ts), self._ranks
             )
             self._causes_at = ts
             self._top = _top(self._causes)

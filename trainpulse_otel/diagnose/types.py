@@ -161,13 +161,60 @@ class Health:
 
 
 @dataclass(frozen=True)
+class RankLoss:
+    """One rank's recent step budget (ms per step): what its own lateness costs, and what it waited for others.
+
+    ``lost_ms`` holds the rank's own components (``compute``, ``data``), ``lost_ms_per_step`` their sum: the
+    rank reaches the collective that much later than the ideal step has it, and every other rank waits for
+    that. ``waited_ms_per_step`` is its own wait for slower peers: their cost, so not in the sum.
+    """
+
+    rank: int
+    lost_ms_per_step: float
+    lost_ms: Mapping[str, float] = field(default_factory=dict)
+    waited_ms_per_step: float = 0.0
+    hostname: str | None = None
+    gpu_index: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rank": self.rank}
+        if self.hostname is not None:
+            out["hostname"] = self.hostname
+        if self.gpu_index is not None:
+            out["gpu_index"] = self.gpu_index
+        out.update(
+            lost_ms_per_step=round(self.lost_ms_per_step, 3),
+            lost_ms={component: round(ms, 3) for component, ms in self.lost_ms.items()},
+            waited_ms_per_step=round(self.waited_ms_per_step, 3),
+        )
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "rank") -> RankLoss:
+        data = _object(data, where)
+        lost = _field(data, "lost_ms", Mapping, where, {})
+        return cls(
+            rank=_field(data, "rank", int, where),
+            lost_ms_per_step=_field(data, "lost_ms_per_step", float, where),
+            lost_ms={k: _item(v, float, f"{where}.lost_ms.{k}") for k, v in lost.items()},
+            waited_ms_per_step=_field(data, "waited_ms_per_step", float, where, 0.0),
+            hostname=_field(data, "hostname", str, where, None),
+            gpu_index=_field(data, "gpu_index", int, where, None),
+        )
+
+
+@dataclass(frozen=True)
 class Goodput:
-    """The contract's ``goodput`` block: productive time over wall time, and the seconds lost by cause."""
+    """The contract's ``goodput`` block: productive time over wall time, and the seconds lost by cause.
+
+    ``ranks`` (TrainPulse's addition): the few ranks whose own lateness costs the job the most, worst first.
+    """
 
     ratio: float
     window_ratio: float
     ideal_step_time_ms: float
     badput_s: Mapping[str, float] = field(default_factory=dict)
+    ranks: tuple[RankLoss, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,17 +222,20 @@ class Goodput:
             "window_ratio": round(self.window_ratio, 4),
             "ideal_step_time_ms": round(self.ideal_step_time_ms, 3),
             "badput_s": {cause: round(s, 3) for cause, s in self.badput_s.items()},
+            "ranks": [r.to_dict() for r in self.ranks],
         }
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "goodput") -> Goodput:
         data = _object(data, where)
         badput = _object(data.get("badput_s", {}), f"{where}.badput_s")
+        ranks = _field(data, "ranks", list, where, [])  # absent from a daemon older than the field
         return cls(
             ratio=_field(data, "ratio", float, where),
             window_ratio=_field(data, "window_ratio", float, where),
             ideal_step_time_ms=_field(data, "ideal_step_time_ms", float, where),
             badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()},
+            ranks=tuple(RankLoss.from_dict(r, f"{where}.ranks[{i}]") for i, r in enumerate(ranks)),
         )
 
 
@@ -230,7 +280,7 @@ class Diagnosis:
 
 
 _REQUIRED: Any = object()
-_KINDS = {str: "a string", float: "a number", Mapping: "an object", list: "an array"}
+_KINDS = {str: "a string", float: "a number", int: "an integer", Mapping: "an object", list: "an array"}
 
 
 def _object(data: Any, where: str) -> Mapping[str, Any]:

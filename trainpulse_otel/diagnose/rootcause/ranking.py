@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..correlate import Evidence
+from ..rank_budget import RankBudgets
 from ..tick import NodeState
 from ..types import CRITICAL, RootCause, Signal
 
@@ -208,11 +209,13 @@ def infer_root_causes(
     ts: float,
     rules: Sequence[RootCauseRule],
     losses: Mapping[str, float] | None = None,
+    ranks: RankBudgets | None = None,
 ) -> tuple[RootCause, ...]:
-    """The ranked root causes for the active signals (empty when none are active)."""
+    """The ranked root causes for the active signals (empty when none are active); ``ranks``: each rank's
+    recent step budget, for the rules that say what a rank's lateness is made of."""
     if not signals:
         return ()
-    ev = Evidence(signals, facts, node, ts)
+    ev = Evidence(signals, facts, node, ts, ranks)
     candidates = [c for rule in rules if not rule.residual for c in _proposals(rule, ev)]
     ev.explained = frozenset(id(s) for c in candidates for s in c.explains)
     ev.unclaimed = _unclaimed(candidates, losses or {})

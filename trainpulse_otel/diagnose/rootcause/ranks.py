@@ -11,6 +11,11 @@ REMEDY_STRAGGLER = (
     "(nvidia-smi topo -m, dmesg for Xid errors). If it persists, cordon the node and restart from the last "
     "checkpoint without it."
 )
+REMEDY_LOADER = (
+    "Rank {rank} on {host} waits for its own data loader: check its loader workers (num_workers, prefetch, "
+    "pinned memory, a worker that died or restarts), the CPU cores and NUMA node they run on and what else "
+    "competes for them (top, pidstat, cgroup CPU limits), and the storage or shard that rank reads."
+)
 
 
 def straggler(ev: Evidence) -> list[Candidate]:
@@ -30,18 +35,36 @@ def straggler(ev: Evidence) -> list[Candidate]:
                     f"; its GPU {g[1]} is not throttled but idles more than its peers "
                     f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow"
                 )
+        lateness, own_loader = _made_of(ev.rank_budget(rank))
+        remedy = REMEDY_LOADER if own_loader else REMEDY_STRAGGLER
         out.append(
             Candidate(
                 "straggler_rank",
                 base_confidence([s]),
-                summary,
-                REMEDY_STRAGGLER.format(rank=rank, host=host),
+                summary + lateness,
+                remedy.format(rank=rank, host=host),
                 [s],
                 symptoms(ev, *_waited_for(ev), "throughput_collapse", "gpu_underutilization"),
                 dict(s.subject),
             )
         )
     return out
+
+
+def _made_of(budget: dict[str, float] | None) -> tuple[str, bool]:
+    """What a straggler's lateness is made of, from its step budget (its own compute, or its own loader's
+    wait), for the summary; and whether it is its loader (a one-rank loader starvation is this rank's)."""
+    if budget is None:
+        return "", False
+    compute, data = budget["compute"], budget["data"]
+    own = compute + data
+    if own <= 0:
+        return "", False
+    if data >= compute:
+        text = f"its own data loader: {data:.0f} of the {own:.0f} ms a step it adds is waiting for its batches"
+        return f"; its lateness is {text}, {compute:.0f} ms its compute", True
+    text = f"its own compute: {compute:.0f} of the {own:.0f} ms a step it adds"
+    return f"; its lateness is {text}, {data:.0f} ms its data wait", False
 
 
 REMEDY_IMBALANCE = (
