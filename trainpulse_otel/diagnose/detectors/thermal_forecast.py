@@ -96,8 +96,12 @@ class ThermalThrottleRisk(BaseDetector):
     Statistic per GPU: the temperature, read every 2 s and fitted over 1 and 3
     minutes every 4 s while the GPU is busy (a least-squares fit shrugs off a
     one-reading sensor blip); the throttle point is 87 °C, or the lowest
-    temperature this GPU was seen thermally throttled at. Judged after a
-    minute of load (warming back up after an idle spell is not a risk), when
+    temperature this GPU was seen thermally throttled at. A short idle spell
+    (a checkpoint save) does not end the series: the busy readings count again
+    once the GPU is back to within 1 °C of where it left off, so a duty-cycled
+    GPU is fitted over the envelope of its busy temperatures, not over its
+    rebounds. Judged after a minute of load (warming back up after a long idle
+    spell is not a risk), when
     the fitted temperature is at least 0.5 °C above the GPU's usual full-load
     temperature (the peak of its busy baseline, forgotten at 1 °C per 10 min,
     so a GPU warming back up after a lighter spell is not at risk), its power
