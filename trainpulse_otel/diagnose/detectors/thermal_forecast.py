@@ -64,12 +64,11 @@ class _GpuHeat:
         once it has warmed back to within REBOUND_C of where it left off (so a duty-cycled GPU, a checkpointing
         job's, is fitted over the envelope of its busy temperatures, not over its rebounds)."""
         self.idle_since = None
-        if busy_s >= SETTLE_S or (
-            self.rebounding and self.left.value is not None and temp >= self.left.value - REBOUND_C
-        ):
+        settled, left = busy_s >= SETTLE_S, self.left.value
+        if self.rebounding and (settled or (left is not None and temp >= left - REBOUND_C)):
             self.rebounding = False
-        if self.rebounding or (busy_s < SETTLE_S and not len(self.forecaster.trend)):
-            return False
+        if self.rebounding or not (settled or len(self.forecaster.trend)):
+            return False  # still rebounding from a short idle, or a fresh series not yet a minute under load
         self.left.add(temp)
         return True
 
