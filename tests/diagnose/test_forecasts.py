@@ -107,16 +107,48 @@ def test_a_gpu_warming_toward_its_throttle_point_is_forecast():
     assert eta == pytest.approx((87 - 67 - (240 - 60) / 15) * 15, rel=0.3)
 
 
-def test_a_gpu_warming_back_up_after_idling_is_no_risk():
+@pytest.mark.parametrize("idle_s", [40, 90])  # a save's short idle, and one longer than the series is held across
+def test_a_gpu_warming_back_up_after_idling_is_no_risk(idle_s):
+    back = 100 + idle_s
+
     def frame(t):
-        if 100 <= t < 140:
+        if 100 <= t < back:
             return job(t, gpus={2: {"utilization_percent": 0.0, "temperature_celsius": 45.0}})
         return job(
             t,
-            gpus={2: {"temperature_celsius": float(round(67 - max(0.0, 22 - (t - 140) * 0.5)))}} if t >= 140 else None,
+            gpus={2: {"temperature_celsius": float(round(67 - max(0.0, 22 - (t - back) * 0.5)))}}
+            if t >= back
+            else None,
         )
 
-    assert Harness(ThermalThrottleRisk()).run(range(300), frame).raised() == []
+    assert Harness(ThermalThrottleRisk()).run(range(360), frame).raised() == []
+
+
+def duty_cycled(warming_c_per_min: float, busy_s: int = 36, idle_s: int = 25, tau_s: float = 12.0):
+    """GPU 2 of a checkpointing job from 60 s on: busy ``busy_s``, idle ``idle_s`` (a save), its temperature
+    following its load with a ``tau_s`` time constant toward 67 °C busy (plus ``warming_c_per_min`` of failing
+    cooling since 60 s) and 40 °C idle; read as whole degrees."""
+    temp = {"c": 67.0}
+
+    def frame(t: float) -> Frame:
+        busy = t < 60 or (t - 60) % (busy_s + idle_s) < busy_s
+        target = 67.0 + warming_c_per_min * max(0.0, t - 60) / 60.0 if busy else 40.0
+        temp["c"] += (target - temp["c"]) / tau_s
+        load = {} if busy else {"utilization_percent": 0.0, "power_watts": 95.0}
+        return job(t, gpus={2: {**load, "temperature_celsius": float(round(temp["c"]))}})
+
+    return frame
+
+
+def test_a_duty_cycled_gpu_whose_cooling_fails_is_forecast_over_its_busy_envelope():
+    h = Harness(ThermalThrottleRisk()).run(range(420), duty_cycled(3.0))
+    raised = h.raised("thermal_throttle_risk")
+    assert raised and raised[0].subject == {"gpu_index": 2}
+    assert raised[0].ts - T0 <= 60 + 240  # within a few of its 61-s cycles, long before it throttles (~ 7 min)
+
+
+def test_a_duty_cycled_gpu_rebounding_after_every_save_is_no_risk():
+    assert Harness(ThermalThrottleRisk()).run(range(900), duty_cycled(0.0)).raised() == []
 
 
 def test_the_throttle_point_is_learned_from_observed_throttling():

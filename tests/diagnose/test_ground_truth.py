@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from trainpulse_otel.collect.sim.combine import combine
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+from trainpulse_otel.collect.trace import TraceRecord
 from trainpulse_otel.runtime.evaluate_pairs import fault_presence, run_pair
-from trainpulse_otel.runtime.ground_truth import CHECKS, FORECAST_HORIZON_S, Presence
+from trainpulse_otel.runtime.ground_truth import CHECKS, FORECAST_HORIZON_S, Presence, loaded_seconds
 from trainpulse_otel.runtime.sim_replay import START_TS, judge_at, sim_records
+from trainpulse_otel.samples import GpuSample
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
@@ -38,8 +41,6 @@ def test_a_starved_gpu_that_never_throttles_is_excused_with_its_reason_and_the_o
 
 
 def test_faults_no_partner_removes_are_never_excused():
-    from trainpulse_otel.collect.sim.combine import combine
-
     scenario = combine(SCENARIOS["dataloader_starvation"], SCENARIOS["checkpoint_stall"])
     assert all(p == Presence(True, True, "") for p in fault_presence(scenario, 0, None, 1.0).values())
 
@@ -52,3 +53,29 @@ def test_a_fault_in_the_steps_of_a_job_that_stopped_is_excused_and_a_transient_o
     assert over.absent == {"loss_spike": "the loss is back to its level"}
     assert "loss_spike" in over.latency_s and over.detected  # its signal was still due, and raised
     assert over.expected_causes == ["input_pipeline_bound"]
+
+
+def test_a_gpus_load_is_the_time_it_drew_half_its_power_limit_or_more():
+    def at(t: int, watts: float) -> TraceRecord:
+        gpus = [GpuSample(index=i, power_watts=watts if i == 2 else 640.0, power_limit_watts=700.0) for i in (1, 2)]
+        return TraceRecord(0, START_TS + t, "gpus", gpus)
+
+    watts = [640.0] * 50 + [125.0] * 100 + [640.0] * 31  # busy, spinning in a hang at low power, busy again
+    records = [at(t, w) for t, w in enumerate(watts)]
+    assert loaded_seconds(records, 2, START_TS, START_TS + 180) == 80.0
+    assert loaded_seconds(records, 1, START_TS + 60, START_TS + 180) == 120.0
+
+
+def test_a_forecast_its_gpu_had_too_little_load_to_make_is_scored_as_either_heat_signal():
+    # the hang leaves GPU 2 spinning at ~125 W for 3 minutes: 30 s of load after the onset, 30 s at the end
+    result = run_pair(("thermal_throttle_risk", "training_stalled"))
+    assert "GPU 2 drew its load for 60 s after the onset" in result.scored_instead["thermal_throttle_risk"]
+    assert set(result.latency_s["thermal_throttle_risk"]) == {"thermal_throttle_risk or thermal_instability"}
+    assert "thermal_throttle_risk" not in result.absent and "thermal_instability" not in result.extra
+    assert result.expected_causes == ["gpu_thermal_throttling"]  # the fault is there: its cause is still due
+
+
+def test_a_duty_cycled_gpu_still_owes_its_forecast():
+    scenario = combine(SCENARIOS["checkpoint_stall"], SCENARIOS["thermal_throttle_risk"])
+    # 36-s busy spells between 26-s saves: minutes of load in all, so the forecast itself is due
+    assert fault_presence(scenario, 0, None, 1.0)["thermal_throttle_risk"] == Presence(True, True, "")

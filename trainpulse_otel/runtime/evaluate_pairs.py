@@ -20,7 +20,11 @@ earlier onset, are listed as for one fault but are not a figure.
 A part whose fault the combination removes — the samples say so, read by
 :mod:`.ground_truth` — is excused: its signals are not due while it is not
 there at all, its cause not while it is gone at the judging time; the reason
-is listed, and the excused parts are counted.
+is listed, and the excused parts are counted. A forecast whose GPU drew too
+little load after the onset to forecast from (a hang that left it spinning
+at low power) is scored as either of its GPU's heat signals — the fact or the
+forecast — instead (:data:`.ground_truth.FORECAST_LOAD_S`); those are listed
+and counted too.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from ..collect.sim.combine import combine
 from ..collect.sim.scenarios import SCENARIOS, Scenario
 from .assemble import Plugins
 from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, NOT_IN_STEPS, Presence, presence_of
-from .sim_replay import START_TS, VARIANTS, extra_and_early, judge_at, latency, replay_scenario, sim_records
+from .sim_replay import START_TS, VARIANTS, Timeline, extra_and_early, judge_at, latency, replay_scenario, sim_records
 
 #: Root causes a pair's expected causes must be among.
 TOP = 2
@@ -58,6 +62,7 @@ class PairResult:
     causes_ok: bool
     ticks: int = 0
     absent: dict[str, str] = field(default_factory=dict)  # part -> why its fault is not in the samples
+    scored_instead: dict[str, str] = field(default_factory=dict)  # part -> why other signals stand for its own
 
     @property
     def missed_signals(self) -> list[str]:
@@ -116,15 +121,13 @@ def run_pair(
     scenario = combine(*(SCENARIOS[n] for n in names))
     run = replay_scenario(scenario, seed, VARIANTS["default"], duration_s, interval_s, plugins)
     presence = fault_presence(scenario, seed, duration_s, interval_s)
-    lat = {
-        p.name: {s: latency(run.timeline, s, p.onset_s) for s in sorted(p.expected_signals)}
-        for p in scenario.parts
-        if presence[p.name].ever
-    }
+    lat = {p.name: part_latencies(run.timeline, p, presence[p.name]) for p in scenario.parts if presence[p.name].ever}
     top = [c.cause for c in run.diagnosis.root_causes[:TOP]]
     expected = list(dict.fromkeys(c for p in scenario.parts if presence[p.name].at_judge for c in p.expected_causes))
     missing = [c for c in expected if c not in top]
     extra, early = extra_and_early(run.timeline, scenario)
+    standing_in = {s for p in presence.values() if p.instead is not None for s in p.instead.signals}
+    extra = [s for s in extra if s not in standing_in]  # scored in a part's place, so not outside the key
     return PairResult(
         pair="+".join(names),
         seed=seed,
@@ -140,7 +143,17 @@ def run_pair(
         causes_ok=not missing,
         ticks=run.ticks,
         absent={name: p.reason for name, p in presence.items() if p.reason},
+        scored_instead={name: p.instead.reason for name, p in presence.items() if p.instead is not None},
     )
+
+
+def part_latencies(timeline: Timeline, part: Scenario, presence: Presence) -> dict[str, float | None]:
+    """Seconds from the part's onset to each of its expected signals; for a part scored instead by any of several
+    signals, to the first of them (keyed ``a or b``)."""
+    if presence.instead is None:
+        return {s: latency(timeline, s, part.onset_s) for s in sorted(part.expected_signals)}
+    got = [v for s in presence.instead.signals if (v := latency(timeline, s, part.onset_s)) is not None]
+    return {" or ".join(presence.instead.signals): min(got, default=None)}
 
 
 def fault_presence(scenario: Scenario, seed: int, duration_s: float | None, interval_s: float) -> dict[str, Presence]:
@@ -172,6 +185,7 @@ def pairs_summary(pairs: Sequence[PairResult]) -> dict[str, Any]:
         "detected": sum(p.detected for p in pairs),
         "causes_in_top_two": sum(p.causes_ok for p in pairs),
         "faults_absent": sum(len(p.absent) for p in pairs),
+        "scored_instead": sum(len(p.scored_instead) for p in pairs),
         "max_latency_s": max(latencies, default=None),
         "runs_with_extra_signals": sum(bool(p.extra) for p in pairs),
     }
@@ -194,6 +208,7 @@ def format_pairs(pairs: Sequence[PairResult]) -> list[str]:
         missed = [*p.missed_signals, *(f"cause {c}" for c in p.missing_causes)]
         notes = ", ".join(missed) + (" / " + ", ".join(p.extra) if p.extra else "")
         notes += "".join(f" [{part} excused: {why}]" for part, why in p.absent.items())
+        notes += "".join(f" [{part}: {why}]" for part, why in p.scored_instead.items())
         causes = ", ".join(p.top_causes) or "none"
         lines.append(f"{p.pair:<46}{p.seed:>4}  {lat:<9}{causes:<48}{ok:<3}{notes}".rstrip())
     return lines
@@ -204,5 +219,6 @@ def pairs_line(summary: dict[str, Any]) -> str:
     return (
         f"pairs: {summary['detected']}/{summary['runs']} detected (every signal of both faults); "
         f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}; "
-        f"{summary['faults_absent']} fault(s) excused, absent from the samples"
+        f"{summary['faults_absent']} fault(s) excused, absent from the samples; "
+        f"{summary['scored_instead']} forecast(s) scored as the fact or the forecast"
     )

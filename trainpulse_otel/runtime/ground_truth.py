@@ -36,6 +36,13 @@ THERMAL = frozenset({"sw_thermal", "hw_thermal"})
 #: How far ahead a thermal forecast looks (ThermalThrottleRisk.horizon_s), and the faults that are forecasts.
 FORECAST_HORIZON_S = 900.0
 FORECASTS = frozenset({"thermal_throttle_risk"})
+#: The least time under load (drawing half its power limit or more), in all between the onset and judging, from
+#: which a GPU's heating can be forecast: after a change of load its temperature follows the load for ~3 thermal
+#: time constants (~40 s), and a drift of a few °C a minute shows above whole-degree readings only over a minute or
+#: more of settled load. An idle or spinning GPU (~100 W of 700) sits far below its throttle point whatever its fan.
+FORECAST_LOAD_S = 120.0
+#: A GPU's heat signals: a forecast that could not be made is scored as either (the fact, or the forecast).
+HEAT_SIGNALS = ("thermal_throttle_risk", "thermal_instability")
 #: Seconds of samples a state is read over (one reading is not a state).
 SPAN_S = 60.0
 #: A rank this much slower than the median of the others is a straggler (the detector's own floor).
@@ -67,6 +74,15 @@ NOT_IN_STEPS = frozenset(
 
 
 @dataclass(frozen=True)
+class Instead:
+    """Signals any one of which stands for a part's own expected ones, and why (a forecast that could not be made:
+    the fault is there and must be found, as what it already is or as the forecast)."""
+
+    signals: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Presence:
     """Whether a part's fault is in the samples: at any time after its onset (so its expected signals are due),
     and at the judging time (so its expected cause is)."""
@@ -74,6 +90,7 @@ class Presence:
     ever: bool
     at_judge: bool
     reason: str  # why it is absent, in words (empty when present throughout)
+    instead: Instead | None = None  # the signals scored in place of the part's own, when they could not show
 
 
 def _gpus(records: Iterable[TraceRecord], start: float, end: float) -> list[tuple[float, Sequence[GpuSample]]]:
@@ -120,7 +137,25 @@ def thermal_forecast(records: Sequence[TraceRecord], gpu: int, onset: float, jud
     ]
     at_judge = any(ts >= judge for ts in hot)
     reason = "" if at_judge else f"GPU {gpu} never reaches its throttle point within 15 min of the end"
-    return Presence(bool(hot), at_judge, reason)
+    loaded = loaded_seconds(records, gpu, onset, judge)
+    if not hot or loaded >= FORECAST_LOAD_S:
+        return Presence(bool(hot), at_judge, reason)
+    why = (
+        f"GPU {gpu} drew its load for {loaded:.0f} s after the onset, under the {FORECAST_LOAD_S:.0f} s a heat "
+        f"forecast needs: scored as {' or '.join(HEAT_SIGNALS)}"
+    )
+    return Presence(True, at_judge, reason, Instead(HEAT_SIGNALS, why))
+
+
+def loaded_seconds(records: Sequence[TraceRecord], gpu: int, onset: float, judge: float) -> float:
+    """Seconds GPU ``gpu`` drew half its power limit or more between the onset and judging (each sample standing
+    for the time to the next)."""
+    samples = [(ts, g) for ts, gpus in _gpus(records, onset, judge) for g in gpus if g.index == gpu]
+    return sum(
+        b - a
+        for (a, g), (b, _) in pairwise(samples)
+        if g.power_watts is not None and g.power_limit_watts and 2 * g.power_watts >= g.power_limit_watts
+    )
 
 
 def power_capped(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
@@ -256,4 +291,5 @@ def presence_of(
         all(p.ever for p in found),
         all(p.at_judge for p in found),
         "; ".join(dict.fromkeys(p.reason for p in found if p.reason)),
+        next((p.instead for p in found if p.instead is not None), None),
     )

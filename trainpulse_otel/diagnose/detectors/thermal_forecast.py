@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_subject
-from ..stats import RobustBaseline, Trend
+from ..stats import RecentMedian, RobustBaseline, Trend
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
@@ -28,12 +28,18 @@ USUAL_HIGH_DECAY_C_PER_S = 1.0 / 600.0
 SETTLE_S = 60.0
 #: The lowest throttle point learned from observation (a reading below it is a sensor quirk).
 MIN_THROTTLE_C = 70.0
+#: The longest idle spell a GPU's series is read across (a checkpoint save of seconds to a minute); after a
+#: longer one it starts afresh, with SETTLE_S of load.
+SHORT_IDLE_S = 60.0
+#: How close to where it left off (°C) a GPU resuming from a short idle must warm back before its readings count
+#: again: the first seconds of each busy spell are the rebound from the idle, not the trend.
+REBOUND_C = 1.0
 
 
 class _GpuHeat:
     """One GPU's temperature and power series, its busy baseline and usual peak, its throttle point."""
 
-    __slots__ = ("baseline", "forecaster", "power", "throttle_c", "usual_high")
+    __slots__ = ("baseline", "forecaster", "idle_since", "left", "power", "rebounding", "throttle_c", "usual_high")
 
     def __init__(self) -> None:
         self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
@@ -41,6 +47,30 @@ class _GpuHeat:
         self.power = _power_trend()
         self.throttle_c = DEFAULT_THROTTLE_C
         self.usual_high = -math.inf
+        self.idle_since: float | None = None
+        self.left = RecentMedian(5)  # the last readings that counted: where the GPU left off before an idle spell
+        self.rebounding = False
+
+    def idle(self, ts: float) -> None:
+        """The GPU idles: its series is held across a short spell (a save) and started afresh after a long one."""
+        if self.idle_since is None:
+            self.idle_since, self.rebounding = ts, bool(len(self.forecaster.trend))
+        elif ts - self.idle_since > SHORT_IDLE_S and len(self.forecaster.trend):
+            self.forecaster, self.power = _heat_forecaster(), _power_trend()
+            self.rebounding = False
+
+    def counts(self, temp: float, busy_s: float) -> bool:
+        """Whether a busy reading is on the GPU's trend: after SETTLE_S of load, or — resuming from a short idle —
+        once it has warmed back to within REBOUND_C of where it left off (so a duty-cycled GPU, a checkpointing
+        job's, is fitted over the envelope of its busy temperatures, not over its rebounds)."""
+        self.idle_since = None
+        settled, left = busy_s >= SETTLE_S, self.left.value
+        if self.rebounding and (settled or (left is not None and temp >= left - REBOUND_C)):
+            self.rebounding = False
+        if self.rebounding or not (settled or len(self.forecaster.trend)):
+            return False  # still rebounding from a short idle, or a fresh series not yet a minute under load
+        self.left.add(temp)
+        return True
 
     def learn(self, temp: float, dt: float) -> None:
         """Update the baseline and the slowly forgotten peak of it (the GPU's usual temperature at full load)."""
@@ -65,8 +95,12 @@ class ThermalThrottleRisk(BaseDetector):
     Statistic per GPU: the temperature, read every 2 s and fitted over 1 and 3
     minutes every 4 s while the GPU is busy (a least-squares fit shrugs off a
     one-reading sensor blip); the throttle point is 87 °C, or the lowest
-    temperature this GPU was seen thermally throttled at. Judged after a
-    minute of load (warming back up after an idle spell is not a risk), when
+    temperature this GPU was seen thermally throttled at. A short idle spell
+    (a checkpoint save) does not end the series: the busy readings count again
+    once the GPU is back to within 1 °C of where it left off, so a duty-cycled
+    GPU is fitted over the envelope of its busy temperatures, not over its
+    rebounds. Judged after a minute of load (warming back up after a long idle
+    spell is not a risk), when
     the fitted temperature is at least 0.5 °C above the GPU's usual full-load
     temperature (the peak of its busy baseline, forgotten at 1 °C per 10 min,
     so a GPU warming back up after a lighter spell is not at risk), its power
@@ -123,9 +157,10 @@ class ThermalThrottleRisk(BaseDetector):
                 heat = known[state.key] = _GpuHeat()
             if state.last_thermal_ts == ts:  # throttling now: this is where its slowdown engages
                 heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
-            if state.busy_for(ts) < SETTLE_S:  # warming up after idling is not a risk
-                if len(heat.forecaster.trend):
-                    heat.forecaster, heat.power = _heat_forecaster(), _power_trend()
+            if state.busy_since is None:
+                heat.idle(ts)
+                continue
+            if not heat.counts(temp, state.busy_for(ts)):  # warming up after idling is not a risk
                 continue
             heat.forecaster.add(ts, temp)
             if g.power_watts is not None:
@@ -134,7 +169,7 @@ class ThermalThrottleRisk(BaseDetector):
 
     def _judge(self, key: GpuKey, heat: _GpuHeat, tick: Tick) -> Finding | None:
         state = tick.node.gpus.get(key)
-        if state is None or state.busy_for(tick.ts) < SETTLE_S or not heat.baseline.ready:
+        if state is None or not len(heat.forecaster.trend) or not heat.baseline.ready:
             return None
         if state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts < 30.0:
             return None
