@@ -38,6 +38,16 @@ def test_a_straggler_and_a_starving_loader_both_show_in_the_samples():
     )
 
 
+def test_a_gpu_that_falls_off_the_bus_beside_a_lost_node_falls_off_this_node_only():
+    node = SimulatedNode("node_unreachable,gpu_hardware_fault")
+    ticks = [node.sample(float(t)) for t in range(150)]
+    own_xids = [code for c in ticks for g in c.gpus if g.index == 4 for code in g.xid_errors or ()]
+    assert own_xids == [79]  # this node's GPU 4 falls off the bus once
+    assert 4 not in {g.index for g in ticks[-1].gpus}
+    peers = [g for c in ticks for peer in c.nodes for g in peer.gpus if g.index == 4]
+    assert peers and all(not g.xid_errors and g.utilization_percent is not None for g in peers)
+
+
 def test_before_the_earliest_onset_a_combination_is_the_healthy_run():
     combined, healthy = SimulatedNode(PAIR), SimulatedNode("healthy")
     assert [combined.sample(float(t)) for t in range(90)] == [healthy.sample(float(t)) for t in range(90)]

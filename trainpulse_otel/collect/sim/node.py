@@ -98,10 +98,13 @@ class SimulatedNode:
         self._t = t
         k = self._healthy.at(self.scenario, t)
         collected = self._stalled(t, dt, k) if self._faults.any_lost(k) else self._sample(t, dt, k)
-        collected = replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
+        faulted = replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
         if not self.job.peer_nodes:
-            return collected
-        return job_view(collected, self.job.peer_nodes, self.job.lost_peer if k.peer_lost >= 0.5 else None)
+            return faulted
+        # the other nodes' GPUs are this node's before its hardware faults: a GPU that falls off the bus, its
+        # XIDs and ECC errors are this node's own, not every node's
+        peers = job_view(collected, self.job.peer_nodes, self.job.lost_peer if k.peer_lost >= 0.5 else None)
+        return replace(peers, gpus=faulted.gpus)
 
     def _sample(self, t: float, dt: float, k: Knobs) -> Collected:
         if k.host_memory_leak >= 1.0 or max(k.memory_frac) >= 1.0:
