@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -38,9 +39,9 @@ def test_a_node_daemons_own_instruments_come_back_as_its_samples():
     (report,) = decoded.reports
     expected = frame_from_samples(0.0, GPUS, HOST, TRAINING, node.latest.xid_counts())
     assert report.hostname == "node-3"
-    assert report.gpus == expected.gpus
+    assert report.gpus == tuple(g.on_node("node-3") for g in expected.gpus)  # built on their node, not copied to it
     assert report.host == expected.host
-    assert report.xid_counts == expected.xid_counts
+    assert report.xid_counts == tuple(replace(x, node="node-3") for x in expected.xid_counts)
     training = report.training
     assert training is not None and math.isnan(training.loss)  # carried by the nonfinite series
     assert training.ranks == expected.training.ranks
@@ -55,7 +56,8 @@ def test_delta_counters_add_up_to_the_running_totals_the_frame_expects():
     node.latest.put(Collected(gpus=(GpuSample(0, xid_errors=(79, 79, 48)), GPUS[1])), 1001.0)
     second = receiver.decode(node.export())
     assert first.reports[0].xid_counts != second.reports[0].xid_counts
-    assert second.reports[0].xid_counts == node.latest.xid_counts()  # 79 three times, 48 once: the totals
+    totals = tuple(replace(x, node="node-1") for x in node.latest.xid_counts())
+    assert second.reports[0].xid_counts == totals  # 79 three times, 48 once: the totals
 
 
 def test_outputs_and_unknown_metrics_are_ignored_and_counted_by_name():
@@ -150,3 +152,23 @@ def test_attribute_sets_read_once_judge_every_later_export_the_same_and_the_requ
     for decoded in (first, second, third):
         assert decoded.rejected == 1
         assert decoded.error_message == "trainpulse.rank.step_time: attribute rank: must be >= 0, got -1"
+
+
+def test_a_series_sent_twice_reads_as_its_newest_point_and_a_changed_set_is_read_again():
+    own = "trainpulse_otel"
+    temperature = "trainpulse.gpu.temperature"
+    twice_in_one = gauge(temperature, 70.0, 5, **{"gpu.index": 0})
+    twice_in_one.gauge.data_points.append(twice_in_one.gauge.data_points[0])
+    twice_in_one.gauge.data_points[1].as_double, twice_in_one.gauge.data_points[1].time_unix_nano = 60.0, 3
+    receiver = OtlpReceiver()
+    for metrics in (
+        [twice_in_one],  # one metric, the same GPU twice: the newer point
+        [gauge(temperature, 60.0, 3, **{"gpu.index": 0}), gauge(temperature, 70.0, 5, **{"gpu.index": 0})],
+        [gauge(temperature, 70.0, 5, **{"gpu.index": 0}), gauge(temperature, 60.0, 3, **{"gpu.index": 0})],
+    ):
+        (gpu,) = receiver.decode(request(metrics, scope=own)).reports[0].gpus
+        assert (gpu.index, gpu.temperature_celsius, gpu.node) == (0, 70.0, "node-0")
+    renamed = receiver.decode(request([gauge(temperature, 71.0, 6, **{"gpu.index": 0, "gpu.name": "B200"})], scope=own))
+    assert renamed.reports[0].gpus[0].name == "B200"  # the same metric with other attributes: read, not recalled
+    moved = receiver.decode(request([gauge(temperature, 72.0, 7, **{"gpu.index": 1, "gpu.name": "B200"})], scope=own))
+    assert [(g.index, g.temperature_celsius) for g in moved.reports[0].gpus] == [(1, 72.0)]

@@ -1,62 +1,105 @@
-"""Attribute sets of data points, read once and remembered across requests.
+"""Attribute sets of data points, read once and remembered across requests, a metric's at a time.
 
 A node daemon sends the same few attribute sets every export — one per GPU,
-rank, throttle reason, XID code — and the same set under every metric of a
-GPU or rank; reading one through the generated API (a wrapper per key-value
-pair and per value) costs several times what the rest of its point does. So
-a point's set is recognised by what the point serializes to once its time and
-value are cleared (its attributes, and its flags, start time and exemplars,
-which only make two points with the same set look different: a second
-reading, never a wrong one), and read only the first time: its dict, its
-sorted pairs (the series key) and what its checks found wrong. Identical
-bytes are identical content, so what is remembered for them is what reading
-them again would give. Bounded: the oldest sets go first.
+rank, throttle reason, XID code — in the same order under the same metrics;
+reading one through the generated API (a wrapper per key-value pair and per
+value) costs several times what the rest of its point does. So a metric's
+sets are recognised all at once, by what the metric serializes to once its
+points' times and values are cleared (their attributes, and their flags,
+start times and exemplars, which only make two exports with the same sets
+look different: a second reading, never a wrong one), and read only the first
+time: each point's set as a dict, its sorted pairs (the series key) and what
+its checks found wrong. A set is read once for every metric that carries it
+(a GPU's under each of its measurements: one dict per GPU, recognised by the
+point's own bytes). Identical bytes are identical content, so what is
+remembered for them is what reading them again would give. Bounded: the
+oldest go first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
-from opentelemetry.proto.metrics.v1.metrics_pb2 import NumberDataPoint
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, NumberDataPoint
 
-from .points import AttributeValue, attribute_dict
+from .points import NO_RECORDED_VALUE, AttributeValue, attribute_dict
 
 #: Attribute sets remembered at most (a 64-node job of 8 GPUs and 8 ranks each has ~5,000).
 MAX_ATTRIBUTE_SETS = 65_536
+#: Metrics' sets remembered at most (a 64-node job's exports carry ~60 metrics a node: ~4,000).
+MAX_METRIC_SETS = 16_384
 
 Pairs = tuple[tuple[str, AttributeValue], ...]
 #: An attribute set as read: its attributes, their sorted pairs, and what is wrong with them (None: nothing).
 AttributeSet = tuple[dict[str, AttributeValue], Pairs, str | None]
+Judge = Callable[[dict[str, AttributeValue]], str | None]
 
 
-def identity_of(point: NumberDataPoint) -> bytes:
-    """What tells ``point``'s attribute set apart: the point without its time and value (read them first:
-    both are cleared, so only decode a request of one's own)."""
-    point.ClearField("time_unix_nano")
-    point.ClearField("value")
-    return point.SerializeToString()
+@dataclass(frozen=True, slots=True)
+class MetricSets:
+    """The attribute sets of one metric's points, in point order, and what can be said of them all at once."""
+
+    sets: tuple[AttributeSet, ...]
+    attributes: tuple[dict[str, AttributeValue], ...]  # each set's dict
+    pairs: tuple[Pairs, ...]  # each set's sorted pairs
+    distinct: bool  # no set twice: no series twice
+    clean: bool  # nothing wrong with any set
+    hostnames: bool  # some set names a ``hostname``
+
+    @classmethod
+    def of(cls, sets: tuple[AttributeSet, ...]) -> MetricSets:
+        attributes = tuple(attrs for attrs, _, _ in sets)
+        pairs = tuple(p for _, p, _ in sets)
+        clean = all(wrong is None for _, _, wrong in sets)
+        return cls(
+            sets, attributes, pairs, len(set(pairs)) == len(sets), clean, any("hostname" in a for a in attributes)
+        )
+
+
+def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int | None], list[int]]:
+    """Each point's value (None: none recorded) and time, cleared from the point as read, so that what is left
+    tells its attribute set: only decode a request of one's own. One pass: a point's wrapper is made once."""
+    values: list[float | int | None] = []
+    times: list[int] = []
+    for point in points:
+        kind = point.WhichOneof("value")
+        if point.flags & NO_RECORDED_VALUE or kind is None:
+            values.append(None)
+        else:
+            values.append(point.as_double if kind == "as_double" else point.as_int)
+        times.append(point.time_unix_nano)
+        point.ClearField("time_unix_nano")
+        point.ClearField("value")
+    return values, times
 
 
 class AttributeSets:
     """The attribute sets read so far, by (check group, identity). Not thread-safe: the receiver's lock covers it."""
 
-    def __init__(self, max_sets: int = MAX_ATTRIBUTE_SETS) -> None:
+    def __init__(self, max_sets: int = MAX_ATTRIBUTE_SETS, max_metrics: int = MAX_METRIC_SETS) -> None:
         self.max_sets = max_sets
+        self.max_metrics = max_metrics
         self._known: dict[tuple[str, bytes], AttributeSet] = {}
+        self._metrics: dict[tuple[str, bytes], MetricSets] = {}
 
-    def get(self, group: str, identity: bytes) -> AttributeSet | None:
-        return self._known.get((group, identity))
+    def of_metric(self, group: str, metric: Metric, points: Sequence[NumberDataPoint], judge: Judge) -> MetricSets:
+        """The sets of ``metric``'s ``points`` (its data points, read by :func:`take_values`), judged for ``group``."""
+        key = (group, metric.SerializeToString())
+        known = self._metrics.get(key)
+        if known is None:
+            known = self._metrics[key] = MetricSets.of(tuple(self._point_set(group, point, judge) for point in points))
+            if len(self._metrics) > self.max_metrics:
+                del self._metrics[next(iter(self._metrics))]
+        return known
 
-    def read(
-        self,
-        group: str,
-        identity: bytes,
-        point: NumberDataPoint,
-        judge: Callable[[dict[str, AttributeValue]], str | None],
-    ) -> AttributeSet:
-        """Read ``point``'s attributes, judge them for ``group`` and remember the outcome under ``identity``."""
-        attributes = attribute_dict(point.attributes)
-        known = self._known[(group, identity)] = (attributes, tuple(sorted(attributes.items())), judge(attributes))
-        if len(self._known) > self.max_sets:
-            del self._known[next(iter(self._known))]
+    def _point_set(self, group: str, point: NumberDataPoint, judge: Judge) -> AttributeSet:
+        """One (cleared) point's set: the one already read for its bytes, else read, judged and remembered."""
+        key = (group, point.SerializeToString())
+        known = self._known.get(key)
+        if known is None:
+            attributes = attribute_dict(point.attributes)
+            known = self._known[key] = (attributes, tuple(sorted(attributes.items())), judge(attributes))
+            if len(self._known) > self.max_sets:
+                del self._known[next(iter(self._known))]
         return known

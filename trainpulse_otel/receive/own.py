@@ -14,7 +14,7 @@ inputs: they are counted as ignored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
@@ -48,8 +48,8 @@ from ..telemetry.catalog import (
     MetricSpec,
 )
 from ..telemetry.conversion import NONFINITE_FIELDS, FrameAssembler
-from .attributes import AttributeSets, identity_of
-from .points import GAUGE, SUM, Attributes, AttributeValue, Series, is_delta, number, point_count
+from .attributes import AttributeSets, MetricSets, Pairs, take_values
+from .points import GAUGE, SUM, Attributes, Series, is_delta, point_count
 from .series import SeriesState
 from .tally import Tally
 
@@ -66,11 +66,13 @@ class OwnInstruments:
     """The TrainPulse instruments of one resource (one node), gathered into its :class:`NodeReport`.
 
     A metric's points are read in one pass: its spec, kind, temporality and
-    value rule are looked up once per metric, and each point's attribute set
-    is recognised among those already read (:mod:`.attributes`), checks and
-    all, so a point costs its value, its value check and the newest-of-its-
-    series comparison. The points' times and values are cleared as they are
-    read: hand it a request of its own (``decode_request`` does).
+    value rule are looked up once per metric, and its points' attribute sets
+    are recognised together among those already read (:mod:`.attributes`),
+    checks and all, so a point costs its value, its time and its value check.
+    The newest point of each series is what the report holds; only when a
+    series came twice (a set twice in a metric, a metric twice) are the points'
+    times compared. The points' times and values are cleared as they are read:
+    hand it a request of its own (``decode_request`` does).
     """
 
     def __init__(
@@ -81,60 +83,75 @@ class OwnInstruments:
         self.series = series
         self.tally = tally
         self.attribute_sets = attribute_sets
-        self._newest: dict[Series, tuple[int, str, dict[str, AttributeValue], float | int]] = {}
+        self._kept: list[Kept] = []
+        self._names: set[str] = set()
+        self._distinct = True  # no series came twice (so far)
 
     def understands(self, scope: str, metric: str) -> bool:
         """Whether ``metric`` of ``scope`` is one of TrainPulse's instruments (inputs and outputs alike)."""
         return scope == TRAINPULSE_SCOPE and metric.startswith(self.prefix)
 
     def add_metric(self, metric: Metric) -> None:
-        """Check each point and keep the newest of each series; outputs and relayed views are ignored."""
+        """Check each point and keep the good ones; outputs and relayed views are ignored."""
         name = metric.name
-        spec = SPECS.get(name[len(self.prefix) :])
+        reading = READINGS.get(name[len(self.prefix) :])
         kind = metric.WhichOneof("data")
-        if spec is None or spec.scope == NODE or kind not in (GAUGE, SUM):
+        if reading is None or kind not in (GAUGE, SUM):
             points = point_count(metric)
             if points:
                 self.tally.ignore(name, points)
             return
         data = metric.sum if kind == SUM else metric.gauge
         delta = kind == SUM and is_delta(data)
-        reading = READINGS[spec.suffix]
-        group, rule, relayed, suffix = reading.group, reading.rule, reading.relayed, spec.suffix
-        exact, floor, ceiling = (rule.exact_type, rule.floor, rule.ceiling) if rule else (None, 0.0, 0.0)
-        sets, newest, accepted = self.attribute_sets, self._newest, 0
-        for point in data.data_points:
-            value, at = number(point), point.time_unix_nano
-            identity = identity_of(point)
-            known = sets.get(group, identity) or sets.read(group, identity, point, reading.judge)
-            attributes, pairs, wrong = known
-            if value is None or (relayed and "hostname" in attributes):
+        points = data.data_points
+        values, times = take_values(points)
+        known = self.attribute_sets.of_metric(reading.group, metric, points, reading.judge)
+        if known.clean and not (reading.relayed and known.hostnames) and not delta and reading.fit(values):
+            kept = Kept(name, reading.spec.suffix, delta, values, known.attributes, known.pairs, times)
+        else:  # something to ignore, total up or reject: point by point
+            kept = self._checked(
+                Kept(name, reading.spec.suffix, delta, [], [], [], []), kind, reading, values, times, known
+            )
+        if kept.values:
+            self.tally.accept(len(kept.values))
+            self._distinct = self._distinct and known.distinct and name not in self._names
+            self._names.add(name)
+            self._kept.append(kept)
+
+    def _checked(
+        self,
+        kept: Kept,
+        kind: str,
+        reading: Reading,
+        values: list[float | int | None],
+        times: list[int],
+        known: MetricSets,
+    ) -> Kept:
+        """One metric's points judged one by one into ``kept``: ignored, totalled (a sum), rejected with why, or kept."""
+        name = kept.metric
+        for value, at, (attributes, pairs, wrong) in zip(values, times, known.sets, strict=True):
+            if value is None or (reading.relayed and "hostname" in attributes):
                 self.tally.ignore(name)
                 continue
-            series = (name, pairs)
             if kind == SUM:
-                value = self.series.running_total(self.hostname, series, delta, value)
-            if wrong is None and rule is not None:
-                scaled = value if reading.scale == 1.0 else value / reading.scale
-                if not (type(scaled) is exact and floor <= scaled <= ceiling):  # the validators' own fast path
-                    wrong = value_error(reading, scaled)
+                value = self.series.running_total(self.hostname, (name, pairs), kept.delta, value)
+            if wrong is None and not reading.fit((value,)):
+                wrong = value_error(reading, value if reading.scale == 1.0 else value / reading.scale)
             if wrong is not None:
                 self.tally.reject(f"{name}: {wrong}")
                 continue
-            accepted += 1
-            kept = newest.get(series)
-            if kept is None or at >= kept[0] or delta:  # a delta's total is its newest
-                newest[series] = (max(at, kept[0] if kept else 0), suffix, attributes, value)
-        if accepted:
-            self.tally.accept(accepted)
+            kept.values.append(value)  # type: ignore[attr-defined]
+            kept.attributes.append(attributes)  # type: ignore[attr-defined]
+            kept.pairs.append(pairs)  # type: ignore[attr-defined]
+            kept.times.append(at)  # type: ignore[attr-defined]
+        return kept
 
     def report(self) -> NodeReport | None:
         """The node's samples from the points kept; None when the request had none of them."""
-        if not self._newest:
+        if not self._kept:
             return None
-        assembler = FrameAssembler()
-        for _, suffix, attributes, value in self._newest.values():
-            assembler.add(suffix, attributes, value)
+        assembler = FrameAssembler(self.hostname)
+        assembler.add_observations(self._newest())
         frame = assembler.frame(0.0)
         return NodeReport(
             self.hostname,
@@ -143,6 +160,35 @@ class OwnInstruments:
             training=frame.training,
             xid_counts=frame.xid_counts or None,
         )
+
+    def _newest(self) -> dict[str, Iterable[tuple[float | int, Attributes]]]:
+        """The newest point of each series, by instrument suffix (a delta's last is its newest: its total)."""
+        if self._distinct:  # every point is the only one of its series
+            return {kept.suffix: zip(kept.values, kept.attributes, strict=True) for kept in self._kept}
+        newest: dict[Series, tuple[int, str, Attributes, float | int]] = {}
+        for kept in self._kept:
+            for value, attributes, pairs, at in zip(kept.values, kept.attributes, kept.pairs, kept.times, strict=True):
+                series = (kept.metric, pairs)
+                known = newest.get(series)
+                if known is None or at >= known[0] or kept.delta:
+                    newest[series] = (max(at, known[0] if known else 0), kept.suffix, attributes, value)
+        out: dict[str, list[tuple[float | int, Attributes]]] = {}
+        for _, suffix, attributes, value in newest.values():
+            out.setdefault(suffix, []).append((value, attributes))
+        return out
+
+
+@dataclass(slots=True)
+class Kept:
+    """One metric's good points, as parallel sequences: values, attributes, their sorted pairs, times."""
+
+    metric: str
+    suffix: str
+    delta: bool
+    values: Sequence[float | int]
+    attributes: Sequence[Attributes]
+    pairs: Sequence[Pairs]
+    times: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -155,6 +201,17 @@ class Reading:
     field: str  # the field an error names
     scale: float
     relayed: bool  # points naming a ``hostname`` are another node's, relayed by a job daemon
+
+    def fit(self, values: Iterable[float | int | None]) -> bool:
+        """Whether every value (none of them None) is exactly of the rule's type inside its bounds, once scaled:
+        the validators' own fast path; a value that is not is judged by :func:`value_error`."""
+        rule = self.rule
+        if rule is None:
+            return True
+        exact, floor, ceiling, scale = rule.exact_type, rule.floor, rule.ceiling, self.scale
+        if scale == 1.0:
+            return all(type(v) is exact and floor <= v <= ceiling for v in values)  # type: ignore[operator]
+        return all(type(v / scale) is exact and floor <= v / scale <= ceiling for v in values)  # type: ignore[operator]
 
     def judge(self, attributes: Attributes) -> str | None:
         """What is wrong with a point's attributes (None: nothing)."""
@@ -177,7 +234,8 @@ def reading(spec: MetricSpec) -> Reading:
     return Reading(spec, spec.scope, rule, f"{spec.scope}.{spec.field}", spec.scale, relayed)
 
 
-READINGS: dict[str, Reading] = {suffix: reading(spec) for suffix, spec in SPECS.items()}
+#: How each input instrument is read, by suffix (a node's own liveness, ``node.*``, is a job daemon's output).
+READINGS: dict[str, Reading] = {suffix: reading(spec) for suffix, spec in SPECS.items() if spec.scope != NODE}
 
 
 def value_error(reading: Reading, scaled: float | int) -> str | None:
