@@ -172,3 +172,21 @@ def test_a_series_sent_twice_reads_as_its_newest_point_and_a_changed_set_is_read
     assert renamed.reports[0].gpus[0].name == "B200"  # the same metric with other attributes: read, not recalled
     moved = receiver.decode(request([gauge(temperature, 72.0, 7, **{"gpu.index": 1, "gpu.name": "B200"})], scope=own))
     assert [(g.index, g.temperature_celsius) for g in moved.reports[0].gpus] == [(1, 72.0)]
+
+
+def test_points_without_a_recorded_value_are_ignored_in_a_remembered_export_layout_too():
+    node = NodeExporter("node-7")
+    node.latest.put(Collected(gpus=GPUS, training=TRAINING), 1000.0)
+    receiver = OtlpReceiver()
+    sent = node.export().SerializeToString()
+    first = receiver.decode(ExportMetricsServiceRequest.FromString(sent))
+    assert (first.reports[0].gpus[0].temperature_celsius, first.reports[0].training.model_name) == (88.0, "llama")
+    stale = ExportMetricsServiceRequest.FromString(sent)
+    for metric in stale.resource_metrics[0].scope_metrics[0].metrics:
+        if metric.name.endswith((".gpu.temperature", ".training.info")):  # a valued gauge and an always-1 one
+            metric.gauge.data_points[0].flags = 1  # FLAG_NO_RECORDED_VALUE: stale
+    for _ in range(2):  # a new layout, then the same one remembered
+        decoded = receiver.decode(ExportMetricsServiceRequest.FromString(stale.SerializeToString()))
+        report = decoded.reports[0]
+        assert (report.gpus[0].temperature_celsius, report.training.model_name) == (None, None)
+        assert (decoded.accepted, decoded.ignored) == (first.accepted - 2, first.ignored + 2)

@@ -30,6 +30,9 @@ MAX_ATTRIBUTE_SETS = 65_536
 #: Metrics' sets remembered at most (a 64-node job's exports carry ~60 metrics a node: ~4,000).
 MAX_METRIC_SETS = 16_384
 
+#: Nodes whose export layout is remembered at most (one each, its cleared bytes ~25 kB at 8 GPUs and 8 ranks).
+MAX_LAYOUTS = 4096
+
 Pairs = tuple[tuple[str, AttributeValue], ...]
 #: An attribute set as read: its attributes, their sorted pairs, and what is wrong with them (None: nothing).
 AttributeSet = tuple[dict[str, AttributeValue], Pairs, str | None]
@@ -77,11 +80,27 @@ def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int | N
 class AttributeSets:
     """The attribute sets read so far, by (check group, identity). Not thread-safe: the receiver's lock covers it."""
 
-    def __init__(self, max_sets: int = MAX_ATTRIBUTE_SETS, max_metrics: int = MAX_METRIC_SETS) -> None:
+    def __init__(
+        self, max_sets: int = MAX_ATTRIBUTE_SETS, max_metrics: int = MAX_METRIC_SETS, max_layouts: int = MAX_LAYOUTS
+    ) -> None:
         self.max_sets = max_sets
         self.max_metrics = max_metrics
+        self.max_layouts = max_layouts
         self._known: dict[tuple[str, bytes], AttributeSet] = {}
         self._metrics: dict[tuple[str, bytes], MetricSets] = {}
+        self._layouts: dict[str, tuple[bytes, tuple[object, ...]]] = {}
+
+    def node_layout(self, node: str, identity: bytes) -> tuple[object, ...] | None:
+        """What a node's export with these (cleared) bytes was read as, if its previous export had the same."""
+        known = self._layouts.get(node)
+        return known[1] if known is not None and known[0] == identity else None
+
+    def remember_layout(self, node: str, identity: bytes, layout: tuple[object, ...]) -> None:
+        """Remember how a node's export was read (one per node: a node's exports look alike; bounded)."""
+        self._layouts.pop(node, None)
+        self._layouts[node] = (identity, layout)
+        if len(self._layouts) > self.max_layouts:
+            del self._layouts[next(iter(self._layouts))]
 
     def of_metric(self, group: str, metric: Metric, points: Sequence[NumberDataPoint], judge: Judge) -> MetricSets:
         """The sets of ``metric``'s ``points`` (its data points, read by :func:`take_values`), judged for ``group``."""

@@ -77,16 +77,20 @@ def node_report(
     """
     own = OwnInstruments(hostname, namespace, series, tally, attribute_sets)
     megatron = MegatronMetrics(hostname, attributes, series, tally)
-    for scope, metric in scoped_metrics(resource_metrics):
-        if own.understands(scope, metric.name):
-            own.add_metric(metric)
-        elif megatron.understands(metric.name):
-            for point in metric_points(metric, scope):
-                megatron.add(point)
-        else:
-            points = point_count(metric)
-            if points:
-                tally.ignore(metric.name, points)
+    for scope_metrics in resource_metrics.scope_metrics:
+        if own.add_scope(scope_metrics):  # a node daemon's export: all of it TrainPulse's own
+            continue
+        scope = scope_metrics.scope.name
+        for metric in scope_metrics.metrics:
+            if own.understands(scope, metric.name):
+                own.add_metric(metric)
+            elif megatron.understands(metric.name):
+                for point in metric_points(metric, scope):
+                    megatron.add(point)
+            else:
+                points = point_count(metric)
+                if points:
+                    tally.ignore(metric.name, points)
     report = own.report()
     training = megatron.sample()
     if training is None:

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ScopeMetrics
 
 from ..samples import (
     GPU_RULES,
@@ -92,49 +92,74 @@ class OwnInstruments:
         """Whether ``metric`` of ``scope`` is one of TrainPulse's instruments (inputs and outputs alike)."""
         return scope == TRAINPULSE_SCOPE and metric.startswith(self.prefix)
 
+    def add_scope(self, scope_metrics: ScopeMetrics) -> bool:
+        """Read a scope's metrics together when all of them are TrainPulse's (a node daemon's export); False,
+        reading nothing, when the scope or some metric is not (then each goes to whoever understands it).
+
+        A node sends the same metrics over the same attribute sets every
+        export; once its points' values and times are taken (and cleared), the
+        scope's bytes equal its previous export's, and the plan made then — each
+        metric's reading, temporality and attribute sets — is used again, so a
+        metric costs its values and their check, not its name, kind and sets.
+        """
+        metrics = scope_metrics.metrics
+        names = [metric.name for metric in metrics]
+        if scope_metrics.scope.name != TRAINPULSE_SCOPE or not all(name.startswith(self.prefix) for name in names):
+            return False
+        taken = [take_metric(metric) for metric in metrics]
+        identity = scope_metrics.SerializeToString()
+        plans = self.attribute_sets.node_layout(self.hostname, identity)
+        if plans is None:
+            plans = tuple(self._plan(metric, name) for metric, name in zip(metrics, names, strict=True))
+            self.attribute_sets.remember_layout(self.hostname, identity, plans)
+        for plan, name, (values, times) in zip(plans, names, taken, strict=True):
+            self._add(plan, name, values, times)  # type: ignore[arg-type]
+        return True
+
     def add_metric(self, metric: Metric) -> None:
-        """Check each point and keep the good ones; outputs and relayed views are ignored."""
+        """Check one metric's points and keep the good ones; outputs and relayed views are ignored."""
         name = metric.name
+        values, times = take_metric(metric)
+        self._add(self._plan(metric, name), name, values, times)
+
+    def _plan(self, metric: Metric, name: str) -> MetricPlan | None:
+        """How ``metric`` (its values taken) is read: its reading, temporality and attribute sets; None: ignored
+        (an output, a relayed view, a kind no instrument is: its points are counted as ignored)."""
         reading = READINGS.get(name[len(self.prefix) :])
         kind = metric.WhichOneof("data")
         if reading is None or kind not in (GAUGE, SUM):
-            points = point_count(metric)
-            if points:
-                self.tally.ignore(name, points)
-            return
+            return None
         data = metric.sum if kind == SUM else metric.gauge
-        delta = kind == SUM and is_delta(data)
-        points = data.data_points
-        values, times = take_values(points)
-        known = self.attribute_sets.of_metric(reading.group, metric, points, reading.judge)
-        if known.clean and not (reading.relayed and known.hostnames) and not delta and reading.fit(values):
-            kept = Kept(name, reading.spec.suffix, delta, values, known.attributes, known.pairs, times)
+        sets = self.attribute_sets.of_metric(reading.group, metric, data.data_points, reading.judge)
+        return MetricPlan(reading, kind == SUM, kind == SUM and is_delta(data), sets)
+
+    def _add(self, plan: MetricPlan | None, name: str, values: list[float | int | None], times: list[int]) -> None:
+        """Keep a metric's good points: all at once when nothing is wrong with them, else one by one."""
+        if plan is None:
+            if values:
+                self.tally.ignore(name, len(values))
+            return
+        reading, known = plan.reading, plan.sets
+        fine = known.clean and not (reading.relayed and known.hostnames) and not plan.delta and None not in values
+        if fine and reading.fit(values):  # type: ignore[arg-type]
+            kept = Kept(name, reading.spec.suffix, plan.delta, values, known.attributes, known.pairs, times)  # type: ignore[arg-type]
         else:  # something to ignore, total up or reject: point by point
-            kept = self._checked(
-                Kept(name, reading.spec.suffix, delta, [], [], [], []), kind, reading, values, times, known
-            )
+            kept = self._checked(Kept(name, reading.spec.suffix, plan.delta, [], [], [], []), plan, values, times)
         if kept.values:
             self.tally.accept(len(kept.values))
             self._distinct = self._distinct and known.distinct and name not in self._names
             self._names.add(name)
             self._kept.append(kept)
 
-    def _checked(
-        self,
-        kept: Kept,
-        kind: str,
-        reading: Reading,
-        values: list[float | int | None],
-        times: list[int],
-        known: MetricSets,
-    ) -> Kept:
+    def _checked(self, kept: Kept, plan: MetricPlan, values: list[float | int | None], times: list[int]) -> Kept:
         """One metric's points judged one by one into ``kept``: ignored, totalled (a sum), rejected with why, or kept."""
+        reading, known = plan.reading, plan.sets
         name = kept.metric
         for value, at, (attributes, pairs, wrong) in zip(values, times, known.sets, strict=True):
             if value is None or (reading.relayed and "hostname" in attributes):
                 self.tally.ignore(name)
                 continue
-            if kind == SUM:
+            if plan.summed:
                 value = self.series.running_total(self.hostname, (name, pairs), kept.delta, value)
             if wrong is None and not reading.fit((value,)):  # a bool, a NaN, out of bounds
                 wrong = value_error(reading, value if reading.scale == 1.0 else value / reading.scale)
@@ -177,6 +202,28 @@ class OwnInstruments:
         for _, suffix, attributes, value in newest.values():
             out.setdefault(suffix, []).append((value, attributes))
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPlan:
+    """How one metric is read: its instrument's reading, whether it is a sum and a delta one, its attribute sets."""
+
+    reading: Reading
+    summed: bool
+    delta: bool
+    sets: MetricSets
+
+
+def take_metric(metric: Metric) -> tuple[list[float | int | None], list[int]]:
+    """A metric's values and times (:func:`take_values`); a kind without number points has its data cleared,
+    so that only its name tells it apart, and one None per point (to be counted)."""
+    kind = metric.WhichOneof("data")
+    if kind in (GAUGE, SUM):
+        return take_values(metric.sum.data_points if kind == SUM else metric.gauge.data_points)
+    points = point_count(metric)
+    if kind is not None:
+        metric.ClearField(kind)
+    return [None] * points, []
 
 
 @dataclass(slots=True)
