@@ -39,6 +39,10 @@ AttributeSet = tuple[dict[str, AttributeValue], Pairs, str | None]
 Judge = Callable[[dict[str, AttributeValue]], str | None]
 
 
+#: What a point whose value reads as zero holds, by its value's case: a double as read (-0.0 stays), an int 0, none.
+ZERO_OF: dict[str | None, type[float] | int | None] = {"as_double": float, "as_int": 0, None: None}
+
+
 @dataclass(frozen=True, slots=True)
 class MetricSets:
     """The attribute sets of one metric's points, in point order, and what can be said of them all at once."""
@@ -49,31 +53,53 @@ class MetricSets:
     distinct: bool  # no set twice: no series twice
     clean: bool  # nothing wrong with any set
     hostnames: bool  # some set names a ``hostname``
+    zeros: tuple[type[float] | int | None, ...]  # each point's zero, by its value's case (see ZERO_OF)
+    recorded: tuple[bool, ...] | None  # each point's "has a recorded value" flag; None: all have
 
     @classmethod
-    def of(cls, sets: tuple[AttributeSet, ...]) -> MetricSets:
+    def of(cls, sets: tuple[AttributeSet, ...], points: Sequence[NumberDataPoint]) -> MetricSets:
+        """The sets of ``points`` (values taken), with their values' cases and flags (part of what they are)."""
         attributes = tuple(attrs for attrs, _, _ in sets)
         pairs = tuple(p for _, p, _ in sets)
         clean = all(wrong is None for _, _, wrong in sets)
-        return cls(
-            sets, attributes, pairs, len(set(pairs)) == len(sets), clean, any("hostname" in a for a in attributes)
-        )
+        zeros = tuple(ZERO_OF[point.WhichOneof("value")] for point in points)
+        recorded = tuple(not point.flags & NO_RECORDED_VALUE for point in points)
+        distinct = len(set(pairs)) == len(sets)
+        hostnames = any("hostname" in a for a in attributes)
+        return cls(sets, attributes, pairs, distinct, clean, hostnames, zeros, None if all(recorded) else recorded)
+
+    def values_of(self, taken: list[float | int]) -> list[float | int | None]:
+        """The points' values from what :func:`take_values` read: a zero is its case's (an int 0, a double as
+        read, None for a point without a value), and a point flagged as having no recorded value is None."""
+        if self.recorded is not None:
+            taken = [v if rec else None for v, rec in zip(taken, self.recorded, strict=True)]  # type: ignore[misc]
+        if 0 not in taken:  # nothing read as zero (a NaN is not): every value is as read
+            return taken  # type: ignore[return-value]
+        return [v if v or z is float else z for v, z in zip(taken, self.zeros, strict=True)]
 
 
-def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int | None], list[int]]:
-    """Each point's value (None: none recorded) and time, cleared from the point as read, so that what is left
-    tells its attribute set: only decode a request of one's own. One pass: a point's wrapper is made once."""
-    values: list[float | int | None] = []
+def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int], list[int]]:
+    """Each point's value and time, zeroed in the point as read, so that what is left tells its attribute set
+    (its value's case, as_double or as_int, stays: it is part of what the set says; only decode a request of
+    one's own). A value that reads as zero in both cases is resolved by :meth:`MetricSets.values_of`.
+
+    One pass, the fewest calls into the message: a point's wrapper is made once, and its double, then its int,
+    read as plain fields (a oneof's case costs more to ask than both of them).
+    """
+    values: list[float | int] = []
     times: list[int] = []
     for point in points:
-        kind = point.WhichOneof("value")
-        if point.flags & NO_RECORDED_VALUE or kind is None:
-            values.append(None)
+        double = point.as_double
+        if double:  # nonzero (a NaN too): the double case
+            values.append(double)
+            point.as_double = 0.0
         else:
-            values.append(point.as_double if kind == "as_double" else point.as_int)
+            integer = point.as_int
+            values.append(integer or double)
+            if integer:
+                point.as_int = 0
         times.append(point.time_unix_nano)
-        point.ClearField("time_unix_nano")
-        point.ClearField("value")
+        point.time_unix_nano = 0
     return values, times
 
 
@@ -107,13 +133,14 @@ class AttributeSets:
         key = (group, metric.SerializeToString())
         known = self._metrics.get(key)
         if known is None:
-            known = self._metrics[key] = MetricSets.of(tuple(self._point_set(group, point, judge) for point in points))
+            sets = tuple(self._point_set(group, point, judge) for point in points)
+            known = self._metrics[key] = MetricSets.of(sets, points)
             if len(self._metrics) > self.max_metrics:
                 del self._metrics[next(iter(self._metrics))]
         return known
 
     def _point_set(self, group: str, point: NumberDataPoint, judge: Judge) -> AttributeSet:
-        """One (cleared) point's set: the one already read for its bytes, else read, judged and remembered."""
+        """One (zeroed) point's set: the one already read for its bytes, else read, judged and remembered."""
         key = (group, point.SerializeToString())
         known = self._known.get(key)
         if known is None:

@@ -140,6 +140,7 @@ class OwnInstruments:
                 self.tally.ignore(name, len(values))
             return
         reading, known = plan.reading, plan.sets
+        values = known.values_of(values)  # type: ignore[arg-type]
         fine = known.clean and not (reading.relayed and known.hostnames) and not plan.delta and None not in values
         if fine and reading.fit(values):  # type: ignore[arg-type]
             kept = Kept(name, reading.spec.suffix, plan.delta, values, known.attributes, known.pairs, times)  # type: ignore[arg-type]
