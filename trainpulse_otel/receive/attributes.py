@@ -55,6 +55,7 @@ class MetricSets:
     hostnames: bool  # some set names a ``hostname``
     zeros: tuple[type[float] | int | None, ...]  # each point's zero, by its value's case (see ZERO_OF)
     recorded: tuple[bool, ...] | None  # each point's "has a recorded value" flag; None: all have
+    value_type: type | None  # every value's type (float: all doubles, int: all ints); None: not one type
 
     @classmethod
     def of(cls, sets: tuple[AttributeSet, ...], points: Sequence[NumberDataPoint]) -> MetricSets:
@@ -66,7 +67,10 @@ class MetricSets:
         recorded = tuple(not point.flags & NO_RECORDED_VALUE for point in points)
         distinct = len(set(pairs)) == len(sets)
         hostnames = any("hostname" in a for a in attributes)
-        return cls(sets, attributes, pairs, distinct, clean, hostnames, zeros, None if all(recorded) else recorded)
+        cases = set(zeros)
+        value_type = int if cases == {0} else float if cases == {float} else None
+        unrecorded = None if all(recorded) else recorded
+        return cls(sets, attributes, pairs, distinct, clean, hostnames, zeros, unrecorded, value_type)
 
     def values_of(self, taken: list[float | int]) -> list[float | int | None]:
         """The points' values from what :func:`take_values` read: a zero is its case's (an int 0, a double as

@@ -142,7 +142,7 @@ class OwnInstruments:
         reading, known = plan.reading, plan.sets
         values = known.values_of(values)  # type: ignore[arg-type]
         fine = known.clean and not (reading.relayed and known.hostnames) and not plan.delta and None not in values
-        if fine and reading.fit(values):  # type: ignore[arg-type]
+        if fine and reading.fit(values, known.value_type):  # type: ignore[arg-type]
             kept = Kept(name, reading.spec.suffix, plan.delta, values, known.attributes, known.pairs, times)  # type: ignore[arg-type]
         else:  # something to ignore, total up or reject: point by point
             kept = self._checked(Kept(name, reading.spec.suffix, plan.delta, [], [], [], []), plan, values, times)
@@ -162,7 +162,7 @@ class OwnInstruments:
                 continue
             if plan.summed:
                 value = self.series.running_total(self.hostname, (name, pairs), kept.delta, value)
-            if wrong is None and not reading.fit((value,)):  # a bool, a NaN, out of bounds
+            if wrong is None and not reading.fit((value,), type(value)):  # a bool, a NaN, out of bounds
                 wrong = value_error(reading, value if reading.scale == 1.0 else value / reading.scale)
             if wrong is not None:
                 self.tally.reject(f"{name}: {wrong}")
@@ -251,19 +251,21 @@ class Reading:
     scale: float
     relayed: bool  # points naming a ``hostname`` are another node's, relayed by a job daemon
 
-    def fit(self, values: Sequence[float | int]) -> bool:
-        """Whether every value (none of them None) is exactly of the rule's type inside its bounds, once scaled:
-        the validators' own fast path, for a metric's values at once (C loops: their types, least, greatest and
-        sum — a NaN makes the sum NaN). A value that is not is judged by :func:`value_error`."""
+    def fit(self, values: Sequence[float | int], value_type: type | None) -> bool:
+        """Whether every value (none of them None; all of ``value_type``, None when they differ) is exactly of
+        the rule's type inside its bounds, once scaled: the validators' own fast path, for a metric's values at
+        once (C loops: least, greatest and sum — a NaN makes the sum NaN). One that is not is judged by
+        :func:`value_error`."""
         rule = self.rule
         if rule is None or not values:
             return True
         scaled = values if self.scale == 1.0 else [v / self.scale for v in values]
+        if (value_type if self.scale == 1.0 else float) is not rule.exact_type:
+            return False
         return (
-            set(map(type, scaled)) == {rule.exact_type}
-            and rule.floor <= min(scaled)
+            rule.floor <= min(scaled)
             and max(scaled) <= rule.ceiling
-            and not math.isnan(sum(scaled))
+            and not (rule.exact_type is float and math.isnan(sum(scaled)))
         )
 
     def judge(self, attributes: Attributes) -> str | None:
