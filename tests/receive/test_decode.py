@@ -190,3 +190,11 @@ def test_points_without_a_recorded_value_are_ignored_in_a_remembered_export_layo
         report = decoded.reports[0]
         assert (report.gpus[0].temperature_celsius, report.training.model_name) == (None, None)
         assert (decoded.accepted, decoded.ignored) == (first.accepted - 2, first.ignored + 2)
+
+
+def test_a_hosts_and_a_jobs_points_without_attributes_stay_apart_in_every_export():
+    receiver = OtlpReceiver()
+    for _ in range(2):  # read, then remembered
+        metrics = [gauge("trainpulse.host.cpu.utilization", 31.5), gauge("trainpulse.training.step_time", 512.0)]
+        (report,) = receiver.decode(request(metrics, scope="trainpulse_otel")).reports
+        assert (report.host.cpu_percent, report.training.step_time_ms) == (31.5, 512.0)

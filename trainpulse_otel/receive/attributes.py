@@ -117,6 +117,7 @@ class AttributeSets:
         self.max_metrics = max_metrics
         self.max_layouts = max_layouts
         self._known: dict[tuple[str, bytes], AttributeSet] = {}
+        self._dicts: dict[tuple[str, Pairs, tuple[type, ...]], dict[str, AttributeValue]] = {}
         self._metrics: dict[tuple[str, bytes], MetricSets] = {}
         self._layouts: dict[str, tuple[bytes, tuple[object, ...]]] = {}
 
@@ -148,8 +149,16 @@ class AttributeSets:
         key = (group, point.SerializeToString())
         known = self._known.get(key)
         if known is None:
-            attributes = attribute_dict(point.attributes)
-            known = self._known[key] = (attributes, tuple(sorted(attributes.items())), judge(attributes))
+            read = attribute_dict(point.attributes)
+            pairs = tuple(sorted(read.items()))
+            # one dict for the same attributes under every metric of the group (a GPU's, whatever its values'
+            # case or start time): the frame assembler resolves a dict's GPU or rank once (so never across
+            # groups: a host's and a job's empty sets are two targets). Typed: 1, 1.0 and True are not alike.
+            alike = (group, pairs, tuple(type(v) for _, v in pairs))
+            attributes = self._dicts.setdefault(alike, read)
+            known = self._known[key] = (attributes, pairs, judge(attributes))
             if len(self._known) > self.max_sets:
                 del self._known[next(iter(self._known))]
+                if len(self._dicts) > self.max_sets:
+                    del self._dicts[next(iter(self._dicts))]
         return known

@@ -239,7 +239,8 @@ class FrameAssembler:
         """Take every point of an :func:`observe` result.
 
         Same outcome as :meth:`add` per point, faster: ``observe`` shares one
-        attributes dict among all points of a GPU or rank, so the target is
+        attributes dict among all points of a GPU or rank (as the OTLP
+        receiver's remembered sets do among a scope's), so the target is
         resolved once per sample instead of once per point.
         """
         targets: dict[int, dict[str, Any]] = {}
@@ -256,7 +257,10 @@ class FrameAssembler:
                 or spec is RANK_PHASE
             ):
                 for value, attrs in points:
-                    self.add(suffix, attrs, value)
+                    if spec is GPU_THROTTLE:  # a GPU's every throttle reason: the most points of an export
+                        self._add_throttle(attrs, value)
+                    else:
+                        self.add(suffix, attrs, value)
                 continue
             restore, field, scope = _RESTORERS[suffix], spec.field, spec.scope
             for value, attrs in points:
