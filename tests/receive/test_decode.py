@@ -45,7 +45,7 @@ def test_a_node_daemons_own_instruments_come_back_as_its_samples():
     assert report.xid_counts == tuple(replace(x, node="node-3") for x in expected.xid_counts)
     training = report.training
     assert training is not None and math.isnan(training.loss)  # carried by the nonfinite series
-    assert training.ranks == expected.training.ranks
+    assert training.ranks == tuple(replace(r, hostname="node-3") for r in expected.training.ranks)  # on their node
     assert (training.step_time_ms, training.model_name, training.global_step) == (512.0, "llama", 40)
     assert decoded.rejected == 0 and decoded.error_message == ""
 

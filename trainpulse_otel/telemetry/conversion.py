@@ -192,9 +192,10 @@ def _info_attributes(training: TrainingSample) -> dict[str, str]:
 class FrameAssembler:
     """Collects metric points (by instrument suffix) and builds one Frame from them.
 
-    ``node`` is the node that GPU and XID points naming no ``hostname`` are on:
-    None for this daemon's own, a hostname when a job daemon assembles what one
-    node sent (its GPUs then arrive tagged, not copied once more to be tagged).
+    ``node`` is the node that GPU, XID and rank points naming no ``hostname``
+    are on: None for this daemon's own, a hostname when a job daemon assembles
+    what one node sent (its GPUs and ranks then arrive tagged, not copied once
+    more to be tagged).
     """
 
     def __init__(self, node: str | None = None) -> None:
@@ -307,6 +308,8 @@ class FrameAssembler:
             rank["gpu_index"] = int(attributes["gpu.index"])
         if "hostname" in attributes:
             rank["hostname"] = str(attributes["hostname"])
+        elif self.node is not None:
+            rank["hostname"] = self.node
         return rank
 
     def _gpu_fields(self, attributes: Attributes) -> dict[str, Any]:
