@@ -1,19 +1,20 @@
-"""Attribute sets of data points, read once and remembered across requests, a metric's at a time.
+"""Attribute sets of data points, read once and remembered across requests, a metric or a node's export at a time.
 
 A node daemon sends the same few attribute sets every export — one per GPU,
 rank, throttle reason, XID code — in the same order under the same metrics;
 reading one through the generated API (a wrapper per key-value pair and per
-value) costs several times what the rest of its point does. So a metric's
-sets are recognised all at once, by what the metric serializes to once its
-points' times and values are cleared (their attributes, and their flags,
-start times and exemplars, which only make two exports with the same sets
-look different: a second reading, never a wrong one), and read only the first
-time: each point's set as a dict, its sorted pairs (the series key) and what
-its checks found wrong. A set is read once for every metric that carries it
-(a GPU's under each of its measurements: one dict per GPU, recognised by the
-point's own bytes). Identical bytes are identical content, so what is
-remembered for them is what reading them again would give. Bounded: the
-oldest go first.
+value) costs several times what the rest of its point does. So a point's
+value and time are taken and zeroed in place (:func:`take_values`: its
+value's case, double or int, stays), and a metric's sets are recognised all
+at once by what the metric then serializes to (its points' attributes, value
+cases and flags, and their start times and exemplars, which only make two
+exports with the same sets look different: a second reading, never a wrong
+one); a node's whole scope likewise, against that node's previous export
+(:meth:`AttributeSets.node_layout`). Only the first time is a set read: its
+dict (one per check group and attributes, under every metric that carries
+them), its sorted pairs (the series key) and what its checks found wrong.
+Identical bytes are identical content, so what is remembered for them is what
+reading them again would give. Bounded: the oldest go first.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ MAX_ATTRIBUTE_SETS = 65_536
 #: Metrics' sets remembered at most (a 64-node job's exports carry ~60 metrics a node: ~4,000).
 MAX_METRIC_SETS = 16_384
 
-#: Nodes whose export layout is remembered at most (one each, its cleared bytes ~25 kB at 8 GPUs and 8 ranks).
+#: Nodes whose export layout is remembered at most (one each, its zeroed bytes ~25 kB at 8 GPUs and 8 ranks).
 MAX_LAYOUTS = 4096
 
 Pairs = tuple[tuple[str, AttributeValue], ...]
@@ -122,7 +123,7 @@ class AttributeSets:
         self._layouts: dict[str, tuple[bytes, tuple[object, ...]]] = {}
 
     def node_layout(self, node: str, identity: bytes) -> tuple[object, ...] | None:
-        """What a node's export with these (cleared) bytes was read as, if its previous export had the same."""
+        """What a node's export with these (zeroed) bytes was read as, if its previous export had the same."""
         known = self._layouts.get(node)
         return known[1] if known is not None and known[0] == identity else None
 

@@ -37,7 +37,7 @@ def decode_request(
     """The nodes' reports in ``request``; ``series`` carries delta totals and previous exports between requests,
     ``attribute_sets`` the attribute sets already read.
 
-    ``request`` is read through: its points' times and values are cleared as
+    ``request`` is read through: its points' times and values are zeroed as
     they are read (see :mod:`.attributes`), so hand it a request of its own —
     the transports parse a fresh one for every call, and copying 30 kB of
     points cost as much as parsing them.

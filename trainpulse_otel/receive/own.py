@@ -66,14 +66,17 @@ NODE_LOCAL = (GPU, HOST)
 class OwnInstruments:
     """The TrainPulse instruments of one resource (one node), gathered into its :class:`NodeReport`.
 
-    A metric's points are read in one pass: its spec, kind, temporality and
-    value rule are looked up once per metric, and its points' attribute sets
-    are recognised together among those already read (:mod:`.attributes`),
-    checks and all, so a point costs its value, its time and its value check.
-    The newest point of each series is what the report holds; only when a
-    series came twice (a set twice in a metric, a metric twice) are the points'
-    times compared. The points' times and values are cleared as they are read:
-    hand it a request of its own (see ``decode_request``).
+    A node daemon's scope is read at once (:meth:`add_scope`): its points'
+    values and times are taken, and the plan made for the node's previous
+    export — each metric's reading, temporality and attribute sets, checks and
+    all (:mod:`.attributes`) — is used again while the scope looks the same,
+    so a point costs its value and, with the rest of its metric's, its value
+    check; any other scope goes metric by metric. A metric whose points are
+    all good is kept whole; one with a point to ignore, total up or reject is
+    judged point by point. The newest point of each series is what the report
+    holds; only when a series came twice (a set twice in a metric, a metric
+    twice) are the points' times compared. Taking a value zeroes it in the
+    point: hand it a request of its own (see ``decode_request``).
     """
 
     def __init__(
@@ -97,7 +100,7 @@ class OwnInstruments:
         reading nothing, when the scope or some metric is not (then each goes to whoever understands it).
 
         A node sends the same metrics over the same attribute sets every
-        export; once its points' values and times are taken (and cleared), the
+        export; once its points' values and times are taken (and zeroed), the
         scope's bytes equal its previous export's, and the plan made then — each
         metric's reading, temporality and attribute sets — is used again, so a
         metric costs its values and their check, not its name, kind and sets.
