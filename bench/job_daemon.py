@@ -17,7 +17,11 @@ tick duration (its own ``trainpulse.tick.duration`` histogram from
 ``/metrics``: the share of ticks over 50 ms is exact — 0.05 s is a bucket
 bound —, p50/p99 are interpolated within buckets) and the POSTs' latency
 p50/p99. The job (64 nodes by default) runs beside a baseline job (8 nodes)
-in the same process, so the ratio shows how the daemon scales.
+in the same process, so the ratio shows how the daemon scales. Before each
+run, the same exports are also decoded in this process (parse, the
+receiver's decode, ``put_node``), node after node and second after second as
+the daemon takes them: the median per export is the receive path without
+HTTP, GIL contention or the tick.
 
     python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15]
 """
@@ -46,6 +50,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from trainpulse_otel.collect.sim import SimulatedNode
+from trainpulse_otel.receive import PROTOBUF, OtlpReceiver, parse_request
 from trainpulse_otel.telemetry.instruments import METER_NAME, register_measurements
 from trainpulse_otel.telemetry.latest import LatestSamples
 
@@ -89,6 +94,22 @@ class Run:
     export_kb: float
     failed_posts: int
     scrape_ms: float
+    decode_us: float
+
+
+def decode_in_process(exports: list[list[bytes]], seconds: int = 10) -> float:
+    """The median µs per export of parse + decode + put_node over the first ``seconds`` (the first 2 not timed:
+    the receiver reads each node's attribute sets then)."""
+    receiver, latest, timed = OtlpReceiver(), LatestSamples(), []
+    for second in range(min(seconds, len(exports[0]))):
+        for node, node_exports in enumerate(exports):
+            began = time.perf_counter()
+            decoded = receiver.decode(parse_request(node_exports[second], PROTOBUF))
+            for report in decoded.reports:
+                latest.put_node(report, 1000.0 + second + node / len(exports))
+            if second >= 2:
+                timed.append(time.perf_counter() - began)
+    return statistics.median(timed) * 1e6
 
 
 def free_port() -> int:
@@ -194,6 +215,7 @@ def measure(nodes: int, seconds: int, warmup: int) -> Run:
     with ProcessPoolExecutor(os.cpu_count()) as pool:  # the SDK takes ~15-30 ms per export: build before the run
         exports = list(pool.map(node_exports, range(nodes), repeat(seconds + warmup + 2), repeat(time.time())))
     print(f"  built in {time.monotonic() - built:.0f} s", file=sys.stderr, flush=True)
+    decode_us = decode_in_process(exports)
     port = free_port()
     proc = start_daemon(port)
     try:
@@ -232,6 +254,7 @@ def measure(nodes: int, seconds: int, warmup: int) -> Run:
         export_kb=statistics.mean(len(e) for e in exports[0]) / 1e3,
         failed_posts=load.failed,
         scrape_ms=scrape_ms,
+        decode_us=decode_us,
     )
 
 
@@ -242,7 +265,8 @@ def show(run: Run) -> None:
         f"tick p50 {run.tick_p50_ms:5.1f} ms p99 {run.tick_p99_ms:5.1f} ms "
         f"({100 * run.ticks_over_budget:.1f}% of {run.ticks} over {TICK_BUDGET_S * 1e3:.0f} ms)  "
         f"POST p50 {run.post_p50_ms:5.1f} ms p99 {run.post_p99_ms:5.1f} ms  "
-        f"({run.export_kb:.0f} kB each, {run.failed_posts} failed)  one /metrics scrape {run.scrape_ms:.0f} ms"
+        f"({run.export_kb:.0f} kB each, {run.failed_posts} failed)  one /metrics scrape {run.scrape_ms:.0f} ms  "
+        f"decode in-process {run.decode_us:.0f} us an export"
     )
 
 
