@@ -23,7 +23,7 @@ receiver's decode, ``put_node``), node after node and second after second as
 the daemon takes them: the median per export is the receive path without
 HTTP, GIL contention or the tick.
 
-    python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15]
+    python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15] [--distinct-seconds N]
 """
 
 from __future__ import annotations
@@ -160,11 +160,13 @@ def quantile(buckets: dict[float, float], q: float) -> float:
 
 
 class LoadGenerator:
-    """Every second, each node's export of that second, POSTed at that node's own phase within the second."""
+    """Every second, each node's export of that second, POSTed at that node's own phase within the second
+    (for ``seconds`` seconds: a node's exports over again once they run out)."""
 
-    def __init__(self, port: int, exports: list[list[bytes]], connections: int = 8) -> None:
+    def __init__(self, port: int, exports: list[list[bytes]], seconds: int, connections: int = 8) -> None:
         self.port = port
         self.exports = exports
+        self.seconds = seconds
         self.latencies: list[float] = []
         self.failed = 0
         self.record = False
@@ -188,14 +190,15 @@ class LoadGenerator:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         headers = {"Content-Type": "application/x-protobuf"}
         second = 0
-        while not self._stop.is_set() and second < len(self.exports[0]):
+        while not self._stop.is_set() and second < self.seconds:
             for node in nodes:  # node i sends at i/N of each second
                 due = self.started + second + node / len(self.exports)
                 if self._stop.wait(max(0.0, due - time.monotonic())):
                     return
                 began = time.perf_counter()
                 try:
-                    conn.request("POST", "/v1/metrics", self.exports[node][second], headers)
+                    body = self.exports[node][second % len(self.exports[node])]
+                    conn.request("POST", "/v1/metrics", body, headers)
                     response = conn.getresponse()
                     response.read()
                     ok = response.status == 200
@@ -209,18 +212,19 @@ class LoadGenerator:
             second += 1
 
 
-def measure(nodes: int, seconds: int, warmup: int) -> Run:
-    print(f"building {nodes} nodes x {seconds + warmup + 2} s of exports ...", file=sys.stderr, flush=True)
+def measure(nodes: int, seconds: int, warmup: int, distinct_seconds: int | None = None) -> Run:
+    built_seconds = min(seconds + warmup + 2, distinct_seconds or seconds + warmup + 2)
+    print(f"building {nodes} nodes x {built_seconds} s of exports ...", file=sys.stderr, flush=True)
     built = time.monotonic()
     with ProcessPoolExecutor(os.cpu_count()) as pool:  # the SDK takes ~15-30 ms per export: build before the run
-        exports = list(pool.map(node_exports, range(nodes), repeat(seconds + warmup + 2), repeat(time.time())))
+        exports = list(pool.map(node_exports, range(nodes), repeat(built_seconds), repeat(time.time())))
     print(f"  built in {time.monotonic() - built:.0f} s", file=sys.stderr, flush=True)
     decode_us = decode_in_process(exports)
     port = free_port()
     proc = start_daemon(port)
     try:
         daemon = psutil.Process(proc.pid)
-        load = LoadGenerator(port, exports)
+        load = LoadGenerator(port, exports, seconds + warmup + 2)
         load.start()
         time.sleep(warmup)
         ticks_before = tick_buckets(port)  # scraped outside the timed window: a scrape is not the load
@@ -276,9 +280,16 @@ def main() -> None:
     parser.add_argument("--baseline-nodes", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument(
+        "--distinct-seconds",
+        type=int,
+        default=None,
+        help="build only this many seconds of exports per node and send them over again (a warm-up of 300 s "
+        "or more fills the daemon's 300-frame window: its steady-state RSS)",
+    )
     args = parser.parse_args()
-    baseline = measure(args.baseline_nodes, args.seconds, args.warmup)
-    job = measure(args.nodes, args.seconds, args.warmup)
+    baseline = measure(args.baseline_nodes, args.seconds, args.warmup, args.distinct_seconds)
+    job = measure(args.nodes, args.seconds, args.warmup, args.distinct_seconds)
     print(f"job daemon, one OTLP/HTTP export per node per second, {args.seconds} s after a {args.warmup} s warm-up:")
     show(baseline)
     show(job)
