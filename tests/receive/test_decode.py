@@ -198,3 +198,22 @@ def test_a_hosts_and_a_jobs_points_without_attributes_stay_apart_in_every_export
         metrics = [gauge("trainpulse.host.cpu.utilization", 31.5), gauge("trainpulse.training.step_time", 512.0)]
         (report,) = receiver.decode(request(metrics, scope="trainpulse_otel")).reports
         assert (report.host.cpu_percent, report.training.step_time_ms) == (31.5, 512.0)
+
+
+def test_values_that_read_as_zero_keep_their_case_and_sign_in_every_export():
+    receiver = OtlpReceiver()
+    gpu = {"gpu.index": 0}
+    for value in (-0.0, 0.0, 41.5, -0.0):  # the layout is read once, then remembered
+        used = gauge("trainpulse.gpu.memory.used", 0.0, **gpu)
+        used.gauge.data_points[0].as_int = 0  # an int gauge's zero
+        unset = gauge("trainpulse.gpu.power", 0.0, **gpu)
+        unset.gauge.data_points[0].ClearField("value")  # a point without a value: ignored
+        metrics = [gauge("trainpulse.gpu.temperature", value, **gpu), used, unset]
+        decoded = receiver.decode(request(metrics, scope="trainpulse_otel"))
+        (sample,) = decoded.reports[0].gpus
+        assert (math.copysign(1.0, sample.temperature_celsius), abs(sample.temperature_celsius)) == (
+            math.copysign(1.0, value),
+            abs(value),
+        )
+        assert type(sample.memory_used_bytes) is int and sample.memory_used_bytes == 0
+        assert sample.power_watts is None and decoded.ignored == 1
