@@ -17,9 +17,13 @@ tick duration (its own ``trainpulse.tick.duration`` histogram from
 ``/metrics``: the share of ticks over 50 ms is exact — 0.05 s is a bucket
 bound —, p50/p99 are interpolated within buckets) and the POSTs' latency
 p50/p99. The job (64 nodes by default) runs beside a baseline job (8 nodes)
-in the same process, so the ratio shows how the daemon scales.
+in the same process, so the ratio shows how the daemon scales. Before each
+run, the same exports are also decoded in this process (parse, the
+receiver's decode, ``put_node``), node after node and second after second as
+the daemon takes them: the median per export is the receive path without
+HTTP, GIL contention or the tick.
 
-    python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15]
+    python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15] [--distinct-seconds N]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
 
 from trainpulse_otel.collect.sim import SimulatedNode
+from trainpulse_otel.receive import PROTOBUF, OtlpReceiver, parse_request
 from trainpulse_otel.telemetry.instruments import METER_NAME, register_measurements
 from trainpulse_otel.telemetry.latest import LatestSamples
 
@@ -89,6 +94,22 @@ class Run:
     export_kb: float
     failed_posts: int
     scrape_ms: float
+    decode_us: float
+
+
+def decode_in_process(exports: list[list[bytes]], seconds: int = 10) -> float:
+    """The median µs per export of parse + decode + put_node over the first ``seconds`` (the first 2 not timed:
+    the receiver reads each node's attribute sets then)."""
+    receiver, latest, timed = OtlpReceiver(), LatestSamples(), []
+    for second in range(min(seconds, len(exports[0]))):
+        for node, node_exports in enumerate(exports):
+            began = time.perf_counter()
+            decoded = receiver.decode(parse_request(node_exports[second], PROTOBUF))
+            for report in decoded.reports:
+                latest.put_node(report, 1000.0 + second + node / len(exports))
+            if second >= 2:
+                timed.append(time.perf_counter() - began)
+    return statistics.median(timed) * 1e6
 
 
 def free_port() -> int:
@@ -139,11 +160,13 @@ def quantile(buckets: dict[float, float], q: float) -> float:
 
 
 class LoadGenerator:
-    """Every second, each node's export of that second, POSTed at that node's own phase within the second."""
+    """Every second, each node's export of that second, POSTed at that node's own phase within the second
+    (for ``seconds`` seconds: a node's exports over again once they run out)."""
 
-    def __init__(self, port: int, exports: list[list[bytes]], connections: int = 8) -> None:
+    def __init__(self, port: int, exports: list[list[bytes]], seconds: int, connections: int = 8) -> None:
         self.port = port
         self.exports = exports
+        self.seconds = seconds
         self.latencies: list[float] = []
         self.failed = 0
         self.record = False
@@ -167,14 +190,15 @@ class LoadGenerator:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         headers = {"Content-Type": "application/x-protobuf"}
         second = 0
-        while not self._stop.is_set() and second < len(self.exports[0]):
+        while not self._stop.is_set() and second < self.seconds:
             for node in nodes:  # node i sends at i/N of each second
                 due = self.started + second + node / len(self.exports)
                 if self._stop.wait(max(0.0, due - time.monotonic())):
                     return
                 began = time.perf_counter()
                 try:
-                    conn.request("POST", "/v1/metrics", self.exports[node][second], headers)
+                    body = self.exports[node][second % len(self.exports[node])]
+                    conn.request("POST", "/v1/metrics", body, headers)
                     response = conn.getresponse()
                     response.read()
                     ok = response.status == 200
@@ -188,17 +212,19 @@ class LoadGenerator:
             second += 1
 
 
-def measure(nodes: int, seconds: int, warmup: int) -> Run:
-    print(f"building {nodes} nodes x {seconds + warmup + 2} s of exports ...", file=sys.stderr, flush=True)
+def measure(nodes: int, seconds: int, warmup: int, distinct_seconds: int | None = None) -> Run:
+    built_seconds = min(seconds + warmup + 2, distinct_seconds or seconds + warmup + 2)
+    print(f"building {nodes} nodes x {built_seconds} s of exports ...", file=sys.stderr, flush=True)
     built = time.monotonic()
     with ProcessPoolExecutor(os.cpu_count()) as pool:  # the SDK takes ~15-30 ms per export: build before the run
-        exports = list(pool.map(node_exports, range(nodes), repeat(seconds + warmup + 2), repeat(time.time())))
+        exports = list(pool.map(node_exports, range(nodes), repeat(built_seconds), repeat(time.time())))
     print(f"  built in {time.monotonic() - built:.0f} s", file=sys.stderr, flush=True)
+    decode_us = decode_in_process(exports)
     port = free_port()
     proc = start_daemon(port)
     try:
         daemon = psutil.Process(proc.pid)
-        load = LoadGenerator(port, exports)
+        load = LoadGenerator(port, exports, seconds + warmup + 2)
         load.start()
         time.sleep(warmup)
         ticks_before = tick_buckets(port)  # scraped outside the timed window: a scrape is not the load
@@ -232,6 +258,7 @@ def measure(nodes: int, seconds: int, warmup: int) -> Run:
         export_kb=statistics.mean(len(e) for e in exports[0]) / 1e3,
         failed_posts=load.failed,
         scrape_ms=scrape_ms,
+        decode_us=decode_us,
     )
 
 
@@ -242,7 +269,8 @@ def show(run: Run) -> None:
         f"tick p50 {run.tick_p50_ms:5.1f} ms p99 {run.tick_p99_ms:5.1f} ms "
         f"({100 * run.ticks_over_budget:.1f}% of {run.ticks} over {TICK_BUDGET_S * 1e3:.0f} ms)  "
         f"POST p50 {run.post_p50_ms:5.1f} ms p99 {run.post_p99_ms:5.1f} ms  "
-        f"({run.export_kb:.0f} kB each, {run.failed_posts} failed)  one /metrics scrape {run.scrape_ms:.0f} ms"
+        f"({run.export_kb:.0f} kB each, {run.failed_posts} failed)  one /metrics scrape {run.scrape_ms:.0f} ms  "
+        f"decode in-process {run.decode_us:.0f} us an export"
     )
 
 
@@ -252,9 +280,16 @@ def main() -> None:
     parser.add_argument("--baseline-nodes", type=int, default=8)
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument(
+        "--distinct-seconds",
+        type=int,
+        default=None,
+        help="build only this many seconds of exports per node and send them over again (a warm-up of 300 s "
+        "or more fills the daemon's 300-frame window: its steady-state RSS)",
+    )
     args = parser.parse_args()
-    baseline = measure(args.baseline_nodes, args.seconds, args.warmup)
-    job = measure(args.nodes, args.seconds, args.warmup)
+    baseline = measure(args.baseline_nodes, args.seconds, args.warmup, args.distinct_seconds)
+    job = measure(args.nodes, args.seconds, args.warmup, args.distinct_seconds)
     print(f"job daemon, one OTLP/HTTP export per node per second, {args.seconds} s after a {args.warmup} s warm-up:")
     show(baseline)
     show(job)

@@ -186,7 +186,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer
-    from .runtime import create_api, discover, open_engine, open_otlp_grpc, warm_up
+    from .runtime import PacedCollection, create_api, discover, open_engine, open_otlp_grpc, warm_up
 
     settings = _settings(args)
     _configure(settings)
@@ -212,7 +212,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         grpc_server.start()
     log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, engine.mode, settings.interval)
     try:
-        engine.run(stop)
+        with PacedCollection() as collection:  # full collections between ticks, after start-up is frozen
+            engine.run(stop, after_tick=collection.after_tick)
     finally:
         log.info("shutting down: flushing exporters")
         if grpc_server is not None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
 from tests.receive.otlp_requests import (
     CUMULATIVE,
@@ -38,12 +40,12 @@ def test_a_node_daemons_own_instruments_come_back_as_its_samples():
     (report,) = decoded.reports
     expected = frame_from_samples(0.0, GPUS, HOST, TRAINING, node.latest.xid_counts())
     assert report.hostname == "node-3"
-    assert report.gpus == expected.gpus
+    assert report.gpus == tuple(g.on_node("node-3") for g in expected.gpus)  # built on their node, not copied to it
     assert report.host == expected.host
-    assert report.xid_counts == expected.xid_counts
+    assert report.xid_counts == tuple(replace(x, node="node-3") for x in expected.xid_counts)
     training = report.training
     assert training is not None and math.isnan(training.loss)  # carried by the nonfinite series
-    assert training.ranks == expected.training.ranks
+    assert training.ranks == tuple(replace(r, hostname="node-3") for r in expected.training.ranks)  # on their node
     assert (training.step_time_ms, training.model_name, training.global_step) == (512.0, "llama", 40)
     assert decoded.rejected == 0 and decoded.error_message == ""
 
@@ -55,7 +57,8 @@ def test_delta_counters_add_up_to_the_running_totals_the_frame_expects():
     node.latest.put(Collected(gpus=(GpuSample(0, xid_errors=(79, 79, 48)), GPUS[1])), 1001.0)
     second = receiver.decode(node.export())
     assert first.reports[0].xid_counts != second.reports[0].xid_counts
-    assert second.reports[0].xid_counts == node.latest.xid_counts()  # 79 three times, 48 once: the totals
+    totals = tuple(replace(x, node="node-1") for x in node.latest.xid_counts())
+    assert second.reports[0].xid_counts == totals  # 79 three times, 48 once: the totals
 
 
 def test_outputs_and_unknown_metrics_are_ignored_and_counted_by_name():
@@ -133,7 +136,7 @@ def test_a_resource_without_host_name_is_rejected_with_a_reason():
     assert decoded.reports[0].training.step_time_ms == 300.0
 
 
-def test_attribute_sets_read_once_judge_every_later_export_the_same_and_the_request_is_left_as_sent():
+def test_attribute_sets_read_once_judge_every_later_export_the_same():
     node = NodeExporter("node-5")
     receiver = OtlpReceiver()
     bad_rank = gauge("trainpulse.rank.step_time", 5.0, rank=-1)  # the same bad attribute set in every export
@@ -142,11 +145,75 @@ def test_attribute_sets_read_once_judge_every_later_export_the_same_and_the_requ
     for req in exports:
         req.resource_metrics[0].scope_metrics[0].metrics.append(bad_rank)
     sent = exports[-1].SerializeToString()
-    first, second, third = (receiver.decode(req) for req in exports)
-    assert exports[-1].SerializeToString() == sent  # decoding read a copy
-    fresh = OtlpReceiver().decode(exports[-1])
+    first, second, third = (receiver.decode(req) for req in exports)  # each read through (its values cleared)
+    fresh = OtlpReceiver().decode(ExportMetricsServiceRequest.FromString(sent))
     # remembered sets read as a first reading did, and as a fresh receiver reads them (repr: the loss is NaN)
     assert repr(first.reports) == repr(second.reports) == repr(third.reports) == repr(fresh.reports)
     for decoded in (first, second, third):
         assert decoded.rejected == 1
         assert decoded.error_message == "trainpulse.rank.step_time: attribute rank: must be >= 0, got -1"
+
+
+def test_a_series_sent_twice_reads_as_its_newest_point_and_a_changed_set_is_read_again():
+    own = "trainpulse_otel"
+    temperature = "trainpulse.gpu.temperature"
+    twice_in_one = gauge(temperature, 70.0, 5, **{"gpu.index": 0})
+    twice_in_one.gauge.data_points.append(twice_in_one.gauge.data_points[0])
+    twice_in_one.gauge.data_points[1].as_double, twice_in_one.gauge.data_points[1].time_unix_nano = 60.0, 3
+    receiver = OtlpReceiver()
+    for metrics in (
+        [twice_in_one],  # one metric, the same GPU twice: the newer point
+        [gauge(temperature, 60.0, 3, **{"gpu.index": 0}), gauge(temperature, 70.0, 5, **{"gpu.index": 0})],
+        [gauge(temperature, 70.0, 5, **{"gpu.index": 0}), gauge(temperature, 60.0, 3, **{"gpu.index": 0})],
+    ):
+        (gpu,) = receiver.decode(request(metrics, scope=own)).reports[0].gpus
+        assert (gpu.index, gpu.temperature_celsius, gpu.node) == (0, 70.0, "node-0")
+    renamed = receiver.decode(request([gauge(temperature, 71.0, 6, **{"gpu.index": 0, "gpu.name": "B200"})], scope=own))
+    assert renamed.reports[0].gpus[0].name == "B200"  # the same metric with other attributes: read, not recalled
+    moved = receiver.decode(request([gauge(temperature, 72.0, 7, **{"gpu.index": 1, "gpu.name": "B200"})], scope=own))
+    assert [(g.index, g.temperature_celsius) for g in moved.reports[0].gpus] == [(1, 72.0)]
+
+
+def test_points_without_a_recorded_value_are_ignored_in_a_remembered_export_layout_too():
+    node = NodeExporter("node-7")
+    node.latest.put(Collected(gpus=GPUS, training=TRAINING), 1000.0)
+    receiver = OtlpReceiver()
+    sent = node.export().SerializeToString()
+    first = receiver.decode(ExportMetricsServiceRequest.FromString(sent))
+    assert (first.reports[0].gpus[0].temperature_celsius, first.reports[0].training.model_name) == (88.0, "llama")
+    stale = ExportMetricsServiceRequest.FromString(sent)
+    for metric in stale.resource_metrics[0].scope_metrics[0].metrics:
+        if metric.name.endswith((".gpu.temperature", ".training.info")):  # a valued gauge and an always-1 one
+            metric.gauge.data_points[0].flags = 1  # FLAG_NO_RECORDED_VALUE: stale
+    for _ in range(2):  # a new layout, then the same one remembered
+        decoded = receiver.decode(ExportMetricsServiceRequest.FromString(stale.SerializeToString()))
+        report = decoded.reports[0]
+        assert (report.gpus[0].temperature_celsius, report.training.model_name) == (None, None)
+        assert (decoded.accepted, decoded.ignored) == (first.accepted - 2, first.ignored + 2)
+
+
+def test_a_hosts_and_a_jobs_points_without_attributes_stay_apart_in_every_export():
+    receiver = OtlpReceiver()
+    for _ in range(2):  # read, then remembered
+        metrics = [gauge("trainpulse.host.cpu.utilization", 31.5), gauge("trainpulse.training.step_time", 512.0)]
+        (report,) = receiver.decode(request(metrics, scope="trainpulse_otel")).reports
+        assert (report.host.cpu_percent, report.training.step_time_ms) == (31.5, 512.0)
+
+
+def test_values_that_read_as_zero_keep_their_case_and_sign_in_every_export():
+    receiver = OtlpReceiver()
+    gpu = {"gpu.index": 0}
+    for value in (-0.0, 0.0, 41.5, -0.0):  # the layout is read once, then remembered
+        used = gauge("trainpulse.gpu.memory.used", 0.0, **gpu)
+        used.gauge.data_points[0].as_int = 0  # an int gauge's zero
+        unset = gauge("trainpulse.gpu.power", 0.0, **gpu)
+        unset.gauge.data_points[0].ClearField("value")  # a point without a value: ignored
+        metrics = [gauge("trainpulse.gpu.temperature", value, **gpu), used, unset]
+        decoded = receiver.decode(request(metrics, scope="trainpulse_otel"))
+        (sample,) = decoded.reports[0].gpus
+        assert (math.copysign(1.0, sample.temperature_celsius), abs(sample.temperature_celsius)) == (
+            math.copysign(1.0, value),
+            abs(value),
+        )
+        assert type(sample.memory_used_bytes) is int and sample.memory_used_bytes == 0
+        assert sample.power_watts is None and decoded.ignored == 1

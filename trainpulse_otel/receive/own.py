@@ -14,10 +14,11 @@ inputs: they are counted as ignored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
+from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ScopeMetrics
 
 from ..samples import (
     GPU_RULES,
@@ -48,8 +49,8 @@ from ..telemetry.catalog import (
     MetricSpec,
 )
 from ..telemetry.conversion import NONFINITE_FIELDS, FrameAssembler
-from .attributes import AttributeSets, identity_of
-from .points import GAUGE, SUM, Attributes, AttributeValue, Series, is_delta, number, point_count
+from .attributes import AttributeSets, MetricSets, Pairs, take_values
+from .points import GAUGE, SUM, Attributes, Series, is_delta, point_count
 from .series import SeriesState
 from .tally import Tally
 
@@ -65,12 +66,17 @@ NODE_LOCAL = (GPU, HOST)
 class OwnInstruments:
     """The TrainPulse instruments of one resource (one node), gathered into its :class:`NodeReport`.
 
-    A metric's points are read in one pass: its spec, kind, temporality and
-    value rule are looked up once per metric, and each point's attribute set
-    is recognised among those already read (:mod:`.attributes`), checks and
-    all, so a point costs its value, its value check and the newest-of-its-
-    series comparison. The points' times and values are cleared as they are
-    read: hand it a request of its own (``decode_request`` does).
+    A node daemon's scope is read at once (:meth:`add_scope`): its points'
+    values and times are taken, and the plan made for the node's previous
+    export — each metric's reading, temporality and attribute sets, checks and
+    all (:mod:`.attributes`) — is used again while the scope looks the same,
+    so a point costs its value and, with the rest of its metric's, its value
+    check; any other scope goes metric by metric. A metric whose points are
+    all good is kept whole; one with a point to ignore, total up or reject is
+    judged point by point. The newest point of each series is what the report
+    holds; only when a series came twice (a set twice in a metric, a metric
+    twice) are the points' times compared. Taking a value zeroes it in the
+    point: hand it a request of its own (see ``decode_request``).
     """
 
     def __init__(
@@ -81,60 +87,101 @@ class OwnInstruments:
         self.series = series
         self.tally = tally
         self.attribute_sets = attribute_sets
-        self._newest: dict[Series, tuple[int, str, dict[str, AttributeValue], float | int]] = {}
+        self._kept: list[Kept] = []
+        self._names: set[str] = set()
+        self._distinct = True  # no series came twice (so far)
 
     def understands(self, scope: str, metric: str) -> bool:
         """Whether ``metric`` of ``scope`` is one of TrainPulse's instruments (inputs and outputs alike)."""
         return scope == TRAINPULSE_SCOPE and metric.startswith(self.prefix)
 
+    def add_scope(self, scope_metrics: ScopeMetrics) -> bool:
+        """Read a scope's metrics together when all of them are TrainPulse's (a node daemon's export); False,
+        reading nothing, when the scope or some metric is not (then each goes to whoever understands it).
+
+        A node sends the same metrics over the same attribute sets every
+        export; once its points' values and times are taken (and zeroed), the
+        scope's bytes equal its previous export's, and the plan made then — each
+        metric's reading, temporality and attribute sets — is used again, so a
+        metric costs its values and their check, not its name, kind and sets.
+        """
+        metrics = scope_metrics.metrics
+        names = [metric.name for metric in metrics]
+        if scope_metrics.scope.name != TRAINPULSE_SCOPE or not all(name.startswith(self.prefix) for name in names):
+            return False
+        taken = [take_metric(metric) for metric in metrics]
+        identity = scope_metrics.SerializeToString()
+        plans = self.attribute_sets.node_layout(self.hostname, identity)
+        if plans is None:
+            plans = tuple(self._plan(metric, name) for metric, name in zip(metrics, names, strict=True))
+            self.attribute_sets.remember_layout(self.hostname, identity, plans)
+        for plan, name, (values, times) in zip(plans, names, taken, strict=True):
+            self._add(plan, name, values, times)  # type: ignore[arg-type]
+        return True
+
     def add_metric(self, metric: Metric) -> None:
-        """Check each point and keep the newest of each series; outputs and relayed views are ignored."""
+        """Check one metric's points and keep the good ones; outputs and relayed views are ignored."""
         name = metric.name
-        spec = SPECS.get(name[len(self.prefix) :])
+        values, times = take_metric(metric)
+        self._add(self._plan(metric, name), name, values, times)
+
+    def _plan(self, metric: Metric, name: str) -> MetricPlan | None:
+        """How ``metric`` (its values taken) is read: its reading, temporality and attribute sets; None: ignored
+        (an output, a relayed view, a kind no instrument is: its points are counted as ignored)."""
+        reading = READINGS.get(name[len(self.prefix) :])
         kind = metric.WhichOneof("data")
-        if spec is None or spec.scope == NODE or kind not in (GAUGE, SUM):
-            points = point_count(metric)
-            if points:
-                self.tally.ignore(name, points)
-            return
+        if reading is None or kind not in (GAUGE, SUM):
+            return None
         data = metric.sum if kind == SUM else metric.gauge
-        delta = kind == SUM and is_delta(data)
-        reading = READINGS[spec.suffix]
-        group, rule, relayed, suffix = reading.group, reading.rule, reading.relayed, spec.suffix
-        exact, floor, ceiling = (rule.exact_type, rule.floor, rule.ceiling) if rule else (None, 0.0, 0.0)
-        sets, newest, accepted = self.attribute_sets, self._newest, 0
-        for point in data.data_points:
-            value, at = number(point), point.time_unix_nano
-            identity = identity_of(point)
-            known = sets.get(group, identity) or sets.read(group, identity, point, reading.judge)
-            attributes, pairs, wrong = known
-            if value is None or (relayed and "hostname" in attributes):
+        sets = self.attribute_sets.of_metric(reading.group, metric, data.data_points, reading.judge)
+        return MetricPlan(reading, kind == SUM, kind == SUM and is_delta(data), sets)
+
+    def _add(self, plan: MetricPlan | None, name: str, values: list[float | int | None], times: list[int]) -> None:
+        """Keep a metric's good points: all at once when nothing is wrong with them, else one by one."""
+        if plan is None:
+            if values:
+                self.tally.ignore(name, len(values))
+            return
+        reading, known = plan.reading, plan.sets
+        values = known.values_of(values)  # type: ignore[arg-type]
+        fine = known.clean and not (reading.relayed and known.hostnames) and not plan.delta and None not in values
+        if fine and reading.fit(values, known.value_type):  # type: ignore[arg-type]
+            kept = Kept(name, reading.spec.suffix, plan.delta, values, known.attributes, known.pairs, times)  # type: ignore[arg-type]
+        else:  # something to ignore, total up or reject: point by point
+            kept = self._checked(Kept(name, reading.spec.suffix, plan.delta, [], [], [], []), plan, values, times)
+        if kept.values:
+            self.tally.accept(len(kept.values))
+            self._distinct = self._distinct and known.distinct and name not in self._names
+            self._names.add(name)
+            self._kept.append(kept)
+
+    def _checked(self, kept: Kept, plan: MetricPlan, values: list[float | int | None], times: list[int]) -> Kept:
+        """One metric's points judged one by one into ``kept``: ignored, totalled (a sum), rejected with why, or kept."""
+        reading, known = plan.reading, plan.sets
+        name = kept.metric
+        for value, at, (attributes, pairs, wrong) in zip(values, times, known.sets, strict=True):
+            if value is None or (reading.relayed and "hostname" in attributes):
                 self.tally.ignore(name)
                 continue
-            series = (name, pairs)
-            if kind == SUM:
-                value = self.series.running_total(self.hostname, series, delta, value)
-            if wrong is None and rule is not None:
-                scaled = value if reading.scale == 1.0 else value / reading.scale
-                if not (type(scaled) is exact and floor <= scaled <= ceiling):  # the validators' own fast path
-                    wrong = value_error(reading, scaled)
+            if plan.summed:
+                value = self.series.running_total(self.hostname, (name, pairs), kept.delta, value)
+            if wrong is None and not reading.fit((value,), type(value)):  # a bool, a NaN, out of bounds
+                wrong = value_error(reading, value if reading.scale == 1.0 else value / reading.scale)
             if wrong is not None:
                 self.tally.reject(f"{name}: {wrong}")
                 continue
-            accepted += 1
-            kept = newest.get(series)
-            if kept is None or at >= kept[0] or delta:  # a delta's total is its newest
-                newest[series] = (max(at, kept[0] if kept else 0), suffix, attributes, value)
-        if accepted:
-            self.tally.accept(accepted)
+            kept.values.append(value)  # type: ignore[attr-defined]
+            kept.attributes.append(attributes)  # type: ignore[attr-defined]
+            kept.pairs.append(pairs)  # type: ignore[attr-defined]
+            kept.times.append(at)  # type: ignore[attr-defined]
+        return kept
 
     def report(self) -> NodeReport | None:
         """The node's samples from the points kept; None when the request had none of them."""
-        if not self._newest:
+        if not self._kept:
             return None
-        assembler = FrameAssembler()
-        for _, suffix, attributes, value in self._newest.values():
-            assembler.add(suffix, attributes, value)
+        assembler = FrameAssembler(self.hostname)
+        assembler.add_observations(self._newest())
         frame = assembler.frame(0.0)
         return NodeReport(
             self.hostname,
@@ -143,6 +190,57 @@ class OwnInstruments:
             training=frame.training,
             xid_counts=frame.xid_counts or None,
         )
+
+    def _newest(self) -> dict[str, Iterable[tuple[float | int, Attributes]]]:
+        """The newest point of each series, by instrument suffix (a delta's last is its newest: its total)."""
+        if self._distinct:  # every point is the only one of its series
+            return {kept.suffix: zip(kept.values, kept.attributes, strict=True) for kept in self._kept}
+        newest: dict[Series, tuple[int, str, Attributes, float | int]] = {}
+        for kept in self._kept:
+            for value, attributes, pairs, at in zip(kept.values, kept.attributes, kept.pairs, kept.times, strict=True):
+                series = (kept.metric, pairs)
+                known = newest.get(series)
+                if known is None or at >= known[0] or kept.delta:
+                    newest[series] = (max(at, known[0] if known else 0), kept.suffix, attributes, value)
+        out: dict[str, list[tuple[float | int, Attributes]]] = {}
+        for _, suffix, attributes, value in newest.values():
+            out.setdefault(suffix, []).append((value, attributes))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPlan:
+    """How one metric is read: its instrument's reading, whether it is a sum and a delta one, its attribute sets."""
+
+    reading: Reading
+    summed: bool
+    delta: bool
+    sets: MetricSets
+
+
+def take_metric(metric: Metric) -> tuple[list[float | int | None], list[int]]:
+    """A metric's values and times (:func:`take_values`); a kind without number points has its data cleared,
+    so that only its name tells it apart, and one None per point (to be counted)."""
+    kind = metric.WhichOneof("data")
+    if kind in (GAUGE, SUM):
+        return take_values(metric.sum.data_points if kind == SUM else metric.gauge.data_points)
+    points = point_count(metric)
+    if kind is not None:
+        metric.ClearField(kind)
+    return [None] * points, []
+
+
+@dataclass(slots=True)
+class Kept:
+    """One metric's good points, as parallel sequences: values, attributes, their sorted pairs, times."""
+
+    metric: str
+    suffix: str
+    delta: bool
+    values: Sequence[float | int]
+    attributes: Sequence[Attributes]
+    pairs: Sequence[Pairs]
+    times: Sequence[int]
 
 
 @dataclass(frozen=True)
@@ -155,6 +253,23 @@ class Reading:
     field: str  # the field an error names
     scale: float
     relayed: bool  # points naming a ``hostname`` are another node's, relayed by a job daemon
+
+    def fit(self, values: Sequence[float | int], value_type: type | None) -> bool:
+        """Whether every value (none of them None; all of ``value_type``, None when they differ) is exactly of
+        the rule's type inside its bounds, once scaled: the validators' own fast path, for a metric's values at
+        once (C loops: least, greatest and sum — a NaN makes the sum NaN). One that is not is judged by
+        :func:`value_error`."""
+        rule = self.rule
+        if rule is None or not values:
+            return True
+        scaled = values if self.scale == 1.0 else [v / self.scale for v in values]
+        if (value_type if self.scale == 1.0 else float) is not rule.exact_type:
+            return False
+        return (
+            rule.floor <= min(scaled)
+            and max(scaled) <= rule.ceiling
+            and not (rule.exact_type is float and math.isnan(sum(scaled)))
+        )
 
     def judge(self, attributes: Attributes) -> str | None:
         """What is wrong with a point's attributes (None: nothing)."""
@@ -177,7 +292,8 @@ def reading(spec: MetricSpec) -> Reading:
     return Reading(spec, spec.scope, rule, f"{spec.scope}.{spec.field}", spec.scale, relayed)
 
 
-READINGS: dict[str, Reading] = {suffix: reading(spec) for suffix, spec in SPECS.items()}
+#: How each input instrument is read, by suffix (a node's own liveness, ``node.*``, is a job daemon's output).
+READINGS: dict[str, Reading] = {suffix: reading(spec) for suffix, spec in SPECS.items() if spec.scope != NODE}
 
 
 def value_error(reading: Reading, scaled: float | int) -> str | None:

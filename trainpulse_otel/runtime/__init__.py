@@ -5,6 +5,7 @@ exported here.
 """
 
 from .assemble import Plugins, build_pipeline, create_api, discover, open_engine, open_otlp_grpc, open_replay
+from .collection import PacedCollection
 from .engine import Engine, Stepper
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 
@@ -13,6 +14,7 @@ __all__ = [
     "BackgroundTicks",
     "Engine",
     "LocalEngine",
+    "PacedCollection",
     "Plugins",
     "Stepper",
     "build_pipeline",

@@ -190,9 +190,16 @@ def _info_attributes(training: TrainingSample) -> dict[str, str]:
 
 
 class FrameAssembler:
-    """Collects metric points (by instrument suffix) and builds one Frame from them."""
+    """Collects metric points (by instrument suffix) and builds one Frame from them.
 
-    def __init__(self) -> None:
+    ``node`` is the node that GPU, XID and rank points naming no ``hostname``
+    are on: None for this daemon's own, a hostname when a job daemon assembles
+    what one node sent (its GPUs and ranks then arrive tagged, not copied once
+    more to be tagged).
+    """
+
+    def __init__(self, node: str | None = None) -> None:
+        self.node = node
         self._gpus: dict[GpuKey, dict[str, Any]] = {}
         self._throttle: dict[GpuKey, set[str]] = {}
         self._host: dict[str, Any] = {}
@@ -211,7 +218,7 @@ class FrameAssembler:
         if spec is GPU_THROTTLE:
             self._add_throttle(attributes, value)
         elif spec is GPU_XID:
-            node = str(attributes["hostname"]) if "hostname" in attributes else None
+            node = str(attributes["hostname"]) if "hostname" in attributes else self.node
             self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value), node))
         elif spec is NONFINITE:
             scope = RANK if "rank" in attributes else TRAINING
@@ -229,11 +236,12 @@ class FrameAssembler:
         else:
             self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
 
-    def add_observations(self, observations: Observations) -> None:
+    def add_observations(self, observations: Mapping[str, Iterable[Point]]) -> None:
         """Take every point of an :func:`observe` result.
 
         Same outcome as :meth:`add` per point, faster: ``observe`` shares one
-        attributes dict among all points of a GPU or rank, so the target is
+        attributes dict among all points of a GPU or rank (as the OTLP
+        receiver's remembered sets do among a scope's), so the target is
         resolved once per sample instead of once per point.
         """
         targets: dict[int, dict[str, Any]] = {}
@@ -250,7 +258,10 @@ class FrameAssembler:
                 or spec is RANK_PHASE
             ):
                 for value, attrs in points:
-                    self.add(suffix, attrs, value)
+                    if spec is GPU_THROTTLE:  # a GPU's every throttle reason: the most points of an export
+                        self._add_throttle(attrs, value)
+                    else:
+                        self.add(suffix, attrs, value)
                 continue
             restore, field, scope = _RESTORERS[suffix], spec.field, spec.scope
             for value, attrs in points:
@@ -297,10 +308,12 @@ class FrameAssembler:
             rank["gpu_index"] = int(attributes["gpu.index"])
         if "hostname" in attributes:
             rank["hostname"] = str(attributes["hostname"])
+        elif self.node is not None:
+            rank["hostname"] = self.node
         return rank
 
     def _gpu_fields(self, attributes: Attributes) -> dict[str, Any]:
-        gpu = self._gpus.setdefault(_gpu_key(attributes), {})
+        gpu = self._gpus.setdefault(self._gpu_key(attributes), {})
         if "gpu.uuid" in attributes:
             gpu["uuid"] = str(attributes["gpu.uuid"])
         if "gpu.name" in attributes:
@@ -308,7 +321,7 @@ class FrameAssembler:
         return gpu
 
     def _add_throttle(self, attributes: Attributes, value: Number) -> None:
-        key = _gpu_key(attributes)
+        key = self._gpu_key(attributes)
         active = self._throttle.get(key)
         if active is None:
             self._gpu_fields(attributes)
@@ -322,10 +335,9 @@ class FrameAssembler:
         throttle = None if reasons is None else tuple(r for r in THROTTLE_REASONS if r in reasons)
         return GpuSample(index=key[1], throttle_reasons=throttle, node=key[0], **fields)
 
-
-def _gpu_key(attributes: Attributes) -> GpuKey:
-    node = attributes.get("hostname")
-    return (None if node is None else str(node), int(attributes["gpu.index"]))
+    def _gpu_key(self, attributes: Attributes) -> GpuKey:
+        node = attributes.get("hostname")
+        return (self.node if node is None else str(node), int(attributes["gpu.index"]))
 
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:

@@ -106,6 +106,7 @@ class OperationalMetrics:
         self._collector_errors = create(COLLECTOR_ERRORS)
         # Bounded: if ticks ever stopped, memory would not grow (the oldest notes go first).
         self._pending: deque[tuple[str, str | None]] = deque(maxlen=PENDING_LIMIT)
+        self._otlp_pending: deque[tuple[int, int, int]] = deque(maxlen=PENDING_LIMIT)
         self._job_attributes: dict[tuple[str | None, str | None], dict[str, str]] = {}
 
     def ingested(self, sample: TrainingSample, source: str = REST) -> None:
@@ -115,7 +116,7 @@ class OperationalMetrics:
             self._step.record(sample.step_time_ms / 1000.0, self._job(sample.model_name, sample.framework))
 
     def flush(self) -> None:
-        """Count the reports noted since the last flush: one counter add per attribute set.
+        """Count the reports and OTLP points noted since the last flush: one counter add per attribute set.
 
         Safe from any thread: each noted report is taken off the queue exactly once.
         """
@@ -127,6 +128,16 @@ class OperationalMetrics:
                 break
         for (source, framework), n in counts.items():
             self._samples.add(n, {"source": source, **({"framework": framework} if framework else {})})
+        points = [0, 0, 0]
+        while self._otlp_pending:
+            try:
+                request = self._otlp_pending.popleft()
+            except IndexError:
+                break
+            points = [total + n for total, n in zip(points, request, strict=True)]
+        for outcome, n in zip(OTLP_OUTCOMES, points, strict=True):
+            if n:
+                self._otlp_points.add(n, {"outcome": outcome})
 
     def _job(self, model: str | None, framework: str | None) -> dict[str, str]:
         key = (model, framework)
@@ -142,10 +153,9 @@ class OperationalMetrics:
         self._errors.add(1, {"reason": reason})
 
     def otlp_received(self, accepted: int, rejected: int, ignored: int) -> None:
-        """Count the points of one OTLP request by outcome (one add per outcome that had any)."""
-        for outcome, points in zip(OTLP_OUTCOMES, (accepted, rejected, ignored), strict=True):
-            if points:
-                self._otlp_points.add(points, {"outcome": outcome})
+        """Note the points of one OTLP request by outcome, counted at the next flush (the next tick: a 64-node
+        job sends 64 requests a second, and an SDK counter add costs as much as the rest of the note)."""
+        self._otlp_pending.append((accepted, rejected, ignored))
 
     def ticked(self, seconds: float) -> None:
         """Record how long one tick took."""
