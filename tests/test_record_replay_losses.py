@@ -29,7 +29,7 @@ def _record(tmp_path, ticks: int = 90):
     path = tmp_path / "trace.jsonl"
     clock = [1_764_400_000.0]
     engine = recording_engine(path, clock, history_size=1000)
-    timeline = []
+    timeline, frames = [], []  # each tick's whole frame (the window keeps older ones as their history record)
     for i in range(ticks):
         for j in range(3):
             step = 3 * i + j
@@ -37,8 +37,8 @@ def _record(tmp_path, ticks: int = 90):
             engine.ingest(_report(step, loss))
             clock[0] += 0.25
         timeline += engine.tick().transitions
+        frames.append(engine.window.latest)
         clock[0] += 0.25
-    frames = engine.window.frames()
     engine.close()
     return path, frames, timeline
 
@@ -55,12 +55,12 @@ def test_losses_between_ticks_are_recorded_and_a_nan_replays_as_nan(tmp_path):
     assert '"loss":NaN' in path.read_text()  # Python's json token, read back as a float
 
     stepper = parts.stepper(history_size=1000)
+    replayed = []
     with open(path, "rb") as fh:
         errors: list = []
-        result = replay(read_trace(fh, errors), stepper)
+        result = replay(read_trace(fh, errors), stepper, on_result=lambda _: replayed.append(stepper.window.latest))
     assert errors == [] and result.ticks == len(live) == 90
     assert [t.to_dict() for t in result.timeline] == [t.to_dict() for t in live_timeline]
-    replayed = stepper.window.frames()
     for a, b in zip(live, replayed, strict=True):
         assert [(p.ts, p.global_step) for p in a.losses] == [(p.ts, p.global_step) for p in b.losses]
     [nan_point] = [p for f in replayed for p in f.losses if p.loss is not None and math.isnan(p.loss)]

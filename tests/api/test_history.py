@@ -11,9 +11,19 @@ import pytest
 from tests import parts
 from trainpulse_otel.api import ApiServer
 from trainpulse_otel.config import Settings
-from trainpulse_otel.publish.snapshot import history_from_dict
+from trainpulse_otel.publish.snapshot import history_from_dict, history_to_dict
 from trainpulse_otel.runtime.engine import Engine
-from trainpulse_otel.samples import parse_training
+from trainpulse_otel.runtime.window import Window
+from trainpulse_otel.samples import (
+    Frame,
+    GpuSample,
+    HostSample,
+    NodeSample,
+    RankSample,
+    TrainingSample,
+    XidCount,
+    parse_training,
+)
 
 RANKS = [{"rank": r, "gpu_index": r, "step_time_ms": 1000.0 + r} for r in range(4)]
 
@@ -125,3 +135,27 @@ def test_a_report_of_only_ranks_leaves_no_job_level_training_in_the_history(serv
     served.engine.tick()
     assert frames(served)[-1]["training"] is None
     assert len(served.get_json("/v1/snapshot")[1]["training"]["ranks"]) == 4
+
+
+def test_a_job_windows_older_frames_keep_what_the_history_shows_and_the_newest_stays_whole():
+    own = GpuSample(index=0, utilization_percent=90.0)
+    other = GpuSample(index=0, utilization_percent=80.0, node="node-001")
+    training = TrainingSample(step_time_ms=1000.0, ranks=(RankSample(rank=0, step_time_ms=1000.0),))
+    frames = [
+        Frame(
+            ts=float(t),
+            gpus=(own, other),
+            host=HostSample(cpu_percent=10.0),
+            training=training,
+            xid_counts=(XidCount(0, 79, 1, "node-001"),),
+            nodes=(NodeSample("node-001", float(t)),),
+        )
+        for t in range(3)
+    ]
+    window = Window(10)
+    for frame in frames:
+        window.append(frame)
+    older, newest = window.frames()[:-1], window.latest
+    assert newest == frames[-1]  # the snapshot's frame: every node, rank and XID count
+    assert all(f.gpus == (own,) and not f.training.ranks and not f.nodes and not f.xid_counts for f in older)
+    assert history_to_dict(window.frames()) == history_to_dict(frames)  # what users see is unchanged

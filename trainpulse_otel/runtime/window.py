@@ -4,7 +4,11 @@ Every frame the pipeline diagnoses passes through here. Detectors keep their
 own incremental statistics (each over the horizon its physics needs), so the
 window is not what they read; it is the recent history users see: the
 daemon's ``GET /v1/history`` and ``trainpulse top``'s sparklines, full from
-the first frame. ``history_size`` bounds it.
+the first frame. ``history_size`` bounds it. The newest frame is kept whole (the
+snapshot is read from it); each older one as its history record
+(:func:`~trainpulse_otel.samples.history_record`: this node's GPUs, host and
+job-level report), so a job daemon's window does not hold 300 copies of every
+node's GPUs and every rank.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 
-from ..samples import Frame
+from ..samples import Frame, history_record
 
 DEFAULT_HISTORY_SIZE = 300
 
@@ -31,8 +35,11 @@ class Window:
         return self._frames.maxlen or 0
 
     def append(self, frame: Frame) -> None:
-        """Add the newest frame."""
-        self._frames.append(frame)
+        """Add the newest frame; the one before it keeps its history record."""
+        frames = self._frames
+        if frames:
+            frames[-1] = history_record(frames[-1])
+        frames.append(frame)
 
     @property
     def latest(self) -> Frame | None:
