@@ -44,9 +44,7 @@ def frames_and_build_cost(groups: list) -> tuple[list, float]:
         start = time.perf_counter()
         frames = []
         for g in groups:
-            ts = feed.apply(g)
-            stepper.latest.expire(ts)
-            frames.append(stepper.frames.read(ts))
+            frames.append(stepper.frame(feed.apply(g)))
         costs.append((time.perf_counter() - start) / len(groups))
     return frames, statistics.median(costs)
 

@@ -261,7 +261,11 @@ class LatestSamples:
         return self._training
 
     def _merge(self) -> TrainingSample | None:
-        ranks = tuple(map(self._ranks.__getitem__, sorted(self._ranks)))
+        numbers = list(self._ranks)
+        in_order = sorted(numbers)
+        held = self._ranks
+        # ranks are usually held in rank order (a report updates its ranks in place): then no lookups
+        ranks = tuple(held.values()) if numbers == in_order else tuple(map(held.__getitem__, in_order))
         if self._job is None:
             return TrainingSample(ranks=ranks) if ranks else None
         stamp = self._job.timestamp if self._job.timestamp is not None else self._job_at

@@ -206,14 +206,21 @@ def _ranks_read_back_as_is(ranks: list[RankSample]) -> bool:
     columns, kinds, scaled = _RANK_COLUMNS
     if scaled or not ranks:
         return False
-    unset = type(None)
+    unset, count = type(None), len(ranks)
     some_full = False
     for read, kind in zip(columns, kinds, strict=True):
+        if read(ranks[0]) is None and _unset(ranks, read, count):
+            continue  # a field no rank reports (counting Nones is cheaper than asking each value's type)
         types = set(map(type, map(read, ranks)))
         if not types <= {kind, unset}:
             return False
         some_full = some_full or unset not in types
-    return some_full and (set(map(_PID, ranks)) == {None} or None not in map(_PHASE, ranks))
+    return some_full and (_unset(ranks, _PID, count) or None not in map(_PHASE, ranks))
+
+
+def _unset(ranks: list[RankSample], read: attrgetter[Any], count: int) -> bool:
+    """Whether no rank has a value in this column."""
+    return list(map(read, ranks)).count(None) == count
 
 
 def _rank_read_back(rank: RankSample) -> RankSample | None:

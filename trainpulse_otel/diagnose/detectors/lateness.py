@@ -9,7 +9,6 @@ rank, in the same order, so the values are the same to the last bit.
 
 from __future__ import annotations
 
-from itertools import repeat
 from operator import add, attrgetter, sub
 
 from ...samples import RankSample
@@ -26,7 +25,7 @@ _ALL_REDUCE_WAIT = attrgetter("all_reduce_wait_ms")
 def _pstdev(values: list[float]) -> float:
     n = len(values)
     mean = sum(values) / n
-    return (sum(map(pow, map(sub, values, repeat(mean)), repeat(2))) / n) ** 0.5
+    return (sum([(v - mean) ** 2 for v in values]) / n) ** 0.5
 
 
 def reference(present: list[float]) -> float:

@@ -63,6 +63,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from itertools import compress, count, repeat
+from operator import lt
 from typing import Any
 
 from ...samples import RankSample
@@ -145,7 +147,7 @@ class RankStraggler(BaseDetector):
         ids = tuple(map(RANK_NUMBER, ranks))
         if ids != self._ids:
             self._reset(ids)
-        timed = steps if None not in steps else None  # every rank's step time, or timing by tokens/s
+        timed = steps if all(steps) or None not in steps else None  # every rank's step time, or by tokens/s
         late = lateness(ranks, self._own_busy(ranks, timed), timed)
         complete = timed is not None  # then every rank has a lateness
         present = sorted(late) if complete else sorted([x for x in late if x is not None])  # type: ignore[type-var]
@@ -326,12 +328,7 @@ class RankStraggler(BaseDetector):
         ref = self.reference
         if ref is None or ref <= 0:
             return out
-        candidates = [
-            i
-            for i, (fast, slow) in enumerate(zip(self._excess, self._slow_excess, strict=True))
-            if fast > floor or slow > floor
-        ]
-        for i in candidates:
+        for i in sorted({*_above(self._excess, floor), *_above(self._slow_excess, floor)}):
             slower, t = self._excess_and_t(i)
             score = slower / SLOWER_WARNING
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
@@ -384,6 +381,11 @@ def _past(values: list[float], floor: float) -> bool:
     """Whether any value may be above ``floor``: the highest is, or a NaN first hides the rest from ``max``."""
     top = max(values)
     return top > floor or top != top
+
+
+def _above(values: list[float], floor: float) -> compress[int]:
+    """The places of the values above ``floor``, found in C (``floor < v`` is ``v > floor``)."""
+    return compress(count(), map(lt, repeat(floor), values))
 
 
 def _spans_hosts(ranks: Sequence[RankSample]) -> bool:
