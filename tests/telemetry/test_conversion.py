@@ -121,7 +121,7 @@ def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xi
 
 @st.composite
 def _uniform_ranks(draw: st.DrawFn) -> TrainingSample:
-    """A report whose ranks all carry the same fields (the usual one: read back a column at a time), of any kind."""
+    """A report whose ranks all carry the same fields (the usual report, handed on as it is), of any kind."""
     names = draw(st.sets(st.sampled_from(sorted(set(RANK_RULES) - IDENTITY - {"phase", "pid"}))))
     phase = draw(st.sampled_from(("none", "all", "some")))
     pids = draw(st.booleans())
@@ -141,7 +141,7 @@ def _types(frame):
 
 @settings(max_examples=300, deadline=None)
 @given(training=_uniform_ranks())
-def test_ranks_read_back_column_by_column_as_the_reader_restores_them(training):
+def test_a_reports_ranks_read_back_as_the_reader_restores_them_to_their_types(training):
     direct, via_points = frame_from_samples(5.0, (), None, training), frame_via_points(5.0, (), None, training)
     assert direct == via_points
     assert _types(direct) == _types(via_points)  # an int in a float field comes back a float, not as it went

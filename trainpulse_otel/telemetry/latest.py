@@ -144,8 +144,8 @@ class LatestSamples:
 
         A rank takes a part from its held entry (:func:`merged_rank`) only when it does not carry that part and
         the held entry — or an earlier entry of the same report — does. When no part of the report can be
-        taken so (the usual report, whose ranks all carry the same parts), the ranks are stored as they came,
-        in C-level passes: at 4,096 ranks the per-rank merge was half the frame's cost.
+        taken so (the usual report, whose ranks all carry the same parts), the ranks are stored as they came:
+        at 4,096 ranks the per-rank merge was half the frame's cost.
         """
         every, some = carried_parts(ranks)
         held = self._parts_held

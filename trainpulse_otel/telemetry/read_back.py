@@ -185,42 +185,8 @@ def _training_read_back(training: TrainingSample) -> TrainingSample:
         value = getattr(training, field)
         if value is not None:
             fields[field] = str(value)
-    return TrainingSample(**fields, ranks=_ranks_read_back(sorted(training.ranks, key=_RANK_NUMBER)))
-
-
-def _ranks_read_back(ranks: list[RankSample]) -> tuple[RankSample, ...]:
-    if _ranks_read_back_as_is(ranks):
-        return tuple(ranks)
-    read = map(_rank_read_back, ranks)
-    return tuple(r for r in read if r is not None)
-
-
-def _ranks_read_back_as_is(ranks: list[RankSample]) -> bool:
-    """Whether every rank would be handed on as it is by :func:`_rank_read_back`, decided a field's column at
-    a time (C-level passes: at 4,096 ranks, asking rank by rank was half the frame's cost).
-
-    Each measured column holds only unset values and values of its kind (the types :func:`_reads_back_as_is`
-    asks for), one column is set on every rank (so each rank has a measurement), no column is scaled, and
-    either no rank has a ``pid`` or every rank has a ``phase``. ``False`` only means "ask each rank".
-    """
-    columns, kinds, scaled = _RANK_COLUMNS
-    if scaled or not ranks:
-        return False
-    unset, count = type(None), len(ranks)
-    some_full = False
-    for read, kind in zip(columns, kinds, strict=True):
-        if read(ranks[0]) is None and _unset(ranks, read, count):
-            continue  # a field no rank reports (counting Nones is cheaper than asking each value's type)
-        types = set(map(type, map(read, ranks)))
-        if not types <= {kind, unset}:
-            return False
-        some_full = some_full or unset not in types
-    return some_full and (_unset(ranks, _PID, count) or None not in map(_PHASE, ranks))
-
-
-def _unset(ranks: list[RankSample], read: attrgetter[Any], count: int) -> bool:
-    """Whether no rank has a value in this column."""
-    return list(map(read, ranks)).count(None) == count
+    read_ranks = map(_rank_read_back, sorted(training.ranks, key=_RANK_NUMBER))
+    return TrainingSample(**fields, ranks=tuple(r for r in read_ranks if r is not None))
 
 
 def _rank_read_back(rank: RankSample) -> RankSample | None:
@@ -234,17 +200,8 @@ def _rank_read_back(rank: RankSample) -> RankSample | None:
     return RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured)
 
 
-#: A rank's number, pid and phase, each read in one C call (these run over every rank of every frame).
+#: A rank's number, read in one C call (this runs over every rank of every frame).
 _RANK_NUMBER = attrgetter("rank")
-_PID = attrgetter("pid")
-_PHASE = attrgetter("phase")
-#: The rank scope's measured fields one column at a time: a reader of each, the type each must have, and
-#: whether any field is scaled (then each rank's values are asked about).
-_RANK_COLUMNS = (
-    tuple(attrgetter(field) for field, _, _ in _READ_BACK[RANK]),
-    tuple(int if field in _INT_FIELDS[RANK] else float for field, _, _ in _READ_BACK[RANK]),
-    any(scale != 1.0 for _, scale, _ in _READ_BACK[RANK]),
-)
 
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:
