@@ -1,9 +1,10 @@
 """Cost of one diagnostic pipeline update per tick, against the cost of building the frame.
 
 For 8, 64, 512 and 4,096 ranks on 8 GPUs: simulated samples go through the
-replay path (samples → frame, the baseline) into a 120-frame window,
-then ``DiagnosticPipeline.update`` runs on each. Printed: the median per-tick
-cost over several batches, for the healthy job and for a job with a
+replay path into frames as the engine's step builds them (``Stepper.frame``:
+stale samples expire, the samples are read back into a frame with the losses
+reported since the last one — the baseline), then ``DiagnosticPipeline.update``
+runs on each. Printed: the median per-tick cost over several batches, for the healthy job and for a job with a
 straggler (signals active, root causes inferred), and the ratio to frame
 building measured in the same process. The first 120 ticks of each run
 (baselines warming up) are not timed. Beside replay's frame build, the live
@@ -44,9 +45,7 @@ def frames_and_build_cost(groups: list) -> tuple[list, float]:
         start = time.perf_counter()
         frames = []
         for g in groups:
-            ts = feed.apply(g)
-            stepper.latest.expire(ts)
-            frames.append(stepper.frames.read(ts))
+            frames.append(stepper.frame(feed.apply(g)))
         costs.append((time.perf_counter() - start) / len(groups))
     return frames, statistics.median(costs)
 

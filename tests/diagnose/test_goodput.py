@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from trainpulse_otel.diagnose.budget import COMPONENTS, WARMUP_REPORTS, BudgetBuilder, StepCounter
+from trainpulse_otel.diagnose.budget import COMPONENTS, WARMUP_REPORTS, BudgetBuilder, StepCounter, all_reduce_ms
 from trainpulse_otel.diagnose.goodput import UNATTRIBUTED, GoodputAccount
 from trainpulse_otel.diagnose.types import RootCause
-from trainpulse_otel.samples import TrainingSample
+from trainpulse_otel.samples import RankSample, TrainingSample
 
 T0 = 1_764_400_000.0
 STEP_MS = 1000.0
@@ -180,3 +180,23 @@ def test_a_replayed_run_charges_its_checkpoints_the_seconds_the_saves_took():
     assert saves_s > 200.0
     assert diagnosis.goodput.badput_s["checkpoint_io_bound"] == pytest.approx(saves_s, rel=0.02)
     assert diagnosis.root_causes[0].cause == "checkpoint_io_bound"
+
+
+def _all_reduce_report(waits) -> TrainingSample:
+    return TrainingSample(ranks=tuple(RankSample(rank=r, all_reduce_wait_ms=w) for r, w in enumerate(waits)))
+
+
+def test_the_all_reduce_time_is_each_reports_own_however_the_reports_are_asked_about():
+    # the budget and allreduce_wait both ask about each new report; the answer is kept for the last one only
+    fast = _all_reduce_report([10.0 + r for r in range(20)])
+    slow = _all_reduce_report([90.0 + r for r in range(20)])
+    same_as_fast = _all_reduce_report([10.0 + r for r in range(20)])
+    assert [all_reduce_ms(r) for r in (fast, fast, slow, fast, same_as_fast, slow)] == [
+        12.0,
+        12.0,
+        92.0,
+        12.0,
+        12.0,
+        92.0,
+    ]
+    assert all_reduce_ms(TrainingSample(all_reduce_wait_ms=7.0)) == 7.0  # no rank reports it: the job's

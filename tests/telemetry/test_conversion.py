@@ -119,6 +119,34 @@ def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xi
     assert [n.hostname for n in direct.nodes] == sorted(n.hostname for n in nodes)
 
 
+@st.composite
+def _uniform_ranks(draw: st.DrawFn) -> TrainingSample:
+    """A report whose ranks all carry the same fields (the usual report, handed on as it is), of any kind."""
+    names = draw(st.sets(st.sampled_from(sorted(set(RANK_RULES) - IDENTITY - {"phase", "pid"}))))
+    phase = draw(st.sampled_from(("none", "all", "some")))
+    pids = draw(st.booleans())
+    ranks = []
+    for r in range(draw(st.integers(1, 6))):
+        fields = {name: draw(_value(RANK_RULES[name])) for name in names}
+        has_phase = phase == "all" or (phase == "some" and r % 2 == 0)
+        ranks.append(
+            RankSample(rank=r, phase="compute" if has_phase else None, pid=1000 + r if pids else None, **fields)
+        )
+    return TrainingSample(ranks=tuple(reversed(ranks)))
+
+
+def _types(frame):
+    return [tuple(type(getattr(r, f.name)) for f in dataclasses.fields(r)) for r in frame.training.ranks]
+
+
+@settings(max_examples=300, deadline=None)
+@given(training=_uniform_ranks())
+def test_a_reports_ranks_read_back_as_the_reader_restores_them_to_their_types(training):
+    direct, via_points = frame_from_samples(5.0, (), None, training), frame_via_points(5.0, (), None, training)
+    assert direct == via_points
+    assert _types(direct) == _types(via_points)  # an int in a float field comes back a float, not as it went
+
+
 def test_what_has_no_point_is_not_in_the_frame():
     gpus = (GpuSample(index=0, name="idle, unmeasured"), GpuSample(index=1, utilization_percent=50.0))
     training = TrainingSample(

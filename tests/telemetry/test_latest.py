@@ -1,6 +1,9 @@
 """Latest samples: job reports replace, ranks merge by rank, both expire."""
 
-from trainpulse_otel.samples import RankSample, TrainingSample
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainpulse_otel.samples import RANK_PARTS, RankSample, TrainingSample, carried_parts, merged_rank
 from trainpulse_otel.telemetry.latest import LatestSamples
 
 
@@ -79,3 +82,46 @@ def test_heartbeats_keep_a_blocked_rank_alive_past_stale_after():
         latest.put_training(TrainingSample(ranks=(RankSample(rank=1, global_step=5, phase="sync"),)), now=float(now))
         latest.expire(float(now))
     assert [r.rank for r in latest.current().training.ranks] == [1]
+
+
+PART_VALUES = {
+    "measurements": {"step_time_ms": 95.0, "sync_wait_ms": 3.0},
+    "heartbeat": {"global_step": 7, "phase": "sync", "pid": 41},
+    "identity": {"gpu_index": 2, "hostname": "node-1"},
+}
+
+
+@st.composite
+def _reports(draw: st.DrawFn) -> list[tuple[RankSample, ...]]:
+    """Reports whose ranks carry some parts each: mostly the same parts across a report, sometimes not, with
+    repeated ranks in one report too (nothing upstream of the store has to rule them out)."""
+    reports = []
+    for _ in range(draw(st.integers(1, 5))):
+        shared = draw(st.sets(st.sampled_from(sorted(RANK_PARTS))))
+        ranks = []
+        for _ in range(draw(st.integers(1, 5))):
+            parts = shared if draw(st.integers(0, 3)) else draw(st.sets(st.sampled_from(sorted(RANK_PARTS))))
+            fields = {k: v for part in parts for k, v in PART_VALUES[part].items()}
+            ranks.append(RankSample(rank=draw(st.integers(0, 3)), **fields))
+        reports.append(tuple(ranks))
+    return reports
+
+
+@settings(max_examples=300, deadline=None)
+@given(reports=_reports())
+def test_ranks_merge_as_each_entry_merged_in_turn(reports):
+    latest, expected = LatestSamples(), {}
+    for now, ranks in enumerate(reports):
+        latest.put_training(TrainingSample(ranks=ranks), now=float(now))
+        for rank in ranks:  # the merge, one entry after another
+            old = expected.get(rank.rank)
+            expected[rank.rank] = rank if old is None else merged_rank(old, rank)
+    assert latest.current().training.ranks == tuple(expected[r] for r in sorted(expected))
+
+
+def test_every_and_some_parts_of_a_report():
+    ranks = (RankSample(rank=0, step_time_ms=1.0, gpu_index=0), RankSample(rank=1, step_time_ms=2.0, phase="sync"))
+    every, some = carried_parts(ranks)
+    assert every == {"measurements"}
+    assert some == {"measurements", "heartbeat", "identity"}
+    assert carried_parts(()) == (frozenset(RANK_PARTS), frozenset())

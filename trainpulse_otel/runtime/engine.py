@@ -72,11 +72,15 @@ class Stepper:
         self.pipeline = pipeline
 
     def step(self, now: float) -> PipelineResult:
-        """The frame at ``now`` (with every loss reported since the last one) through window and pipeline."""
-        self.latest.expire(now)
-        frame = replace(self.frames.read(now), losses=self.latest.drain_losses())
+        """The frame at ``now`` through window and pipeline."""
+        frame = self.frame(now)
         self.window.append(frame)
         return self.pipeline.update(frame)
+
+    def frame(self, now: float) -> Frame:
+        """The frame at ``now``, after stale samples expire, with every loss reported since the last one."""
+        self.latest.expire(now)
+        return replace(self.frames.read(now), losses=self.latest.drain_losses())
 
 
 @dataclass

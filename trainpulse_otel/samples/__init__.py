@@ -29,11 +29,11 @@ from .model import (
     gpu_subject,
     history_record,
     loss_points,
-    merged_rank,
     node_gpu_dict,
     own_gpus,
     to_dict,
 )
+from .parts import RANK_PARTS, carried_parts, merged_rank
 from .rules import (
     GPU_RULES,
     HOST_RULES,
@@ -63,6 +63,7 @@ __all__ = [
     "HOST_RULES",
     "MAX_STRING_LENGTH",
     "NODE_SILENT_INTERVALS",
+    "RANK_PARTS",
     "RANK_PHASES",
     "RANK_RULES",
     "THROTTLE_REASONS",
@@ -81,6 +82,7 @@ __all__ = [
     "SampleError",
     "TrainingSample",
     "XidCount",
+    "carried_parts",
     "check_value",
     "gpu_label",
     "gpu_order",

@@ -5,8 +5,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from operator import attrgetter
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 from .builder import field_replacer
@@ -181,24 +180,6 @@ class RankSample:
 RANK_IDENTITY = ("gpu_index", "hostname")
 RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
 RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
-
-
-def merged_rank(old: RankSample, new: RankSample) -> RankSample:
-    """``new`` with each part it does not carry (measurements, heartbeat, identity) taken from ``old``."""
-    kept = {}
-    for read, unknown, part in _RANK_PARTS:
-        if read(new) == unknown and (known := read(old)) != unknown:
-            # only what ``old`` knows: ``new`` holds None there already, so a rank whose entries all carry
-            # the same parts (the usual case) is kept as it came, without a copy
-            kept.update((name, value) for name, value in zip(part, known, strict=True) if value is not None)
-    return replace(new, **kept) if kept else new
-
-
-#: Per part of a rank's entry: a reader of its fields (one C call for all of them: this runs for every rank of
-#: every report), the values of a part not carried, and the field names.
-_RANK_PARTS = tuple(
-    (attrgetter(*part), (None,) * len(part), part) for part in (RANK_MEASUREMENTS, RANK_HEARTBEAT, RANK_IDENTITY)
-)
 
 
 @dataclass(frozen=True, slots=True)

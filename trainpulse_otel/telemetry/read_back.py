@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from ..samples import (
@@ -184,7 +185,7 @@ def _training_read_back(training: TrainingSample) -> TrainingSample:
         value = getattr(training, field)
         if value is not None:
             fields[field] = str(value)
-    read_ranks = (_rank_read_back(rank) for rank in sorted(training.ranks, key=lambda r: r.rank))
+    read_ranks = map(_rank_read_back, sorted(training.ranks, key=_RANK_NUMBER))
     return TrainingSample(**fields, ranks=tuple(r for r in read_ranks if r is not None))
 
 
@@ -197,6 +198,10 @@ def _rank_read_back(rank: RankSample) -> RankSample | None:
     if not measured:
         return None  # a rank without a measurement has no point
     return RankSample(rank=rank.rank, gpu_index=rank.gpu_index, hostname=rank.hostname, **measured)
+
+
+#: A rank's number, read in one C call (this runs over every rank of every frame).
+_RANK_NUMBER = attrgetter("rank")
 
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:

@@ -46,6 +46,8 @@ class SyncImbalance(StepShareDetector):
     def __init__(self) -> None:
         super().__init__()
         self._warmup = JobWarmup()
+        #: The last report measured and its sorted per-rank waits: a finding's message words the same ones.
+        self._waits: tuple[TrainingSample | None, list[float]] = (None, [])
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
@@ -54,7 +56,7 @@ class SyncImbalance(StepShareDetector):
         return super().measure(tick)
 
     def wait_ms(self, report: TrainingSample) -> float | None:
-        waits = sync_waits(report)
+        waits = self._sync_waits(report)
         if len(waits) >= 2:
             return sorted_median(waits) - waits[0]
         return report.sync_wait_ms
@@ -62,7 +64,7 @@ class SyncImbalance(StepShareDetector):
     def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
         message, evidence = super().describe(value, tick)
         report = tick.report or tick.training
-        waits = sync_waits(report) if report else []
+        waits = self._sync_waits(report) if report else []
         if len(waits) >= 2:
             median, least = sorted_median(waits), waits[0]
             message = (
@@ -71,6 +73,14 @@ class SyncImbalance(StepShareDetector):
             )
             evidence.update(median_sync_wait_ms=round(median, 1), least_sync_wait_ms=round(least, 1))
         return message, evidence
+
+    def _sync_waits(self, report: TrainingSample) -> list[float]:
+        """:func:`sync_waits` of ``report``, sorted once per report (a sort over every rank)."""
+        measured, waits = self._waits
+        if measured is not report:
+            waits = sync_waits(report)
+            self._waits = (report, waits)
+        return waits
 
 
 #: Reports before the all-reduce's usual time is trusted: two full medians, past a fresh job's first collectives

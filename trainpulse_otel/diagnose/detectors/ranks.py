@@ -52,21 +52,26 @@ A rank that reached the collective at least 30 s late and 10 times later
 than the median sat out a stall (a hung rank: ``training_stalled``'s
 business), not a slower pace: that report leaves the rank out.
 
-Cost: O(ranks) per report plus two sorts over
-ranks — linear from 8 to 4,096 ranks.
+Cost: O(ranks) per report plus three sorts over ranks — linear from 8 to
+4,096 ranks. Once every rank has its statistics (the usual state after the
+first reports), each statistic is one comprehension over plain lists of
+floats, without the per-rank checks for a rank left out; the fields are read
+a column at a time (:mod:`.lateness`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
+from itertools import compress, count, repeat
+from operator import lt
 from typing import Any
 
 from ...samples import RankSample
-from ..stats import sorted_median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector, JobWarmup
+from .lateness import RANK_NUMBER, STEP_TIME, lateness, own_busy_vote, reference
 
 SLOWER_WARNING = 0.10
 SLOWER_CRITICAL = 0.30
@@ -96,48 +101,6 @@ STALLED_MS = 30_000.0
 STALLED_RATIO = 10.0
 
 
-def _pstdev(values: list[float]) -> float:
-    n = len(values)
-    mean = sum(values) / n
-    return (sum((v - mean) ** 2 for v in values) / n) ** 0.5
-
-
-def reference(present: list[float]) -> float:
-    """The rank others are compared with, from sorted values: the median, or the faster of two."""
-    return sorted_median(present) if len(present) >= 3 else present[0]
-
-
-def own_busy_vote(ranks: tuple[RankSample, ...]) -> bool | None:
-    """Does this report look like the own-busy convention? (None: it cannot tell.)
-
-    Own busy time: everyone leaves the collective together, so data wait + step
-    + sync wait is about equal across ranks. Wall time: the step itself is.
-    """
-    steps = [r.step_time_ms for r in ranks]
-    if any(s is None for s in steps):
-        return None
-    syncs = [r.sync_wait_ms or 0.0 for r in ranks]
-    if not any(syncs):
-        return None
-    leave = [(r.data_wait_ms or 0.0) + s + w for r, s, w in zip(ranks, steps, syncs, strict=True)]  # type: ignore[operator]
-    return _pstdev(leave) < _pstdev(steps)  # type: ignore[arg-type]
-
-
-def lateness(ranks: tuple[RankSample, ...], own_busy: bool) -> list[float | None]:
-    """Each rank's arrival at the collective (ms; relative units when only tokens/s are known)."""
-    if any(r.step_time_ms is None for r in ranks):
-        return [1000.0 / r.tokens_per_sec if r.tokens_per_sec else None for r in ranks]
-    if own_busy:
-        return [
-            (r.data_wait_ms or 0.0) + max(0.0, r.step_time_ms - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
-            for r in ranks
-        ]
-    return [
-        max(0.0, r.step_time_ms - (r.sync_wait_ms or 0.0) - (r.all_reduce_wait_ms or 0.0))  # type: ignore[operator]
-        for r in ranks
-    ]
-
-
 class RankStraggler(BaseDetector):
     """Per-rank relative and individual scores; findings for the persistently slow ranks."""
 
@@ -151,12 +114,16 @@ class RankStraggler(BaseDetector):
         self._reports = 0
         self._warmup = JobWarmup()
         self.convention = ""
-        self.reference: float | None = None
+        #: The smoothed lateness the reference is the median of (its median is sorted for only when asked).
+        self._referenced: tuple[list[float | None], bool] | None = None
+        self._reference: float | None = None
         self._reset(())
 
     def _reset(self, ids: tuple[int, ...]) -> None:
         n = len(ids)
         self._ids = ids
+        #: Every rank's statistics are set (none is None): None never comes back until the next reset.
+        self._steady = False
         self._prev1: list[float | None] = [None] * n
         self._prev2: list[float | None] = [None] * n
         self._smooth: list[float | None] = [None] * n
@@ -173,42 +140,61 @@ class RankStraggler(BaseDetector):
         if tick.report is not None and not self._warmup.over(tick.ts, tick.report.global_step):
             return None  # a fresh job's ranks reach the first collectives at scattered times: no evidence yet
         ranks = training.ranks
-        fingerprint = tuple([r.step_time_ms for r in ranks])  # list first: faster than a generator
-        if tick.report is None and fingerprint == self._fingerprint:
+        steps = list(map(STEP_TIME, ranks))
+        if tick.report is None and steps == self._fingerprint:
             return None  # a repeat of the same report: no new evidence
-        self._fingerprint = fingerprint
-        ids = tuple([r.rank for r in ranks])
+        self._fingerprint = steps
+        ids = tuple(map(RANK_NUMBER, ranks))
         if ids != self._ids:
             self._reset(ids)
-        late = lateness(ranks, self._own_busy(ranks))
-        present = sorted([x for x in late if x is not None])
+        timed = steps if all(steps) or None not in steps else None  # every rank's step time, or by tokens/s
+        late = lateness(ranks, self._own_busy(ranks, timed), timed)
+        complete = timed is not None  # then every rank has a lateness
+        present = sorted(late) if complete else sorted([x for x in late if x is not None])  # type: ignore[type-var]
         if len(present) < 2:
             return None
-        typical = reference(present)
+        typical = reference(present)  # type: ignore[arg-type]
         if typical <= 0:
             return None
         if self.convention != "tokens" and present[-1] >= max(STALLED_MS, STALLED_RATIO * typical):
             late = [None if x is not None and x >= max(STALLED_MS, STALLED_RATIO * typical) else x for x in late]
             present = sorted([x for x in late if x is not None])
+            complete = False
+        fast = complete and self._steady
         if len(present) >= FEW_RANKS:
-            self._learn_spread(late, present, typical)
-        lagged = self._lag(late)
-        lagged_typical = reference(sorted([m for m in lagged if m is not None]))
+            self._learn_spread(late, present, typical, fast)  # type: ignore[arg-type]
+        lagged = self._lag(late, fast)
+        lagged_typical = reference(sorted(lagged) if fast else sorted([m for m in lagged if m is not None]))  # type: ignore[type-var]
         if lagged_typical > 0:
-            self._fold(lagged, lagged_typical)
+            self._fold(lagged, lagged_typical, fast)
         if len(present) < FEW_RANKS:
             self._learn_own_noise(late, typical)
-        self.reference = ref = reference(sorted([s for s in self._smooth if s is not None]))
-        return self._findings(ranks, ref) if ref > 0 else []
+        if not self._steady:
+            self._steady = not any(
+                None in stat for stat in (self._prev1, self._prev2, self._smooth, self._best, self._spread)
+            )
+        self._referenced = (self._smooth, self._steady)  # a new list each report: the reference is this report's
+        return self._findings(ranks)
 
-    def _own_busy(self, ranks: tuple[RankSample, ...]) -> bool:
+    @property
+    def reference(self) -> float | None:
+        """The median rank's smoothed lateness (None before the first judged report); a sort over every
+        rank, done when a finding or a score needs it, not on every report."""
+        if self._referenced is not None:
+            smooth, steady = self._referenced
+            present = smooth if steady else [s for s in smooth if s is not None]
+            self._reference = reference(sorted(present))  # type: ignore[type-var]
+            self._referenced = None
+        return self._reference
+
+    def _own_busy(self, ranks: tuple[RankSample, ...], steps: list[float] | None) -> bool:
         """The convention the recent reports agree on; switching it restarts the per-rank history."""
         if ranks[0].step_time_ms is None:
             self.convention = "tokens"
             return False
         self._reports += 1
         if len(self._votes) < CONVENTION_VOTES or self._reports % VOTE_EVERY == 0:
-            vote = own_busy_vote(ranks)
+            vote = own_busy_vote(ranks, steps)
             if vote is not None:
                 self._votes.append(vote)
         own = 2 * sum(self._votes) > len(self._votes)
@@ -218,7 +204,7 @@ class RankStraggler(BaseDetector):
         self.convention = convention
         return own
 
-    def _learn_spread(self, late: list[float | None], present: list[float], typical: float) -> None:
+    def _learn_spread(self, late: list[float | None], present: list[float], typical: float, fast: bool) -> None:
         """Smooth, per rank, how widely the *other* ranks scatter around the median (relative IQR as a sigma).
 
         Leaving one value out of a sorted list shifts each quartile by at most one
@@ -235,6 +221,12 @@ class RankStraggler(BaseDetector):
         between = (present[hi + 1] - present[lo]) / scale
         above = (present[hi] - present[lo]) / scale
         past_lo, past_hi = present[lo + 1], present[hi + 1]
+        if fast:  # every rank has a lateness and a prior spread
+            self._spread = [
+                p + SPREAD_ALPHA * ((below if x < past_lo else (between if x < past_hi else above)) - p)
+                for x, p in zip(late, self._spread, strict=True)
+            ]  # type: ignore[operator]
+            return
         spreads: list[float | None] = []
         append = spreads.append
         for x, prior in zip(late, self._spread, strict=True):
@@ -245,9 +237,15 @@ class RankStraggler(BaseDetector):
             append(spread if prior is None else prior + SPREAD_ALPHA * (spread - prior))
         self._spread = spreads
 
-    def _lag(self, late: list[float | None]) -> list[float | None]:
+    def _lag(self, late: list[float | None], fast: bool) -> list[float | None]:
         """Each rank's median of its last 3 reports (a one-report pause never counts)."""
         p1, p2 = self._prev1, self._prev2
+        if fast:  # every rank has this report's lateness and its two before: the median of three, in comparisons
+            self._prev2, self._prev1 = p1, late
+            return [
+                (a if x >= a else (x if x > b else b)) if b < a else (b if x >= b else (x if x > a else a))  # type: ignore[operator]  # noqa: FURB136
+                for x, a, b in zip(late, p1, p2, strict=True)
+            ]
         out: list[float | None] = []
         append = out.append
         for i, x in enumerate(late):
@@ -263,19 +261,29 @@ class RankStraggler(BaseDetector):
             append(hi if x >= hi else (x if x > lo else lo))  # noqa: FURB136
         return out
 
-    def _fold(self, lagged: list[float | None], typical: float) -> None:
+    def _fold(self, lagged: list[float | None], typical: float, fast: bool) -> None:
         """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians
         (one list per statistic, each built in one pass)."""
-        smooth = [
-            s if m3 is None else (m3 if s is None else s + EWMA_ALPHA * (m3 - s))
-            for m3, s in zip(lagged, self._smooth, strict=True)
-        ]
-        self._best = [
-            prior if m3 is None else (s if prior is None else min(s, prior * BEST_FORGET))
-            for m3, s, prior in zip(lagged, smooth, self._best, strict=True)
-        ]
+        if fast:  # every rank has a lagged median and every statistic: the same arithmetic without the checks
+            smooth = [s + EWMA_ALPHA * (m3 - s) for m3, s in zip(lagged, self._smooth, strict=True)]  # type: ignore[operator]
+            self._best = [
+                q if (q := prior * BEST_FORGET) < s else s for s, prior in zip(smooth, self._best, strict=True)
+            ]  # type: ignore[operator]
+        else:
+            smooth = [
+                s if m3 is None else (m3 if s is None else s + EWMA_ALPHA * (m3 - s))
+                for m3, s in zip(lagged, self._smooth, strict=True)
+            ]
+            self._best = [
+                prior if m3 is None else (s if prior is None else min(s, prior * BEST_FORGET))
+                for m3, s, prior in zip(lagged, smooth, self._best, strict=True)
+            ]
         self._smooth = smooth
-        excess = [None if m3 is None else m3 / typical - 1.0 for m3 in lagged]
+        excess = (
+            [m3 / typical - 1.0 for m3 in lagged]
+            if fast
+            else [None if m3 is None else m3 / typical - 1.0 for m3 in lagged]
+        )  # type: ignore[operator]
         self._excess = [
             mean if e is None else mean + EXCESS_ALPHA * (e - mean)
             for e, mean in zip(excess, self._excess, strict=True)
@@ -311,16 +319,16 @@ class RankStraggler(BaseDetector):
         # the fast average, when it is sure enough: it follows the rank's current pace; else the surer one
         return (fast, t_fast) if t_fast >= CONSISTENT_T or t_fast >= t_slow else (slow, t_slow)
 
-    def _findings(self, ranks: tuple[RankSample, ...], ref: float) -> list[Finding]:
-        out = []
+    def _findings(self, ranks: tuple[RankSample, ...]) -> list[Finding]:
+        out: list[Finding] = []
         report_floor = self.report_floor
         floor = report_floor * SLOWER_WARNING
-        candidates = [
-            i
-            for i, (fast, slow) in enumerate(zip(self._excess, self._slow_excess, strict=True))
-            if fast > floor or slow > floor
-        ]
-        for i in candidates:
+        if not (_past(self._excess, floor) or _past(self._slow_excess, floor)):
+            return out  # no rank's excess is past the floor (told in C: the usual tick at thousands of ranks)
+        ref = self.reference
+        if ref is None or ref <= 0:
+            return out
+        for i in sorted({*_above(self._excess, floor), *_above(self._slow_excess, floor)}):
             slower, t = self._excess_and_t(i)
             score = slower / SLOWER_WARNING
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
@@ -367,6 +375,17 @@ class RankStraggler(BaseDetector):
             if s is not None and ref and s > 0:
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
         return out
+
+
+def _past(values: list[float], floor: float) -> bool:
+    """Whether any value may be above ``floor``: the highest is, or a NaN first hides the rest from ``max``."""
+    top = max(values)
+    return top > floor or top != top
+
+
+def _above(values: list[float], floor: float) -> compress[int]:
+    """The places of the values above ``floor``, found in C (``floor < v`` is ``v > floor``)."""
+    return compress(count(), map(lt, repeat(floor), values))
 
 
 def _spans_hosts(ranks: Sequence[RankSample]) -> bool:
