@@ -187,7 +187,7 @@ def _all_reduce_report(waits) -> TrainingSample:
 
 
 def test_the_all_reduce_time_is_each_reports_own_however_the_reports_are_asked_about():
-    # the budget and allreduce_wait both ask about each new report; the answer is kept for the last one only
+    # the 10th percentile of the ranks' all-reduce times, worked out afresh for each report
     fast = _all_reduce_report([10.0 + r for r in range(20)])
     slow = _all_reduce_report([90.0 + r for r in range(20)])
     same_as_fast = _all_reduce_report([10.0 + r for r in range(20)])

@@ -120,11 +120,19 @@ class BudgetBuilder:
         """The job's ideal step time (None until it is known)."""
         return self.ideal.value if self.ideal.ready else None
 
-    def add(self, ts: float, report: TrainingSample, steps: int = 1, stalled: bool = False) -> StepBudget | None:
+    def add(
+        self,
+        ts: float,
+        report: TrainingSample,
+        steps: int = 1,
+        stalled: bool = False,
+        all_reduce: float | None = None,
+    ) -> StepBudget | None:
         """The budget of one of the ``steps`` steps ``report`` stands for, at ``ts`` (None without a step time,
         or before the ideal is known).
 
-        ``stalled``: the report ends a stall; its excess over the ideal step is all ``stall``.
+        ``stalled``: the report ends a stall; its excess over the ideal step is all ``stall``. ``all_reduce``:
+        the report's all-reduce time where the caller has worked it out (:func:`all_reduce_ms`; the tick has).
         """
         step = report.step_time_ms
         if step is None or step <= 0:
@@ -138,7 +146,7 @@ class BudgetBuilder:
         checkpoint = min(steps * step, report.checkpoint_ms or 0.0) / steps
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
         clean = step - checkpoint - bubble
-        waits = _waits(report)
+        waits = _waits(report, all_reduce)
         usual = {name: self.waits[name].value or 0.0 for name in waits if self.waits[name].ready}
         for name, value in waits.items():
             self.waits[name].add(ts, value)
@@ -158,14 +166,14 @@ class BudgetBuilder:
         return StepBudget(step, ideal, lost_ms, steps, waits.get("all_reduce"), usual)
 
 
-def _waits(report: TrainingSample) -> dict[str, float]:
+def _waits(report: TrainingSample, all_reduce: float | None = None) -> dict[str, float]:
     """The report's waits that it measured (ms). The all-reduce is the fastest ranks' time where ranks
     report it: a framework timer that also counts the wait for a straggler would count that twice."""
     waits = {
         "data": report.data_wait_ms,
         "tokenizer": report.tokenizer_wait_ms,
         "sync": report.sync_wait_ms,
-        "all_reduce": all_reduce_ms(report),
+        "all_reduce": all_reduce if all_reduce is not None else all_reduce_ms(report),
     }
     return {name: value for name, value in waits.items() if value is not None}
 
@@ -173,30 +181,20 @@ def _waits(report: TrainingSample) -> dict[str, float]:
 def all_reduce_ms(report: TrainingSample) -> float | None:
     """The all-reduce's own time (ms): the 10th percentile over the ranks that report it, else the job's.
 
-    Each new report is asked twice a tick (the budget, ``allreduce_wait``), a sort over every rank each time
-    at thousands of ranks, so the last report's answer is kept (reports are immutable; it is held, so its
-    identity stays its own).
+    A sort over every rank: the tick works it out once for a new report (:attr:`~.tick.Tick.all_reduce_ms`)
+    for the budget and ``allreduce_wait`` alike.
     """
-    global _last_all_reduce
-    last_report, last_ms = _last_all_reduce
-    if last_report is report:
-        return last_ms
     per_rank = list(map(_ALL_REDUCE_WAIT, report.ranks))
     if None in per_rank:  # filtered only when some rank does not report it: a pass saved at 4,096 ranks
         per_rank = [w for w in per_rank if w is not None]
     if per_rank:
         per_rank.sort()
-        ms = per_rank[len(per_rank) // 10]
-    else:
-        ms = report.all_reduce_wait_ms
-    _last_all_reduce = (report, ms)
-    return ms
+        return per_rank[len(per_rank) // 10]
+    return report.all_reduce_wait_ms
 
 
 #: Reads a rank's all-reduce time in one C call (this runs over every rank of every report).
 _ALL_REDUCE_WAIT = attrgetter("all_reduce_wait_ms")
-#: The last report :func:`all_reduce_ms` answered for, and its answer (one tuple: replaced whole, thread-safe).
-_last_all_reduce: tuple[TrainingSample | None, float | None] = (None, None)
 
 
 def tokenizer_in_loader(report: TrainingSample) -> bool:

@@ -101,7 +101,7 @@ class DiagnosticPipeline:
             self._goodput.attribute_stall(causes)
         health = self._health.update(ts, signals)
         if tick.report is not None:
-            self._account(ts, tick.report, causes, signals)
+            self._account(ts, tick.report, tick.all_reduce_ms, causes, signals)
         self._diagnosis = Diagnosis(
             ts=ts,
             health=health,
@@ -112,11 +112,17 @@ class DiagnosticPipeline:
         return PipelineResult(self._diagnosis, transitions, self._top != top_before)
 
     def _account(
-        self, ts: float, report: TrainingSample, causes: tuple[RootCause, ...], signals: tuple[Signal, ...]
+        self,
+        ts: float,
+        report: TrainingSample,
+        all_reduce: float | None,
+        causes: tuple[RootCause, ...],
+        signals: tuple[Signal, ...],
     ) -> None:
-        """The new report's step into the budget, and the budget into goodput."""
+        """The new report's step into the budget (``all_reduce``: its all-reduce time, the tick's), and the
+        budget into goodput."""
         steps = self._steps.advance(report)
-        budget = self._budget.add(ts, report, steps, stalled=self._stalled)
+        budget = self._budget.add(ts, report, steps, stalled=self._stalled, all_reduce=all_reduce)
         self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
         straggler = any(s.name == "rank_straggler" for s in signals)

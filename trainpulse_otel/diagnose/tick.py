@@ -26,6 +26,7 @@ from dataclasses import replace
 
 from ..mfu import peak_flops
 from ..samples import Frame, GpuKey, GpuSample, HostSample, LossPoint, TrainingSample, loss_points
+from .budget import all_reduce_ms
 from .stats import RobustBaseline, decay
 
 THERMAL_REASONS = frozenset(("sw_thermal", "hw_thermal", "hw_slowdown"))
@@ -195,7 +196,20 @@ class NodeState:
 class Tick:
     """What detectors read at one tick."""
 
-    __slots__ = ("dt", "frame", "gpu_states", "gpus", "host", "losses", "node", "paused", "report", "training", "ts")
+    __slots__ = (
+        "all_reduce_ms",
+        "dt",
+        "frame",
+        "gpu_states",
+        "gpus",
+        "host",
+        "losses",
+        "node",
+        "paused",
+        "report",
+        "training",
+        "ts",
+    )
 
     def __init__(
         self,
@@ -222,6 +236,9 @@ class Tick:
         #: Each of the frame's GPUs with its state, in frame order: the per-GPU detectors look a GPU up once a
         #: tick between them, not once each (256 GPUs on a 32-node job view).
         self.gpu_states = gpu_states if gpu_states is not None else [(g, node.gpus[g.key]) for g in frame.gpus]
+        #: The new report's all-reduce time (:func:`~.budget.all_reduce_ms`: a sort over every rank), worked out
+        #: once for the budget and ``allreduce_wait``; None without a new report or an all-reduce time.
+        self.all_reduce_ms = all_reduce_ms(report) if report is not None else None
 
     def hosts(self) -> Iterator[tuple[str | None, HostSample]]:
         """This node's host sample (``None``), then each other node's that has one, by hostname."""

@@ -5,7 +5,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, NamedTuple
 
 from .builder import field_replacer

@@ -6,7 +6,7 @@ from operator import attrgetter
 from typing import Any
 
 from ...samples import TrainingSample
-from ..budget import PACE_STEPS, Pace, all_reduce_ms
+from ..budget import PACE_STEPS, Pace
 from ..stats import RecentMedian, sorted_median
 from ..tick import Tick
 from .base import JobWarmup, Threshold, percent
@@ -124,14 +124,11 @@ class AllreduceWait(StepShareDetector):
         self._usual_ms, self._usual_step_ms = Pace(), Pace()
         self._recent_ms = RecentMedian(self.window)
 
-    def wait_ms(self, report: TrainingSample) -> float | None:
-        return all_reduce_ms(report)
-
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
         if report is None or not report.step_time_ms:
             return None
-        wait = self.wait_ms(report)
+        wait = tick.all_reduce_ms
         if wait is None:
             return None
         if not report.checkpoint_ms:  # a save's step is no measure of the usual step
