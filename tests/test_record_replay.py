@@ -9,7 +9,8 @@ from tests import parts
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.runtime.replay import REPLAY_GC_THRESHOLD, group_ticks, rare_cycle_collection, replay
+from trainpulse_otel.runtime.collection import YOUNG_THRESHOLD, rare_cycle_collection
+from trainpulse_otel.runtime.replay import group_ticks, replay
 from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
 
 
@@ -86,7 +87,7 @@ def test_replay_collects_cycles_rarely_and_leaves_the_callers_thresholds_as_they
     seen = []
     with open(path, "rb") as fh:
         replay(read_trace(fh, []), parts.stepper(), on_result=lambda _: seen.append(gc.get_threshold()))
-    assert seen and all(t[0] == REPLAY_GC_THRESHOLD and t[1:] == before[1:] for t in seen)
+    assert seen and all(t[0] == YOUNG_THRESHOLD and t[1:] == before[1:] for t in seen)
     assert gc.get_threshold() == before
     with pytest.raises(RuntimeError), rare_cycle_collection():
         raise RuntimeError("a replay that fails")

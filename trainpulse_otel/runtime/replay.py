@@ -15,9 +15,7 @@ whose lines stop is judged silent as the live daemon judged it.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +24,7 @@ from ..collect.trace import TraceError, TraceRecord
 from ..diagnose import Diagnosis, PipelineResult, Transition
 from ..samples import NodeReport
 from ..telemetry.latest import LatestSamples
+from .collection import rare_cycle_collection
 from .engine import Stepper
 
 
@@ -106,24 +105,3 @@ def replay(
             result.diagnosis = step.diagnosis
             result.ticks += 1
     return result
-
-
-#: Allocations between two of the cyclic garbage collector's youngest passes during a replay (Python's default: 700).
-REPLAY_GC_THRESHOLD = 10_000
-
-
-@contextmanager
-def rare_cycle_collection(threshold: int = REPLAY_GC_THRESHOLD) -> Iterator[None]:
-    """Run the cyclic garbage collector's passes less often, for the duration of the block.
-
-    A replay allocates hundreds of samples a tick and makes no reference cycles (refcounting frees it all):
-    at Python's default the collector's passes over a 32-node job's live objects found nothing to collect
-    and cost ~5 % of the replay (``python bench/job_replay.py``). The thresholds are restored on the way out,
-    so a program that calls :func:`replay` keeps its own.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(max(threshold, before[0]), *before[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
