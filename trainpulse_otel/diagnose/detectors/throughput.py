@@ -8,7 +8,7 @@ from ...samples import GpuSample, TrainingSample
 from ..stats import RecentMedian, RobustBaseline, median
 from ..tick import Tick
 from ..types import Finding, Policy
-from .base import BaseDetector, Threshold, percent
+from .base import BaseDetector, JobWarmup, Threshold, percent
 from .level import LevelDetector
 
 #: Reports that make the throughput baseline (~20–40 s at one report a second).
@@ -43,7 +43,11 @@ class ThroughputCollapse(BaseDetector):
     counts: a real slowdown moves both, while shorter documents (tokens) or a
     batch-size ramp (steps) move only one. Warning at a 30 % drop, critical at
     50 %. Steps that include a checkpoint save are left to
-    ``checkpoint_stall``. Needs its 20-report baseline first.
+    ``checkpoint_stall``. Needs its 20-report baseline first, learned after a
+    fresh job's warm-up (its first 50 steps and 10 s, :class:`~.base.JobWarmup`):
+    a real job's first steps run at no pace of its own — allocation, the first
+    collectives, lazy initialisation — and a baseline of its first 20 reports
+    (5 s at four reports a second) set a pace the job then "collapsed" from.
     """
 
     name = "throughput"
@@ -53,11 +57,12 @@ class ThroughputCollapse(BaseDetector):
     def __init__(self) -> None:
         self._tokens = _Rate()
         self._steps = _Rate()
+        self._warmup = JobWarmup()
         self.drop: float | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
         report = tick.report
-        if report is None or report.checkpoint_ms:
+        if report is None or report.checkpoint_ms or not self._warmup.over(tick.ts, report.global_step):
             return None
         drops = [d for d in self._drops(report) if d is not None]
         if not drops:
