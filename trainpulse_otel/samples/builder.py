@@ -90,8 +90,7 @@ def _compile(
             f"    put{i}(sample, value)",
         ]
     lines.append("    return sample")
-    exec("\n".join(lines), constants)  # noqa: S102 - source of this function's own making, see the docstring
-    return constants["build"]
+    return compiled("build", lines, constants)
 
 
 def field_replacer(cls: type[Sample], name: str) -> Callable[[Sample, Any], Sample]:
@@ -118,5 +117,14 @@ def field_replacer(cls: type[Sample], name: str) -> Callable[[Sample, Any], Samp
             lines.append(f"    put{i}(copy, values[{position}])")
             position += 1
     lines.append("    return copy")
-    exec("\n".join(lines), constants)  # noqa: S102 - source of this function's own making (no names spliced)
-    return constants["replace"]
+    return compiled("replace", lines, constants)
+
+
+def compiled(name: str, lines: list[str], constants: dict[str, Any] | None = None) -> Callable[..., Any]:
+    """The function ``name`` that ``lines`` define, with ``constants`` as its globals: the one place the hot
+    checks and copies of samples (this module's, the read-back's, the rank parts') are compiled, as
+    :mod:`dataclasses` compiles ``__init__``. Callers build ``lines`` only from names of their own making and
+    dataclass field names they have checked are identifiers; every value is passed in ``constants``."""
+    namespace = dict(constants or {})
+    exec("\n".join(lines), namespace)  # noqa: S102 - source of the callers' own making, see the docstring
+    return namespace[name]

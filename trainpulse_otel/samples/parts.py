@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from operator import attrgetter
-from typing import Any
 
+from .builder import compiled
 from .model import RANK_HEARTBEAT, RANK_IDENTITY, RANK_MEASUREMENTS, RankSample
 
 #: The parts of a rank's entry by name, and their fields.
@@ -56,9 +56,7 @@ def _compile_carried() -> Callable[[RankSample], int]:
             f"        bits |= {1 << bit}",
         ]
     lines.append("    return bits")
-    namespace: dict[str, Any] = {}
-    exec("\n".join(lines), namespace)  # noqa: S102 - source of this module's own making, see the docstring
-    return namespace["carried"]
+    return compiled("carried", lines)
 
 
 _CARRIED = _compile_carried()

@@ -25,7 +25,7 @@ from ..samples import (
     XidCount,
     gpu_order,
 )
-from ..samples.builder import field_replacer
+from ..samples.builder import compiled, field_replacer
 from .catalog import GPU, HOST, NODE, RANK, TRAINING, TRAINING_INFO_ATTRIBUTES
 from .conversion import _INT_FIELDS, _RESTORERS, _SPECS_BY_SCOPE, Number
 
@@ -117,8 +117,7 @@ def _compile_as_is(scope: str) -> Callable[[Any], bool]:
             lines += [f"        if not survives{i}(value):", "            return False"]
         lines.append("        measured = True")
     lines.append("    return measured")
-    exec("\n".join(lines), constants)  # noqa: S102 - source of this module's own making, see the docstring
-    return constants["as_is"]
+    return compiled("as_is", lines, constants)
 
 
 _AS_IS: dict[str, Callable[[Any], bool]] = {scope: _compile_as_is(scope) for scope in _READ_BACK}
