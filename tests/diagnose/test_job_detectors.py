@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import replace
 
 import pytest
@@ -253,3 +255,41 @@ def test_a_slow_all_reduce_is_found_when_another_fault_makes_the_step_longer():
     assert 120 < h.first_raise_s("allreduce_wait") <= 150 + 10
     evidence = h.active()[0].evidence
     assert evidence["all_reduce_wait_share"] < 0.15 and evidence["slowdown"] == pytest.approx(4.5, rel=0.1)
+
+
+def _noisy_all_reduce_ms(t: float) -> float:
+    """A CPU gloo job's all-reduce per report: the mean of 5 steps that each take ~0.45 ms or, a quarter of
+    the time, ~5 ms (a rank descheduled on an oversubscribed host), as a real healthy 2-rank job's do."""
+    rng = random.Random(int(t) * 7919)
+    return sum(5.0 if rng.random() < 0.25 else 0.45 for _ in range(5)) / 5
+
+
+def test_a_noisy_all_reduce_wandering_to_three_times_its_usual_time_is_not_a_degraded_interconnect():
+    # A real healthy 2-rank CPU job's all-reduce jumps between 0.45 and 5 ms step to step: its recent median
+    # wanders to several times its lowest sustained one, costing a few percent of a 45 ms step, though nothing
+    # changed. It stays within a few of its own sigmas.
+    detector, old_bars_met = AllreduceWait(), []
+
+    def frame(t):
+        slow = detector.slowdown()
+        if slow is not None and slow[0] >= AllreduceWait.SLOWDOWN and slow[1] >= AllreduceWait.MIN_EXCESS_SHARE:
+            old_bars_met.append(detector.excess_sigmas())
+        return job(t, n_ranks=2, rank={"all_reduce_wait_ms": _noisy_all_reduce_ms(t), "step_time_ms": 45.0})
+
+    h = Harness(detector).run(range(600), frame)
+    assert len(old_bars_met) >= 5 and max(old_bars_met) < AllreduceWait.MIN_EXCESS_SIGMAS
+    assert h.raised() == []
+
+
+def test_a_steady_all_reduce_at_four_times_its_usual_time_is_raised_though_it_costs_3_percent_of_the_step():
+    # Four pipeline stages make the step 3 s and the all-reduce a quarter as long: 26 ms, steady within a few
+    # percent. At 4.5x it costs 3 % of the step, far out of its noise.
+    def frame(t):
+        factor = 1.0 + 3.5 * min(1.0, max(0.0, t - 120) / 30)
+        wait = factor * 26.0 * (1 + 0.02 * math.sin(t))
+        return job(t, rank={"all_reduce_wait_ms": wait, "step_time_ms": 2950.0})
+
+    h = Harness(AllreduceWait()).run(range(240), frame)
+    assert 120 < h.first_raise_s("allreduce_wait") <= 150 + 10
+    evidence = h.active()[0].evidence
+    assert evidence["excess_share_of_usual_step"] < 0.05 and evidence["excess_sigmas"] > 6.0

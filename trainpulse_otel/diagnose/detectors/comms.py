@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from operator import attrgetter
 from typing import Any
 
 from ...samples import TrainingSample
 from ..budget import PACE_STEPS, Pace
-from ..stats import RecentMedian, sorted_median
+from ..stats import RecentMedian, RecentSpread, sorted_median
 from ..tick import Tick
 from .base import JobWarmup, Threshold, percent
 from .level import StepShareDetector
@@ -104,7 +105,12 @@ class AllreduceWait(StepShareDetector):
     the all-reduce is also judged in milliseconds, against its own usual time
     — the job's lowest sustained median (:class:`~..budget.Pace`) — and its
     excess against the job's usual step: ``SLOWDOWN`` times its usual time or
-    more, costing at least ``MIN_EXCESS_SHARE`` (10 %) of the usual step, is a warning.
+    more, costing at least ``MIN_EXCESS_SHARE`` (2 %) of the usual step and
+    standing ``MIN_EXCESS_SIGMAS`` (6) of its own healthy spread above it, is
+    a warning. The spread is what tells a degraded interconnect from a noisy
+    one: a real healthy CPU gloo job's all-reduce jumps between 0.45 and 5 ms
+    from step to step, so its recent median wanders to 2.5x its usual 1.2 ms
+    (~3 sigmas) with nothing wrong, where NCCL's is steady within a few percent.
     """
 
     name = "allreduce"
@@ -115,14 +121,21 @@ class AllreduceWait(StepShareDetector):
     min_scale = 0.003
     #: How many times its usual time the all-reduce must take.
     SLOWDOWN = 3.0
-    #: The least its excess must cost, as a share of the job's usual step: worth acting on. A real healthy 2-rank
-    #: CPU job's 0.6 ms all-reduce settles at ~3 ms after half a minute, 5-6 % of its step, run after run.
-    MIN_EXCESS_SHARE = 0.10
+    #: The least its excess must cost, as a share of the job's usual step: worth acting on (the same 2 % a rank's
+    #: own loss must reach to be listed in ``goodput.ranks``).
+    MIN_EXCESS_SHARE = 0.02
+    #: How far above its usual time, in its own healthy sigmas, the recent all-reduce must be: out of its noise.
+    MIN_EXCESS_SIGMAS = 6.0
+    #: Values the spread needs before the excess is judged against it; the first ones are learned whatever they
+    #: are, then each while the recent all-reduce is within ``MIN_EXCESS_SIGMAS`` of the healthy level — not
+    #: from the fault, but from every healthy report, the noisy ones too: they are the noise.
+    SPREAD_AFTER = 10
 
     def __init__(self) -> None:
         super().__init__()
         self._usual_ms, self._usual_step_ms = Pace(), Pace()
         self._recent_ms = RecentMedian(self.window)
+        self._spread_ms = RecentSpread(2 * PACE_STEPS)
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
@@ -132,9 +145,12 @@ class AllreduceWait(StepShareDetector):
         if wait is None:
             return None
         if not report.checkpoint_ms:  # a save's step is no measure of the usual step
-            self._recent_ms.add(wait)
+            recent = self._recent_ms.add(wait)
             self._usual_ms.add(tick.ts, wait)
             self._usual_step_ms.add(tick.ts, report.step_time_ms)
+            sigmas = self._sigmas_above(recent)
+            if sigmas is None or sigmas < self.MIN_EXCESS_SIGMAS:
+                self._spread_ms.add(wait)
         return min(1.0, wait / report.step_time_ms)
 
     def slowdown(self) -> tuple[float, float] | None:
@@ -144,9 +160,26 @@ class AllreduceWait(StepShareDetector):
             return None
         return recent / usual.value, (recent - usual.value) / step.value
 
+    def excess_sigmas(self) -> float | None:
+        """How many of its healthy sigmas the recent all-reduce stands above its healthy level (None: not known).
+
+        The level is the healthy values' median, not the usual (lowest sustained) time: a noisy series' lowest
+        median sits below its typical one, and its recent median wanders above that typical one by its noise."""
+        recent = self._recent_ms.value
+        return None if recent is None else self._sigmas_above(recent)
+
+    def _sigmas_above(self, ms: float) -> float | None:
+        if len(self._spread_ms) < self.SPREAD_AFTER:
+            return None
+        level, sigma = self._spread_ms.read()
+        return (ms - level) / sigma if sigma > 0 else (math.inf if ms > level else 0.0)
+
     def departure(self) -> float:
         slow = self.slowdown()
         if slow is None or slow[1] < self.MIN_EXCESS_SHARE:
+            return 0.0
+        sigmas = self.excess_sigmas()
+        if sigmas is None or sigmas < self.MIN_EXCESS_SIGMAS:
             return 0.0
         return slow[0] / self.SLOWDOWN
 
@@ -155,10 +188,13 @@ class AllreduceWait(StepShareDetector):
         slow = self.slowdown()
         if slow is not None:
             times, excess = slow
+            sigmas = self.excess_sigmas()
             message += f"; {times:.1f}x its usual {self._usual_ms.value:.0f} ms"
             evidence.update(
                 slowdown=round(times, 2),
                 usual_all_reduce_ms=round(self._usual_ms.value or 0.0, 1),
                 excess_share_of_usual_step=round(excess, 4),
             )
+            if sigmas is not None and math.isfinite(sigmas):
+                evidence["excess_sigmas"] = round(sigmas, 1)
         return message, evidence
