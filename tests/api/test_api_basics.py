@@ -13,7 +13,10 @@ from trainpulse_otel.samples import parse_training
 def test_healthz(served):
     status, body = served.get_json("/healthz")
     assert status == 200 and body["status"] == "ok" and body["mode"] == "none"
-    assert body["ticks"] == 0 and body["last_tick_age_s"] is None
+    assert body["ticks"] == 0 and body["last_tick_age_s"] is None and body["last_tick_duration_ms"] is None
+    served.engine.tick()
+    status, body = served.get_json("/healthz")
+    assert body["ticks"] == 1 and 0 < body["last_tick_duration_ms"] < 10_000
 
 
 class HangingCollector:
