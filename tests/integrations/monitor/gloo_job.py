@@ -118,6 +118,7 @@ def main() -> None:
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-after", type=float, default=40.0, help="seconds before the hang rank blocks")
     p.add_argument("--hang-s", type=float, default=40.0, help="how long it blocks")
+    p.add_argument("--interval", type=float, default=0.25, help="the monitor's report interval (its default is 1 s)")
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
     skip = {"world", "json"} | ({"hang_rank", "hang_after", "hang_s"} if args.hang_rank < 0 else set())
