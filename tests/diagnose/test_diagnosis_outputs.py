@@ -40,8 +40,12 @@ def test_every_scenario_replays_to_its_signals_and_top_cause(name):
     assert result.early == []
 
 
-def test_a_healthy_stretch_with_its_checkpoint_stays_silent():
-    result = run_scenario("healthy", duration_s=1260)  # includes the routine save at 20 min
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_healthy_stretch_with_its_checkpoint_stays_silent(seed):
+    # the routine save at 20 min, and the minute after it: the GPUs' rebound from the save is no heat trend (with
+    # seeds 1 and 2 one or two GPUs were forecast to throttle 75-90 s after it while the rebound's last degree
+    # counted)
+    result = run_scenario("healthy", seed=seed, duration_s=1320)
     assert result.extra == [] and result.top_cause is None
 
 

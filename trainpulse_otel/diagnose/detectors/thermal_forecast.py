@@ -32,8 +32,10 @@ MIN_THROTTLE_C = 70.0
 #: longer one it starts afresh, with SETTLE_S of load.
 SHORT_IDLE_S = 60.0
 #: How close to where it left off (°C) a GPU resuming from a short idle must warm back before its readings count
-#: again: the first seconds of each busy spell are the rebound from the idle, not the trend.
-REBOUND_C = 1.0
+#: again: each busy spell's first seconds are the rebound from the idle, not the trend. All the way: a die warms
+#: most of the way back in seconds and its last degree or two over a minute (its heatsink), and counting from
+#: 1 °C below forecast a throttle from one routine save of a healthy hour (~2 °C/min over that last minute).
+REBOUND_C = 0.0
 
 
 class _GpuHeat:
@@ -61,7 +63,7 @@ class _GpuHeat:
 
     def counts(self, temp: float, busy_s: float) -> bool:
         """Whether a busy reading is on the GPU's trend: after SETTLE_S of load, or — resuming from a short idle —
-        once it has warmed back to within REBOUND_C of where it left off (so a duty-cycled GPU, a checkpointing
+        once it has warmed back to where it left off (within REBOUND_C) (so a duty-cycled GPU, a checkpointing
         job's, is fitted over the envelope of its busy temperatures, not over its rebounds)."""
         self.idle_since = None
         settled, left = busy_s >= SETTLE_S, self.left.value
@@ -97,7 +99,7 @@ class ThermalThrottleRisk(BaseDetector):
     one-reading sensor blip); the throttle point is 87 °C, or the lowest
     temperature this GPU was seen thermally throttled at. A short idle spell
     (a checkpoint save) does not end the series: the busy readings count again
-    once the GPU is back to within 1 °C of where it left off, so a duty-cycled
+    once the GPU is back to where it left off, so a duty-cycled
     GPU is fitted over the envelope of its busy temperatures, not over its
     rebounds. Judged after a minute of load (warming back up after a long idle
     spell is not a risk), when
