@@ -106,11 +106,12 @@ class AllreduceWait(StepShareDetector):
     — the job's lowest sustained median (:class:`~..budget.Pace`) — and its
     excess against the job's usual step: ``SLOWDOWN`` times its usual time or
     more, costing at least ``MIN_EXCESS_SHARE`` (2 %) of the usual step and
-    standing ``MIN_EXCESS_SIGMAS`` (6) of its own healthy spread above it, is
-    a warning. The spread is what tells a degraded interconnect from a noisy
-    one: a real healthy CPU gloo job's all-reduce jumps between 0.45 and 5 ms
-    from step to step, so its recent median wanders to 2.5x its usual 1.2 ms
-    (~3 sigmas) with nothing wrong, where NCCL's is steady within a few percent.
+    standing ``MIN_EXCESS_SIGMAS`` (6) of its own healthy sigmas above its
+    healthy level, is a warning. The spread is what tells a degraded
+    interconnect from a noisy one: a real healthy CPU gloo job's all-reduce
+    jumps between 0.45 and 5 ms from step to step, so its recent median wanders
+    to 3x its usual 1.2 ms (3.4 % of its step, ~2 sigmas) with nothing wrong,
+    where NCCL's is steady within a few percent.
     """
 
     name = "allreduce"
