@@ -125,7 +125,7 @@ class AllreduceWait(StepShareDetector):
     #: The least its excess must cost, as a share of the job's usual step: worth acting on (the same 2 % a rank's
     #: own loss must reach to be listed in ``goodput.ranks``).
     MIN_EXCESS_SHARE = 0.02
-    #: How far above its usual time, in its own healthy sigmas, the recent all-reduce must be: out of its noise.
+    #: How far above its healthy level, in its own healthy sigmas, the recent all-reduce must be: out of its noise.
     MIN_EXCESS_SIGMAS = 6.0
     #: Values the spread needs before the excess is judged against it; the first ones are learned whatever they
     #: are, then each while the recent all-reduce is within ``MIN_EXCESS_SIGMAS`` of the healthy level — not

@@ -31,11 +31,6 @@ MIN_THROTTLE_C = 70.0
 #: The longest idle spell a GPU's series is read across (a checkpoint save of seconds to a minute); after a
 #: longer one it starts afresh, with SETTLE_S of load.
 SHORT_IDLE_S = 60.0
-#: How close to where it left off (°C) a GPU resuming from a short idle must warm back before its readings count
-#: again: each busy spell's first seconds are the rebound from the idle, not the trend. All the way: a die warms
-#: most of the way back in seconds and its last degree or two over a minute (its heatsink), and counting from
-#: 1 °C below forecast a throttle from one routine save of a healthy hour (~2 °C/min over that last minute).
-REBOUND_C = 0.0
 
 
 class _GpuHeat:
@@ -63,11 +58,13 @@ class _GpuHeat:
 
     def counts(self, temp: float, busy_s: float) -> bool:
         """Whether a busy reading is on the GPU's trend: after SETTLE_S of load, or — resuming from a short idle —
-        once it has warmed back to where it left off (within REBOUND_C) (so a duty-cycled GPU, a checkpointing
-        job's, is fitted over the envelope of its busy temperatures, not over its rebounds)."""
+        once it has warmed back to where it left off (so a duty-cycled GPU, a checkpointing job's, is fitted over
+        the envelope of its busy temperatures, not over its rebounds). All the way back: a die warms most of the
+        way in seconds and its last degree or two over a minute (its heatsink's), and counting from 1 °C below
+        forecast a throttle from one routine save of a healthy hour (~2 °C/min over that last minute)."""
         self.idle_since = None
         settled, left = busy_s >= SETTLE_S, self.left.value
-        if self.rebounding and (settled or (left is not None and temp >= left - REBOUND_C)):
+        if self.rebounding and (settled or (left is not None and temp >= left)):
             self.rebounding = False
         if self.rebounding or not (settled or len(self.forecaster.trend)):
             return False  # still rebounding from a short idle, or a fresh series not yet a minute under load
