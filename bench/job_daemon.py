@@ -12,27 +12,28 @@ second, so every second's values differ (the daemon cannot cache its way
 out) and the load generator costs almost nothing while the daemon is timed.
 
 Measured over ``--seconds`` after ``--warmup``: the daemon's CPU (psutil
-``cpu_times`` delta over wall time, % of one core), its RSS at the end (after one ``/metrics`` scrape), its
-tick duration (each tick's ``last_tick_duration_ms`` from ``/healthz``,
-polled every 0.2 s, ~0.1 % of a core; not its ``/metrics`` histogram: a
-scrape of a 64-node job daemon takes a second of its CPU and slows the ticks
-beside it, so scraping around the window put a slow tick in it) and the
-POSTs' latency p50/p99. One ``/metrics`` scrape after the window says what
-a scrape costs.
+``cpu_times`` delta over wall time, % of one core), its RSS at the end
+(after one ``/metrics`` scrape), its tick duration (each tick's
+``last_tick_duration_ms`` from ``/healthz``, polled every 0.2 s, ~0.1 % of a
+core; not its ``/metrics`` histogram: a scrape of a 64-node job daemon takes
+a second of its CPU and slows the ticks beside it, so scraping around the
+window put a slow tick in it) and the POSTs' latency p50/p99. One
+``/metrics`` scrape after the window says what a scrape costs. The job (64
+nodes by default) runs beside a baseline job (8 nodes) in the same process,
+so the ratio shows how the daemon scales. Before each run, the same requests
+are also decoded in this process (parse, the receiver's decode,
+``put_node``), one after another as the daemon takes them: the median per
+request is the receive path without HTTP, GIL contention or the tick.
 
 ``--nodes-per-request K`` sends K nodes' exports in one request, as the
 OpenTelemetry Collector gateway's batch processor does
 (``collector_config/otelcol/job-gateway.yaml``: each node keeps its own
-resource): the deployment the docs describe, against 1 (every node daemon
-pushing to the job daemon itself). The job (64 nodes by default) runs beside a baseline job (8 nodes)
-in the same process, so the ratio shows how the daemon scales. Before each
-run, the same exports are also decoded in this process (parse, the
-receiver's decode, ``put_node``), node after node and second after second as
-the daemon takes them: the median per export is the receive path without
-HTTP, GIL contention or the tick.
+resource), and ``--gzip`` compresses each as its exporter does: the
+deployment the docs describe, against 1 (every node daemon pushing to the
+job daemon itself).
 
     python bench/job_daemon.py [--nodes 64] [--baseline-nodes 8] [--seconds 60] [--warmup 15] [--distinct-seconds N]
-        [--nodes-per-request K]
+        [--nodes-per-request K] [--gzip]
 """
 
 from __future__ import annotations
@@ -201,8 +202,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class LoadGenerator:
-    """Every second, each node's export of that second, POSTed at that node's own phase within the second
-    (for ``seconds`` seconds: a node's exports over again once they run out)."""
+    """Every second, each node's request of that second (or each batch of nodes'), POSTed at its own phase within
+    the second (for ``seconds`` seconds: its requests over again once they run out)."""
 
     def __init__(
         self, port: int, exports: list[list[bytes]], seconds: int, gzipped: bool, connections: int = 8
