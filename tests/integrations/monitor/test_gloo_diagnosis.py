@@ -29,9 +29,11 @@ def test_a_healthy_job_raises_nothing(tmp_path):
     # 2 processes: 4 on this 2-core machine wait on each other as the scheduler deschedules one or another (a real
     # sync spread; docs/signals.md "Real jobs"). The monitor reports at its default 1 s: on this shared VM a rank's
     # compute now and then takes twice its CPU time for a second or two, which the test's usual 0.25 s reports
-    # resolve as a real, brief imbalance and slowdown. ~1 GB in its first 10 s; 22 s, 12 of them judged after the
-    # warm-up
-    result = run_job(tmp_path, 2, seconds=22, hardware="host", startup_mb=500, interval=1.0)
+    # resolve as a real, brief imbalance and slowdown. Each step also waits 30 ms on "its GPU" with its CPU free,
+    # as a GPU rank's host thread does: two CPU-bound ranks on both cores beside rank 0's monitor still made one
+    # really slower for 5 s in a CI run (sync_imbalance at 20 s). ~1 GB in its first 10 s; 22 s, 12 of them judged
+    # after the warm-up
+    result = run_job(tmp_path, 2, seconds=22, hardware="host", startup_mb=500, interval=1.0, device_ms=30)
     assert not raised(result), [(e["t"], e["signal"]) for e in raised(result)]
     assert result["diagnosis"]["health"]["status"] == "healthy"
     waits = [r["sync_wait_ms"] for r in result["training"]["ranks"]]
