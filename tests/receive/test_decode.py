@@ -217,3 +217,53 @@ def test_values_that_read_as_zero_keep_their_case_and_sign_in_every_export():
         )
         assert type(sample.memory_used_bytes) is int and sample.memory_used_bytes == 0
         assert sample.power_watts is None and decoded.ignored == 1
+
+
+def _export_of(node: NodeExporter, gpus, now: float) -> bytes:
+    node.latest.put(Collected(gpus=gpus, host=HOST, training=TRAINING), now)
+    return node.export(now=now).SerializeToString()
+
+
+def test_a_nodes_later_exports_of_a_known_layout_read_as_a_first_reading_does():
+    node, receiver = NodeExporter("node-4"), OtlpReceiver()
+    sent = [
+        _export_of(node, (replace(GPUS[0], temperature_celsius=t), GPUS[1]), 1000.0 + t) for t in (80.0, 84.5, 91.0)
+    ]
+    for body, temperature in zip(sent, (80.0, 84.5, 91.0), strict=True):
+        remembered = receiver.decode(ExportMetricsServiceRequest.FromString(body))
+        fresh = OtlpReceiver().decode(ExportMetricsServiceRequest.FromString(body))
+        assert repr(remembered.reports) == repr(fresh.reports)  # repr: the loss is NaN
+        assert (remembered.accepted, remembered.ignored) == (fresh.accepted, fresh.ignored)
+        assert remembered.reports[0].gpus[0].temperature_celsius == temperature
+
+
+def test_a_bad_value_in_a_known_layout_is_rejected_by_name_and_the_rest_lands():
+    node, receiver = NodeExporter("node-6"), OtlpReceiver()
+    good = _export_of(node, GPUS, 1000.0)
+    receiver.decode(ExportMetricsServiceRequest.FromString(good))
+    bad = ExportMetricsServiceRequest.FromString(good)  # the same layout, one value out of its bounds
+    for metric in bad.resource_metrics[0].scope_metrics[0].metrics:
+        if metric.name == "trainpulse.gpu.utilization":
+            metric.gauge.data_points[1].as_double = 140.0
+    decoded = receiver.decode(bad)
+    assert decoded.rejected == 1
+    assert decoded.error_message == "trainpulse.gpu.utilization: gpu.utilization_percent: must be <= 100, got 140.0"
+    gpus = decoded.reports[0].gpus
+    assert (gpus[0].utilization_percent, gpus[1].utilization_percent) == (97.0, None)
+    assert gpus[1].ecc_corrected_errors == 3 and decoded.reports[0].host.cpu_percent == 31.5
+
+
+def test_a_known_layout_and_more_of_the_nodes_points_in_another_scope_make_one_report():
+    node, receiver = NodeExporter("node-2"), OtlpReceiver()
+    body = _export_of(node, GPUS, 1000.0)
+    receiver.decode(ExportMetricsServiceRequest.FromString(body))
+    both = ExportMetricsServiceRequest.FromString(body)
+    extra = gauge("trainpulse.gpu.power", 250.0, **{"gpu.index": 1})
+    both.resource_metrics[0].scope_metrics.append(
+        request([extra], scope="trainpulse_otel").resource_metrics[0].scope_metrics[0]
+    )
+    decoded = receiver.decode(both)
+    gpus = decoded.reports[0].gpus
+    assert (gpus[0].temperature_celsius, gpus[1].power_watts, gpus[1].ecc_corrected_errors) == (88.0, 250.0, 3)
+    alone = OtlpReceiver().decode(ExportMetricsServiceRequest.FromString(body))
+    assert decoded.accepted == alone.accepted + 1

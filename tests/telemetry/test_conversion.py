@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,8 @@ from trainpulse_otel.samples import (
     TrainingSample,
     XidCount,
 )
-from trainpulse_otel.telemetry.conversion import FrameAssembler, observe
+from trainpulse_otel.telemetry.assembly import FrameAssembler
+from trainpulse_otel.telemetry.conversion import observe
 from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 IDENTITY = {"index", "rank"}
@@ -117,6 +119,47 @@ def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xi
     assert direct == frame_via_points(5.0, gpus, host, training, xids, nodes)
     assert list(direct.xid_counts) == sorted(xids, key=lambda x: x.sort_key)
     assert [n.hostname for n in direct.nodes] == sorted(n.hostname for n in nodes)
+
+
+def _planned(node, observations):
+    """``observations`` as a layout planned ahead (:meth:`FrameAssembler.plan`), and their values in its order."""
+    metrics, values = [], []
+    for suffix, points in observations.items():
+        kinds = {type(v) for v, _ in points}
+        metrics.append((suffix, [attrs for _, attrs in points], kinds.pop() if len(kinds) == 1 else None))
+        values.extend(v for v, _ in points)
+    return FrameAssembler.plan(node, metrics), values
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gpus=_gpus().flatmap(_on_nodes),
+    host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
+    training=st.none() | _training(),
+    xids=_xid_counts(),
+    nodes=_nodes(),
+    node=NODE_NAMES,
+)
+def test_a_planned_layout_assembles_its_values_into_the_frame_the_points_make(gpus, host, training, xids, nodes, node):
+    observations = observe(gpus, host, training, xids, nodes)
+    assembler = FrameAssembler(node)
+    assembler.add_observations(observations)
+    plan, values = _planned(node, observations)
+    assert plan.frame(values, 5.0) == assembler.frame(5.0)
+    assert plan.frame(values, 5.0) == plan.frame(values, 5.0)  # the plan's base is copied, never filled
+
+
+def test_a_planned_layout_takes_new_values_and_refuses_a_count_that_is_not_its_own():
+    gpus = (GpuSample(index=0, temperature_celsius=70.0, throttle_reasons=()), GpuSample(index=1, power_watts=300.0))
+    plan, values = _planned("node-a", observe(gpus, None, None, (XidCount(0, 79, 1, "node-a"),)))
+    hotter = [80.0 if v == 70.0 else 2 if v == 1 else v for v in values]
+    hotter[values.index(0)] = 1  # the first throttle reason (catalogue order) is on
+    frame = plan.frame(hotter, 1.0)
+    assert frame.gpus[0].temperature_celsius == 80.0 and frame.gpus[0].throttle_reasons == THROTTLE_REASONS[:1]
+    assert frame.xid_counts == (XidCount(0, 79, 2, "node-a"),)
+    assert plan.frame(values, 1.0).gpus[0].temperature_celsius == 70.0  # the earlier values, as they were
+    with pytest.raises(ValueError, match="a plan of 9 points was handed 8 values"):
+        plan.frame(values[:-1])
 
 
 @st.composite

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from trainpulse_otel.samples import RankSample, TrainingSample
-from trainpulse_otel.telemetry.conversion import FrameAssembler, observe
+from trainpulse_otel.telemetry.assembly import FrameAssembler
+from trainpulse_otel.telemetry.conversion import observe
 from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 NAN, INF = float("nan"), float("inf")

@@ -120,14 +120,14 @@ class AttributeSets:
         self._known: dict[tuple[str, bytes], AttributeSet] = {}
         self._dicts: dict[tuple[str, Pairs, tuple[type, ...]], dict[str, AttributeValue]] = {}
         self._metrics: dict[tuple[str, bytes], MetricSets] = {}
-        self._layouts: dict[str, tuple[bytes, tuple[object, ...]]] = {}
+        self._layouts: dict[str, tuple[bytes, object]] = {}
 
-    def node_layout(self, node: str, identity: bytes) -> tuple[object, ...] | None:
+    def node_layout(self, node: str, identity: bytes) -> object | None:
         """What a node's export with these (zeroed) bytes was read as, if its previous export had the same."""
         known = self._layouts.get(node)
         return known[1] if known is not None and known[0] == identity else None
 
-    def remember_layout(self, node: str, identity: bytes, layout: tuple[object, ...]) -> None:
+    def remember_layout(self, node: str, identity: bytes, layout: object) -> None:
         """Remember how a node's export was read (one per node: a node's exports look alike; bounded)."""
         self._layouts.pop(node, None)
         self._layouts[node] = (identity, layout)

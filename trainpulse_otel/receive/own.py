@@ -4,9 +4,11 @@ A node daemon exports the catalogue's measurements (``trainpulse.gpu.*`` with
 ``gpu.index``, ``trainpulse.host.*``, ``trainpulse.training.*``,
 ``trainpulse.rank.*`` with ``rank``, the XID totals) from the
 ``trainpulse_otel`` meter. They are read back by the same
-:class:`~trainpulse_otel.telemetry.conversion.FrameAssembler` the daemon's own
-reader uses, after each point is checked with the sample model's field rules,
-so a node's GPUs arrive as they left. TrainPulse's *outputs* (health,
+:class:`~trainpulse_otel.telemetry.assembly.FrameAssembler` the daemon's own
+reader uses, after each point is checked with the sample model's field rules
+(:mod:`.readings`), so a node's GPUs arrive as they left. A node's every later
+export of the same layout is checked and assembled as planned the first time
+(:mod:`.layout`). TrainPulse's *outputs* (health,
 signals, goodput, the daemon's counters) and a relaying job daemon's view of
 its other nodes (points naming another ``hostname``, ``node.*``) are not
 inputs: they are counted as ignored.
@@ -14,53 +16,22 @@ inputs: they are counted as ignored.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, ScopeMetrics
 
-from ..samples import (
-    GPU_RULES,
-    HOST_RULES,
-    RANK_PHASES,
-    RANK_RULES,
-    THROTTLE_REASONS,
-    TRAINING_RULES,
-    NodeReport,
-    Rule,
-    SampleError,
-    check_value,
-)
-from ..samples.validation import COUNT, STR, XID_CODE
-from ..telemetry.catalog import (
-    ALL_INPUTS,
-    GPU,
-    GPU_THROTTLE,
-    GPU_XID,
-    HOST,
-    NODE,
-    NONFINITE,
-    RANK,
-    RANK_PHASE,
-    TRAINING,
-    TRAINING_INFO,
-    TRAINING_INFO_ATTRIBUTES,
-    MetricSpec,
-)
-from ..telemetry.conversion import NONFINITE_FIELDS, FrameAssembler
+from ..samples import NodeReport
+from ..telemetry.assembly import FrameAssembler
 from .attributes import AttributeSets, MetricSets, Pairs, take_values
+from .layout import PlannedLayout, Taken, planned_layout
 from .points import GAUGE, SUM, Attributes, Series, is_delta, point_count
+from .readings import READINGS, Reading, value_error
 from .series import SeriesState
 from .tally import Tally
 
 #: The meter (instrumentation scope) TrainPulse's instruments come from.
 TRAINPULSE_SCOPE = "trainpulse_otel"
-SPECS: dict[str, MetricSpec] = {spec.suffix: spec for spec in ALL_INPUTS}
-RULES: dict[str, Mapping[str, Rule]] = {GPU: GPU_RULES, HOST: HOST_RULES, TRAINING: TRAINING_RULES, RANK: RANK_RULES}
-NONFINITE_TOKENS = ("nan", "inf", "-inf")
-#: Scopes whose points, when they name a ``hostname``, are another node's (relayed by a job daemon).
-NODE_LOCAL = (GPU, HOST)
 
 
 class OwnInstruments:
@@ -69,9 +40,10 @@ class OwnInstruments:
     A node daemon's scope is read at once (:meth:`add_scope`): its points'
     values and times are taken, and the plan made for the node's previous
     export — each metric's reading, temporality and attribute sets, checks and
-    all (:mod:`.attributes`) — is used again while the scope looks the same,
-    so a point costs its value and, with the rest of its metric's, its value
-    check; any other scope goes metric by metric. A metric whose points are
+    all (:mod:`.attributes`), and the whole scope's checks and assembly
+    (:mod:`.layout`) — is used again while the scope looks the same, so a
+    point costs its value and a share of its rule's check; any other scope
+    goes metric by metric. A metric whose points are
     all good is kept whole; one with a point to ignore, total up or reject is
     judged point by point. The newest point of each series is what the report
     holds; only when a series came twice (a set twice in a metric, a metric
@@ -90,6 +62,7 @@ class OwnInstruments:
         self._kept: list[Kept] = []
         self._names: set[str] = set()
         self._distinct = True  # no series came twice (so far)
+        self._planned: Planned | None = None  # a scope read by its layout's planned assembly (add_scope)
 
     def understands(self, scope: str, metric: str) -> bool:
         """Whether ``metric`` of ``scope`` is one of TrainPulse's instruments (inputs and outputs alike)."""
@@ -111,12 +84,35 @@ class OwnInstruments:
             return False
         taken = [take_metric(metric) for metric in metrics]
         identity = scope_metrics.SerializeToString()
-        plans = self.attribute_sets.node_layout(self.hostname, identity)
-        if plans is None:
-            plans = tuple(self._plan(metric, name) for metric, name in zip(metrics, names, strict=True))
-            self.attribute_sets.remember_layout(self.hostname, identity, plans)
-        for plan, name, (values, times) in zip(plans, names, taken, strict=True):
-            self._add(plan, name, values, times)  # type: ignore[arg-type]
+        layout = self.attribute_sets.node_layout(self.hostname, identity)
+        if not isinstance(layout, NodeLayout):
+            layout = self._layout(metrics, names)
+            self.attribute_sets.remember_layout(self.hostname, identity, layout)
+        if not self._planned_scope(layout, names, taken):
+            for plan, name, (values, times) in zip(layout.plans, names, taken, strict=True):
+                self._add(plan, name, values, times)
+        return True
+
+    def _layout(self, metrics: Sequence[Metric], names: Sequence[str]) -> NodeLayout:
+        """How a scope of this layout is read: each metric's plan, and the whole scope's when it has one."""
+        plans = tuple(self._plan(metric, name) for metric, name in zip(metrics, names, strict=True))
+        return NodeLayout(plans, planned_layout(self.hostname, names, plans))
+
+    def _planned_scope(self, layout: NodeLayout, names: Sequence[str], taken: Sequence[Taken]) -> bool:
+        """Take a scope through its layout's plan when every value passes its check (each metric is then kept
+        whole, as :meth:`_add` would keep it); False, having taken nothing, when some value does not, when the
+        layout has no plan, or when this resource already kept other points (their series may meet)."""
+        planned = layout.planned
+        if planned is None or self._kept or self._planned is not None:
+            return False
+        values = planned.values(taken)
+        if values is None:
+            return False
+        for position, name in planned.ignored:
+            if ignored := taken[position][0]:
+                self.tally.ignore(name, len(ignored))
+        self.tally.accept(len(values))
+        self._planned = Planned(layout, names, values, taken)
         return True
 
     def add_metric(self, metric: Metric) -> None:
@@ -142,6 +138,8 @@ class OwnInstruments:
             if values:
                 self.tally.ignore(name, len(values))
             return
+        if self._planned is not None:  # more points for this resource: the planned scope's join them as kept
+            self._unplan(self._planned)
         reading, known = plan.reading, plan.sets
         values = known.values_of(values)  # type: ignore[arg-type]
         fine = known.clean and not (reading.relayed and known.hostnames) and not plan.delta and None not in values
@@ -151,9 +149,26 @@ class OwnInstruments:
             kept = self._checked(Kept(name, reading.spec.suffix, plan.delta, [], [], [], []), plan, values, times)
         if kept.values:
             self.tally.accept(len(kept.values))
-            self._distinct = self._distinct and known.distinct and name not in self._names
-            self._names.add(name)
-            self._kept.append(kept)
+            self._keep(kept, known.distinct)
+
+    def _keep(self, kept: Kept, distinct: bool) -> None:
+        self._distinct = self._distinct and distinct and kept.metric not in self._names
+        self._names.add(kept.metric)
+        self._kept.append(kept)
+
+    def _unplan(self, planned: Planned) -> None:
+        """The planned scope's metrics as kept ones (their points already counted), to be assembled with others."""
+        self._planned = None
+        first = 0
+        for position in planned.layout.planned.kept:  # type: ignore[union-attr]
+            plan, (taken, times) = planned.layout.plans[position], planned.taken[position]
+            values = planned.values[first : first + len(taken)]
+            first += len(taken)
+            if values and plan is not None:
+                sets, name = plan.sets, planned.names[position]
+                self._keep(
+                    Kept(name, plan.reading.spec.suffix, False, values, sets.attributes, sets.pairs, times), True
+                )
 
     def _checked(self, kept: Kept, plan: MetricPlan, values: list[float | int | None], times: list[int]) -> Kept:
         """One metric's points judged one by one into ``kept``: ignored, totalled (a sum), rejected with why, or kept."""
@@ -178,11 +193,14 @@ class OwnInstruments:
 
     def report(self) -> NodeReport | None:
         """The node's samples from the points kept; None when the request had none of them."""
-        if not self._kept:
+        if self._planned is not None:
+            frame = self._planned.layout.planned.assembly.frame(self._planned.values)  # type: ignore[union-attr]
+        elif self._kept:
+            assembler = FrameAssembler(self.hostname)
+            assembler.add_observations(self._newest())
+            frame = assembler.frame(0.0)
+        else:
             return None
-        assembler = FrameAssembler(self.hostname)
-        assembler.add_observations(self._newest())
-        frame = assembler.frame(0.0)
         return NodeReport(
             self.hostname,
             gpus=frame.gpus or None,
@@ -209,6 +227,25 @@ class OwnInstruments:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeLayout:
+    """How a node's scope of one layout is read: each metric's plan (None: ignored) and, when every metric can be
+    kept whole, the whole scope's (:mod:`.layout`; None: read metric by metric)."""
+
+    plans: tuple[MetricPlan | None, ...]
+    planned: PlannedLayout | None
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A scope taken through its layout's plan: its metrics' names, the kept ones' values, what each metric gave."""
+
+    layout: NodeLayout
+    names: Sequence[str]
+    values: list[float | int]
+    taken: Sequence[Taken]
+
+
+@dataclass(frozen=True, slots=True)
 class MetricPlan:
     """How one metric is read: its instrument's reading, whether it is a sum and a delta one, its attribute sets."""
 
@@ -218,7 +255,7 @@ class MetricPlan:
     sets: MetricSets
 
 
-def take_metric(metric: Metric) -> tuple[list[float | int | None], list[int]]:
+def take_metric(metric: Metric) -> Taken:
     """A metric's values and times (:func:`take_values`); a kind without number points has its data cleared,
     so that only its name tells it apart, and one None per point (to be counted)."""
     kind = metric.WhichOneof("data")
@@ -241,117 +278,3 @@ class Kept:
     attributes: Sequence[Attributes]
     pairs: Sequence[Pairs]
     times: Sequence[int]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How one instrument's points are judged: the check group of their attribute sets, the rule of their value."""
-
-    spec: MetricSpec
-    group: str  # the scope for an identity (a GPU, a rank), the instrument itself when its attributes say more
-    rule: Rule | None  # None: the value is always 1, the attributes say it all
-    field: str  # the field an error names
-    scale: float
-    relayed: bool  # points naming a ``hostname`` are another node's, relayed by a job daemon
-
-    def fit(self, values: Sequence[float | int], value_type: type | None) -> bool:
-        """Whether every value (none of them None; all of ``value_type``, None when they differ) is exactly of
-        the rule's type inside its bounds, once scaled: the validators' own fast path, for a metric's values at
-        once (C loops: least, greatest and sum — a NaN makes the sum NaN). One that is not is judged by
-        :func:`value_error`."""
-        rule = self.rule
-        if rule is None or not values:
-            return True
-        scaled = values if self.scale == 1.0 else [v / self.scale for v in values]
-        if (value_type if self.scale == 1.0 else float) is not rule.exact_type:
-            return False
-        return (
-            rule.floor <= min(scaled)
-            and max(scaled) <= rule.ceiling
-            and not (rule.exact_type is float and math.isnan(sum(scaled)))
-        )
-
-    def judge(self, attributes: Attributes) -> str | None:
-        """What is wrong with a point's attributes (None: nothing)."""
-        try:
-            checked_attributes(self.spec, attributes)
-        except SampleError as exc:
-            return str(exc)
-        return None
-
-
-def reading(spec: MetricSpec) -> Reading:
-    relayed = spec.scope in NODE_LOCAL
-    if spec is GPU_XID:
-        return Reading(spec, spec.suffix, COUNT, "xid_counts.count", 1.0, relayed)
-    if spec is GPU_THROTTLE:
-        return Reading(spec, spec.suffix, Rule("int", 0, 1), "throttle_reasons", 1.0, relayed)
-    if spec in (NONFINITE, TRAINING_INFO, RANK_PHASE):
-        return Reading(spec, spec.suffix, None, "", 1.0, relayed)
-    rule = RULES[spec.scope][spec.field] if spec.scope in RULES else None
-    return Reading(spec, spec.scope, rule, f"{spec.scope}.{spec.field}", spec.scale, relayed)
-
-
-#: How each input instrument is read, by suffix (a node's own liveness, ``node.*``, is a job daemon's output).
-READINGS: dict[str, Reading] = {suffix: reading(spec) for suffix, spec in SPECS.items() if spec.scope != NODE}
-
-
-def value_error(reading: Reading, scaled: float | int) -> str | None:
-    """What ``check_value`` finds wrong with a (scaled) value under the reading's rule (None: nothing)."""
-    if reading.rule is None:
-        return None
-    try:
-        check_value(reading.field, scaled, reading.rule)
-    except SampleError as exc:
-        return str(exc)
-    return None
-
-
-def checked_attributes(spec: MetricSpec, attributes: Attributes) -> None:
-    """Raise SampleError naming the attribute of a point that does not say what it is about."""
-    if spec is GPU_XID:
-        attribute(attributes, "gpu.index", COUNT)
-        attribute(attributes, "xid", XID_CODE)
-    elif spec is GPU_THROTTLE:
-        attribute(attributes, "gpu.index", COUNT)
-        one_of(attributes, "reason", THROTTLE_REASONS)
-    elif spec is NONFINITE:
-        one_of(attributes, "field", NONFINITE_FIELDS)
-        one_of(attributes, "value", NONFINITE_TOKENS)
-        attribute(attributes, "rank", COUNT, required=False)
-    elif spec is TRAINING_INFO:
-        for key in TRAINING_INFO_ATTRIBUTES.values():
-            attribute(attributes, key, STR, required=False)
-    elif spec is RANK_PHASE:
-        attribute(attributes, "rank", COUNT)
-        one_of(attributes, "phase", RANK_PHASES)
-        attribute(attributes, "process.pid", COUNT, required=False)
-    else:
-        identity(spec.scope, attributes)
-
-
-def identity(scope: str, attributes: Attributes) -> None:
-    """The attributes that say which GPU or rank a point is about."""
-    if scope == GPU:
-        attribute(attributes, "gpu.index", COUNT)
-        attribute(attributes, "gpu.uuid", STR, required=False)
-        attribute(attributes, "gpu.name", STR, required=False)
-    elif scope == RANK:
-        attribute(attributes, "rank", COUNT)
-        attribute(attributes, "gpu.index", COUNT, required=False)
-        attribute(attributes, "hostname", STR, required=False)
-
-
-def attribute(attributes: Attributes, key: str, rule: Rule, required: bool = True) -> None:
-    """Check the attribute ``key`` against ``rule`` (a bool is no number here)."""
-    if key not in attributes:
-        if required:
-            raise SampleError(f"attribute {key}", "is required")
-        return
-    check_value(f"attribute {key}", attributes[key], rule)
-
-
-def one_of(attributes: Attributes, key: str, known: tuple[str, ...]) -> None:
-    value = attributes.get(key)
-    if value not in known:
-        raise SampleError(f"attribute {key}", f"must be one of {', '.join(known)}, got {value!r}")

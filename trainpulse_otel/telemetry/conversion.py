@@ -1,7 +1,7 @@
 """The one shared conversion between samples and metric points.
 
 ``observe`` turns the latest samples into the points the observable instruments
-report; :class:`FrameAssembler` turns collected points back into a
+report; :class:`~.assembly.FrameAssembler` turns collected points back into a
 :class:`~trainpulse_otel.samples.Frame`. The live path goes
 samples → observe → OTel SDK → MetricsData → assembler. Replay skips the
 points: :func:`.read_back.frame_from_samples` reads each sample back through the same
@@ -21,15 +21,12 @@ from ..samples import (
     RANK_RULES,
     THROTTLE_REASONS,
     TRAINING_RULES,
-    Frame,
-    GpuKey,
     GpuSample,
     HostSample,
     NodeSample,
     RankSample,
     TrainingSample,
     XidCount,
-    gpu_order,
 )
 from .catalog import (
     ALL_INPUTS,
@@ -184,164 +181,6 @@ def _info_attributes(training: TrainingSample) -> dict[str, str]:
         for field, key in TRAINING_INFO_ATTRIBUTES.items()
         if getattr(training, field) is not None
     }
-
-
-# ------------------------------------------------------------ points → frame
-
-
-class FrameAssembler:
-    """Collects metric points (by instrument suffix) and builds one Frame from them.
-
-    ``node`` is the node that GPU, XID and rank points naming no ``hostname``
-    are on: None for this daemon's own, a hostname when a job daemon assembles
-    what one node sent (its GPUs and ranks then arrive tagged, not copied once
-    more to be tagged).
-    """
-
-    def __init__(self, node: str | None = None) -> None:
-        self.node = node
-        self._gpus: dict[GpuKey, dict[str, Any]] = {}
-        self._throttle: dict[GpuKey, set[str]] = {}
-        self._host: dict[str, Any] = {}
-        self._nodes: dict[str, dict[str, Any]] = {}
-        self._node_hosts: dict[str, dict[str, Any]] = {}
-        self._training: dict[str, Any] = {}
-        self._ranks: dict[int, dict[str, Any]] = {}
-        self._has_training = False
-        self._xids: list[XidCount] = []
-
-    def add(self, suffix: str, attributes: Attributes, value: Number) -> None:
-        """Take one point; points of instruments outside the catalogue are ignored."""
-        spec = _SPECS_BY_SUFFIX.get(suffix)
-        if spec is None:
-            return
-        if spec is GPU_THROTTLE:
-            self._add_throttle(attributes, value)
-        elif spec is GPU_XID:
-            node = str(attributes["hostname"]) if "hostname" in attributes else self.node
-            self._xids.append(XidCount(int(attributes["gpu.index"]), int(attributes["xid"]), int(value), node))
-        elif spec is NONFINITE:
-            scope = RANK if "rank" in attributes else TRAINING
-            self._target(scope, attributes)[str(attributes["field"])] = float(str(attributes["value"]))
-        elif spec is TRAINING_INFO:
-            self._has_training = True
-            for field, key in TRAINING_INFO_ATTRIBUTES.items():
-                if key in attributes:
-                    self._training[field] = str(attributes[key])
-        elif spec is RANK_PHASE:
-            rank = self._target(RANK, attributes)
-            rank["phase"] = str(attributes["phase"])
-            if "process.pid" in attributes:
-                rank["pid"] = int(attributes["process.pid"])
-        else:
-            self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
-
-    def add_observations(self, observations: Mapping[str, Iterable[Point]]) -> None:
-        """Take every point of an :func:`observe` result.
-
-        Same outcome as :meth:`add` per point, faster: ``observe`` shares one
-        attributes dict among all points of a GPU or rank (as the OTLP
-        receiver's remembered sets do among a scope's), so the target is
-        resolved once per sample instead of once per point.
-        """
-        targets: dict[int, dict[str, Any]] = {}
-        known_target = targets.get
-        for suffix, points in observations.items():
-            spec = _SPECS_BY_SUFFIX.get(suffix)
-            if spec is None or not points:
-                continue
-            if (
-                spec is GPU_THROTTLE
-                or spec is TRAINING_INFO
-                or spec is GPU_XID
-                or spec is NONFINITE
-                or spec is RANK_PHASE
-            ):
-                for value, attrs in points:
-                    if spec is GPU_THROTTLE:  # a GPU's every throttle reason: the most points of an export
-                        self._add_throttle(attrs, value)
-                    else:
-                        self.add(suffix, attrs, value)
-                continue
-            restore, field, scope = _RESTORERS[suffix], spec.field, spec.scope
-            for value, attrs in points:
-                target = known_target(id(attrs))
-                if target is None:
-                    target = targets[id(attrs)] = self._target(scope, attrs)
-                target[field] = value if restore is float and type(value) is float else restore(value)
-
-    def frame(self, ts: float) -> Frame:
-        """The Frame for everything added so far."""
-        gpus = tuple(self._gpu(key) for key in sorted(self._gpus.keys() | self._throttle.keys(), key=gpu_order))
-        host = HostSample(**self._host) if self._host else None
-        training = None
-        if self._has_training or self._training or self._ranks:
-            ranks = tuple(RankSample(rank=r, **self._ranks[r]) for r in sorted(self._ranks))
-            training = TrainingSample(**self._training, ranks=ranks)
-        xids = tuple(sorted(self._xids, key=_xid_order))
-        return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples())
-
-    def _node_samples(self) -> tuple[NodeSample, ...]:
-        """The nodes whose liveness arrived; a node's host points without it make no node."""
-        out = []
-        for hostname in sorted(self._nodes):
-            fields = self._nodes[hostname]
-            if "last_seen" in fields:
-                host = self._node_hosts.get(hostname)
-                out.append(NodeSample(hostname, host=HostSample(**host) if host else None, **fields))
-        return tuple(out)
-
-    def _target(self, scope: str, attributes: Attributes) -> dict[str, Any]:
-        if scope == HOST:
-            if "hostname" in attributes:
-                return self._node_hosts.setdefault(str(attributes["hostname"]), {})
-            return self._host
-        if scope == NODE:
-            return self._nodes.setdefault(str(attributes["hostname"]), {})
-        if scope == TRAINING:
-            self._has_training = True
-            return self._training
-        if scope == GPU:
-            return self._gpu_fields(attributes)
-        rank = self._ranks.setdefault(int(attributes["rank"]), {})
-        if "gpu.index" in attributes:
-            rank["gpu_index"] = int(attributes["gpu.index"])
-        if "hostname" in attributes:
-            rank["hostname"] = str(attributes["hostname"])
-        elif self.node is not None:
-            rank["hostname"] = self.node
-        return rank
-
-    def _gpu_fields(self, attributes: Attributes) -> dict[str, Any]:
-        gpu = self._gpus.setdefault(self._gpu_key(attributes), {})
-        if "gpu.uuid" in attributes:
-            gpu["uuid"] = str(attributes["gpu.uuid"])
-        if "gpu.name" in attributes:
-            gpu["name"] = str(attributes["gpu.name"])
-        return gpu
-
-    def _add_throttle(self, attributes: Attributes, value: Number) -> None:
-        key = self._gpu_key(attributes)
-        active = self._throttle.get(key)
-        if active is None:
-            self._gpu_fields(attributes)
-            active = self._throttle[key] = set()
-        if value:
-            active.add(str(attributes["reason"]))
-
-    def _gpu(self, key: GpuKey) -> GpuSample:
-        fields = self._gpus.get(key, {})
-        reasons = self._throttle.get(key)
-        throttle = None if reasons is None else tuple(r for r in THROTTLE_REASONS if r in reasons)
-        return GpuSample(index=key[1], throttle_reasons=throttle, node=key[0], **fields)
-
-    def _gpu_key(self, attributes: Attributes) -> GpuKey:
-        node = attributes.get("hostname")
-        return (self.node if node is None else str(node), int(attributes["gpu.index"]))
-
-
-def _xid_order(xid: XidCount) -> tuple[str, int, int]:
-    return xid.sort_key
 
 
 def _restorer(spec: MetricSpec) -> Callable[[Number], Number]:

@@ -2,7 +2,7 @@
 
 Replay reads each sample back field by field through the catalogue and the
 restorers of :mod:`.conversion`, so the frame equals ``observe`` followed by
-:class:`~.conversion.FrameAssembler` (a property test holds the two together
+:class:`~.assembly.FrameAssembler` (a property test holds the two together
 over arbitrary samples, job views with other nodes included) at a fraction of
 the cost.
 """

@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics import ObservableCounter, ObservableGauge
 from opentelemetry.sdk.metrics.export import MetricReader, MetricsData, NumberDataPoint
 
 from ..samples import Frame
-from .conversion import FrameAssembler
+from .assembly import FrameAssembler
 from .instruments import DEFAULT_MAX_SERIES, DEFAULT_NAMESPACE, METER_NAME
 
 
