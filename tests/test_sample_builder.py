@@ -14,6 +14,8 @@ from trainpulse_otel.samples import (
     HOST_RULES,
     RANK_RULES,
     TRAINING_RULES,
+    GpuSample,
+    HostSample,
     Rule,
     SampleError,
     parse_gpu,
@@ -21,7 +23,7 @@ from trainpulse_otel.samples import (
     parse_rank,
     parse_training,
 )
-from trainpulse_otel.samples.builder import SampleBuilder
+from trainpulse_otel.samples.builder import SampleBuilder, field_maker
 
 # Values a field may meet: well formed, an int where a float goes, bools, non-finite, out of range, wrong types.
 VALUES = st.one_of(
@@ -96,3 +98,29 @@ def test_a_class_with_a_post_init_is_refused() -> None:
 
     with pytest.raises(TypeError, match="__post_init__"):
         SampleBuilder(Checked, {"value": Rule("float")})
+
+
+GPU_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "uuid": st.text(max_size=4),
+        "temperature_celsius": st.floats(0, 120),
+        "ecc_corrected_errors": st.integers(0, 9),
+    },
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(fields=GPU_FIELDS, index=st.integers(0, 7), node=st.none() | st.just("node-a"))
+def test_a_field_maker_makes_what_the_classes_init_makes(fields: dict[str, Any], index: int, node: str | None) -> None:
+    made = field_maker(GpuSample, ("index", "node"))(fields, index, node)
+    assert made == GpuSample(index=index, node=node, **fields)
+    assert hash(made) == hash(GpuSample(index=index, node=node, **fields))
+    assert field_maker(HostSample)({}) == HostSample()
+
+
+def test_a_field_maker_is_given_every_field_without_a_default() -> None:
+    with pytest.raises(TypeError, match=r"GpuSample\.index has no default"):
+        field_maker(GpuSample)
+    with pytest.raises(TypeError, match="GpuSample has no field 'gpu'"):
+        field_maker(GpuSample, ("index", "gpu"))

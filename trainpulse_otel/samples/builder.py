@@ -120,6 +120,36 @@ def field_replacer(cls: type[Sample], name: str) -> Callable[[Sample, Any], Samp
     return compiled("replace", lines, constants)
 
 
+def field_maker(cls: type[Sample], given: tuple[str, ...] = ()) -> Callable[..., Sample]:
+    """``make(fields, *given)``: ``cls(**fields, **given)`` for a slotted, frozen ``cls``, each field written
+    through its slot (~3x cheaper than the ``__init__``'s ``object.__setattr__``, as :func:`field_replacer`).
+
+    For fields of one's own gathering, already checked — the frame assembler's: a key of ``fields`` that is no
+    field of ``cls`` is not an error here, it is never read; a field neither given nor in ``fields`` takes its
+    default.
+    """
+    if "__post_init__" in vars(cls):
+        raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    names = {f.name for f in fields}
+    if not set(given) <= names:
+        raise TypeError(f"{cls.__name__} has no field {min(set(given) - names)!r}")
+    constants: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def make(fields, {', '.join(f'given{i}' for i in range(len(given)))}):", "    get = fields.get"]
+    lines.append("    sample = _new(_cls)")
+    for i, f in enumerate(fields):
+        constants[f"put{i}"] = vars(cls)[f.name].__set__
+        if f.name in given:
+            lines.append(f"    put{i}(sample, given{given.index(f.name)})")
+        elif f.default is dataclasses.MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name} has no default: it must be given")
+        else:
+            constants[f"name{i}"], constants[f"default{i}"] = f.name, f.default
+            lines.append(f"    put{i}(sample, get(name{i}, default{i}))")
+    lines.append("    return sample")
+    return compiled("make", lines, constants)
+
+
 def compiled(name: str, lines: list[str], constants: dict[str, Any] | None = None) -> Callable[..., Any]:
     """The function ``name`` that ``lines`` define, with ``constants`` as its globals: the one place the hot
     checks and copies of samples (this module's, the read-back's, the rank parts') are compiled, as

@@ -28,6 +28,7 @@ from ..samples import (
     XidCount,
     gpu_order,
 )
+from ..samples.builder import field_maker
 from .catalog import (
     GPU,
     GPU_THROTTLE,
@@ -42,6 +43,12 @@ from .catalog import (
     TRAINING_INFO_ATTRIBUTES,
 )
 from .conversion import _RESTORERS, _SPECS_BY_SUFFIX, Attributes, Number, Point
+
+# Each sample made from the fields gathered for it (each field checked on its way in), through its slots.
+_GPU = field_maker(GpuSample, ("index", "throttle_reasons", "node"))
+_RANK = field_maker(RankSample, ("rank",))
+_HOST = field_maker(HostSample)
+_TRAINING = field_maker(TrainingSample, ("ranks",))
 
 #: Points whose value says nothing their attributes do not (a non-finite loss's marker, the job's and a rank's
 #: info points): a plan applies them once.
@@ -178,11 +185,11 @@ class FrameAssembler:
     def frame(self, ts: float) -> Frame:
         """The Frame for everything added so far."""
         gpus = tuple(self._gpu(key) for key in sorted(self._gpus.keys() | self._throttle.keys(), key=gpu_order))
-        host = HostSample(**self._host) if self._host else None
+        host = _HOST(self._host) if self._host else None
         training = None
         if self._has_training or self._training or self._ranks:
-            ranks = tuple(RankSample(rank=r, **self._ranks[r]) for r in sorted(self._ranks))
-            training = TrainingSample(**self._training, ranks=ranks)
+            ranks = tuple(_RANK(self._ranks[r], r) for r in sorted(self._ranks))
+            training = _TRAINING(self._training, ranks)
         xids = tuple(sorted(self._xids, key=_xid_order))
         return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples())
 
@@ -238,7 +245,7 @@ class FrameAssembler:
         fields = self._gpus.get(key, {})
         reasons = self._throttle.get(key)
         throttle = None if reasons is None else tuple(r for r in THROTTLE_REASONS if r in reasons)
-        return GpuSample(index=key[1], throttle_reasons=throttle, node=key[0], **fields)
+        return _GPU(fields, key[1], throttle, key[0])
 
     def _xid_key(self, attributes: Attributes) -> tuple[int, int, str | None]:
         """An XID total's GPU index, XID code and node."""
