@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 
 import pytest
 from google.protobuf import json_format
@@ -185,3 +186,48 @@ def test_the_grpc_receiver_takes_the_sdks_grpc_exporter_with_the_token(served, g
     job = training(served)
     assert (job["step_time_ms"], job["loss"], job["tokens_per_sec"]) == (305.0, 1.9, 9000.0)
     assert healthy(served)
+
+
+def refused(served) -> dict[str, float]:
+    """The refused-ingest counter by reason, as the Datadog-style JSON reads it."""
+    return {
+        next(tag for tag in m["tags"] if tag.startswith("reason:")): m["value"]
+        for m in served.get_json("/v1/metrics")[1]
+        if m["metric"].endswith("ingest.errors")
+    }
+
+
+def test_refused_exports_are_counted_by_reason_and_a_401_says_how_to_authenticate(serve_app):
+    served = serve_app(lambda engine: parts.app(engine, auth_token=TOKEN))
+    signed = {**PROTOBUF, "Authorization": f"Bearer {TOKEN}"}
+    status, headers, _ = post(served, b"x", PROTOBUF)
+    challenge = {name.lower(): value for name, value in headers.items()}["www-authenticate"]
+    assert status == 401 and challenge == 'Bearer realm="trainpulse"'
+    assert post(served, b"x", {**signed, "Content-Type": "text/csv"})[0] == 415
+    assert post(served, b"\xff\xff\xff", signed)[0] == 400
+    status, _, raw = post(served, b"x", {**signed, "Content-Length": "lots"})
+    assert status == 400  # waitress's own answer to a malformed length, in the API's shape
+    assert json.loads(raw)["error"]
+    served.engine.tick()
+    assert refused(served) == {"reason:unauthorized": 1, "reason:unsupported_media_type": 1, "reason:malformed": 1}
+
+
+def test_other_methods_at_the_otlp_path_are_flasks_and_list_post(served):
+    status, headers, raw = served.send("PUT", "/v1/metrics", b"{}", PROTOBUF)
+    assert status == 405 and {"GET", "POST"} <= set(headers["Allow"].replace(" ", "").split(","))
+    assert json.loads(raw)["field"] is None
+    status, headers, _ = served.send("OPTIONS", "/v1/metrics")
+    assert status == 200 and {"GET", "POST", "OPTIONS"} <= set(headers["Allow"].replace(" ", "").split(","))
+
+
+def test_a_failure_behind_the_otlp_handler_is_a_logged_json_500_and_the_next_export_lands(served, caplog):
+    real = served.engine.ingest_otlp
+    served.engine.ingest_otlp = lambda request: (_ for _ in ()).throw(RuntimeError("decoder state corrupted"))
+    body = request(megatron_interval()).SerializeToString()
+    with caplog.at_level(logging.ERROR, logger="trainpulse_otel.api.otlp_ingest"):
+        status, headers, raw = post(served, body, PROTOBUF)
+    assert status == 500 and headers["Content-Type"] == "application/json"
+    assert json.loads(raw) == {"error": "internal error; the daemon's log has the details", "field": None}
+    assert any("decoder state corrupted" in (r.exc_text or "") for r in caplog.records)
+    served.engine.ingest_otlp = real
+    assert post(served, body, PROTOBUF)[0] == 200 and training(served)["step_time_ms"] == 480.0

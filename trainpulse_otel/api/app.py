@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from flask import Flask, Response, jsonify, request
+from werkzeug.routing import Rule as UrlRule
 
 from .. import __version__
 from ..adapters import Adapter, Translation
@@ -35,7 +36,7 @@ from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
-from .otlp_routes import register_otlp_routes
+from .otlp_ingest import PATH, OtlpIngest
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
@@ -128,7 +129,10 @@ def create_app(
         return jsonify(_accepted(adapter, translation, sample)), 202
 
     register_metrics_routes(app, backend)
-    register_otlp_routes(app, backend, max_body_bytes)
+    # POST /v1/metrics is answered in front of Flask (see .otlp_ingest); its rule stays in the map, with no view
+    # (never dispatched), so that a 405 or an OPTIONS at /v1/metrics lists POST among the methods it takes.
+    app.url_map.add(UrlRule(PATH, methods=["POST"], endpoint="otlp_ingest"))
+    app.wsgi_app = OtlpIngest(app.wsgi_app, backend, max_body_bytes, auth_token)  # type: ignore[method-assign]
     return app
 
 

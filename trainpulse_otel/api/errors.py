@@ -7,6 +7,7 @@ with ``Content-Type: application/json`` — Flask's own 404/405/413, our 4xx, an
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -34,6 +35,20 @@ def too_large(max_body_bytes: int) -> ApiError:
     return ApiError(413, f"request body is larger than {max_body_bytes} bytes")
 
 
+#: What a 401 answers besides its body: how to authenticate.
+CHALLENGE = ("WWW-Authenticate", 'Bearer realm="trainpulse"')
+
+
+def error_headers(status: int) -> list[tuple[str, str]]:
+    """The headers of an error answer outside Flask (the OTLP ingest handler): JSON, and a 401's challenge."""
+    return [("Content-Type", "application/json"), *([CHALLENGE] if status == 401 else [])]
+
+
+def error_body(exc: ApiError) -> bytes:
+    """An error's JSON body outside Flask, as the app's ``jsonify`` writes it."""
+    return (json.dumps({"error": exc.message, "field": exc.field, **exc.extra}, separators=(",", ":")) + "\n").encode()
+
+
 def error_response(status: int, message: str, field: str | None = None, **extra: Any) -> Response:
     response = jsonify(error=message, field=field, **extra)
     response.status_code = status
@@ -47,7 +62,7 @@ def register_error_handlers(app: Flask, max_body_bytes: int) -> None:
     def api_error(exc: ApiError) -> Response:
         response = error_response(exc.status, exc.message, exc.field, **exc.extra)
         if exc.status == 401:
-            response.headers["WWW-Authenticate"] = 'Bearer realm="trainpulse"'
+            response.headers[CHALLENGE[0]] = CHALLENGE[1]
         return response
 
     @app.errorhandler(HTTPException)

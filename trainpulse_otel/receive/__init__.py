@@ -6,7 +6,7 @@ own instruments back into samples, ``megatron`` reads Megatron-LM's
 ``megatron.training.*``; ``decode`` puts them together per node (the
 resource's ``host.name``), with the account of accepted, rejected and ignored
 points (``tally``), and ``series`` keeps what delta temporality needs between
-requests. Pure: the transports (``api/otlp_routes.py``, ``api/otlp_grpc.py``)
+requests. Pure: the transports (``api/otlp_ingest.py``, ``api/otlp_grpc.py``)
 do the I/O.
 """
 
