@@ -7,7 +7,7 @@ from importlib.metadata import distribution
 
 import pytest
 
-from tests.diagnose.builders import job
+from tests.diagnose.builders import T0, job
 from trainpulse_otel.diagnose import DEFAULT_POLICY, ROOT_CAUSES, SIGNALS, DiagnosticPipeline
 from trainpulse_otel.diagnose.detectors import LowMfu
 from trainpulse_otel.runtime import build_pipeline, plugins
@@ -144,3 +144,27 @@ def test_a_failing_detector_is_logged_once_and_the_others_go_on(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "detector broken failed; its signals hold until it judges again"
     ]
+
+
+class Periodic:
+    """A detector judging every 2 s that notes the ticks it was called on."""
+
+    signals, policy, every_s = (), DEFAULT_POLICY, 2.0
+
+    def __init__(self, name: str) -> None:
+        self.name, self.calls = name, []
+
+    def update(self, tick):
+        self.calls.append(tick.ts - T0)
+
+    def facts(self):
+        return {}
+
+
+def test_detectors_of_one_period_take_turns_instead_of_sharing_a_tick():
+    first, second, third = Periodic("a"), Periodic("b"), Periodic("c")
+    pipeline = DiagnosticPipeline([first, second, LowMfu(), third], [])
+    for t in range(8):
+        pipeline.update(job(float(t)))
+    assert first.calls == third.calls == [0.0, 2.0, 4.0, 6.0]
+    assert second.calls == [1.0, 3.0, 5.0, 7.0]  # half a period later: the 2-second work spread over two ticks
