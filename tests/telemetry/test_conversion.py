@@ -106,14 +106,18 @@ def _nodes() -> st.SearchStrategy[tuple[NodeSample, ...]]:
     return st.lists(node, max_size=3, unique_by=lambda n: n.hostname).map(tuple)
 
 
+#: Any samples a frame is made of: GPUs on this node and others, the host, a report, XID totals, other nodes.
+SAMPLES = {
+    "gpus": _gpus().flatmap(_on_nodes),
+    "host": st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
+    "training": st.none() | _training(),
+    "xids": _xid_counts(),
+    "nodes": _nodes(),
+}
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    gpus=_gpus().flatmap(_on_nodes),
-    host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
-    training=st.none() | _training(),
-    xids=_xid_counts(),
-    nodes=_nodes(),
-)
+@given(**SAMPLES)
 def test_direct_read_back_equals_the_readers_conversion(gpus, host, training, xids, nodes):
     direct = frame_from_samples(5.0, gpus, host, training, xids, nodes)
     assert direct == frame_via_points(5.0, gpus, host, training, xids, nodes)
@@ -132,14 +136,7 @@ def _planned(node, observations):
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    gpus=_gpus().flatmap(_on_nodes),
-    host=st.none() | _fields(HOST_RULES).map(lambda f: HostSample(**f)),
-    training=st.none() | _training(),
-    xids=_xid_counts(),
-    nodes=_nodes(),
-    node=NODE_NAMES,
-)
+@given(**SAMPLES, node=NODE_NAMES)
 def test_a_planned_layout_assembles_its_values_into_the_frame_the_points_make(gpus, host, training, xids, nodes, node):
     observations = observe(gpus, host, training, xids, nodes)
     assembler = FrameAssembler(node)
