@@ -231,3 +231,13 @@ def test_a_failure_behind_the_otlp_handler_is_a_logged_json_500_and_the_next_exp
     assert any("decoder state corrupted" in (r.exc_text or "") for r in caplog.records)
     served.engine.ingest_otlp = real
     assert post(served, body, PROTOBUF)[0] == 200 and training(served)["step_time_ms"] == 480.0
+
+
+def test_a_chunked_export_lands_and_an_oversized_one_is_a_413(served):
+    body = request(megatron_interval(step_ms=430.0)).SerializeToString()
+    pieces = [body[i : i + 100] for i in range(0, len(body), 100)]  # Transfer-Encoding: chunked, no length
+    assert served.send("POST", "/v1/metrics", pieces, PROTOBUF)[0] == 200
+    assert training(served)["step_time_ms"] == 430.0
+    status, _, raw = served.send("POST", "/v1/metrics", [b"\x00" * (1 << 20)] * 2, PROTOBUF)
+    assert status == 413 and "larger than" in json.loads(raw)["error"]
+    assert healthy(served)
