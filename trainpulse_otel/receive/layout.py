@@ -63,13 +63,13 @@ def planned_layout(hostname: str, names: Sequence[str], plans: Sequence[MetricPl
     """The plan of a scope whose metrics are ``names`` read by ``plans`` (None: not an input), or None when some
     metric cannot be kept whole (then every export of the layout is read metric by metric)."""
     kept = [i for i, plan in enumerate(plans) if plan is not None]
-    kept_plans = [plans[i] for i in kept]
+    kept_plans = [plan for plan in plans if plan is not None]
     if len({names[i] for i in kept}) < len(kept) or not all(map(_whole, kept_plans)):
         return None
     checks: dict[tuple[int, float, type | None], tuple[Reading, list[int]]] = {}
     zeros: list[type[float] | int | None] = []
-    for plan in kept_plans:  # type: ignore[union-attr]
-        sets, reading = plan.sets, plan.reading  # type: ignore[union-attr]
+    for plan in kept_plans:
+        sets, reading = plan.sets, plan.reading
         first = len(zeros)
         zeros.extend(sets.zeros)
         if reading.rule is not None and sets.attributes:
@@ -77,7 +77,7 @@ def planned_layout(hostname: str, names: Sequence[str], plans: Sequence[MetricPl
             # at once passes exactly when it passes over each metric's
             group = checks.setdefault((id(reading.rule), reading.scale, sets.value_type), (reading, []))
             group[1].extend(range(first, len(zeros)))
-    points = [(p.reading.spec.suffix, p.sets.attributes, p.sets.value_type) for p in kept_plans]  # type: ignore[union-attr]
+    points = [(p.reading.spec.suffix, p.sets.attributes, p.sets.value_type) for p in kept_plans]
     return PlannedLayout(
         FrameAssembler.plan(hostname, points),
         tuple(kept),

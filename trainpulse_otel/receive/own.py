@@ -112,7 +112,7 @@ class OwnInstruments:
             if ignored := taken[position][0]:
                 self.tally.ignore(name, len(ignored))
         self.tally.accept(len(values))
-        self._planned = Planned(layout, names, values, taken)
+        self._planned = Planned(planned, layout.plans, names, values, taken)
         return True
 
     def add_metric(self, metric: Metric) -> None:
@@ -160,15 +160,14 @@ class OwnInstruments:
         """The planned scope's metrics as kept ones (their points already counted), to be assembled with others."""
         self._planned = None
         first = 0
-        for position in planned.layout.planned.kept:  # type: ignore[union-attr]
-            plan, (taken, times) = planned.layout.plans[position], planned.taken[position]
+        for position in planned.layout.kept:
+            plan, (taken, times) = planned.plans[position], planned.taken[position]
             values = planned.values[first : first + len(taken)]
             first += len(taken)
             if values and plan is not None:
                 sets, name = plan.sets, planned.names[position]
-                self._keep(
-                    Kept(name, plan.reading.spec.suffix, False, values, sets.attributes, sets.pairs, times), True
-                )
+                kept = Kept(name, plan.reading.spec.suffix, False, values, sets.attributes, sets.pairs, times)
+                self._keep(kept, sets.distinct)
 
     def _checked(self, kept: Kept, plan: MetricPlan, values: list[float | int | None], times: list[int]) -> Kept:
         """One metric's points judged one by one into ``kept``: ignored, totalled (a sum), rejected with why, or kept."""
@@ -194,7 +193,7 @@ class OwnInstruments:
     def report(self) -> NodeReport | None:
         """The node's samples from the points kept; None when the request had none of them."""
         if self._planned is not None:
-            frame = self._planned.layout.planned.assembly.frame(self._planned.values)  # type: ignore[union-attr]
+            frame = self._planned.layout.assembly.frame(self._planned.values)
         elif self._kept:
             assembler = FrameAssembler(self.hostname)
             assembler.add_observations(self._newest())
@@ -237,9 +236,11 @@ class NodeLayout:
 
 @dataclass(frozen=True, slots=True)
 class Planned:
-    """A scope taken through its layout's plan: its metrics' names, the kept ones' values, what each metric gave."""
+    """A scope taken through its layout's plan: each metric's plan and name, the kept ones' values, what each
+    metric gave."""
 
-    layout: NodeLayout
+    layout: PlannedLayout
+    plans: tuple[MetricPlan | None, ...]
     names: Sequence[str]
     values: list[float | int]
     taken: Sequence[Taken]
