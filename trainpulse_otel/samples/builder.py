@@ -39,9 +39,7 @@ class SampleBuilder(Generic[Sample]):
     __slots__ = ("_puts", "build")
 
     def __init__(self, cls: type[Sample], rules: Mapping[str, Rule]) -> None:
-        if "__post_init__" in vars(cls):  # build() never calls __init__, so it would never run
-            raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
-        fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        fields = _built_fields(cls)
         self._puts: dict[str, Put] = {f.name: vars(cls)[f.name].__set__ for f in fields}
         #: ``build(data)``: the sample of ``data``'s checked fields, or None when one of them needs the checked path.
         self.build: Callable[[dict[str, Any]], Sample | None] = _compile(cls, fields, rules, self._puts)
@@ -49,6 +47,14 @@ class SampleBuilder(Generic[Sample]):
     def put(self, sample: Sample, name: str, value: Any) -> None:
         """Set a field the rules do not check on a sample :meth:`build` just made (before anyone else sees it)."""
         self._puts[name](sample, value)
+
+
+def _built_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of a class built without its ``__init__``: refused when it has a ``__post_init__``, which would
+    then never run."""
+    if "__post_init__" in vars(cls):
+        raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
+    return dataclasses.fields(cls)  # type: ignore[arg-type]
 
 
 def _default(field: dataclasses.Field[Any]) -> Any:
@@ -128,9 +134,7 @@ def field_maker(cls: type[Sample], given: tuple[str, ...] = ()) -> Callable[...,
     field of ``cls`` is not an error here, it is never read; a field neither given nor in ``fields`` takes its
     default.
     """
-    if "__post_init__" in vars(cls):
-        raise TypeError(f"{cls.__name__} has a __post_init__: build it through its __init__")
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    fields = _built_fields(cls)
     names = {f.name for f in fields}
     if not set(given) <= names:
         raise TypeError(f"{cls.__name__} has no field {min(set(given) - names)!r}")
