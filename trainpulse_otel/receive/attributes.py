@@ -78,9 +78,14 @@ class MetricSets:
         read, None for a point without a value), and a point flagged as having no recorded value is None."""
         if self.recorded is not None:
             taken = [v if rec else None for v, rec in zip(taken, self.recorded, strict=True)]  # type: ignore[misc]
-        if 0 not in taken:  # nothing read as zero (a NaN is not): every value is as read
-            return taken  # type: ignore[return-value]
-        return [v if v or z is float else z for v, z in zip(taken, self.zeros, strict=True)]
+        return zero_cases(taken, self.zeros)  # type: ignore[arg-type]
+
+
+def zero_cases(taken: list[float | int], zeros: Sequence[type[float] | int | None]) -> list[float | int]:
+    """``taken`` with each value read as zero in its case's zero (``zeros``, one per value: see ZERO_OF)."""
+    if 0 not in taken:  # nothing read as zero (a NaN is not): every value is as read
+        return taken
+    return [v if v or z is float else z for v, z in zip(taken, zeros, strict=True)]  # type: ignore[misc]
 
 
 def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int], list[int]]:

@@ -21,6 +21,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from ..telemetry.assembly import AssemblyPlan, FrameAssembler, Taker, taker
+from .attributes import zero_cases
 
 if TYPE_CHECKING:
     from .own import MetricPlan
@@ -50,9 +51,7 @@ class PlannedLayout:
     def values(self, taken: Sequence[Taken]) -> list[float | int] | None:
         """The kept metrics' values, one after another, as read (a zero in its case); None when one fails its
         rule's check (a NaN, out of bounds, the wrong type): then each metric is judged on its own."""
-        values = list(chain.from_iterable(taken[i][0] for i in self.kept))
-        if 0 in values:  # a value read as zero takes its case's zero (an int 0 for an int point)
-            values = [v if v or zero is float else zero for v, zero in zip(values, self.zeros, strict=True)]
+        values = zero_cases(list(chain.from_iterable(taken[i][0] for i in self.kept)), self.zeros)  # type: ignore[arg-type]
         for reading, value_type, take in self.checks:
             if not reading.fit(take(values), value_type):  # type: ignore[arg-type]
                 return None
