@@ -53,24 +53,24 @@ than the median sat out a stall (a hung rank: ``training_stalled``'s
 business), not a slower pace: that report leaves the rank out.
 
 Cost: O(ranks) per report plus three sorts over ranks — linear from 8 to
-4,096 ranks. Once every rank has its statistics (the usual state after the
-first reports), each statistic is one comprehension over plain lists of
-floats, without the per-rank checks for a rank left out; the fields are read
-a column at a time (:mod:`.lateness`).
+4,096 ranks. Each statistic is one column over the ranks (a rank's place its
+index, NaN while it is not known), updated as a whole, a rank left out of a
+report keeping its values: lists of floats for a job's few ranks, numpy
+arrays for thousands (:mod:`.columns`); the fields are read a column at a
+time (:mod:`.lateness`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from itertools import compress, count, repeat
-from operator import lt
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...samples import RankSample
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector, JobWarmup
+from .columns import UNKNOWN, Column, Columns, columns_for
 from .lateness import RANK_NUMBER, STEP_TIME, lateness, own_busy_vote, reference
 
 SLOWER_WARNING = 0.10
@@ -108,30 +108,27 @@ class RankStraggler(BaseDetector):
     signals = ("rank_straggler",)
     policy = Policy(clear_after_s=30.0)
 
-    def __init__(self) -> None:
-        self._fingerprint: tuple | None = None
+    def __init__(self, columns: Callable[[int], Columns] = columns_for) -> None:
+        """``columns``: what holds the statistics of a job of so many ranks (:func:`.columns.columns_for`)."""
+        self._columns_for = columns
+        self._fingerprint: list[float | None] | None = None
         self._votes: deque[bool] = deque(maxlen=CONVENTION_VOTES)
         self._reports = 0
         self._warmup = JobWarmup()
         self.convention = ""
         #: The smoothed lateness the reference is the median of (its median is sorted for only when asked).
-        self._referenced: tuple[list[float | None], bool] | None = None
+        self._referenced: Column | None = None
         self._reference: float | None = None
         self._reset(())
 
     def _reset(self, ids: tuple[int, ...]) -> None:
+        """Fresh statistics for these ranks: one column per statistic (:mod:`.columns`), unknown until seen."""
         n = len(ids)
         self._ids = ids
-        #: Every rank's statistics are set (none is None): None never comes back until the next reset.
-        self._steady = False
-        self._prev1: list[float | None] = [None] * n
-        self._prev2: list[float | None] = [None] * n
-        self._smooth: list[float | None] = [None] * n
-        self._best: list[float | None] = [None] * n
-        self._excess = [0.0] * n
-        self._slow_excess = [0.0] * n
-        self._excess_var = [0.0] * n
-        self._spread: list[float | None] = [None] * n
+        cols = self._cols = self._columns_for(n)
+        self._prev1, self._prev2 = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
+        self._smooth, self._best, self._spread = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
+        self._excess, self._slow_excess, self._excess_var = cols.full(n, 0.0), cols.full(n, 0.0), cols.full(n, 0.0)
 
     def update(self, tick: Tick) -> list[Finding] | None:
         training = tick.training
@@ -147,33 +144,29 @@ class RankStraggler(BaseDetector):
         ids = tuple(map(RANK_NUMBER, ranks))
         if ids != self._ids:
             self._reset(ids)
+        cols = self._cols
         timed = steps if all(steps) or None not in steps else None  # every rank's step time, or by tokens/s
-        late = lateness(ranks, self._own_busy(ranks, timed), timed)
-        complete = timed is not None  # then every rank has a lateness
-        present = sorted(late) if complete else sorted([x for x in late if x is not None])  # type: ignore[type-var]
+        late = lateness(cols, ranks, self._own_busy(ranks, timed), timed)
+        present = cols.known(late)
         if len(present) < 2:
             return None
-        typical = reference(present)  # type: ignore[arg-type]
+        typical = reference(present)
         if typical <= 0:
             return None
-        if self.convention != "tokens" and present[-1] >= max(STALLED_MS, STALLED_RATIO * typical):
-            late = [None if x is not None and x >= max(STALLED_MS, STALLED_RATIO * typical) else x for x in late]
-            present = sorted([x for x in late if x is not None])
-            complete = False
-        fast = complete and self._steady
+        stalled = max(STALLED_MS, STALLED_RATIO * typical)
+        if self.convention != "tokens" and present[-1] >= stalled:
+            late = cols.forget_at_least(late, stalled)
+            present = cols.known(late)
         if len(present) >= FEW_RANKS:
-            self._learn_spread(late, present, typical, fast)  # type: ignore[arg-type]
-        lagged = self._lag(late, fast)
-        lagged_typical = reference(sorted(lagged) if fast else sorted([m for m in lagged if m is not None]))  # type: ignore[type-var]
+            self._learn_spread(late, present, typical)
+        lagged, self._prev1, self._prev2 = cols.median3(late, self._prev1, self._prev2)
+        lagged_typical = reference(cols.known(lagged))
         if lagged_typical > 0:
-            self._fold(lagged, lagged_typical, fast)
-        if len(present) < FEW_RANKS:
-            self._learn_own_noise(late, typical)
-        if not self._steady:
-            self._steady = not any(
-                None in stat for stat in (self._prev1, self._prev2, self._smooth, self._best, self._spread)
-            )
-        self._referenced = (self._smooth, self._steady)  # a new list each report: the reference is this report's
+            self._fold(lagged, lagged_typical)
+        if len(present) < FEW_RANKS:  # too few ranks to scatter: each rank's own report-to-report noise
+            deviation = cols.squared_deviation(late, typical, self._excess)
+            self._excess_var = cols.ewma(self._excess_var, deviation, SPREAD_ALPHA)
+        self._referenced = self._smooth  # a new column each report: the reference is this report's
         return self._findings(ranks)
 
     @property
@@ -181,9 +174,8 @@ class RankStraggler(BaseDetector):
         """The median rank's smoothed lateness (None before the first judged report); a sort over every
         rank, done when a finding or a score needs it, not on every report."""
         if self._referenced is not None:
-            smooth, steady = self._referenced
-            present = smooth if steady else [s for s in smooth if s is not None]
-            self._reference = reference(sorted(present))  # type: ignore[type-var]
+            present = self._cols.known(self._referenced)
+            self._reference = reference(present) if len(present) else None
             self._referenced = None
         return self._reference
 
@@ -204,7 +196,7 @@ class RankStraggler(BaseDetector):
         self.convention = convention
         return own
 
-    def _learn_spread(self, late: list[float | None], present: list[float], typical: float, fast: bool) -> None:
+    def _learn_spread(self, late: Column, present: Column, typical: float) -> None:
         """Smooth, per rank, how widely the *other* ranks scatter around the median (relative IQR as a sigma).
 
         Leaving one value out of a sorted list shifts each quartile by at most one
@@ -217,89 +209,21 @@ class RankStraggler(BaseDetector):
         m = len(present) - 1  # the others
         lo, hi = m // 4, (3 * m) // 4
         scale = 1.349 * typical
-        below = (present[hi + 1] - present[lo + 1]) / scale
-        between = (present[hi + 1] - present[lo]) / scale
-        above = (present[hi] - present[lo]) / scale
-        past_lo, past_hi = present[lo + 1], present[hi + 1]
-        if fast:  # every rank has a lateness and a prior spread
-            self._spread = [
-                p + SPREAD_ALPHA * ((below if x < past_lo else (between if x < past_hi else above)) - p)
-                for x, p in zip(late, self._spread, strict=True)
-            ]  # type: ignore[operator]
-            return
-        spreads: list[float | None] = []
-        append = spreads.append
-        for x, prior in zip(late, self._spread, strict=True):
-            if x is None:
-                append(prior)
-                continue
-            spread = below if x < past_lo else (between if x < past_hi else above)
-            append(spread if prior is None else prior + SPREAD_ALPHA * (spread - prior))
-        self._spread = spreads
+        below = float(present[hi + 1] - present[lo + 1]) / scale
+        between = float(present[hi + 1] - present[lo]) / scale
+        above = float(present[hi] - present[lo]) / scale
+        spread = self._cols.place(late, (float(present[lo + 1]), float(present[hi + 1])), (below, between, above))
+        self._spread = self._cols.ewma(self._spread, spread, SPREAD_ALPHA)
 
-    def _lag(self, late: list[float | None], fast: bool) -> list[float | None]:
-        """Each rank's median of its last 3 reports (a one-report pause never counts)."""
-        p1, p2 = self._prev1, self._prev2
-        if fast:  # every rank has this report's lateness and its two before: the median of three, in comparisons
-            self._prev2, self._prev1 = p1, late
-            return [
-                (a if x >= a else (x if x > b else b)) if b < a else (b if x >= b else (x if x > a else a))  # type: ignore[operator]  # noqa: FURB136
-                for x, a, b in zip(late, p1, p2, strict=True)
-            ]
-        out: list[float | None] = []
-        append = out.append
-        for i, x in enumerate(late):
-            if x is None:
-                append(None)
-                continue
-            a, b = p1[i], p2[i]
-            p2[i], p1[i] = a, x
-            if a is None or b is None:
-                append(x)
-                continue
-            lo, hi = (b, a) if b < a else (a, b)  # the median of three, in comparisons: no min/max calls
-            append(hi if x >= hi else (x if x > lo else lo))  # noqa: FURB136
-        return out
-
-    def _fold(self, lagged: list[float | None], typical: float, fast: bool) -> None:
-        """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians
-        (one list per statistic, each built in one pass)."""
-        if fast:  # every rank has a lagged median and every statistic: the same arithmetic without the checks
-            smooth = [s + EWMA_ALPHA * (m3 - s) for m3, s in zip(lagged, self._smooth, strict=True)]  # type: ignore[operator]
-            self._best = [
-                q if (q := prior * BEST_FORGET) < s else s for s, prior in zip(smooth, self._best, strict=True)
-            ]  # type: ignore[operator]
-        else:
-            smooth = [
-                s if m3 is None else (m3 if s is None else s + EWMA_ALPHA * (m3 - s))
-                for m3, s in zip(lagged, self._smooth, strict=True)
-            ]
-            self._best = [
-                prior if m3 is None else (s if prior is None else min(s, prior * BEST_FORGET))
-                for m3, s, prior in zip(lagged, smooth, self._best, strict=True)
-            ]
-        self._smooth = smooth
-        excess = (
-            [m3 / typical - 1.0 for m3 in lagged]
-            if fast
-            else [None if m3 is None else m3 / typical - 1.0 for m3 in lagged]
-        )  # type: ignore[operator]
-        self._excess = [
-            mean if e is None else mean + EXCESS_ALPHA * (e - mean)
-            for e, mean in zip(excess, self._excess, strict=True)
-        ]
-        self._slow_excess = [
-            slow if e is None else slow + SLOW_EXCESS_ALPHA * (e - slow)
-            for e, slow in zip(excess, self._slow_excess, strict=True)
-        ]
-
-    def _learn_own_noise(self, late: list[float | None], typical: float) -> None:
-        """With too few ranks to scatter, each rank's own report-to-report noise is the error bar."""
-        mean, var = self._excess, self._excess_var
-        for i, x in enumerate(late):
-            if x is not None:
-                d = x / typical - 1.0 - mean[i]
-                var[i] += SPREAD_ALPHA * (d * d - var[i])
+    def _fold(self, lagged: Column, typical: float) -> None:
+        """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians (a rank
+        without a lagged median this report keeps its statistics)."""
+        cols = self._cols
+        self._smooth = cols.ewma(self._smooth, lagged, EWMA_ALPHA)
+        self._best = cols.forgetful_min(self._best, self._smooth, BEST_FORGET, given=lagged)
+        excess = cols.relative(lagged, typical)
+        self._excess = cols.ewma(self._excess, excess, EXCESS_ALPHA)
+        self._slow_excess = cols.ewma(self._slow_excess, excess, SLOW_EXCESS_ALPHA)
 
     def consistency(self, i: int) -> float:
         """How many standard errors rank ``i``'s mean excess stands above zero (the surer of the two averages)."""
@@ -308,13 +232,11 @@ class RankStraggler(BaseDetector):
     def _excess_and_t(self, i: int) -> tuple[float, float]:
         """Rank ``i``'s mean excess and its standard errors above zero: the fast average's when it shows the rank
         consistently late, else the surer of the two."""
-        spread = self._spread[i]
-        if spread is None:
-            spread = self._excess_var[i] ** 0.5
-        fast, slow = self._excess[i], self._slow_excess[i]
+        spread = _known(self._spread[i])
+        fast, slow = float(self._excess[i]), float(self._slow_excess[i])
+        if spread is None:  # too few ranks: against the faster of two, a long average is biased upward
+            return fast, fast / max(float(self._excess_var[i]) ** 0.5 * EXCESS_SE, MIN_SE)
         t_fast = fast / max(spread * EXCESS_SE, MIN_SE)
-        if self._spread[i] is None:  # too few ranks: against the faster of two, a long average is biased upward
-            return fast, t_fast
         t_slow = slow / max(spread * SLOW_EXCESS_SE, MIN_SE)
         # the fast average, when it is sure enough: it follows the rank's current pace; else the surer one
         return (fast, t_fast) if t_fast >= CONSISTENT_T or t_fast >= t_slow else (slow, t_slow)
@@ -323,12 +245,13 @@ class RankStraggler(BaseDetector):
         out: list[Finding] = []
         report_floor = self.report_floor
         floor = report_floor * SLOWER_WARNING
-        if not (_past(self._excess, floor) or _past(self._slow_excess, floor)):
-            return out  # no rank's excess is past the floor (told in C: the usual tick at thousands of ranks)
+        above = {*self._cols.above(self._excess, floor), *self._cols.above(self._slow_excess, floor)}
+        if not above:
+            return out  # no rank's excess is past the floor: the usual report at thousands of ranks
         ref = self.reference
         if ref is None or ref <= 0:
             return out
-        for i in sorted({*_above(self._excess, floor), *_above(self._slow_excess, floor)}):
+        for i in sorted(above):
             slower, t = self._excess_and_t(i)
             score = slower / SLOWER_WARNING
             if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
@@ -339,8 +262,9 @@ class RankStraggler(BaseDetector):
         return out
 
     def _finding(self, rank: RankSample, i: int, ref: float, slower: float, score: float, name_host: bool) -> Finding:
-        s = self._smooth[i] or ref
-        best = self._best[i] or s
+        s = _known(self._smooth[i]) or ref
+        best = _known(self._best[i]) or s
+        spread = _known(self._spread[i])
         subject: dict[str, Any] = {"rank": rank.rank}
         if rank.gpu_index is not None:
             subject["gpu_index"] = rank.gpu_index
@@ -353,8 +277,8 @@ class RankStraggler(BaseDetector):
             "consistency_t": round(self._excess_and_t(i)[1], 1),
             "convention": self.convention,
         }
-        if self._spread[i] is not None:  # how widely the other ranks scatter: the step-to-step imbalance beside it
-            evidence["others_scatter"] = round(self._spread[i], 4)
+        if spread is not None:  # how widely the other ranks scatter: the step-to-step imbalance beside it
+            evidence["others_scatter"] = round(spread, 4)
         if self.convention != "tokens":
             evidence.update(lateness_ms=round(s, 1), median_lateness_ms=round(ref, 1), peers_wait_ms=round(s - ref, 1))
         if rank.hostname is not None:
@@ -371,21 +295,17 @@ class RankStraggler(BaseDetector):
         """``{rank: (relative score, individual score)}`` for every rank seen."""
         ref = self.reference
         out = {}
-        for rank, s, best in zip(self._ids, self._smooth, self._best, strict=True):
-            if s is not None and ref and s > 0:
+        smooth, best_seen = self._cols.tolist(self._smooth), self._cols.tolist(self._best)
+        for rank, s, best in zip(self._ids, smooth, best_seen, strict=True):
+            if ref and s > 0:  # a rank not yet known (NaN) is not above zero
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
         return out
 
 
-def _past(values: list[float], floor: float) -> bool:
-    """Whether any value may be above ``floor``: the highest is, or a NaN first hides the rest from ``max``."""
-    top = max(values)
-    return top > floor or top != top
-
-
-def _above(values: list[float], floor: float) -> compress[int]:
-    """The places of the values above ``floor``, found in C (``floor < v`` is ``v > floor``)."""
-    return compress(count(), map(lt, repeat(floor), values))
+def _known(value: float) -> float | None:
+    """One rank's statistic as a Python float (a column's element may be numpy's), None while it is not known."""
+    x = float(value)
+    return x if x == x else None
 
 
 def _spans_hosts(ranks: Sequence[RankSample]) -> bool:
