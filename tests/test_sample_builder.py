@@ -1,7 +1,7 @@
 """Validation's fast path (a plain dict, samples/builder.py) and its checked path (any other mapping) agree:
 the same sample for what both accept, the same error for what they refuse."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -18,12 +18,13 @@ from trainpulse_otel.samples import (
     HostSample,
     Rule,
     SampleError,
+    XidCount,
     parse_gpu,
     parse_host,
     parse_rank,
     parse_training,
 )
-from trainpulse_otel.samples.builder import SampleBuilder, field_maker
+from trainpulse_otel.samples.builder import SampleBuilder, field_maker, field_replacer
 
 # Values a field may meet: well formed, an int where a float goes, bools, non-finite, out of range, wrong types.
 VALUES = st.one_of(
@@ -124,3 +125,32 @@ def test_a_field_maker_is_given_every_field_without_a_default() -> None:
         field_maker(GpuSample)
     with pytest.raises(TypeError, match="GpuSample has no field 'gpu'"):
         field_maker(GpuSample, ("index", "gpu"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(fields=GPU_FIELDS, index=st.integers(0, 7), node=st.none() | st.just("node-a"))
+def test_a_field_replacer_copies_as_dataclasses_replace_does(
+    fields: dict[str, Any], index: int, node: str | None
+) -> None:
+    gpu = GpuSample(index=index, **fields)
+    assert field_replacer(GpuSample, "node")(gpu, node) == replace(gpu, node=node)
+    both = field_replacer(GpuSample, "node", "uuid")(gpu, node, "GPU-x")
+    assert both == replace(gpu, node=node, uuid="GPU-x") and hash(both) == hash(replace(gpu, node=node, uuid="GPU-x"))
+    all_but_one = field_replacer(XidCount, "count", "xid", "gpu_index")  # one field read from the sample
+    assert all_but_one(XidCount(0, 43, 1, node="n"), 2, 79, 3) == XidCount(3, 79, 2, node="n")
+
+
+def test_a_field_replacer_names_distinct_fields_of_a_class_without_post_init() -> None:
+    for names in (("gpu",), (), ("node", "node")):
+        with pytest.raises(TypeError, match="distinct fields"):
+            field_replacer(GpuSample, *names)
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        value: float | None = None
+
+        def __post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="__post_init__"):
+        field_replacer(Checked, "value")

@@ -21,7 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from ..collect.base import Collected, Collector
@@ -32,6 +32,7 @@ from ..publish.otel import DiagnosisPublisher
 from ..publish.snapshot import Snapshot, build_snapshot
 from ..receive import Decoded, OtlpReceiver
 from ..samples import Frame, NodeReport, TrainingSample
+from ..samples.builder import field_replacer
 from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import REST, OperationalMetrics
@@ -52,6 +53,8 @@ BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
+#: A tick's frame with the losses reported since the last one (a compiled copy: every tick makes one).
+_WITH_LOSSES = field_replacer(Frame, "losses")
 
 
 class FrameSource(Protocol):
@@ -80,7 +83,7 @@ class Stepper:
     def frame(self, now: float) -> Frame:
         """The frame at ``now``, after stale samples expire, with every loss reported since the last one."""
         self.latest.expire(now)
-        return replace(self.frames.read(now), losses=self.latest.drain_losses())
+        return _WITH_LOSSES(self.frames.read(now), self.latest.drain_losses())
 
 
 @dataclass

@@ -5,7 +5,7 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, NamedTuple
 
 from .builder import field_replacer
@@ -335,6 +335,10 @@ class Frame:
     nodes: tuple[NodeSample, ...] = ()
 
 
+#: A report without its ranks (a compiled copy: the window makes one a tick).
+_WITHOUT_RANKS = field_replacer(TrainingSample, "ranks")
+
+
 def history_record(frame: Frame) -> Frame:
     """What of ``frame`` the window's history keeps once a newer frame has come: this node's GPUs, its host
     and the job-level report — all that ``GET /v1/history`` and ``top``'s sparklines show.
@@ -344,7 +348,7 @@ def history_record(frame: Frame) -> Frame:
     """
     training = frame.training
     if training is not None and training.ranks:
-        training = replace(training, ranks=())
+        training = _WITHOUT_RANKS(training, ())
     gpus = own_gpus(frame.gpus)
     if gpus is frame.gpus and training is frame.training and not (frame.xid_counts or frame.losses or frame.nodes):
         return frame

@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import replace
 from itertools import repeat
 from operator import attrgetter
 
@@ -38,6 +37,7 @@ from ..samples import (
     loss_points,
     merged_rank,
 )
+from ..samples.builder import field_replacer
 from .conversion import Observations, observe
 from .nodes import NodeTable
 from .xids import XidTotals, count_xid_events, xid_counts
@@ -269,11 +269,13 @@ class LatestSamples:
         if self._job is None:
             return TrainingSample(ranks=ranks) if ranks else None
         stamp = self._job.timestamp if self._job.timestamp is not None else self._job_at
-        return replace(self._job, timestamp=stamp, ranks=ranks)
+        return _WITH_STAMP_AND_RANKS(self._job, stamp, ranks)
 
     def _changed(self) -> None:
         self._version += 1
 
 
+#: The job-level report with its time and the live ranks (a compiled copy: every changed tick makes one).
+_WITH_STAMP_AND_RANKS = field_replacer(TrainingSample, "timestamp", "ranks")
 #: Reads a rank entry's number in one C call (this runs over every rank of every report).
 _RANK_NUMBER = attrgetter("rank")
