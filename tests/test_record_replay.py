@@ -178,3 +178,23 @@ def test_a_recorded_hang_keeps_its_heartbeats_and_replays_to_the_same_stall(tmp_
     assert [(t.ts, t.event) for t in replayed] == [(t.ts, t.event) for t in live] and len(live) == 1
     (stalled,) = [s for s in result.diagnosis.signals if s.name == "training_stalled"]
     assert [e["rank"] for e in stalled.evidence["lagging"]] == [2]
+
+
+def test_frames_built_ahead_of_the_pipeline_change_no_result(monkeypatch):
+    """Replay builds a batch of frames before diagnosing them; one frame at a time gives the same timeline,
+    the same diagnosis after every tick and the same final one (a straggler: signals raise and causes move)."""
+    from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+    from trainpulse_otel.runtime import replay as replay_module
+    from trainpulse_otel.runtime.sim_replay import sim_records
+
+    def run() -> tuple[dict, list]:
+        seen = []
+        records = sim_records(SCENARIOS["rank_straggler"], seed=0, duration_s=150)
+        result = replay(records, parts.stepper(), on_result=lambda step: seen.append(step.diagnosis.to_dict()))
+        return result.to_dict(), seen
+
+    assert 1 < replay_module.FRAMES_AHEAD < 150 // 2  # more than one batch, the last one short
+    ahead = run()
+    monkeypatch.setattr(replay_module, "FRAMES_AHEAD", 1)
+    assert run() == ahead
+    assert len(ahead[1]) == 150 and ahead[0]["timeline"]

@@ -76,7 +76,10 @@ class Stepper:
 
     def step(self, now: float) -> PipelineResult:
         """The frame at ``now`` through window and pipeline."""
-        frame = self.frame(now)
+        return self.diagnose(self.frame(now))
+
+    def diagnose(self, frame: Frame) -> PipelineResult:
+        """A frame (this stepper's, the newest) into the window and through the pipeline."""
         self.window.append(frame)
         return self.pipeline.update(frame)
 
