@@ -6,9 +6,13 @@ replays it ``--runs`` times three ways, in this process:
   frames    read + grouping into ticks + the samples → points → frame conversion
   replay    the full replay: frames + window + the diagnostic pipeline
 and prints the median ticks per second of each, the pipeline's share, and the
-projected time to diagnose a 24-hour trace.
+projected time to diagnose a 24-hour trace. With ``--base REF`` it then
+replays the same trace with ``REF``'s package beside this tree's (exported by
+``bench/versus.py``), the two alternating run by run so a busy machine slows
+both alike, and prints each one's median, their ratio and whether both reach
+the same diagnosis.
 
-    python bench/replay_speed.py [--hours 1] [--runs 3]
+    python bench/replay_speed.py [--hours 1] [--runs 3] [--base main]
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from versus import Side, export_base
+
+import trainpulse_otel
 from trainpulse_otel.collect.sim import SimulatedNode
 from trainpulse_otel.collect.trace import bounded_lines, encode_line, read_trace
 from trainpulse_otel.config import Settings
@@ -72,10 +80,30 @@ def ticks_per_second(run: Callable[[str], int], path: str, runs: int) -> float:
     return statistics.median(rates)
 
 
+def versus(base: str, path: str, runs: int, tmp: str) -> None:
+    """The full replay of ``path`` with ``base``'s package and with this tree's, alternating, ``runs`` each."""
+    sides = {base: Side(export_base(base, Path(tmp) / "base")), "this tree": Side(trainpulse_otel)}
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    diagnoses: dict[str, list[dict]] = {name: [] for name in sides}
+    for i in range(runs):
+        for name in list(sides) if i % 2 else list(sides)[::-1]:
+            start = time.perf_counter()
+            result = sides[name].replay_file(path)
+            rates[name].append(result.ticks / (time.perf_counter() - start))
+            diagnoses[name].append(result.to_dict())
+    medians = {name: statistics.median(r) for name, r in rates.items()}
+    print(f"side by side, median of {runs} alternating runs each:")
+    for name, rate in medians.items():
+        print(f"  {name:<12} {rate:8.0f} ticks/s")
+    same = all(d == diagnoses[base][0] for ds in diagnoses.values() for d in ds)
+    print(f"  this tree / {base}: {medians['this tree'] / medians[base]:.2f}x   same diagnosis: {same}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=1.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--base", help="a git ref to replay the same trace with, side by side")
     args = parser.parse_args()
     seconds = int(args.hours * 3600)
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +115,12 @@ def main() -> None:
             name: ticks_per_second(fn, path, args.runs)
             for name, fn in (("read", read_only), ("frames", frames_only), ("replay", full_replay))
         }
+        show(rates)
+        if args.base:
+            versus(args.base, path, args.runs, tmp)
+
+
+def show(rates: dict[str, float]) -> None:
     for name, rate in rates.items():
         print(f"  {name:<7} {rate:8.0f} ticks/s  ({rates['replay'] / rate:.2f}x replay's rate)")
     per_tick_ms = {name: 1e3 / rate for name, rate in rates.items()}

@@ -1,0 +1,84 @@
+"""Another commit's package beside this tree's, in one process: the benches' side-by-side runs.
+
+``export_base(ref, into)`` exports ``ref``'s ``trainpulse_otel`` with ``git
+archive`` under another package name (every import inside the package is
+relative), so both versions import side by side; a :class:`Side` is one
+version's simulator, replay step and pipeline, with its own built-in
+detectors and root-cause rules. A bench that times both alternately, in the
+same process, sees a busy machine slow both alike and can print ratios.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import subprocess
+import sys
+import tarfile
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import trainpulse_otel
+from trainpulse_otel.runtime import discover
+
+PLUGINS = discover(autoload=False)
+BASE_PACKAGE = "trainpulse_base"
+
+
+def export_base(ref: str, into: Path) -> ModuleType:
+    """``ref``'s package, importable as :data:`BASE_PACKAGE` from ``into``."""
+    root = Path(trainpulse_otel.__file__).resolve().parent.parent
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", ref, "trainpulse_otel"],  # noqa: S607 - git from PATH, as for a checkout
+        check=True,
+        capture_output=True,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(into, filter="data")
+    (into / "trainpulse_otel").rename(into / BASE_PACKAGE)
+    sys.path.insert(0, str(into))
+    return importlib.import_module(BASE_PACKAGE)
+
+
+class Side:
+    """One version of the package: its simulator, replay step and pipeline (with its own built-in plugins)."""
+
+    def __init__(self, package: ModuleType) -> None:
+        self.package = package.__name__
+        self.scenarios = self.module("collect.sim.scenarios").SCENARIOS
+        self.evaluate = self.module("runtime.evaluate")
+        self.replay = self.module("runtime.replay")
+        self.trace = self.module("collect.trace")
+        self.assemble = self.module("runtime.assemble")
+        self.settings = self.module("config").Settings
+
+    def module(self, name: str) -> Any:
+        return importlib.import_module(f"{self.package}.{name}")
+
+    def pipeline(self) -> Any:
+        """This side's pipeline with this side's built-in detectors and rules (same names as the installed ones)."""
+        detectors = [self._load(f"{f.__module__}:{f.__name__}")() for f in PLUGINS.detectors.values()]
+        rules = [self._load(ep.value) for ep in entry_points(group="trainpulse.root_causes")]
+        return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, rules)
+
+    def stepper(self) -> Any:
+        """This side's replay step (``open_replay``), diagnosing with this side's pipeline."""
+        stepper = self.assemble.open_replay(self.settings(), PLUGINS)
+        stepper.pipeline = self.pipeline()
+        return stepper
+
+    def replay_file(self, path: str) -> Any:
+        """``trainpulse replay`` of the trace at ``path`` with this side's code: its ReplayResult."""
+        with open(path, "rb") as fh:
+            return self.replay.replay(self.trace.read_trace(self.trace.bounded_lines(fh), []), self.stepper())
+
+    def groups(self, scenario: str, ranks: int, ticks: int) -> list:
+        """``ticks`` ticks of the simulated ``scenario`` at ``ranks`` ranks, grouped as replay groups them."""
+        variant = self.evaluate.Variant("bench", ranks=ranks)
+        return list(self.replay.group_ticks(self.evaluate.sim_records(self.scenarios[scenario], 0, ticks, variant)))
+
+    def _load(self, value: str) -> Any:
+        module, name = value.split(":")
+        return getattr(importlib.import_module(module.replace("trainpulse_otel", self.package, 1)), name)
