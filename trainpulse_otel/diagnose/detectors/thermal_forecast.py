@@ -9,10 +9,11 @@ GPU's own throttle point — is judged here.
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_subject
-from ..stats import RecentMedian, RobustBaseline, Trend
+from ..stats import RobustBaseline, Trend, median
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
@@ -31,6 +32,8 @@ MIN_THROTTLE_C = 70.0
 #: The longest idle spell a GPU's series is read across (a checkpoint save of seconds to a minute); after a
 #: longer one it starts afresh, with SETTLE_S of load.
 SHORT_IDLE_S = 60.0
+#: Busy readings whose median is where a GPU left off before an idle spell.
+LEFT_READINGS = 5
 
 
 class _GpuHeat:
@@ -45,7 +48,9 @@ class _GpuHeat:
         self.throttle_c = DEFAULT_THROTTLE_C
         self.usual_high = -math.inf
         self.idle_since: float | None = None
-        self.left = RecentMedian(5)  # the last readings that counted: where the GPU left off before an idle spell
+        #: The last readings that counted: their median is where the GPU left off before an idle spell (read only
+        #: while it rebounds, so not worked out on every reading).
+        self.left: deque[float] = deque(maxlen=LEFT_READINGS)
         self.rebounding = False
 
     def idle(self, ts: float) -> None:
@@ -63,12 +68,12 @@ class _GpuHeat:
         way in seconds and its last degree or two over a minute (its heatsink's), and counting from 1 °C below
         forecast a throttle from one routine save of a healthy hour (~2 °C/min over that last minute)."""
         self.idle_since = None
-        settled, left = busy_s >= SETTLE_S, self.left.value
-        if self.rebounding and (settled or (left is not None and temp >= left)):
+        settled = busy_s >= SETTLE_S
+        if self.rebounding and (settled or (self.left and temp >= median(list(self.left)))):
             self.rebounding = False
         if self.rebounding or not (settled or len(self.forecaster.trend)):
             return False  # still rebounding from a short idle, or a fresh series not yet a minute under load
-        self.left.add(temp)
+        self.left.append(temp)
         return True
 
     def learn(self, temp: float, dt: float) -> None:
@@ -111,6 +116,9 @@ class ThermalThrottleRisk(BaseDetector):
     rose 1.5 °C or more over the window.
     Warning when the forecast is under 15 min, critical under 3 min;
     ``eta_s`` in the evidence. Subject: the GPU.
+
+    Its judging (every 4 s) falls half a period after ``oom_risk``'s (every 4 s from the first frame): at
+    512 GPUs a job daemon's slowest ticks were the ones where both fitted and judged every GPU.
     """
 
     name = "thermal_risk"
@@ -126,7 +134,7 @@ class ThermalThrottleRisk(BaseDetector):
 
     def __init__(self) -> None:
         self._gpus: dict[GpuKey, _GpuHeat] = {}
-        self._next_eval = float("-inf")
+        self._next_eval: float | None = None
 
     def throttle_celsius(self, index: int, node: str | None = None) -> float:
         """The temperature GPU ``index`` (of ``node``; None: this daemon's own) is expected to throttle at."""
@@ -135,6 +143,8 @@ class ThermalThrottleRisk(BaseDetector):
 
     def update(self, tick: Tick) -> list[Finding] | None:
         self._sample(tick)
+        if self._next_eval is None:  # the first judging half a period in (no GPU is judged before a minute of load)
+            self._next_eval = tick.ts + self.evaluate_every_s / 2  # between the memory forecast's (see the class)
         if tick.ts < self._next_eval:
             return None
         self._next_eval = tick.ts + self.evaluate_every_s
