@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import struct
+import subprocess
+import sys
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -16,7 +18,8 @@ from hypothesis import strategies as st
 from tests.diagnose.builders import T0
 from tests.diagnose.test_straggler import healthy, report, slow
 from trainpulse_otel.diagnose.detectors import RankStraggler
-from trainpulse_otel.diagnose.detectors.columns import ARRAY_RANKS, ARRAYS, LISTS, UNKNOWN, columns_for
+from trainpulse_otel.diagnose.detectors.array_columns import ARRAYS
+from trainpulse_otel.diagnose.detectors.columns import ARRAY_RANKS, LISTS, UNKNOWN, columns_for
 from trainpulse_otel.diagnose.tick import TickBuilder
 
 VALUE = st.one_of(
@@ -145,3 +148,19 @@ def test_a_straggler_is_found_alike_at_thousands_of_ranks():
     assert all(type(v) is float for v in findings[0][4].values() if not isinstance(v, str))
     assert math.isclose(findings[0][4]["slower_than_median"], 0.3, rel_tol=0.1)
     assert frames[-1].ts == T0 + 59
+
+
+def test_a_daemon_without_thousands_of_ranks_never_imports_numpy():
+    """numpy costs a process ~0.2 s and ~14 MiB: only the first job with thousands of ranks imports it."""
+    code = (
+        "import sys\n"
+        "from tests.diagnose.test_straggler import report\n"
+        "from trainpulse_otel.runtime import build_pipeline, discover\n"
+        "pipeline = build_pipeline(discover(autoload=False))\n"
+        "for t in range(30): pipeline.update(report(t, 64, lambda r, rng: 1700.0))\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported at 64 ranks'\n"
+        "for t in range(30, 40): pipeline.update(report(t, 256, lambda r, rng: 1700.0))\n"
+        "assert 'numpy' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
