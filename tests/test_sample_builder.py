@@ -87,18 +87,23 @@ def test_a_well_formed_payload_takes_the_fast_path_to_an_equal_sample() -> None:
     assert fast.throttle_reasons == () and fast.node is None and fast.xid_errors is None
 
 
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    value: float | None = None
+
+    def __post_init__(self) -> None:
+        pass
+
+
 def test_a_class_with_a_post_init_is_refused() -> None:
-    """The builder never calls ``__init__``: a class that needs its ``__post_init__`` must not be built by it."""
-
-    @dataclass(frozen=True, slots=True)
-    class Checked:
-        value: float | None = None
-
-        def __post_init__(self) -> None:
-            pass
-
+    """Builders, makers and replacers never call ``__init__``: a class that needs its ``__post_init__`` must not
+    be made by them."""
     with pytest.raises(TypeError, match="__post_init__"):
-        SampleBuilder(Checked, {"value": Rule("float")})
+        SampleBuilder(_Checked, {"value": Rule("float")})
+    with pytest.raises(TypeError, match="__post_init__"):
+        field_maker(_Checked)
+    with pytest.raises(TypeError, match="__post_init__"):
+        field_replacer(_Checked, "value")
 
 
 GPU_FIELDS = st.fixed_dictionaries(
@@ -140,17 +145,7 @@ def test_a_field_replacer_copies_as_dataclasses_replace_does(
     assert all_but_one(XidCount(0, 43, 1, node="n"), 2, 79, 3) == XidCount(3, 79, 2, node="n")
 
 
-def test_a_field_replacer_names_distinct_fields_of_a_class_without_post_init() -> None:
+def test_a_field_replacer_names_distinct_fields() -> None:
     for names in (("gpu",), (), ("node", "node")):
         with pytest.raises(TypeError, match="distinct fields"):
             field_replacer(GpuSample, *names)
-
-    @dataclass(frozen=True, slots=True)
-    class Checked:
-        value: float | None = None
-
-        def __post_init__(self) -> None:
-            pass
-
-    with pytest.raises(TypeError, match="__post_init__"):
-        field_replacer(Checked, "value")
