@@ -13,7 +13,7 @@ from operator import add, attrgetter
 
 from ...samples import RankSample
 from ..stats import sorted_median
-from .columns import Column, Columns
+from .columns import LISTS, Column, Columns
 
 #: A rank's fields, each read over all ranks in one C call.
 STEP_TIME = attrgetter("step_time_ms")
@@ -35,12 +35,6 @@ def reference(present: Column) -> float:
     return float(sorted_median(present) if len(present) >= 3 else present[0])
 
 
-def _or_zero(ranks: tuple[RankSample, ...], read: attrgetter[float | None]) -> list[float]:
-    """A wait's column, an unreported (or zero) wait as 0.0."""
-    column = list(map(read, ranks))
-    return column if all(column) else [x or 0.0 for x in column]
-
-
 def own_busy_vote(ranks: tuple[RankSample, ...], steps: list[float] | None) -> bool | None:
     """Does this report look like the own-busy convention? (None: it cannot tell.) ``steps``: every rank's
     step time (None: not every rank has one).
@@ -52,10 +46,10 @@ def own_busy_vote(ranks: tuple[RankSample, ...], steps: list[float] | None) -> b
     """
     if steps is None:
         return None
-    syncs = _or_zero(ranks, _SYNC_WAIT)
+    syncs = LISTS.waits(list(map(_SYNC_WAIT, ranks)))
     if not any(syncs):
         return None
-    leave = list(map(add, map(add, _or_zero(ranks, _DATA_WAIT), steps), syncs))
+    leave = list(map(add, map(add, LISTS.waits(list(map(_DATA_WAIT, ranks))), steps), syncs))
     return _pstdev(leave) < _pstdev(steps)
 
 
