@@ -7,11 +7,12 @@ tick's samples go into the same :class:`LatestSamples` and through the same
 step as a live tick (:class:`~.engine.Stepper`): the frame the live reader
 would have built (:func:`~trainpulse_otel.telemetry.read_back.frame_from_samples`,
 held equal to the reader's conversion by a property test), the window and the
-pipeline. The clock is the trace's own timestamps: nothing sleeps. Frames are built a batch of ticks
-ahead of the pipeline (:data:`FRAMES_AHEAD`); a frame depends only on the trace, so no result changes. A job
-daemon's trace has lines of other nodes (``node``): each reaches the job view as
-that node's report (:meth:`LatestSamples.put_node`), at its line's time, so a node
-whose lines stop is judged silent as the live daemon judged it.
+pipeline. The clock is the trace's own timestamps: nothing sleeps. Frames are
+built a batch of ticks ahead of the pipeline (:data:`FRAMES_AHEAD`); a frame
+depends only on the trace, so no result changes. A job daemon's trace has
+lines of other nodes (``node``): each reaches the job view as that node's
+report (:meth:`LatestSamples.put_node`), at its line's time, so a node whose
+lines stop is judged silent as the live daemon judged it.
 """
 
 from __future__ import annotations
