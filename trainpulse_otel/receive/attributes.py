@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric, NumberDataPoint
 
@@ -113,8 +114,13 @@ def take_values(points: Iterable[NumberDataPoint]) -> tuple[list[float | int], l
     return values, times
 
 
-class AttributeSets:
-    """The attribute sets read so far, by (check group, identity). Not thread-safe: the receiver's lock covers it."""
+#: What a node's export was read as (the receiver of TrainPulse's own instruments says: its layout).
+Layout = TypeVar("Layout")
+
+
+class AttributeSets(Generic[Layout]):
+    """The attribute sets read so far, by (check group, identity), and the layout each node's export was read as.
+    Not thread-safe: the receiver's lock covers it."""
 
     def __init__(
         self, max_sets: int = MAX_ATTRIBUTE_SETS, max_metrics: int = MAX_METRIC_SETS, max_layouts: int = MAX_LAYOUTS
@@ -125,14 +131,14 @@ class AttributeSets:
         self._known: dict[tuple[str, bytes], AttributeSet] = {}
         self._dicts: dict[tuple[str, Pairs, tuple[type, ...]], dict[str, AttributeValue]] = {}
         self._metrics: dict[tuple[str, bytes], MetricSets] = {}
-        self._layouts: dict[str, tuple[bytes, object]] = {}
+        self._layouts: dict[str, tuple[bytes, Layout]] = {}
 
-    def node_layout(self, node: str, identity: bytes) -> object | None:
+    def node_layout(self, node: str, identity: bytes) -> Layout | None:
         """What a node's export with these (zeroed) bytes was read as, if its previous export had the same."""
         known = self._layouts.get(node)
         return known[1] if known is not None and known[0] == identity else None
 
-    def remember_layout(self, node: str, identity: bytes, layout: object) -> None:
+    def remember_layout(self, node: str, identity: bytes, layout: Layout) -> None:
         """Remember how a node's export was read (one per node: a node's exports look alike; bounded)."""
         self._layouts.pop(node, None)
         self._layouts[node] = (identity, layout)

@@ -20,7 +20,7 @@ from opentelemetry.proto.metrics.v1.metrics_pb2 import ResourceMetrics
 from ..samples import NodeReport
 from .attributes import AttributeSets
 from .megatron import MegatronMetrics
-from .own import OwnInstruments
+from .own import NodeLayout, OwnInstruments
 from .points import HOST_NAME, Attributes, metric_points, point_count, resource_node, scoped_metrics
 from .series import SeriesState
 from .tally import Decoded, Tally
@@ -32,7 +32,7 @@ def decode_request(
     request: ExportMetricsServiceRequest,
     series: SeriesState,
     namespace: str = DEFAULT_NAMESPACE,
-    attribute_sets: AttributeSets | None = None,
+    attribute_sets: AttributeSets[NodeLayout] | None = None,
 ) -> Decoded:
     """The nodes' reports in ``request``; ``series`` carries delta totals and previous exports between requests,
     ``attribute_sets`` the attribute sets already read.
@@ -69,7 +69,7 @@ def node_report(
     series: SeriesState,
     namespace: str,
     tally: Tally,
-    attribute_sets: AttributeSets,
+    attribute_sets: AttributeSets[NodeLayout],
 ) -> NodeReport | None:
     """What one resource says of its node: its own instruments' samples, Megatron's training report.
 
@@ -106,7 +106,7 @@ class OtlpReceiver:
     def __init__(self, namespace: str = DEFAULT_NAMESPACE, series: SeriesState | None = None) -> None:
         self.namespace = namespace
         self._series = series or SeriesState()
-        self._attribute_sets = AttributeSets()
+        self._attribute_sets: AttributeSets[NodeLayout] = AttributeSets()
         self._lock = threading.Lock()
 
     def decode(self, request: ExportMetricsServiceRequest) -> Decoded:

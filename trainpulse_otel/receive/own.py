@@ -52,7 +52,12 @@ class OwnInstruments:
     """
 
     def __init__(
-        self, hostname: str, namespace: str, series: SeriesState, tally: Tally, attribute_sets: AttributeSets
+        self,
+        hostname: str,
+        namespace: str,
+        series: SeriesState,
+        tally: Tally,
+        attribute_sets: AttributeSets[NodeLayout],
     ) -> None:
         self.hostname = hostname
         self.prefix = namespace + "."
@@ -85,7 +90,7 @@ class OwnInstruments:
         taken = [take_metric(metric) for metric in metrics]
         identity = scope_metrics.SerializeToString()
         layout = self.attribute_sets.node_layout(self.hostname, identity)
-        if not isinstance(layout, NodeLayout):
+        if layout is None:
             layout = self._layout(metrics, names)
             self.attribute_sets.remember_layout(self.hostname, identity, layout)
         if not self._planned_scope(layout, names, taken):
