@@ -15,7 +15,6 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.diagnose.builders import T0
 from tests.diagnose.test_straggler import healthy, report, slow
 from trainpulse_otel.diagnose.detectors import RankStraggler
 from trainpulse_otel.diagnose.detectors.array_columns import ARRAYS
@@ -147,7 +146,6 @@ def test_a_straggler_is_found_alike_at_thousands_of_ranks():
     assert [f[3]["rank"] for f in findings] == [n // 3]
     assert all(type(v) is float for v in findings[0][4].values() if not isinstance(v, str))
     assert math.isclose(findings[0][4]["slower_than_median"], 0.3, rel_tol=0.1)
-    assert frames[-1].ts == T0 + 59
 
 
 def test_a_daemon_without_thousands_of_ranks_never_imports_numpy():
