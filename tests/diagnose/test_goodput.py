@@ -28,7 +28,7 @@ def report(step: int, rng: random.Random, **fields: float) -> TrainingSample:
     return TrainingSample(global_step=step, **base)
 
 
-def run(steps: int, fault=None, causes=(), straggler=False, seed=0):
+def run(steps: int, fault=None, causes=(), straggler=0.0, seed=0):
     """Feed ``steps`` one-second steps (``fault(step)`` gives changed fields); the budget and the account."""
     rng, builder, account = random.Random(seed), BudgetBuilder(), GoodputAccount()
     ts = T0
@@ -102,10 +102,15 @@ def test_sync_waits_go_to_what_makes_the_straggler_late_else_to_imbalance():
         return {"sync_wait_ms": 308.0, "step_time_ms": STEP_MS + 300.0} if s >= 300 else {}
 
     thermal = RootCause("gpu_thermal_throttling", 0.9, "GPU 5 throttles")
-    _, account, ts = run(600, fault=slow, causes=[thermal, RootCause("straggler_rank", 0.8, "rank 5")], straggler=True)
+    _, account, ts = run(600, fault=slow, causes=[thermal, RootCause("straggler_rank", 0.8, "rank 5")], straggler=1.0)
     assert account.goodput(ts).badput_s["gpu_thermal_throttling"] == pytest.approx(90.0, rel=0.1)
     _, account, ts = run(600, fault=slow)
     assert account.goodput(ts).badput_s["load_imbalance"] == pytest.approx(90.0, rel=0.1)
+    # a straggler among ranks that also scatter adds 60 % of the wait: the rest is the others' imbalance
+    _, account, ts = run(600, fault=slow, causes=[RootCause("straggler_rank", 0.5, "rank 5")], straggler=0.6)
+    badput = account.goodput(ts).badput_s
+    assert badput["straggler_rank"] == pytest.approx(54.0, rel=0.1)
+    assert badput["load_imbalance"] == pytest.approx(36.0, rel=0.1)
 
 
 def test_slower_compute_goes_to_the_top_deeper_cause_or_stays_unattributed():
@@ -127,7 +132,7 @@ def test_time_without_steps_is_unattributed_badput_and_the_window_forgets_it():
             ts += 120.0  # two minutes in which no step finished
         ts += 1.0
         r = report(step, rng, step_time_ms=1000.0)
-        account.add(ts, r, builder.add(ts, r), builder.ideal_ms, [], False)
+        account.add(ts, r, builder.add(ts, r), builder.ideal_ms, [], 0.0)
     goodput = account.goodput(ts)
     assert goodput.badput_s[UNATTRIBUTED] == pytest.approx(120.0, abs=2.0)
     assert goodput.ratio == pytest.approx(300 / 420, rel=0.01)
@@ -135,7 +140,7 @@ def test_time_without_steps_is_unattributed_badput_and_the_window_forgets_it():
     for step in range(300, 1000):
         later += 1.0
         r = report(step, rng, step_time_ms=1000.0)
-        account.add(later, r, builder.add(later, r), builder.ideal_ms, [], False)
+        account.add(later, r, builder.add(later, r), builder.ideal_ms, [], 0.0)
     assert account.goodput(later).window_ratio == pytest.approx(1.0, abs=0.01)
     assert account.goodput(later).badput_s[UNATTRIBUTED] >= goodput.badput_s[UNATTRIBUTED]  # counters only grow
 

@@ -4,6 +4,7 @@ at 8 and at 4,096 ranks, for both per-rank step-time conventions."""
 from __future__ import annotations
 
 import random
+import statistics
 from dataclasses import replace
 
 import pytest
@@ -108,7 +109,17 @@ def test_a_straggler_inside_data_dependent_imbalance_is_found_by_the_long_averag
     h = Harness(RankStraggler()).run(range(300), lambda t: report(t, 8, imbalanced_and_slow))
     assert {t.subject["rank"] for t in h.raised("rank_straggler")} == {5}
     assert h.first_raise_s("rank_straggler") <= 90
-    assert h.active()[0].evidence["others_scatter"] > 0.1
+    evidence = h.active()[0].evidence
+    assert evidence["others_scatter"] > 0.1
+    # how far after the median the last of the other 7 arrives, as the reports show it: the wait they would still
+    # pay without rank 5 (what load_imbalance explains beside the straggler)
+    excess = []
+    for t in range(300):
+        ranks = report(t, 8, imbalanced_and_slow).training.ranks
+        late = [r.data_wait_ms + r.step_time_ms - r.all_reduce_wait_ms for r in ranks]
+        median = statistics.median(late)
+        excess.append((max(late[:5] + late[6:]) - median) / median)
+    assert evidence["others_last_excess"] == pytest.approx(statistics.fmean(excess), rel=0.1)
 
 
 def test_a_gc_pause_on_one_step_is_not_a_straggler():

@@ -14,6 +14,8 @@ badput to categories (data loading, checkpointing, …):
   compute inefficiency), else ``unattributed``; ``sync`` — waiting for a late
   rank — → that same deeper cause (a throttled GPU behind the straggler), or
   ``straggler_rank``, while a straggler is raised, else ``load_imbalance``;
+  beside a straggler whose peers also scatter, the wait is split as the
+  ranking splits it: the straggler's part to it, the rest to ``load_imbalance``;
 - ``numerical_instability`` — every step of a report whose ``loss`` or
   ``grad_norm`` is NaN or infinite, whole: a diverged model trains nothing, so
   none of that time is productive (its budget is not split further). Its
@@ -89,10 +91,12 @@ class GoodputAccount:
         budget: StepBudget | None,
         ideal_ms: float | None,
         causes: Sequence[RootCause],
-        straggler_active: bool,
+        straggler_share: float,
         steps: int = 1,
     ) -> None:
-        """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget."""
+        """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget;
+        ``straggler_share``: the share of the ranks' wait for slower peers the raised stragglers explain (none
+        without one), the rest being ``load_imbalance``'s."""
         if self.first_ts is None:
             self.first_ts = ts
         self._last_report_ts = ts
@@ -118,8 +122,8 @@ class GoodputAccount:
                     lost_s = times * ms / 1000.0
                     if component == "stall":  # the seconds stall() counted as they passed are in already
                         lost_s, stall_counted = max(0.0, lost_s - stall_counted), max(0.0, stall_counted - lost_s)
-                    cause = self._cause_of(component, causes, straggler_active)
-                    self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
+                    for cause, part in self._causes_of(component, causes, straggler_share):
+                        self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s * part
                     rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
         self._loss_rates = rates
         self._settle_unattributed(ts)
@@ -156,7 +160,7 @@ class GoodputAccount:
     def attribute_stall(self, causes: Sequence[RootCause]) -> None:
         """The stalled seconds :meth:`stall` counted, to the cause of the stall."""
         if self._stall_pending_s > 0:
-            cause = self._cause_of("stall", causes, False)
+            cause = self._cause_of("stall", causes)
             self.badput_s[cause] = self.badput_s.get(cause, 0.0) + self._stall_pending_s
             self._stall_pending_s = 0.0
 
@@ -186,15 +190,27 @@ class GoodputAccount:
             ranks=ranks,
         )
 
+    @classmethod
+    def _causes_of(
+        cls, component: str, causes: Sequence[RootCause], straggler_share: float
+    ) -> tuple[tuple[str, float], ...]:
+        """The causes a component's loss goes to, each with its part: the wait for slower peers is split between
+        the straggler (or what makes it late) and the other ranks' imbalance, any other component is one cause's."""
+        if component != "sync" or straggler_share >= 1.0:
+            return ((cls._cause_of(component, causes), 1.0),)
+        if straggler_share <= 0.0:
+            return (("load_imbalance", 1.0),)
+        return (cls._cause_of(component, causes), straggler_share), ("load_imbalance", 1.0 - straggler_share)
+
     @staticmethod
-    def _cause_of(component: str, causes: Sequence[RootCause], straggler_active: bool) -> str:
+    def _cause_of(component: str, causes: Sequence[RootCause]) -> str:
         if component in CAUSE_OF_COMPONENT:
             return CAUSE_OF_COMPONENT[component]
         if component == "stall":  # the deepest ranked cause that explains the stall
             return next((c.cause for c in causes if "training_stalled" in c.signals), UNATTRIBUTED)
         deeper = next((c.cause for c in causes if c.cause not in WAIT_CAUSES), None)
         if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
-            return (deeper or "straggler_rank") if straggler_active else "load_imbalance"
+            return deeper or "straggler_rank"
         return deeper or UNATTRIBUTED
 
     def _settle_unattributed(self, ts: float) -> None:

@@ -21,7 +21,7 @@ from .detectors.base import Detector
 from .goodput import GoodputAccount
 from .health import HealthScorer
 from .rank_budget import RankBudgets
-from .rootcause import RootCauseRule, infer_root_causes
+from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .tick import TickBuilder
 from .tracker import SignalTracker
 from .types import Diagnosis, RootCause, Signal, Transition
@@ -128,8 +128,8 @@ class DiagnosticPipeline:
         budget = self._budget.add(ts, report, steps, stalled=self._stalled, all_reduce=all_reduce)
         self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
-        straggler = any(s.name == "rank_straggler" for s in signals)
-        self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler, steps)
+        straggler_share = stragglers_sync_share([s for s in signals if s.name == "rank_straggler"])
+        self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler_share, steps)
 
     def _failed(self, detector: Detector) -> int:
         """Count a detector's failure; return how many it has had so far."""

@@ -48,6 +48,12 @@ ranks on: with fewer, each rank is judged against the faster other, and a
 long average of that is biased upward). Uniformly slow
 communication moves every rank alike and leaves every excess at zero.
 
+Beside a straggler, the evidence says how widely the others scatter
+(``others_scatter``) and how far after the median the last of them arrives
+on average (``others_last_excess``, averaged like the slow excess): the wait
+the ranks would still pay without the straggler, which root-cause ranking
+gives to ``load_imbalance``.
+
 A rank that reached the collective at least 30 s late and 10 times later
 than the median sat out a stall (a hung rank: ``training_stalled``'s
 business), not a slower pace: that report leaves the rank out.
@@ -128,6 +134,7 @@ class RankStraggler(BaseDetector):
         cols = self._cols = self._columns_for(n)
         self._prev1, self._prev2 = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
         self._smooth, self._best, self._spread = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
+        self._others_last = cols.full(n, UNKNOWN)
         self._excess, self._slow_excess, self._excess_var = cols.full(n, 0.0), cols.full(n, 0.0), cols.full(n, 0.0)
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -197,7 +204,8 @@ class RankStraggler(BaseDetector):
         return own
 
     def _learn_spread(self, late: Column, present: Column, typical: float) -> None:
-        """Smooth, per rank, how widely the *other* ranks scatter around the median (relative IQR as a sigma).
+        """Smooth, per rank, how widely the *other* ranks scatter around the median (relative IQR as a sigma), and
+        how far after the median the last of them arrives (relative to it).
 
         Leaving one value out of a sorted list shifts each quartile by at most one
         place, so there are only three leave-one-out IQRs: for ranks below the
@@ -214,6 +222,11 @@ class RankStraggler(BaseDetector):
         above = float(present[hi] - present[lo]) / scale
         spread = self._cols.place(late, (float(present[lo + 1]), float(present[hi + 1])), (below, between, above))
         self._spread = self._cols.ewma(self._spread, spread, SPREAD_ALPHA)
+        # and how far after the median the last of the others arrives: the latest rank's, or for it the next one's
+        last, next_last = float(present[-1]), float(present[-2])
+        levels = (last / typical - 1.0, last / typical - 1.0, next_last / typical - 1.0)
+        latest = self._cols.place(late, (last, last), levels)
+        self._others_last = self._cols.ewma(self._others_last, latest, SLOW_EXCESS_ALPHA)  # a mean wait: steady
 
     def _fold(self, lagged: Column, typical: float) -> None:
         """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians (a rank
@@ -279,6 +292,9 @@ class RankStraggler(BaseDetector):
         }
         if spread is not None:  # how widely the other ranks scatter: the step-to-step imbalance beside it
             evidence["others_scatter"] = round(spread, 4)
+        others_last = _known(self._others_last[i])
+        if others_last is not None:  # the wait the others would still pay without this rank (load_imbalance's)
+            evidence["others_last_excess"] = round(others_last, 4)
         if self.convention != "tokens":
             evidence.update(lateness_ms=round(s, 1), median_lateness_ms=round(ref, 1), peers_wait_ms=round(s - ref, 1))
         if rank.hostname is not None:

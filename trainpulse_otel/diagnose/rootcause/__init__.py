@@ -7,6 +7,7 @@ the rules to use.
 """
 
 from .ranking import Candidate, RootCauseRule, Rule, base_confidence, infer_root_causes, pct, rank_candidates, symptoms
+from .ranks import stragglers_sync_share
 
 __all__ = [
     "Candidate",
@@ -16,5 +17,6 @@ __all__ = [
     "infer_root_causes",
     "pct",
     "rank_candidates",
+    "stragglers_sync_share",
     "symptoms",
 ]

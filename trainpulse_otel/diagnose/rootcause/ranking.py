@@ -13,7 +13,10 @@ signals measure (:data:`COMPONENT_OF_SIGNAL`), and the sync wait of a
 straggler it makes late; its confidence is the share of the lost time those
 components hold. So a wait every rank pays equally is not imbalance (the
 sync wait did not grow; the all-reduce did), tokenization inside the loader's
-wait explains that part of it, and two faults at once each get their share.
+wait explains that part of it, and two faults at once each get their share;
+where two causes make up one component (a straggler among ranks whose work also
+varies: the wait it adds, and the wait the others' scatter alone would cause),
+each claims its fraction of it (``Candidate.shares``).
 Until the job has lost ``MIN_LOST_SHARE`` of its recent time (a forecast, a
 fault too new, a mis-configuration it had from the start), the confidence is
 the strength of the evidence instead: 0.6 for a warning, 0.75 for a critical
@@ -112,6 +115,9 @@ class Candidate:
     primary: list[Signal]
     explains: list[Signal] = field(default_factory=list)
     subject: dict[str, Any] = field(default_factory=dict)
+    #: The fraction of a claimed component's lost time this cause explains where another cause explains the
+    #: rest (a straggler among ranks that also scatter: the sync wait it adds, and the others' own); else all.
+    shares: dict[str, float] = field(default_factory=dict)
     confidence: float = 0.0
 
     def claims(self) -> set[str]:
@@ -192,7 +198,7 @@ def rank_candidates(candidates: list[Candidate], losses: Mapping[str, float] | N
     for c in candidates:
         if measured and not c.forecast_only():
             taken = {k for o in deeper[id(c)] for k in o.claims()}
-            c.confidence = sum(losses.get(k, 0.0) for k in c.claims() - taken) / lost
+            c.confidence = sum(losses.get(k, 0.0) * c.shares.get(k, 1.0) for k in c.claims() - taken) / lost
         else:
             c.confidence = c.base
     for c in candidates:

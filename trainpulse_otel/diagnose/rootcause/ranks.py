@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..correlate import Evidence
+from ..types import Signal
 from .ranking import Candidate, Rule, base_confidence, symptoms
 
 REMEDY_STRAGGLER = (
@@ -37,18 +40,42 @@ def straggler(ev: Evidence) -> list[Candidate]:
                 )
         lateness, own_loader = _made_of(ev.rank_budget(rank))
         remedy = REMEDY_LOADER if own_loader else REMEDY_STRAGGLER
+        whole = stragglers_explain_sync(ev)
         out.append(
             Candidate(
                 "straggler_rank",
                 base_confidence([s]),
-                summary + lateness,
+                summary + lateness + ("" if whole else _split_words(s)),
                 remedy.format(rank=rank, host=host),
                 [s],
                 symptoms(ev, *_waited_for(ev), "throughput_collapse", "gpu_underutilization"),
                 dict(s.subject),
+                shares={} if whole else {"sync": sync_share(s)},
             )
         )
     return out
+
+
+def sync_share(straggler: Signal) -> float:
+    """The fraction of the ranks' wait for slower peers that this straggler explains, beside the others' scatter.
+
+    Without the straggler the ranks would still wait for the last of the others, who arrive on average
+    ``others_last_excess`` after the median (their scatter times the expected latest of that many normal
+    values); the straggler adds what it is later than that. Both relative to the median rank's lateness, so
+    of the wait for the latest (the straggler's ``slower_than_median``, or the others' when they are later
+    still) the straggler's part is ``(slower − others) / max(slower, others)``, and ``load_imbalance``'s the rest.
+    """
+    slower = float(straggler.evidence.get("slower_than_median", 0.0))
+    others = float(straggler.evidence.get("others_last_excess", 0.0))
+    latest = max(slower, others)
+    return max(0.0, slower - others) / latest if latest > 0 else 1.0
+
+
+def _split_words(straggler: Signal) -> str:
+    return (
+        f"; it adds {sync_share(straggler):.0%} of the ranks' wait for slower peers, "
+        "the other ranks' own scatter the rest"
+    )
 
 
 def _made_of(budget: dict[str, float] | None) -> tuple[str, bool]:
@@ -81,14 +108,26 @@ IMBALANCE_SCATTER = 0.10
 
 
 def stragglers_explain_sync(ev: Evidence) -> bool:
-    """Whether the active stragglers account for the ranks' wait for slower peers.
+    """Whether the active stragglers account for the ranks' wait for slower peers (:func:`explain_whole_sync`)."""
+    return explain_whole_sync(ev.active("rank_straggler"))
+
+
+def explain_whole_sync(stragglers: Sequence[Signal]) -> bool:
+    """Whether these stragglers are all of the ranks' wait for slower peers.
 
     A straggler among ranks that otherwise agree tightly is the whole wait. When the other ranks also
     scatter widely step to step (``rank_straggler``'s ``others_scatter``), the work per rank varies too:
-    fixing the straggler leaves most of the wait, so both causes are there.
+    fixing the straggler leaves part of the wait (:func:`sync_share`), so both causes are there.
     """
-    stragglers = ev.active("rank_straggler")
     return bool(stragglers) and all(s.evidence.get("others_scatter", 0.0) < IMBALANCE_SCATTER for s in stragglers)
+
+
+def stragglers_sync_share(stragglers: Sequence[Signal]) -> float:
+    """The share of the ranks' wait for slower peers the active stragglers explain (the rest is
+    ``load_imbalance``'s): none without one, all when they explain the whole wait, else the latest one's part."""
+    if not stragglers:
+        return 0.0
+    return 1.0 if explain_whole_sync(stragglers) else max(map(sync_share, stragglers))
 
 
 def _waited_for(ev: Evidence) -> tuple[str, ...]:
@@ -101,8 +140,14 @@ def imbalance(ev: Evidence) -> list[Candidate]:
     sync = ev.job_signal("sync_imbalance")
     if sync is None or stragglers_explain_sync(ev):
         return []
+    shares: dict[str, float] = {}
     if ev.has("rank_straggler"):
-        summary = f"{sync.message}; beside the straggler, the other ranks' work also differs step to step"
+        share = 1.0 - stragglers_sync_share(ev.active("rank_straggler"))
+        shares["sync"] = share
+        summary = (
+            f"{sync.message}; beside the straggler, the other ranks' work also differs step to step "
+            f"({share:.0%} of that wait)"
+        )
     else:
         summary = f"{sync.message}, yet no rank is consistently the late one: the work per rank differs step to step"
     return [
@@ -113,6 +158,7 @@ def imbalance(ev: Evidence) -> list[Candidate]:
             REMEDY_IMBALANCE,
             [sync],
             symptoms(ev, "throughput_collapse", "gpu_underutilization"),
+            shares=shares,
         )
     ]
 
