@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import NormalDist
 
 from ..correlate import Evidence
 from ..types import Signal
@@ -56,19 +57,28 @@ def straggler(ev: Evidence) -> list[Candidate]:
     return out
 
 
+_NORMAL = NormalDist()
+
+
 def sync_share(straggler: Signal) -> float:
     """The fraction of the ranks' wait for slower peers that this straggler explains, beside the others' scatter.
 
-    Without the straggler the ranks would still wait for the last of the others, who arrive on average
-    ``others_last_excess`` after the median (their scatter times the expected latest of that many normal
-    values); the straggler adds what it is later than that. Both relative to the median rank's lateness, so
-    of the wait for the latest (the straggler's ``slower_than_median``, or the others' when they are later
-    still) the straggler's part is ``(slower − others) / max(slower, others)``, and ``load_imbalance``'s the rest.
+    Each step the ranks wait for the later of the straggler and the last of the others, relative to the median
+    rank: the straggler arrives ``slower_than_median`` after it on average and scatters as its peers do
+    (``others_scatter``, in proportion to its slower pace); the last of the others arrives
+    ``others_last_excess`` after it. Without the straggler the wait would be ``others``: that part is
+    ``load_imbalance``'s, and what the later of the two adds beyond it is the straggler's. The expected later of
+    two normal arrivals is Clark's (1961): ``others + d·Φ(d/θ) + θ·φ(d/θ)``, ``d = slower − others``. Against
+    simulated arrivals it is within 0.05 of the wait that removing the straggler saves.
     """
-    slower = float(straggler.evidence.get("slower_than_median", 0.0))
-    others = float(straggler.evidence.get("others_last_excess", 0.0))
-    latest = max(slower, others)
-    return max(0.0, slower - others) / latest if latest > 0 else 1.0
+    evidence = straggler.evidence
+    slower = float(evidence.get("slower_than_median", 0.0))
+    others = max(0.0, float(evidence.get("others_last_excess", 0.0)))
+    theta = (1.0 + slower) * float(evidence.get("others_scatter", 0.0))
+    d = slower - others
+    added = max(0.0, d) if theta <= 0.0 else d * _NORMAL.cdf(d / theta) + theta * _NORMAL.pdf(d / theta)
+    wait = others + added
+    return added / wait if wait > 0.0 else 1.0
 
 
 def _split_words(straggler: Signal) -> str:
