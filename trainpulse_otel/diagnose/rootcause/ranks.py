@@ -25,7 +25,10 @@ REMEDY_LOADER = (
 def straggler(ev: Evidence) -> list[Candidate]:
     """One rank persistently late, the others waiting for it."""
     out = []
-    for s in ev.active("rank_straggler"):
+    stragglers = ev.active("rank_straggler")
+    whole = explain_whole_sync(stragglers)
+    waited_for = ("sync_imbalance",) if whole else ()
+    for s in stragglers:
         rank = s.subject.get("rank")
         g = ev.gpu_of(s)
         host = s.subject.get("hostname") or s.evidence.get("hostname") or ev.node.hostname or "its host"
@@ -41,7 +44,6 @@ def straggler(ev: Evidence) -> list[Candidate]:
                 )
         lateness, own_loader = _made_of(ev.rank_budget(rank))
         remedy = REMEDY_LOADER if own_loader else REMEDY_STRAGGLER
-        whole = stragglers_explain_sync(ev)
         out.append(
             Candidate(
                 "straggler_rank",
@@ -49,7 +51,7 @@ def straggler(ev: Evidence) -> list[Candidate]:
                 summary + lateness + ("" if whole else _split_words(s)),
                 remedy.format(rank=rank, host=host),
                 [s],
-                symptoms(ev, *_waited_for(ev), "throughput_collapse", "gpu_underutilization"),
+                symptoms(ev, *waited_for, "throughput_collapse", "gpu_underutilization"),
                 dict(s.subject),
                 shares={} if whole else {"sync": sync_share(s)},
             )
@@ -117,11 +119,6 @@ REMEDY_IMBALANCE = (
 IMBALANCE_SCATTER = 0.10
 
 
-def stragglers_explain_sync(ev: Evidence) -> bool:
-    """Whether the active stragglers account for the ranks' wait for slower peers (:func:`explain_whole_sync`)."""
-    return explain_whole_sync(ev.active("rank_straggler"))
-
-
 def explain_whole_sync(stragglers: Sequence[Signal]) -> bool:
     """Whether these stragglers are all of the ranks' wait for slower peers.
 
@@ -140,19 +137,16 @@ def stragglers_sync_share(stragglers: Sequence[Signal]) -> float:
     return 1.0 if explain_whole_sync(stragglers) else max(map(sync_share, stragglers))
 
 
-def _waited_for(ev: Evidence) -> tuple[str, ...]:
-    return ("sync_imbalance",) if stragglers_explain_sync(ev) else ()
-
-
 def imbalance(ev: Evidence) -> list[Candidate]:
     """Ranks wait for each other but no single rank is to blame (or the stragglers explain little of it):
     the work per rank varies."""
     sync = ev.job_signal("sync_imbalance")
-    if sync is None or stragglers_explain_sync(ev):
+    stragglers = ev.active("rank_straggler")
+    if sync is None or explain_whole_sync(stragglers):
         return []
     shares: dict[str, float] = {}
-    if ev.has("rank_straggler"):
-        share = 1.0 - stragglers_sync_share(ev.active("rank_straggler"))
+    if stragglers:
+        share = 1.0 - stragglers_sync_share(stragglers)
         shares["sync"] = share
         summary = (
             f"{sync.message}; beside the straggler, the other ranks' work also differs step to step "
