@@ -308,3 +308,18 @@ def test_a_stragglers_share_of_the_sync_wait_is_what_removing_it_saves(ranks, sl
     evidence = {"others_scatter": scatter, "others_last_excess": statistics.fmean(last_of_others)}
     straggler = sig("rank_straggler", subject={"rank": 5}, slower_than_median=slower, **evidence)
     assert sync_share(straggler) == pytest.approx(saved, abs=0.05)
+
+
+def test_a_throttled_gpu_behind_a_straggler_among_scattering_ranks_explains_only_the_stragglers_part():
+    # GPU 5 throttles and makes rank 5 late, while every rank's work also scatters: the throttle explains the
+    # wait its rank adds, the others' own imbalance the rest; it neither masks load_imbalance nor takes its share
+    hot = {
+        "g5": {"last_thermal_ts": TS - 5, "thermal": 0.6, "clock_ratio": 0.74, "temp": 87.0, "reasons": ("sw_thermal",)}
+    }
+    slow = scattered_straggler(0.235, 0.12, 0.1)
+    signals = [slow, sig("sync_imbalance", "critical"), sig("thermal_instability", "critical", {"gpu_index": 5})]
+    got = causes(signals, n=node(**hot), losses={"sync": 0.2})
+    assert [c.cause for c in got] == ["gpu_thermal_throttling", "load_imbalance", "straggler_rank"]
+    assert got[0].confidence == pytest.approx(sync_share(slow))
+    assert got[1].confidence == pytest.approx(1.0 - sync_share(slow))
+    assert "sync_imbalance" not in got[0].signals  # the whole wait is not the throttle's

@@ -16,7 +16,8 @@ sync wait did not grow; the all-reduce did), tokenization inside the loader's
 wait explains that part of it, and two faults at once each get their share;
 where two causes make up one component (a straggler among ranks whose work also
 varies: the wait it adds, and the wait the others' scatter alone would cause),
-each claims its fraction of it (``Candidate.shares``).
+each claims its fraction of it (``Candidate.shares``), and a deeper cause behind
+one of them (a throttled GPU behind the straggler) claims that one's fraction.
 Until the job has lost ``MIN_LOST_SHARE`` of its recent time (a forecast, a
 fault too new, a mis-configuration it had from the start), the confidence is
 the strength of the evidence instead: 0.6 for a warning, 0.75 for a critical
@@ -170,9 +171,32 @@ def base_confidence(signals: Iterable[Signal], warning: float = 0.6, critical: f
     return critical if any(s.severity == CRITICAL for s in signals) else warning
 
 
+#: How widely the other ranks scatter (a relative sigma of their lateness) for the work per rank to vary on
+#: its own: across 8 ranks the last one then arrives ~14 % of a step after the median, which alone is
+#: ``sync_imbalance``'s 10 % warning.
+IMBALANCE_SCATTER = 0.10
+
+
+def explain_whole_sync(stragglers: Sequence[Signal]) -> bool:
+    """Whether these stragglers are all of the ranks' wait for slower peers.
+
+    A straggler among ranks that otherwise agree tightly is the whole wait. When the other ranks also
+    scatter widely step to step (``rank_straggler``'s ``others_scatter``), the work per rank varies too:
+    fixing the straggler leaves part of the wait (:func:`.ranks.sync_share`), so both causes are there.
+    """
+    return bool(stragglers) and all(s.evidence.get("others_scatter", 0.0) < IMBALANCE_SCATTER for s in stragglers)
+
+
 def symptoms(ev: Evidence, *names: str) -> list[Signal]:
-    """The active job-wide symptom signals among ``names`` (all SYMPTOMS by default)."""
-    return [s for s in (ev.job_signal(n) for n in (names or SYMPTOMS)) if s is not None]
+    """The active job-wide symptom signals among ``names`` (all SYMPTOMS by default).
+
+    ``sync_imbalance`` is left out while stragglers stand among ranks that also scatter (not
+    :func:`explain_whole_sync`): that wait is then the stragglers' part and ``load_imbalance``'s, so no cause
+    explains it whole; a cause explains the part the stragglers it explains add (their ``shares``)."""
+    stragglers = ev.active("rank_straggler")
+    split = bool(stragglers) and not explain_whole_sync(stragglers)
+    wanted = [n for n in names or SYMPTOMS if not (split and n == "sync_imbalance")]
+    return [s for s in map(ev.job_signal, wanted) if s is not None]
 
 
 def pct(x: float | None) -> str:
@@ -192,6 +216,10 @@ def rank_candidates(candidates: list[Candidate], losses: Mapping[str, float] | N
         c.base = min(MAX_CONFIDENCE, c.base + PER_EXPLAINED * len({id(s) for s in c.explains}))
         for s in c.explains:
             explainers.setdefault(id(s), []).append(c)
+    for c in candidates:  # a deeper cause explains of a shared component what its consequence does, no more
+        for o in {id(o): o for s in c.primary for o in explainers.get(id(s), ())}.values():
+            for component, share in c.shares.items():
+                o.shares.setdefault(component, share)
     deeper = {id(c): [o for s in c.primary for o in explainers.get(id(s), ()) if o is not c] for c in candidates}
     lost = sum((losses or {}).values())
     measured = losses is not None and lost >= MIN_LOST_SHARE

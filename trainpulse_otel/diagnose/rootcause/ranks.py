@@ -7,7 +7,7 @@ from statistics import NormalDist
 
 from ..correlate import Evidence
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence, symptoms
+from .ranking import Candidate, Rule, base_confidence, explain_whole_sync, symptoms
 
 REMEDY_STRAGGLER = (
     "Find what slows rank {rank} on {host}: CPU contention or a noisy neighbour on its cores (top, pidstat, "
@@ -27,7 +27,6 @@ def straggler(ev: Evidence) -> list[Candidate]:
     out = []
     stragglers = ev.active("rank_straggler")
     whole = explain_whole_sync(stragglers)
-    waited_for = ("sync_imbalance",) if whole else ()
     for s in stragglers:
         rank = s.subject.get("rank")
         g = ev.gpu_of(s)
@@ -51,7 +50,7 @@ def straggler(ev: Evidence) -> list[Candidate]:
                 summary + lateness + ("" if whole else _split_words(s)),
                 remedy.format(rank=rank, host=host),
                 [s],
-                symptoms(ev, *waited_for, "throughput_collapse", "gpu_underutilization"),
+                symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
                 dict(s.subject),
                 shares={} if whole else {"sync": sync_share(s)},
             )
@@ -111,22 +110,6 @@ REMEDY_IMBALANCE = (
     "similar token counts, use a token-budget sampler for variable-length data; for MoE models check "
     "expert load balancing (auxiliary loss, capacity factor)."
 )
-
-
-#: How widely the other ranks scatter (a relative sigma of their lateness) for the work per rank to vary on
-#: its own: across 8 ranks the last one then arrives ~14 % of a step after the median, which alone is
-#: ``sync_imbalance``'s 10 % warning.
-IMBALANCE_SCATTER = 0.10
-
-
-def explain_whole_sync(stragglers: Sequence[Signal]) -> bool:
-    """Whether these stragglers are all of the ranks' wait for slower peers.
-
-    A straggler among ranks that otherwise agree tightly is the whole wait. When the other ranks also
-    scatter widely step to step (``rank_straggler``'s ``others_scatter``), the work per rank varies too:
-    fixing the straggler leaves part of the wait (:func:`sync_share`), so both causes are there.
-    """
-    return bool(stragglers) and all(s.evidence.get("others_scatter", 0.0) < IMBALANCE_SCATTER for s in stragglers)
 
 
 def stragglers_sync_share(stragglers: Sequence[Signal]) -> float:
