@@ -43,16 +43,17 @@ def straggler(ev: Evidence) -> list[Candidate]:
                 )
         lateness, own_loader = _made_of(ev.rank_budget(rank))
         remedy = REMEDY_LOADER if own_loader else REMEDY_STRAGGLER
+        share = 1.0 if whole else sync_share(s)
         out.append(
             Candidate(
                 "straggler_rank",
                 base_confidence([s]),
-                summary + lateness + ("" if whole else _split_words(s)),
+                summary + lateness + ("" if whole else _split_words(share)),
                 remedy.format(rank=rank, host=host),
                 [s],
                 symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
                 dict(s.subject),
-                shares={} if whole else {"sync": sync_share(s)},
+                shares={} if whole else {"sync": share},
             )
         )
     return out
@@ -82,11 +83,8 @@ def sync_share(straggler: Signal) -> float:
     return added / wait if wait > 0.0 else 1.0
 
 
-def _split_words(straggler: Signal) -> str:
-    return (
-        f"; it adds {sync_share(straggler):.0%} of the ranks' wait for slower peers, "
-        "the other ranks' own scatter the rest"
-    )
+def _split_words(share: float) -> str:
+    return f"; it adds {share:.0%} of the ranks' wait for slower peers, the other ranks' own scatter the rest"
 
 
 def _made_of(budget: dict[str, float] | None) -> tuple[str, bool]:
