@@ -223,9 +223,9 @@ class RankStraggler(BaseDetector):
         spread = self._cols.place(late, (float(present[lo + 1]), float(present[hi + 1])), (below, between, above))
         self._spread = self._cols.ewma(self._spread, spread, SPREAD_ALPHA)
         # and how far after the median the last of the others arrives: the latest rank's, or for it the next one's
-        last, next_last = float(present[-1]), float(present[-2])
-        levels = (last / typical - 1.0, last / typical - 1.0, next_last / typical - 1.0)
-        latest = self._cols.place(late, (last, last), levels)
+        last = float(present[-1])
+        last_excess = last / typical - 1.0
+        latest = self._cols.place(late, (last, last), (last_excess, last_excess, float(present[-2]) / typical - 1.0))
         self._others_last = self._cols.ewma(self._others_last, latest, SLOW_EXCESS_ALPHA)  # a mean wait: steady
 
     def _fold(self, lagged: Column, typical: float) -> None:
