@@ -55,6 +55,8 @@ class TrainingMonitor:
     ``heartbeat_s`` (at most 5 s) is how often each rank sends its heartbeat;
     ``heartbeat_store`` a ``torch.distributed.Store`` for them in in-process
     mode (default: the rendezvous store at ``MASTER_ADDR:MASTER_PORT``).
+    ``record`` (in-process mode only) writes the pipeline's trace to that JSONL
+    file, as ``trainpulse daemon -record`` does; ``trainpulse replay`` reads it.
     """
 
     def __init__(
@@ -78,6 +80,7 @@ class TrainingMonitor:
         timeout_s: float = 2.0,
         heartbeat_s: float = DEFAULT_PERIOD_S,
         heartbeat_store: Any = None,
+        record: str | os.PathLike[str] | None = None,
         **job_fields: Any,
     ) -> None:
         if not interval > 0:
@@ -94,6 +97,11 @@ class TrainingMonitor:
         self._drain_lock = threading.Lock()
         self._open_step: StepTimer | None = None
         endpoint = endpoint or os.environ.get(ENDPOINT_ENV) or None
+        if record is not None and endpoint:
+            raise ValueError(
+                f"record= writes the in-process pipeline's trace; with an endpoint ({endpoint}) the daemon "
+                "records it (trainpulse daemon -record FILE)"
+            )
         self.endpoint = endpoint
         self._state = RankState(self._recorder, self.world)
         in_process = self.world.dist is not None and not endpoint
@@ -104,7 +112,7 @@ class TrainingMonitor:
         self._beats: tuple[RankSample, ...] = ()  # the heartbeats last handed to the in-process pipeline
         self._beats_at = float("-inf")
         self._destination: Destination = self._open_destination(
-            endpoint, interval, token, hardware, queue_size, timeout_s
+            endpoint, interval, token, hardware, queue_size, timeout_s, None if record is None else os.fspath(record)
         )
         self._own_sender: Any = None  # a non-reporting rank's RestSender, for its heartbeats only
         self._heartbeat = self._start_heartbeat(endpoint, token, heartbeat_s, timeout_s)
@@ -288,13 +296,20 @@ class TrainingMonitor:
         return None
 
     def _open_destination(
-        self, endpoint: str | None, interval: float, token: str | None, hardware: str, queue_size: int, timeout_s: float
+        self,
+        endpoint: str | None,
+        interval: float,
+        token: str | None,
+        hardware: str,
+        queue_size: int,
+        timeout_s: float,
+        record: str | None,
     ) -> Destination:
         if not self.world.is_reporter:
-            return Silent()
+            return Silent()  # its numbers reach rank 0's report (and trace) through the gather
         if endpoint:
             return Rest(self.drain, interval, endpoint, token, queue_size=queue_size, timeout_s=timeout_s)
-        return InProcess(self.drain_with_heartbeats, interval, hardware)
+        return InProcess(self.drain_with_heartbeats, interval, hardware, record)
 
 
 def _checked(name: str, value: Any) -> Any:

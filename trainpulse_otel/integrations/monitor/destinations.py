@@ -6,7 +6,8 @@ per interval; the training thread never waits for any of them.
 - :class:`InProcess` — an :class:`~trainpulse_otel.runtime.engine.Engine` whose first
   collector drains the monitor: the reports go through the same OTel
   instruments, reader, window, diagnostic pipeline and publisher as in the
-  daemon (plus the hardware collectors of ``hardware``).
+  daemon (plus the hardware collectors of ``hardware``), and records a trace of
+  every tick when given ``record``.
 - :class:`Rest` — posts each report to ``{endpoint}/v1/training`` through a
   :class:`~.sender.RestSender`.
 - :class:`Silent` — ranks other than 0: their numbers reach rank 0 through
@@ -59,11 +60,12 @@ class MonitorCollector:
 class InProcess:
     """An engine ticking in a background thread, fed by :class:`MonitorCollector`."""
 
-    def __init__(self, drain: Drain, interval: float, hardware: str = "auto") -> None:
+    def __init__(self, drain: Drain, interval: float, hardware: str = "auto", record: str | None = None) -> None:
         from ...config import Settings
         from ...runtime import BackgroundTicks, open_engine
 
-        settings = Settings(mode=hardware, interval=interval)
+        # ``record``: the engine's trace recorder writes every tick to that JSONL file, as ``daemon -record``.
+        settings = Settings(mode=hardware, interval=interval, record=record)
         # OTLP push from the standard OTEL_* variables, as the contract promises for in-process mode.
         self.engine = open_engine(settings, push=True, extra_collectors=[MonitorCollector(drain)])
         self._ticks = BackgroundTicks(self.engine, "trainpulse-monitor")
