@@ -1,25 +1,20 @@
 """The ``deepspeed`` adapter: monitor events, config keys and console lines.
 
-Monitor events (``deepspeed/runtime/engine.py``; TensorBoard, W&B, CSV and Comet
-backends all receive the same ``(name, value, x)`` tuples from rank 0):
-``Train/Samples/train_loss``, ``Train/Samples/lr``, ``Train/Samples/loss_scale``
-(fp16), and with ``wall_clock_breakdown`` or the flops profiler
-``Train/Samples/elapsed_time_ms_{forward,backward,backward_inner,backward_allreduce,step}``
-(milliseconds); the pipeline engine adds ``Train/Samples/eval_loss``.
-**The x-axis is the number of samples consumed, not the step**: it becomes
-``global_step`` = x / ``train_batch_size`` when the batch size is given and is
-otherwise left out (the note says so).
-
+Monitor events are the ``(name, value, x)`` tuples rank 0 hands every monitor
+backend (``deepspeed/runtime/engine.py``): ``Train/Samples/train_loss``,
+``Train/Samples/lr``, ``Train/Samples/loss_scale`` (fp16) and, with
+``wall_clock_breakdown`` or the flops profiler,
+``Train/Samples/elapsed_time_ms_{forward,backward,backward_allreduce,step}``.
 Send them flat (``{"Train/Samples/train_loss": 2.31, ..., "global_samples": 40960}``)
 or as events (``{"events": [["Train/Samples/train_loss", 2.31, 40960], ...]}``,
-or objects with ``name``/``value``/``global_samples``). DeepSpeed config keys
+or objects with ``name``/``value``/``global_samples``), with the config keys
 ``train_batch_size``, ``train_micro_batch_size_per_gpu`` and
-``gradient_accumulation_steps`` are read beside them. Console lines are read as
-``text/plain`` (see :mod:`.deepspeed_text`).
+``gradient_accumulation_steps`` beside them. Console lines (``text/plain``)
+are read by :mod:`.deepspeed_text`.
 
-Unit trap: ThroughputTimer's samples/s divide the global batch by the summed
-forward()-to-step() time, so time spent waiting for the next batch is not in
-it, nor in the fwd + bwd + step breakdown.
+Two traps: the x-axis counts samples, not steps (``global_step`` is x /
+``train_batch_size``, left out with a note without it); ThroughputTimer's
+samples/s leave out the wait for the next batch. Every mapping: docs/api.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,23 @@
 """Read DeepSpeed's console lines into one record of named values (pure text parsing).
 
-Lines understood (with or without the ``[date] [INFO] [file:line:func]`` logger
-prefix and the ``[Rank 0]`` prefix of ``log_dist``/``print_dist``):
+Lines understood, with or without the ``[date] [INFO] [file:line:func]`` and
+``[Rank 0]`` prefixes (an example of each: docs/api.md, ``deepspeed``):
 
-- ThroughputTimer (``deepspeed/utils/timer.py``), every ``steps_per_print``:
-  ``epoch=0/micro_step=200/global_step=200, RunningAvgSamplesPerSec=58.73, CurrSamplesPerSec=58.75,
-  MemAllocated=6.01GB, MaxMemAllocated=19.52GB``; releases before global steps were
-  counted print ``0/200, RunningAvgSamplesPerSec=...`` (epoch/local step) after every
-  micro-step: their newest rate joins the newest numbered step;
-- engine progress (``_report_progress``): ``step=200, skipped=4, lr=[0.00024, 0.00024], mom=[...]``;
+- ThroughputTimer (``deepspeed/utils/timer.py``): ``epoch=0/micro_step=200/global_step=200,
+  RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...``; older releases print
+  ``0/200, RunningAvgSamplesPerSec=...`` every micro-step, and their newest rate
+  joins the newest numbered step;
+- engine progress: ``step=200, skipped=4, lr=[0.00024, 0.00024], mom=[...]``;
 - pipeline engine: ``steps: 200 loss: 2.3456 iter time (s): 1.234 samples/sec: 51.862``;
-- wall-clock breakdown (``wall_clock_breakdown: true``), every step:
-  ``time (ms) | fwd: 35.12 | bwd: 70.44 | bwd_inner: 60.10 | bwd_allreduce: 10.30 | step: 20.01``
-  (older releases: ``rank=0 time (ms) | forward: ... | backward: ... | backward_inner: ... |
-  backward_allreduce: ... | step: ...``); the per-micro-step line (``fwd_microstep`` ...)
-  and the pipeline's ``pipe_send_output``/``pipe_recv_input``/... line use the same shape;
-- fp16 loss-scale overflows (``loss_scaler.py``): ``[deepspeed] OVERFLOW! Rank 0 Skipping step.
-  Attempted loss scale: 65536, reducing to 32768`` — one skipped optimizer step each. Every such
-  line in the text is counted (``OVERFLOW skipped steps``) and the newest scale kept (``loss scale``):
-  one now and then is the dynamic scaler working, many in a row are a numerical fault.
+- the wall-clock breakdown, every step: ``time (ms) | fwd: ... | bwd: ... | step: ...``
+  (older: ``rank=0 time (ms) | forward: ...``), and the micro-step and pipeline
+  send/receive lines of the same shape;
+- fp16 overflows (``[deepspeed] OVERFLOW! Rank 0 Skipping step. ... reducing to 32768``): counted, newest scale kept.
 
 DeepSpeed numbers its lines only every ``steps_per_print`` steps but prints the
-breakdown every step, right after that step's own lines. The newest record is
-therefore the newest numbered step plus the first step breakdown printed after
-it, so every value describes the same step; when the text holds no numbered
-line at all, the newest breakdown is the record (without a step number).
+breakdown every step, right after that step's lines: the record is the newest
+numbered step plus the first breakdown after it, so every value describes one
+step; text without a numbered line gives the newest breakdown alone.
 """
 
 from __future__ import annotations

@@ -1,29 +1,21 @@
 """Read Megatron-LM's console log into one record of named values (pure text parsing).
 
-The iteration line (``training_log`` in ``megatron/training/training.py``), printed by
-the last rank every ``--log-interval`` iterations, in its forms:
+The iteration line (``training_log``, printed by the last rank every
+``--log-interval`` iterations) in every release's form: with today's or 2024's
+time stamp, without one (2022 and earlier), with Megatron-DeepSpeed's or
+BigScience's extra segments. Each ``key: value |`` segment becomes a value
+under its own key; a line that does not end with ``|`` was cut off and is not used.
 
-- current: `` [2026-08-01 12:00:00.123456] iteration      100/  500000 | consumed samples: ... |``
-- 2024: the same with a ``%Y-%m-%d %H:%M:%S`` stamp; 2022 and earlier: no stamp;
-- Megatron-DeepSpeed: extra ``consumed tokens``, ``actual seqlen``, ``samples per second``,
-  ``tokens per gpu per second (tgs)``, ``TFLOPs``; BigScience: ``elapsed time per iteration (s)``.
-
-Each ``key: value |`` segment becomes a value under its own key. A line that does
-not end with ``|`` was cut off and is not used.
-
-Timer blocks (``megatron/core/timers.py``, through ``logging``, so often prefixed
-``INFO:megatron.core.timers:``), printed after the iteration line they belong to
-and averaged per iteration (``save-checkpoint`` is the whole save):
-
-- ``--timing-log-option minmax`` (default): ``(min, max) time across ranks (ms):`` then
-  ``    forward-backward ...............: (1234.56, 1290.12)``;
-- ``max``: ``max time across ranks (ms):`` then ``    forward-backward ....: 1290.12``;
-- ``all``: ``times across ranks (ms):`` then ``  forward-backward:`` and ``     rank  0: 1234.56``;
-- releases before 2022: one line ``time (ms) | forward-compute: 123.45 | backward-compute: ...``.
-
-Timer values are kept as ``timer <name>`` (the largest rank's milliseconds) and,
-for ``all``, per rank under ``times across ranks (ms)``. The record is the newest
-complete iteration line merged with the timer blocks that follow it.
+Timer blocks (``megatron/core/timers.py``, often prefixed ``INFO:megatron.core.timers:``)
+follow the iteration line they belong to, in each ``--timing-log-option``:
+``minmax`` (the default: ``(min, max) time across ranks (ms):``, then
+``    forward-backward ....: (1234.56, 1290.12)``), ``max`` (``max time across
+ranks (ms):``), ``all`` (``times across ranks (ms):``, then every rank's value),
+and before 2022 one ``time (ms) | forward-compute: 123.45 | ...`` line. Values
+are kept as ``timer <name>`` (the largest rank's milliseconds, per iteration;
+``save-checkpoint`` is the whole save) and, for ``all``, per rank under
+``times across ranks (ms)``. The record is the newest complete iteration line
+merged with the timer blocks that follow it. Examples of every form: docs/api.md.
 """
 
 from __future__ import annotations
