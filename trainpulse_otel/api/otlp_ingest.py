@@ -1,24 +1,21 @@
 """``POST /v1/metrics``: OTLP/HTTP ingest (protobuf or OTLP/JSON, gzip or deflate as the SDK exporters send it).
 
-The handler only does the HTTP part: the content type says the encoding
+The handler does the HTTP part only: the content type says the encoding
 (``application/x-protobuf`` or ``application/json``; anything else is 415),
 ``Content-Encoding`` is undone within the same ``max_body_bytes`` limit as
 every other POST — measured on the *decompressed* bytes, so a gzip bomb is a
-413 after at most that many bytes, not a daemon out of memory —, and an
-undecodable body is a 400 naming what failed. The decoding and the mapping are
-the receive stage's; the answer is the ``ExportMetricsServiceResponse`` an
-OTLP receiver gives, in the request's encoding, with ``partial_success`` when
-some points were rejected.
+413 after at most that many bytes —, and an undecodable body is a 400 naming
+what failed. Decoding and mapping are the receive stage's; the answer is the
+``ExportMetricsServiceResponse`` an OTLP receiver gives, in the request's
+encoding, with ``partial_success`` when some points were rejected.
 
 It is a plain WSGI handler in front of the Flask app (:class:`OtlpIngest`
-wraps ``app.wsgi_app``), not a Flask route: a job daemon takes one export per
-node every second, and Flask's request machinery — its contexts, hooks and
-response object — cost ~0.45 ms of each, a third of decoding it
-(docs/performance.md). What the route owes the API's contract is kept with
-the same parts the Flask routes use: the token check (:mod:`.auth`), the JSON
-error shape (:mod:`.errors`) and the refused-request counter
-(:mod:`.metrics_routes`). Every other method and path goes on to Flask, where
-``GET /v1/metrics`` is the Datadog-style JSON.
+wraps ``app.wsgi_app``), not a Flask route, because Flask's request machinery
+costs a job daemon taking one export per node a second a large share of each
+(docs/performance.md). It keeps the API's contract with the parts the Flask
+routes use — the token check (:mod:`.auth`), the JSON error shape
+(:mod:`.errors`), the refused-request counter (:mod:`.metrics_routes`) — and
+hands every other method and path on to Flask.
 """
 
 from __future__ import annotations

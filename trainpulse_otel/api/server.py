@@ -4,26 +4,20 @@ One process keeps the in-process pipeline one: the API thread reads what the
 tick thread publishes.
 
 Body limits come in two layers. The app answers 413 for anything over its
-``MAX_CONTENT_LENGTH`` after the body has arrived, so the client (which is
-usually still sending when an early answer would come) reads a clean JSON 413
-on a live connection. waitress itself stops reading at
+``MAX_CONTENT_LENGTH`` once the body has arrived, so the client reads a clean
+JSON 413 on a live connection; waitress itself stops reading at
 ``SERVER_BODY_FACTOR`` times that limit, chunked or not, so no upload is ever
-buffered without bound; past that point it answers 413 and closes the
-connection. waitress's own errors (that 413, malformed HTTP, oversized
-headers) are answered in the app's JSON error shape too.
+buffered without bound (past it: 413, connection closed). waitress's own
+errors (that 413, malformed HTTP, oversized headers) answer in the app's
+JSON error shape too.
 
-Responses leave in one piece. By default waitress sends a response's header
-and its body in two ``send()`` calls; on loopback that costs an ingest client
-about 3.5x in throughput (and p99 latency goes from ~7 ms to ~70 ms,
-``bench/ingest.py``). Buffering up to ``SEND_BYTES`` before sending lets the
-worker's output go out in one write when the request is done. waitress marks
-the setting deprecated; while it exists we use it, and when it goes the server
-simply runs with waitress's default.
-
-Bodies arrive in one piece too, where they fit in ``RECV_BYTES``: waitress
-reads 8 kB a ``recv()`` by default, so a node daemon's ~30 kB OTLP export
-took four turns of the serving loop (select, dispatch, parse) — 64 of them a
-second into a job daemon.
+Responses leave in one write where they fit in ``SEND_BYTES`` (waitress's
+default sends header and body apart, which costs an ingest client most of
+its throughput), and requests are read up to ``RECV_BYTES`` a ``recv()``
+(waitress's 8 kB took a node daemon's OTLP export in several turns of the
+serving loop); the measurements are in docs/performance.md. waitress marks
+``send_bytes`` deprecated: while it exists it is used, and when it goes the
+server runs with waitress's default.
 """
 
 from __future__ import annotations
