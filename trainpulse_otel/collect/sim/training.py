@@ -4,29 +4,19 @@ GPU clocks set each rank's compute time; compute (after its data-loader wait)
 sets its arrival at the all-reduce; the last arrival sets everyone's sync wait
 and the step's wall time, and so tokens/s and MFU.
 
-Per-rank semantics (``TrainingSample.ranks``; rank i runs on local GPU i, ranks
-beyond the node's GPUs run on hosts ``node-001``… with ``gpu_index = rank %
-gpus``; a node of a job across nodes reports only its own ranks, under their
-global numbers — :mod:`.placement`):
+Per rank (rank i on local GPU i, ranks past the node's GPUs on ``node-001``…;
+a node of a job across nodes reports only its own, under their global numbers,
+:mod:`.placement`): ``step_time_ms`` is the rank's own busy time — compute and
+its part of the all-reduce, NOT waiting for slower peers; ``sync_wait_ms`` is
+that waiting plus the barrier's own cost, which every rank pays alike;
+``all_reduce_wait_ms`` the all-reduce proper; ``data_wait_ms`` its loader wait;
+``tokens_per_sec`` its share of the step's tokens over its own busy time (see
+docs/simulation.md, "Per-rank fields").
 
-- ``step_time_ms`` — the rank's own busy time for the step: forward, backward
-  and optimizer plus its part of the gradient all-reduce; NOT the time it spent
-  waiting for slower peers.
-- ``sync_wait_ms`` — that waiting: how long after this rank reached the
-  all-reduce the last rank arrived, plus the barrier's own cost, which every
-  rank pays about equally (a fifth of the all-reduce: latency and the device
-  sync, as a real job's barrier timer shows).
-- ``all_reduce_wait_ms`` — time in the gradient all-reduce proper; about equal
-  across ranks, since everyone moves the same bytes.
-- ``data_wait_ms`` — the rank's wait on its data loader before the step.
-- ``tokens_per_sec`` — the rank's share of the step's tokens (global tokens /
-  world size) over its own busy time, i.e. the rate it could sustain alone.
-
-The job-level ``step_time_ms`` is the step's wall time: the latest arrival
-(data wait + compute) over ranks, plus tokenizer wait, the all-reduce, fixed
-overheads, any pipeline bubble and any checkpoint save. Job-level
-``data_wait_ms``, ``sync_wait_ms`` and ``all_reduce_wait_ms`` are means over
-ranks; ``tokens_per_sec`` counts real (non-padding) tokens over wall time.
+For the job, ``step_time_ms`` is the step's wall time: the latest arrival over
+ranks plus tokenizer wait, the all-reduce, fixed overheads, any pipeline bubble
+and any checkpoint save; the job's waits are means over ranks, and
+``tokens_per_sec`` counts real (non-padding) tokens over wall time.
 """
 
 from __future__ import annotations
