@@ -3,31 +3,21 @@
 MFU = achieved model FLOP/s per device / peak FLOP/s per device, where the
 achieved rate is ``flops_per_token × tokens/s (whole job) / devices``.
 
-FLOPs per token of training (forward + backward, no recomputation counted),
-after PaLM (Chowdhery et al. 2022, appendix B) and torchtitan:
-
-    6·N  +  12·L·H·Dh·S
-
-- ``N``: parameters that take part in a matrix multiply — every parameter except
-  lookup-only embeddings (token and position tables). An output projection
-  tied to the token embedding is counted, because the logits matmul is real
-  compute (Chinchilla appendix F counts it; Megatron-LM counts it as its
-  "logit" term). Each such parameter costs 2 FLOPs per token forward and 4
-  backward: 6·N (Kaplan et al. 2020).
-- ``12·L·H·Dh·S``: attention scores ``QKᵀ`` and the weighted sum ``AV`` —
-  2·2·S·H·Dh per token per layer forward, ×3 with backward — over ``L``
-  layers of ``H`` query heads of width ``Dh`` at sequence length ``S``. Here
-  it is kept as ``12·S·Σ_layers(H·Dh)`` so layers may differ.
-- ``causal=True`` halves the attention term (6·L·H·Dh·S): with a causal mask
-  only the lower triangle of the score matrix is needed, which is how
-  Megatron-LM counts it. PaLM and torchtitan use the full term; MFU figures
-  computed the two ways differ and are not comparable.
+FLOPs per token of training (forward + backward, recomputation not counted),
+after PaLM (appendix B) and torchtitan: ``6·N + 12·L·H·Dh·S`` — ``N`` the
+parameters that take part in a matrix multiply (lookup-only embedding tables
+left out; an output projection tied to the token embedding counted), the
+second term attention's scores and weighted sum over ``L`` layers of ``H``
+query heads of width ``Dh`` at sequence length ``S``, kept as
+``12·S·Σ_layers(H·Dh)`` so layers may differ. ``causal=True`` halves the
+attention term, as Megatron-LM counts it; PaLM and torchtitan use the full
+term, so MFU figures computed the two ways are not comparable.
 
 Peak FLOP/s are dense (no 2:4 sparsity) tensor-core figures from NVIDIA's
-datasheets, matched on the NVML device name; docs/mfu.md lists them with
-their sources. Pure: tables and arithmetic, no I/O and no environment (the
-NVML name probe is :mod:`trainpulse_otel.collect.gpu_name`). Nothing here
-imports torch: a module is inspected through duck typing only.
+datasheets, matched on the NVML device name. docs/mfu.md gives the sources
+of both. Pure: tables and arithmetic, no I/O, no environment (the NVML name
+probe is :mod:`trainpulse_otel.collect.gpu_name`), and no torch import: a
+module is inspected through duck typing only.
 """
 
 from __future__ import annotations

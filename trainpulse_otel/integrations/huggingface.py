@@ -1,27 +1,23 @@
 """TrainPulse in a Hugging Face ``Trainer``: ``callbacks=[TrainPulseCallback(endpoint=…)]``.
 
-What each field means here:
+What each field means here (docs/instrumentation.md says the same for users):
 
 - step time — ``on_step_begin`` to ``on_step_end``: every micro-batch's forward
   and backward, gradient clipping and the optimizer step;
 - data wait — from the end of the previous step's bookkeeping (its
   ``on_step_end``, ``on_log``, ``on_evaluate`` or ``on_save``) to
-  ``on_step_begin``: the Trainer fetching the step's batches (on the first
-  step of an epoch, also starting the loader's workers);
+  ``on_step_begin``: the Trainer fetching the step's batches;
 - checkpoint — from the previous callback to ``on_save``: the save itself;
-- tokens, samples, sequence lengths — read from the ``input_ids`` and
+- tokens, samples, sequence lengths — from the ``input_ids`` and
   ``attention_mask`` the model's forward receives during the step (a forward
   pre-hook; evaluation forwards are not counted);
-- loss, grad norm, learning rate — from ``on_log``;
-- world size, batch sizes, gradient accumulation, precision — from the
-  ``TrainingArguments``.
+- loss, grad norm, learning rate from ``on_log``; world size, batch sizes,
+  gradient accumulation and precision from the ``TrainingArguments``.
 
-Every rank runs a monitor (so per-rank step times can be gathered with
-``torch.distributed``); only rank 0 sends or diagnoses. Under DDP the wait
+Every rank runs a monitor; only rank 0 sends or diagnoses. Under DDP the wait
 for a slow rank is spent inside the backward all-reduce, so each rank's step
-time includes it; ``time_sync=True`` adds a timed barrier after each
-training forward (see :func:`~trainpulse_otel.integrations.torch.sync_point`)
-so the wait is measured as sync wait instead.
+time includes it; ``time_sync=True`` measures it as sync wait instead
+(:func:`~trainpulse_otel.integrations.torch.sync_point`).
 """
 
 from __future__ import annotations
