@@ -1,9 +1,9 @@
 """The snapshot: the newest frame and diagnosis, one typed model for the API and the dashboard.
 
-:class:`Snapshot` is what :meth:`Engine.snapshot` returns and what
-``trainpulse top`` draws. ``to_dict`` is the contract's JSON (``GET
-/v1/snapshot``); ``from_dict`` reads a daemon's JSON back through the same
-sample parsers ingest uses, so a local and a remote dashboard see the same
+:class:`Snapshot` is what :meth:`~trainpulse_otel.runtime.engine.Engine.snapshot`
+returns and what ``trainpulse top`` draws. ``to_dict`` is the contract's JSON
+(``GET /v1/snapshot``); ``from_dict`` reads a daemon's JSON back through the
+same sample parsers ingest uses, so a local and a remote dashboard see the same
 types, and a body that does not fit fails once, at the edge, naming the field.
 
 A job daemon's snapshot also has ``nodes``: every other node of the job with

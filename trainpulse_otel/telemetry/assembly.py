@@ -103,7 +103,7 @@ class FrameAssembler:
             self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
 
     def add_observations(self, observations: Mapping[str, Iterable[Point]]) -> None:
-        """Take every point of an :func:`observe` result.
+        """Take every point of an :func:`~.conversion.observe` result.
 
         Same outcome as :meth:`add` per point, faster: ``observe`` shares one
         attributes dict among all points of a GPU or rank (as the OTLP

@@ -5,12 +5,11 @@ matters for them: with the Datadog profile they are exported as deltas.
 Accepted reports are counted in a plain queue on the request thread and added
 to the counter once per tick (:meth:`OperationalMetrics.flush`), one add per
 attribute set. A report's step time goes into the histogram at once, on the
-request thread: a histogram has no batch API, and recording a tick's worth of
-reports in one go (~17 µs each in the SDK, ~30 ms at 1,700 reports/s) held up
-every request in flight during that tick (p99 32 ms instead of 7 ms,
-``bench/ingest.py``).
-They are not in the measurement catalogue, so the diagnostic reader ignores
-them — the daemon's bookkeeping never feeds the diagnosis.
+request thread: a histogram has no batch API, and a tick's worth of records
+in one go held up every request in flight during that tick
+(docs/performance.md, "Ingest"). They are not in the measurement catalogue,
+so the diagnostic reader ignores them — the daemon's bookkeeping never feeds
+the diagnosis.
 """
 
 from __future__ import annotations

@@ -6,19 +6,16 @@ keeps its standard ``OTEL_*`` meaning. Endpoints
 (``OTEL_EXPORTER_OTLP_[METRICS_|LOGS_]PROTOCOL``), the export interval
 (``OTEL_METRIC_EXPORT_INTERVAL``) and temporality
 (``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``) are resolved here; the
-SDK's exporters read the rest themselves (``…_HEADERS``, ``…_TIMEOUT``,
-``…_COMPRESSION``, ``…_INSECURE``, certificates).
-
-Export is on when the ``otlp`` block is present, when an OTLP endpoint
-variable is set, or when ``OTEL_METRICS_EXPORTER``/``OTEL_LOGS_EXPORTER``
+SDK's exporters read the rest themselves (headers, timeout, compression,
+certificates). Export is on when the ``otlp`` block is present, an OTLP
+endpoint variable is set, or ``OTEL_METRICS_EXPORTER``/``OTEL_LOGS_EXPORTER``
 says ``otlp``; ``none`` there (or ``OTEL_SDK_DISABLED=true``) turns it off.
 
 The Datadog profile asks for delta temporality for Counter, Histogram and
-ObservableCounter and keeps UpDownCounters cumulative — what Datadog's OTLP
+ObservableCounter and keeps UpDownCounters cumulative, as Datadog's OTLP
 ingest expects (cumulative sums would be turned into deltas by the per-host
-Agent, and the first point of each series dropped).
-
-:func:`build_otlp` is what both the daemon and the in-process monitor call.
+Agent, and the first point of each series dropped). :func:`build_otlp` is what
+both the daemon and the in-process monitor call.
 """
 
 from __future__ import annotations
