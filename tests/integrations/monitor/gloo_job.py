@@ -6,8 +6,10 @@ minutes-long real runs documented in docs/signals.md ("Real jobs"):
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 [--slow-rank 2 --slow-after 60]
         [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256] [--device-ms 60]
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 --hang-rank 3 --hang-after 40 --hang-s 60
+    python -m tests.integrations.monitor.gloo_job --world 2 --seconds 40 --diverge-after 20 [--record trace.jsonl]
 
-prints when each signal and top root cause appeared and the final diagnosis.
+prints when each signal and top root cause appeared and the final diagnosis;
+``--record`` also writes rank 0's trace (JSON Lines) for ``trainpulse replay``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ def summary(result: dict) -> str:
     lines = [f"{head}; {slow}"]
     if result.get("hang_from_s") is not None:
         lines.append(f"  rank {result['hang_rank']} blocked from {result['hang_from_s']} s for {result['hang_s']} s")
+    if result.get("diverge_from_s") is not None:
+        lines.append(f"  learning rate blown up from {result['diverge_from_s']} s (step {result['diverge_from_step']})")
     for e in result["timeline"]:
         what = e.get("signal") or e.get("cause")
         load = f"  (load {e['load1']})" if "load1" in e else ""
@@ -119,10 +123,14 @@ def main() -> None:
     p.add_argument("--hang-after", type=float, default=40.0, help="seconds before the hang rank blocks")
     p.add_argument("--hang-s", type=float, default=40.0, help="how long it blocks")
     p.add_argument("--interval", type=float, default=0.25, help="the monitor's report interval (its default is 1 s)")
+    p.add_argument("--diverge-after", type=float, help="seconds before the learning rate blows up (the loss goes NaN)")
+    p.add_argument("--record", help="rank 0's monitor records its trace (JSON Lines) to this file")
     p.add_argument("--json", help="also write rank 0's result here")
     args = p.parse_args()
     skip = {"world", "json"} | ({"hang_rank", "hang_after", "hang_s"} if args.hang_rank < 0 else set())
-    options = {k: v for k, v in vars(args).items() if k not in skip}
+    options = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+    if args.record:
+        options["record"] = str(Path(args.record).resolve())  # rank 0 writes it, wherever it runs
     with tempfile.TemporaryDirectory() as tmp:
         result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
     if args.json:

@@ -4,6 +4,7 @@
                           [--extra 0.35] [--steps N] [--seconds S] [--interval S] [--gather-every K]
                           [--hardware none|host] [--startup-mb MB] [--checkpoint-every STEPS --checkpoint-mb MB]
                           [--hang-rank R --hang-after S --hang-s 40] [--master-port P] [--heartbeat-s 1]
+                          [--diverge-after S] [--record TRACE]
 
 Trains a small MLP with a hand-written DDP step: ``MICRO`` forward/backward
 passes, a timed barrier (``sync_point``), then a timed gradient all-reduce
@@ -27,6 +28,16 @@ measures each save's wall time itself.
 it sleeps ``--hang-s`` seconds inside its step, before the barrier and the
 all-reduce — while every other rank waits inside the barrier (gloo's default
 timeout is 30 minutes, so they just wait), their heartbeats still flowing.
+
+``--diverge-after`` makes the loss really diverge: from the first step after
+rank 0 has run that many seconds (the flag rides on the all-reduce) every rank
+steps with ``DIVERGE_LR_FACTOR`` times the learning rate, so the weights
+overflow within a few steps and the MSE loss becomes inf, then NaN; the loop
+keeps running. With it, every step reports its loss (``step.loss``), before
+the divergence too.
+
+``--record TRACE``: rank 0's in-process monitor writes its pipeline's trace
+there (``TrainingMonitor(record=…)``), for ``trainpulse replay``.
 
 With ``--master-port`` the job rendezvouses through ``env://`` (a TCPStore at
 127.0.0.1:PORT, as torchrun does), which the in-process monitor also uses to
@@ -56,6 +67,8 @@ from trainpulse_otel.integrations.torch import sync_point
 from trainpulse_otel.samples import to_dict
 
 BATCH, WIDTH, MICRO = 32, 128, 60
+LR = 0.01
+DIVERGE_LR_FACTOR = 1e12  # a learning rate schedule gone wrong: the weights overflow float32 in 2-3 steps
 POLL_S = 0.5
 STARTUP_S = 10.0
 MIB = 1 << 20
@@ -92,6 +105,8 @@ def parse() -> argparse.Namespace:
     p.add_argument("--hang-s", type=float, default=40.0, help="how long it hangs")
     p.add_argument("--master-port", type=int, help="rendezvous through env:// on this port")
     p.add_argument("--heartbeat-s", type=float, default=1.0)
+    p.add_argument("--diverge-after", type=float, help="seconds before the learning rate blows up (reports losses)")
+    p.add_argument("--record", help="rank 0's monitor records its trace (JSON Lines) to this file")
     return p.parse_args()
 
 
@@ -179,19 +194,22 @@ class Timeline:
             self._top = top
 
 
-def compute(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, extra: float) -> None:
-    """``MICRO`` forward/backward passes, then more for ``extra`` times as long as they took.
+def compute(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, extra: float) -> torch.Tensor:
+    """``MICRO`` forward/backward passes, then more for ``extra`` times as long as they took; the first's loss.
 
     The extra work is sized in wall time, not in passes: with more processes
     than cores, the waiting ranks free the CPU and a fixed number of extra
     passes would cost far less than its share — a 35 % slower rank would look 8 %.
     """
     start = time.perf_counter()
-    for _ in range(MICRO):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    for _ in range(MICRO - 1):
         torch.nn.functional.mse_loss(model(x), y).backward()
     until = time.perf_counter() + extra * (time.perf_counter() - start)
     while time.perf_counter() < until:
         torch.nn.functional.mse_loss(model(x), y).backward()
+    return loss.detach()  # the loss at the step's weights (every pass sees the same batch)
 
 
 def main() -> None:
@@ -213,6 +231,7 @@ def main() -> None:
         gather_every=args.gather_every,
         flops_per_token=6 * sum(p.numel() for p in model.parameters()),
         heartbeat_s=args.heartbeat_s,
+        record=args.record if rank == 0 else None,
     )
     params = list(model.parameters())
     x, y = torch.randn(BATCH, WIDTH), torch.randn(BATCH, WIDTH)
@@ -226,6 +245,9 @@ def main() -> None:
     slow_at: float | None = None
     hang_from: int | None = None  # the step the hang rank blocks in, once rank 0's flag said so
     hang_at: float | None = None
+    diverge_from: int | None = None  # the first step with the blown-up learning rate, once rank 0's flag said so
+    diverge_at: float | None = None
+    lr = LR
     step = 0
     while step < args.steps:
         if step == slow_from and args.slow_rank >= 0:
@@ -233,8 +255,12 @@ def main() -> None:
         slowed = rank == args.slow_rank and step >= slow_from
         if step == hang_from:
             hang_at = time.time() - start
-        with monitor.step(tokens=BATCH, samples=BATCH):
-            compute(model, x, y, args.extra if slowed else 0.0)
+        if step == diverge_from:
+            diverge_at, lr = time.time() - start, LR * DIVERGE_LR_FACTOR
+        with monitor.step(tokens=BATCH, samples=BATCH) as timer:
+            loss = compute(model, x, y, args.extra if slowed else 0.0)
+            if args.diverge_after is not None:
+                timer.loss = loss
             if args.device_ms:
                 time.sleep(args.device_ms * (1.0 + (args.extra if slowed else 0.0)) / 1000.0)
             if slowed and args.sleep_ms:  # a slowdown that CPU contention between the ranks cannot hide
@@ -242,9 +268,10 @@ def main() -> None:
             if rank == args.hang_rank and step == hang_from:
                 time.sleep(args.hang_s)  # blocked before the collective: the others wait inside it
             sync_point(monitor)
-            flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(3)])
+            flat = torch.cat([p.grad.flatten() for p in params] + [torch.zeros(4)])
             if rank == 0:
                 elapsed = time.time() - start
+                flat[-4] = float(args.diverge_after is not None and elapsed >= args.diverge_after)
                 flat[-3] = float(elapsed >= args.hang_after)
                 flat[-2] = float(elapsed >= args.seconds)
                 flat[-1] = float(args.slow_after is not None and elapsed >= args.slow_after)
@@ -254,7 +281,7 @@ def main() -> None:
                 offset = 0
                 for p in params:
                     n = p.numel()
-                    p -= 0.01 / MICRO * flat[offset : offset + n].view_as(p) / world
+                    p -= lr / MICRO * flat[offset : offset + n].view_as(p) / world
                     p.grad = None
                     offset += n
         step += 1
@@ -264,6 +291,8 @@ def main() -> None:
             slow_from = step
         if flat[-3] > 0 and hang_from is None:
             hang_from = step
+        if flat[-4] > 0 and diverge_from is None:
+            diverge_from = step
         if timeline is not None:
             timeline.step = step
         if flat[-2] > 0:
@@ -283,6 +312,8 @@ def main() -> None:
             "hang_from_step": hang_from,
             "hang_from_s": None if hang_at is None else round(hang_at, 2),
             "hang_s": args.hang_s,
+            "diverge_from_step": diverge_from,
+            "diverge_from_s": None if diverge_at is None else round(diverge_at, 2),
             "timeline": timeline.events,
             "heartbeats": timeline.heartbeats,
             "training": to_dict(frame.training),
