@@ -2,12 +2,14 @@
 
 One validated model serves REST ingest, the in-process monitor, the framework
 adapters and trace replay. Samples are immutable value objects
-(:mod:`.model`); the parse functions (:mod:`.validation`, by the rules of :mod:`.rules`) turn untrusted
+(:mod:`.model`; :mod:`.collected` bundles what one collection saw); the parse
+functions (:mod:`.validation`, by the rules of :mod:`.rules`) turn untrusted
 JSON-like input into them or raise a :class:`SampleError` that names the
 offending field (``ranks[3].step_time_ms``), so every front end can answer a
 precise 4xx instead of guessing.
 """
 
+from .collected import Collected
 from .model import (
     COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
@@ -70,6 +72,7 @@ __all__ = [
     "TRAINING_IDENTITY_FIELDS",
     "TRAINING_MEASUREMENT_FIELDS",
     "TRAINING_RULES",
+    "Collected",
     "Frame",
     "GpuKey",
     "GpuSample",

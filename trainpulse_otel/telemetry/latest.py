@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from itertools import repeat
 from operator import attrgetter
 
-from ..collect.base import Collected
 from ..samples import (
     DEFAULT_MAX_RANKS,
     RANK_PARTS,
+    Collected,
     GpuSample,
     HostSample,
     LossPoint,
