@@ -11,7 +11,7 @@ import pytest
 
 from trainpulse_otel.cli import main
 from trainpulse_otel.collect.sim import JOB_HEALTHY, SimCollector, SimulatedNode
-from trainpulse_otel.collect.sim.combine import ADDITIVE_KNOBS, combine, scenario_named
+from trainpulse_otel.collect.sim.combine import ADDITIVE_KNOBS, check_scenario, combine, scenario_named
 from trainpulse_otel.collect.sim.knobs import Knobs
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS, Effect
 from trainpulse_otel.config import ConfigError, load_settings
@@ -143,13 +143,30 @@ def test_scenario_a_b_through_flag_env_and_file(tmp_path):
     assert load_settings(environ={}, config_path=str(cfg)).scenario == PAIR
 
 
+@pytest.mark.parametrize("spec", ["rank_straggler,", "a b", "Rank_Straggler"])
+def test_a_malformed_scenario_is_a_config_error_naming_the_key(spec):
+    with pytest.raises(ConfigError, match=r"^scenario: "):
+        load_settings(flags={"scenario": spec}, environ={})
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
-    [("rank_straggler,volcano", "unknown scenario 'volcano'"), ("rank_straggler,", "scenario"), ("a b", "scenario")],
+    [
+        ("volcano", "unknown scenario 'volcano'; known: .*rank_straggler"),
+        ("rank_straggler,volcano", "unknown scenario 'volcano'"),
+        ("rank_straggler,rank_straggler", "named twice"),
+        ("healthy,rank_straggler", "no fault"),
+    ],
 )
-def test_a_bad_name_in_a_combination_is_a_config_error_naming_it(spec, message):
-    with pytest.raises(ConfigError, match=message):
-        load_settings(flags={"scenario": spec}, environ={})
+def test_check_scenario_refuses_what_the_simulator_cannot_run_naming_it(spec, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        check_scenario(spec)
+    assert info.value.key == "scenario"
+
+
+def test_check_scenario_accepts_a_name_and_a_combination():
+    check_scenario("healthy")
+    check_scenario(PAIR)
 
 
 def test_snapshot_runs_a_combination(capsys, monkeypatch):

@@ -14,6 +14,7 @@ load that adds up (:data:`ADDITIVE_KNOBS`): the host's extra CPU from input
 workers plus a noisy neighbour's is their sum, written as a chain of effects
 that follows the sum exactly (the model applies effects on one knob in
 order, each moving the knob from where the previous left it).
+:func:`check_scenario` is the start-up check of a ``-scenario`` setting.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from itertools import combinations, pairwise
 from typing import Any
 
-from .scenarios import GPU_KNOBS, Effect, Scenario, get_scenario
+from ...config import ConfigError
+from .scenarios import GPU_KNOBS, SCENARIOS, Effect, Scenario, get_scenario
 
 #: Job knobs whose level is an extra load over a healthy 0: two parts moving one add up.
 ADDITIVE_KNOBS = frozenset({"host_cpu_percent"})
@@ -34,6 +36,22 @@ def scenario_named(spec: str) -> Scenario:
     if len(names) == 1:
         return get_scenario(names[0])
     return combine(*(get_scenario(name) for name in names))
+
+
+def check_scenario(spec: str) -> None:
+    """Refuse a ``-scenario`` the simulator cannot run, as a ``scenario`` setting error.
+
+    Settings check its syntax only; the names are checked here, at start-up: a
+    :class:`~trainpulse_otel.config.ConfigError` names the first unknown scenario and lists the known
+    ones, or says why the named ones cannot run together.
+    """
+    for name in spec.split(","):
+        if name.strip() not in SCENARIOS:
+            raise ConfigError("scenario", f"unknown scenario {name.strip()!r}; known: {', '.join(sorted(SCENARIOS))}")
+    try:
+        scenario_named(spec)
+    except ValueError as exc:
+        raise ConfigError("scenario", str(exc)) from None
 
 
 def combine(*scenarios: Scenario) -> Scenario:
