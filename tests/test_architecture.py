@@ -103,6 +103,20 @@ def test_no_private_name_is_imported_across_packages():
     assert crossing == []
 
 
+def test_settings_import_nothing_else_of_the_package():
+    # Settings are read before any part exists: they parse syntax, and the parts check names at start-up.
+    uses = imported("trainpulse_otel.config", modules()["trainpulse_otel.config"])
+    assert sorted(m for m in uses if m.startswith("trainpulse_otel")) == []
+
+
+def test_telemetry_imports_nothing_from_collection():
+    # Telemetry comes after collection in the data path; what both speak lives in samples/.
+    for name, tree in modules().items():
+        if name.startswith("trainpulse_otel.telemetry"):
+            bad = {m for m in imported(name, tree) if m.startswith("trainpulse_otel.collect")}
+            assert not bad, f"{name} imports {sorted(bad)}"
+
+
 @pytest.mark.parametrize("name", sorted(modules()))
 def test_modules_stay_small(name):
     path = PACKAGE.parent / (name.replace(".", "/") + ".py")
