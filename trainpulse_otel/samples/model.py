@@ -229,7 +229,7 @@ class LossPoint(NamedTuple):
     """One reported loss (job-level, or one rank's when ``rank`` is set) as ingest received it.
 
     Reports can arrive many times per tick; the frame keeps only the newest,
-    but :class:`Frame.losses` carries every point since the previous frame, so
+    but :attr:`Frame.losses` carries every point since the previous frame, so
     a one-step spike or NaN between two ticks still reaches the detectors.
     """
 
