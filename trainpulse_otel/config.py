@@ -180,6 +180,29 @@ def _headers(value: Any) -> dict[str, str]:
     return dict(value)
 
 
+def _thresholds(value: Any) -> dict[str, dict[str, float]] | None:
+    """``{"SIGNAL": {"KNOB": number}}``, its shape only: which signals and knobs exist, and each knob's range, is
+    checked at start-up against the detectors found (``ThresholdError`` naming ``detectors.SIGNAL.KNOB``)."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be a JSON object: {exc.msg}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f'must be an object like {{"rank_straggler": {{"min_slowdown": 0.2}}}}, got {value!r}')
+    out: dict[str, dict[str, float]] = {}
+    for signal, knobs in value.items():
+        if not isinstance(knobs, Mapping):
+            raise ValueError(f"{signal}: must be an object of threshold values, got {knobs!r}")
+        for knob, number in knobs.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise ValueError(f"{signal}.{knob}: must be a number, got {number!r}")
+        out[str(signal)] = dict(knobs)
+    return out
+
+
 OTLP_KEYS: dict[str, Callable[[Any], Any]] = {
     "endpoint": _text(),
     "protocol": _choice("grpc", "http/protobuf"),
@@ -278,6 +301,13 @@ OPTIONS: tuple[Option, ...] = (
         "DURATION",
     ),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
+    Option(
+        "detectors",
+        _thresholds,
+        None,
+        'threshold overrides {"SIGNAL": {"KNOB": value}} (JSON object; `trainpulse thresholds` lists every knob)',
+        "JSON",
+    ),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 
@@ -309,6 +339,7 @@ class Settings:
     sim_node_rank: int = 0
     warmup: float = 0.0
     smi_timeout: float = 5.0
+    detectors: dict[str, dict[str, float]] | None = None
 
     @property
     def host(self) -> str:

@@ -1,6 +1,7 @@
-"""Adapters resolve through entry points: built-ins from our own metadata, third-party plugins too."""
+"""Adapters: the built-ins listed in code, third-party plugins through the ``trainpulse.adapters`` entry points."""
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from trainpulse_otel.runtime import plugins
 BUILTINS = {"generic", "pytorch", "deepspeed", "megatron", "huggingface", "lightning", "torchtitan"}
 
 
-def test_builtins_load_from_installed_metadata_without_autoload():
+def test_builtins_load_without_autoload():
     adapters = plugins.load_adapters(autoload=False)
     assert set(adapters) == BUILTINS
     assert all(isinstance(a, Adapter) and a.name == name for name, a in adapters.items())
@@ -46,36 +47,47 @@ NOT_AN_ADAPTER = 42
 """
 
 
+GOOD = "acme = acme_adapter:ADAPTER\nacme-class = acme_adapter:ClassPlugin\nbroken = acme_missing_module:ADAPTER"
+
+
 @pytest.fixture
-def third_party(tmp_path, monkeypatch):
-    _install_plugin(
-        tmp_path,
-        "acme_trainpulse",
-        (
-            "acme = acme_adapter:ADAPTER\n"
-            "acme-class = acme_adapter:ClassPlugin\n"
-            "broken = acme_missing_module:ADAPTER\n"
-            "bogus = acme_adapter:NOT_AN_ADAPTER\n"
-            "megatron = acme_adapter:ADAPTER"
-        ),
-        "acme_adapter",
-        PLUGIN_SOURCE,
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield
+def install(tmp_path, monkeypatch):
+    def install(entry_points: str = GOOD) -> None:
+        _install_plugin(tmp_path, "acme_trainpulse", entry_points, "acme_adapter", PLUGIN_SOURCE)
+        monkeypatch.syspath_prepend(str(tmp_path))
+
+    yield install
     sys.modules.pop("acme_adapter", None)
 
 
-def test_third_party_plugins_load_and_broken_ones_are_logged_and_skipped(third_party, caplog):
+@pytest.fixture
+def third_party(install):
+    install()
+
+
+def test_third_party_plugins_load_and_one_that_fails_to_import_is_logged_and_skipped(third_party, caplog):
     with caplog.at_level(logging.WARNING, logger="trainpulse_otel.runtime.plugins"):
         adapters = plugins.load_adapters(autoload=True)
-    assert {"acme", "acme-class"} <= set(adapters) and not {"broken", "bogus"} & set(adapters)
+    assert {"acme", "acme-class"} <= set(adapters) and "broken" not in adapters
     assert adapters["acme"].normalize({"jax_step_seconds": 1.25}).step_time_ms == 1250.0
     assert adapters["acme-class"].translate({"tps": 5.0}) == {"tokens_per_sec": 5.0}
-    messages = " ".join(r.getMessage() for r in caplog.records)
-    assert "broken" in messages and "bogus" in messages
-    assert adapters["megatron"].translate_text is not None  # a plugin cannot hijack a built-in name
-    assert "already provided" in messages
+    assert "plugin 'broken' (acme_missing_module:ADAPTER, trainpulse.adapters) failed to import" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("entry_points", "error"),
+    [
+        (
+            "bogus = acme_adapter:NOT_AN_ADAPTER",
+            "plugin 'bogus' (acme_adapter:NOT_AN_ADAPTER, trainpulse.adapters): 42",
+        ),
+        ("megatron = acme_adapter:ADAPTER", "the name 'megatron' is already taken by 'megatron' (built-in)"),
+    ],
+)
+def test_a_plugin_that_is_no_adapter_or_takes_a_builtin_name_is_refused_by_name(install, entry_points, error):
+    install(entry_points)
+    with pytest.raises(plugins.PluginError, match=re.escape(error)):
+        plugins.load_adapters(autoload=True)
 
 
 def test_autoload_off_by_argument_or_environment_skips_third_party(third_party, monkeypatch):
@@ -86,10 +98,9 @@ def test_autoload_off_by_argument_or_environment_skips_third_party(third_party, 
     assert "acme" in plugins.load_adapters()
 
 
-def test_without_installed_metadata_the_log_says_how_to_install(monkeypatch, caplog):
+def test_without_any_installed_metadata_the_builtins_are_all_there(monkeypatch):
     monkeypatch.setattr(plugins, "entry_points", lambda group: [])
-    assert plugins.load_adapters(autoload=True) == {}
-    assert "is trainpulse-otel installed (pip install -e .)?" in caplog.text
+    assert set(plugins.load_adapters(autoload=True)) == BUILTINS
 
 
 def test_the_autoload_variable_is_not_mistaken_for_a_setting():

@@ -20,7 +20,7 @@ from trainpulse_otel.collect.sim import (
 )
 from trainpulse_otel.collect.sim.job import ALLREDUCE_MS
 from trainpulse_otel.collect.sim.scenarios import GPU_KNOBS, JOB_KNOBS, SCENARIOS, Effect
-from trainpulse_otel.diagnose.types import ROOT_CAUSES, SIGNALS
+from trainpulse_otel.diagnose import ROOT_CAUSES, SIGNALS
 from trainpulse_otel.samples import (
     TrainingSample,
     parse_gpus,

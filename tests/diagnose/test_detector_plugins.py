@@ -1,99 +1,177 @@
-"""Detectors and root-cause rules resolve through entry points: built-ins and third-party plugins."""
+"""Detectors and root-cause rules: the built-ins listed in code, third parties through entry points, checked
+against one vocabulary; a plugin's signal and cause are as first class as a built-in's."""
 
 from __future__ import annotations
 
 import sys
-from importlib.metadata import distribution
+from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.diagnose.builders import T0, job
-from trainpulse_otel.diagnose import DEFAULT_POLICY, ROOT_CAUSES, SIGNALS, DiagnosticPipeline
+from trainpulse_otel.diagnose import (
+    DEFAULT_POLICY,
+    VOCABULARY,
+    Candidate,
+    DiagnosticPipeline,
+    Signal,
+    SignalSpec,
+    SpecError,
+    Vocabulary,
+)
+from trainpulse_otel.diagnose.builtins import DETECTORS, RULES
 from trainpulse_otel.diagnose.detectors import LowMfu
+from trainpulse_otel.diagnose.rootcause import rank_candidates
 from trainpulse_otel.runtime import build_pipeline, plugins
 
+ROOT = Path(__file__).resolve().parents[2]
+#: The contract's names (../shared/CONTRACT.md "Signals" and "Root causes") that the built-ins raise today.
+CONTRACT_SIGNALS = {
+    "dataloader_starvation", "gpu_underutilization", "sync_imbalance", "memory_pressure", "thermal_instability",
+    "throughput_collapse", "low_mfu", "sequence_padding", "tokenizer_stall", "allreduce_wait", "checkpoint_stall",
+    "pipeline_bubble", "rank_straggler", "training_stalled", "loss_spike", "nonfinite_loss", "gpu_hardware_fault",
+    "node_unreachable", "gpu_memory_degradation", "oom_risk", "thermal_throttle_risk",
+}  # fmt: skip
+CONTRACT_CAUSES = {
+    "input_pipeline_bound", "tokenizer_bound", "straggler_rank", "gpu_thermal_throttling", "gpu_power_throttling",
+    "communication_bound", "checkpoint_io_bound", "pipeline_bubbles", "padding_waste", "host_memory_pressure",
+    "gpu_memory_pressure", "compute_inefficiency", "load_imbalance", "rank_hang", "numerical_instability",
+    "gpu_hardware_failure", "node_failure",
+}  # fmt: skip
 
-def detectors(autoload: bool | None = None) -> list:
-    return plugins.discover(autoload).new_detectors()
 
-
-def test_the_builtins_are_registered_once_as_our_own_entry_points():
-    installed = distribution(plugins.DISTRIBUTION).entry_points
-    for group in plugins.GROUPS:
-        assert {ep.name for ep in installed.select(group=group)} == set(
-            plugins.load_group(group, lambda n, o: o, autoload=False)
-        )
-    assert not hasattr(plugins, "BUILTIN_ENTRY_POINTS")  # no second list beside pyproject.toml
-
-
-def test_the_builtins_cover_every_contract_signal_and_cause_under_their_own_names():
+def test_the_builtins_are_listed_in_code_and_pyproject_declares_no_plugin_of_ours():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not {group for group in project.get("entry-points", {}) if group in plugins.GROUPS}
     found = plugins.discover(autoload=False)
-    assert {s for d in found.new_detectors() for s in d.signals} == set(SIGNALS)
-    assert [d.name for d in found.new_detectors()] == list(found.detectors)
-    assert set(found.root_causes) == set(ROOT_CAUSES)
-    assert all(rule.name == name for name, rule in found.root_causes.items())
-    assert [n for n, r in found.root_causes.items() if r.residual] == ["compute_inefficiency"]
+    assert list(found.detectors.values()) == list(DETECTORS)
+    assert list(found.root_causes.values()) == list(RULES)
+    assert set(found.collectors) == {"nvml", "nvidia-smi", "host", "sim"}
+    assert set(found.adapters) == {
+        "generic",
+        "pytorch",
+        "deepspeed",
+        "megatron",
+        "huggingface",
+        "lightning",
+        "torchtitan",
+    }
+
+
+def test_the_builtins_declare_every_contract_signal_and_cause_once():
+    assert set(VOCABULARY.signal_names) == CONTRACT_SIGNALS
+    assert set(VOCABULARY.cause_names) == CONTRACT_CAUSES
+    assert [r.name for r in RULES if r.residual] == ["compute_inefficiency"]
+    # the deepest layer first on equal confidence: a silent node, then a failing GPU, ... what is left last
+    tie = sorted(VOCABULARY.tie_rank, key=VOCABULARY.tie_rank.get)
+    assert tie[:2] == ["node_failure", "gpu_hardware_failure"] and tie[-2:] == [
+        "compute_inefficiency",
+        "numerical_instability",
+    ]
+    assert VOCABULARY.predictive == {"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"}
 
 
 PLUGIN = """
-from trainpulse_otel.diagnose import BaseDetector, Candidate, Finding, Rule
+from trainpulse_otel.diagnose import BaseDetector, Candidate, CauseSpec, Finding, Knob, Rule, SignalSpec
+
+LOSS_PLATEAU = SignalSpec("loss_plateau", "the loss stopped falling", "training", impact=0.3, component="compute")
+STALE_LR = CauseSpec(
+    "stale_learning_rate", "the LR schedule ended early", "step", ("loss_plateau",), "check the LR schedule"
+)
+
 
 class LossPlateau(BaseDetector):
     name = "loss_plateau"
-    signals = ("loss_plateau",)
+    signals = (LOSS_PLATEAU,)
+    knobs = (Knob("high_loss", 10.0, "nats", "convention", "a loss this high has not been trained"),)
 
     def update(self, tick):
         report = tick.report
         if report is None or report.loss is None:
             return None
-        return [Finding("loss_plateau", 2.0, message="loss stuck high")] if report.loss > 10 else []
-
-NOT_A_DETECTOR = 42
+        stuck = report.loss > self.thresholds.high_loss
+        return [Finding("loss_plateau", 2.0, message="loss stuck high")] if stuck else []
 
 
 def propose(evidence):
     plateau = evidence.job_signal("loss_plateau")
     if plateau is None:
         return []
-    return [Candidate("bad_data_shard", 0.8, "loss stuck on one data shard", "skip the shard", [plateau])]
+    return [Candidate("stale_learning_rate", 0.8, "loss stuck on a stale LR", "check the LR schedule", [plateau])]
 
-RULE = Rule("bad_data_shard", propose)
+
+RULE = Rule(STALE_LR, propose)
 """
+ENTRY_POINTS = (
+    "[trainpulse.detectors]\nloss_plateau = acme_detectors:LossPlateau\n"
+    "[trainpulse.root_causes]\nstale_learning_rate = acme_detectors:RULE\n"
+)
 
 
 @pytest.fixture
-def third_party(tmp_path, monkeypatch):
-    (tmp_path / "acme_detectors.py").write_text(PLUGIN)
-    info = tmp_path / "acme_detectors-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-detectors\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[trainpulse.detectors]\nloss_plateau = acme_detectors:LossPlateau\nbogus = acme_detectors:NOT_A_DETECTOR\n"
-        "ranks = acme_detectors:LossPlateau\n"
-        "[trainpulse.root_causes]\nbad_data_shard = acme_detectors:RULE\nbroken = acme_detectors:NOT_A_DETECTOR\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield
+def install(tmp_path, monkeypatch):
+    """Install a third-party distribution ``acme-detectors`` made of ``module`` and ``entry_points``."""
+
+    def install(module: str = PLUGIN, entry_points: str = ENTRY_POINTS) -> None:
+        (tmp_path / "acme_detectors.py").write_text(module)
+        info = tmp_path / "acme_detectors-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-detectors\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(entry_points)
+        monkeypatch.syspath_prepend(str(tmp_path))
+
+    yield install
     sys.modules.pop("acme_detectors", None)
 
 
-def test_a_third_party_detector_and_rule_join_the_pipeline(third_party):
-    names = [d.name for d in detectors(autoload=True)]
-    assert names[-1] == "loss_plateau" and "bogus" not in names
-    assert names.count("ranks") == 1  # a plugin cannot replace a built-in
+def test_a_plugin_signal_gets_its_declared_impact_component_order_and_exported_confidence(install):
+    install()
     found = plugins.discover(autoload=True)
-    assert "bad_data_shard" in found.root_causes and "broken" not in found.root_causes
+    vocabulary = found.vocabulary
+    assert vocabulary.impacts["loss_plateau"] == 0.3 and vocabulary.component_of["loss_plateau"] == "compute"
+    assert vocabulary.tie_rank["load_imbalance"] < vocabulary.tie_rank["stale_learning_rate"]
+    assert vocabulary.tie_rank["stale_learning_rate"] < vocabulary.tie_rank["compute_inefficiency"]
+    assert "loss_plateau.high_loss" in {e.key for e in vocabulary.knobs}
     pipeline = build_pipeline(found)
-    for t in range(5):
+    for t in range(60):
         result = pipeline.update(job(float(t), training={"loss": 50.0}))
-    assert [s.name for s in result.diagnosis.signals] == ["loss_plateau"]
-    [cause] = result.diagnosis.root_causes  # the plugin's signal became the plugin's cause
-    assert cause.cause == "bad_data_shard" and cause.signals == ("loss_plateau",)
-    assert _signal_active(result) == {("loss_plateau", "warning"): 1, ("loss_plateau", "critical"): 0}
+    diagnosis = result.diagnosis
+    assert [s.name for s in diagnosis.signals] == ["loss_plateau"]
+    assert diagnosis.health.score == pytest.approx(100 * (1 - 0.3), abs=0.1)  # its impact, not a default's
+    [cause] = diagnosis.root_causes  # the plugin's signal became the plugin's cause
+    assert cause.cause == "stale_learning_rate" and cause.signals == ("loss_plateau",)
+    exported = _exported(result, vocabulary)
+    assert exported["signal"] == {("loss_plateau", "warning"): 1, ("loss_plateau", "critical"): 0}
+    assert exported["cause"] == {"stale_learning_rate": cause.confidence}
 
 
-def _signal_active(result) -> dict:
-    """The plugin signal's ``trainpulse.signal.active`` series, as the OTel reader sees them."""
+def test_a_plugin_cause_ranks_by_the_lost_time_of_its_signal_component(install):
+    install()
+    vocabulary = plugins.discover(autoload=True).vocabulary
+    plateau = Signal("loss_plateau", "warning", T0, "loss stuck high")
+    data = Signal("dataloader_starvation", "warning", T0, "waits for data")
+    ours = Candidate("stale_learning_rate", 0.6, "", "", [plateau])
+    theirs = Candidate("input_pipeline_bound", 0.6, "", "", [data])
+    ranked = rank_candidates([theirs, ours], vocabulary, {"compute": 0.3, "data": 0.1})
+    assert [(c.cause, round(c.confidence, 2)) for c in ranked] == [
+        ("stale_learning_rate", 0.75),
+        ("input_pipeline_bound", 0.25),
+    ]
+
+
+def test_a_plugin_threshold_is_overridden_like_a_builtin(install):
+    install()
+    found = plugins.discover(autoload=True)
+    pipeline = build_pipeline(found, {"loss_plateau": {"high_loss": 60.0}})
+    for t in range(10):
+        result = pipeline.update(job(float(t), training={"loss": 50.0}))
+    assert result.diagnosis.signals == ()
+
+
+def _exported(result, vocabulary) -> dict:
+    """The plugin's ``trainpulse.signal.active`` and ``root_cause.confidence`` points, as the OTel reader sees
+    them."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -101,32 +179,69 @@ def _signal_active(result) -> dict:
     from trainpulse_otel.publish.otel import DiagnosisPublisher
 
     reader = InMemoryMetricReader()
-    publisher = DiagnosisPublisher(
-        MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t")
-    )
-    publisher.publish(result)
-    [metric] = [
-        m
+    meter = MeterProvider(metric_readers=[reader]).get_meter("t")
+    DiagnosisPublisher(meter, LoggerProvider().get_logger("t"), vocabulary=vocabulary).publish(result)
+    points = {
+        m.name: m.data.data_points
         for rm in reader.get_metrics_data().resource_metrics
         for sm in rm.scope_metrics
         for m in sm.metrics
-        if m.name == "trainpulse.signal.active"
-    ]
+    }
     return {
-        (p.attributes["signal"], p.attributes["severity"]): p.value
-        for p in metric.data.data_points
-        if p.attributes["signal"] == "loss_plateau"
+        "signal": {
+            (p.attributes["signal"], p.attributes["severity"]): p.value
+            for p in points["trainpulse.signal.active"]
+            if p.attributes["signal"] == "loss_plateau"
+        },
+        "cause": {p.attributes["cause"]: p.value for p in points["trainpulse.root_cause.confidence"]},
     }
 
 
-def test_autoload_off_loads_the_builtins_alone(third_party, monkeypatch):
+@pytest.mark.parametrize(
+    ("change", "entry_points", "error"),
+    [
+        (('name = "loss_plateau"', 'name = "ranks"'), None, "the name 'ranks' is taken by detector 'ranks'"),
+        ((), "[trainpulse.detectors]\nranks = acme_detectors:LossPlateau\n", "'ranks' is already taken by 'ranks'"),
+        (('SignalSpec("loss_plateau"', 'SignalSpec("rank_straggler"'), None, "signal 'rank_straggler' is already"),
+        (("signals = (LOSS_PLATEAU,)", "signals = ('loss_plateau',)"), None, "which is not a trainpulse_otel"),
+        (("signals = (LOSS_PLATEAU,)", "signals = ()"), None, "declares no signals"),
+        (
+            (', ("loss_plateau",), "check', ', ("loss_plateu",), "check'),
+            None,
+            "explains unknown signal(s) 'loss_plateu'",
+        ),
+        (('"nats", "convention", "a loss', '"nats", "hunch", "a loss'), None, "has basis 'hunch'"),
+        (("impact=0.3", "impact=3"), None, "a share of health between 0 and 1"),
+        ((), "[trainpulse.detectors]\nbogus = acme_detectors:RULE\n", "is not a valid trainpulse.detectors plugin"),
+    ],
+)
+def test_a_plugin_that_does_not_fit_stops_discovery_naming_it(install, change, entry_points, error):
+    module = PLUGIN.replace(*change) if change else PLUGIN
+    install(module, entry_points or ENTRY_POINTS)
+    with pytest.raises(plugins.PluginError) as raised:
+        plugins.discover(autoload=True)
+    assert error in str(raised.value) and "acme_detectors" in str(raised.value)
+
+
+def test_a_plugin_that_fails_to_import_is_logged_and_skipped(install, caplog):
+    install("raise ImportError('no acme_gpu library')")
+    found = plugins.discover(autoload=True)
+    assert "loss_plateau" not in found.detectors and "stale_learning_rate" not in found.root_causes
+    assert "failed to import" in caplog.text and "loss_plateau" in caplog.text
+
+
+def test_autoload_off_loads_the_builtins_alone(install, monkeypatch):
+    install()
     monkeypatch.setenv(plugins.AUTOLOAD_ENV, "1")
-    assert "loss_plateau" not in {d.name for d in detectors()}
-    assert "bad_data_shard" not in plugins.discover().root_causes
+    found = plugins.discover()
+    assert "loss_plateau" not in found.detectors and "stale_learning_rate" not in found.root_causes
+
+
+BROKEN = SignalSpec("broken", "a plugin bug", "training", 0.1, None)
 
 
 class Broken:
-    name, signals, every_s, policy = "broken", ("broken",), 0.0, DEFAULT_POLICY
+    name, signals, knobs, every_s, policy = "broken", (BROKEN,), (), 0.0, DEFAULT_POLICY
 
     def update(self, tick):
         raise RuntimeError("a plugin bug")
@@ -146,19 +261,41 @@ def test_a_failing_detector_is_logged_once_and_the_others_go_on(caplog):
     ]
 
 
-class Periodic:
+class Stray(Broken):
+    """A detector that raises a signal it never declared."""
+
+    name = "stray"
+
+    def update(self, tick):
+        from trainpulse_otel.diagnose import Finding
+
+        return [Finding("low_mfu", 3.0), Finding("broken", 3.0)]
+
+
+def test_a_finding_of_an_undeclared_signal_is_dropped_and_said_once(caplog):
+    pipeline = DiagnosticPipeline([Stray()], [])
+    for t in range(6):
+        result = pipeline.update(job(float(t)))
+    assert [s.name for s in result.diagnosis.signals] == ["broken"]
+    assert [r.getMessage() for r in caplog.records] == ["detector stray raised undeclared signal(s) low_mfu; dropped"]
+
+
+def test_a_pipeline_made_of_parts_that_do_not_fit_is_refused():
+    with pytest.raises(SpecError, match="detector 'broken': the name 'broken' is taken"):
+        DiagnosticPipeline([Broken(), Broken()], [])
+    assert Vocabulary([Broken()], []).signal_names == ("broken",)
+
+
+class Periodic(Broken):
     """A detector judging every 2 s that notes the ticks it was called on."""
 
-    signals, policy, every_s = (), DEFAULT_POLICY, 2.0
+    every_s = 2.0
 
     def __init__(self, name: str) -> None:
         self.name, self.calls = name, []
 
     def update(self, tick):
         self.calls.append(tick.ts - T0)
-
-    def facts(self):
-        return {}
 
 
 def test_detectors_of_one_period_take_turns_instead_of_sharing_a_tick():

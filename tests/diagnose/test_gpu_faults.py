@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from tests.diagnose.builders import T0, Harness, job
 from tests.diagnose.test_rootcause import TS, causes, node, sig, straggler
+from trainpulse_otel.diagnose import VOCABULARY
 from trainpulse_otel.diagnose.correlate import Evidence
 from trainpulse_otel.diagnose.detectors.gpu_faults import GpuHardwareFault, GpuMemoryDegradation
 from trainpulse_otel.diagnose.rootcause.gpu_failure import gpu_failure
@@ -102,7 +103,7 @@ def test_a_failing_gpu_outranks_the_hang_and_the_straggler_it_produces():
     assert {s.name for s in mine.explains} == {"training_stalled", "rank_straggler", "sync_imbalance"}
     hang = Candidate("rank_hang", 0.85, "rank 4 is stuck", "dump its stacks", [STALL])
     for losses in (None, {"sync": 0.3, "compute": 0.2}):
-        ranked = rank_candidates([hang, *gpu_failure(Evidence(signals, {}, node(), TS))], losses)
+        ranked = rank_candidates([hang, *gpu_failure(Evidence(signals, {}, node(), TS))], VOCABULARY, losses)
         assert [c.cause for c in ranked] == ["gpu_hardware_failure", "rank_hang"], losses
         assert ranked[0].confidence >= ranked[1].confidence + 0.1
 

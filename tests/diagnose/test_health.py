@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from trainpulse_otel.diagnose.health import IMPACT, HealthScorer, status_for, target_score
-from trainpulse_otel.diagnose.types import SIGNALS, Signal
+from trainpulse_otel.diagnose import SIGNALS, VOCABULARY
+from trainpulse_otel.diagnose.health import HealthScorer, status_for
+from trainpulse_otel.diagnose.health import target_score as score_of
+from trainpulse_otel.diagnose.types import Signal
+
+IMPACT = VOCABULARY.impacts
+
+
+def target_score(signals) -> float:
+    return score_of(signals, IMPACT)
 
 
 def sig(name: str, severity: str = "warning", **subject) -> Signal:
@@ -35,7 +43,7 @@ def test_status():
 
 
 def test_the_score_falls_within_seconds_and_recovers_slowly():
-    h = HealthScorer()
+    h = HealthScorer(IMPACT)
     h.update(0.0, ())
     bad = (sig("throughput_collapse", "critical"),)  # target 62.5
     after = [h.update(float(t), bad).score for t in range(1, 31)]

@@ -272,12 +272,12 @@ def test_a_noisy_all_reduce_wandering_to_three_times_its_usual_time_is_not_a_deg
 
     def frame(t):
         slow = detector.slowdown()
-        if slow is not None and slow[0] >= AllreduceWait.SLOWDOWN and slow[1] >= AllreduceWait.MIN_EXCESS_SHARE:
+        if slow is not None and slow[0] >= detector.slowdown_times and slow[1] >= detector.min_excess_share:
             old_bars_met.append(detector.excess_sigmas())
         return job(t, n_ranks=2, rank={"all_reduce_wait_ms": _noisy_all_reduce_ms(t), "step_time_ms": 45.0})
 
     h = Harness(detector).run(range(600), frame)
-    assert len(old_bars_met) >= 5 and max(old_bars_met) < AllreduceWait.MIN_EXCESS_SIGMAS
+    assert len(old_bars_met) >= 5 and max(old_bars_met) < detector.min_excess_sigmas
     assert h.raised() == []
 
 

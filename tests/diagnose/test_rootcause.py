@@ -8,10 +8,12 @@ import statistics
 import pytest
 
 from tests import parts
+from trainpulse_otel.diagnose import ROOT_CAUSES, VOCABULARY
+from trainpulse_otel.diagnose.detectors.llm import NORMAL_MFU, LowMfu
 from trainpulse_otel.diagnose.rootcause import infer_root_causes
 from trainpulse_otel.diagnose.rootcause.ranks import sync_share
 from trainpulse_otel.diagnose.tick import GpuState, NodeState
-from trainpulse_otel.diagnose.types import ROOT_CAUSES, Signal
+from trainpulse_otel.diagnose.types import Signal
 
 TS = 1000.0
 
@@ -40,9 +42,13 @@ def straggler(rank: int = 5) -> Signal:
     )
 
 
+#: The MFU low_mfu's warning knob calls normal: what its facts carry beside the MFU.
+NORMAL = {NORMAL_MFU: LowMfu().threshold.warning}
+
+
 def causes(signals, facts=None, n=None, losses=None):
     rules = list(parts.builtins().root_causes.values())
-    return infer_root_causes(tuple(signals), facts or {}, n or node(), TS, rules, losses)
+    return infer_root_causes(tuple(signals), {**NORMAL, **(facts or {})}, n or node(), TS, rules, VOCABULARY, losses)
 
 
 def test_a_throttled_gpu_making_its_rank_a_straggler_is_thermal_first_then_the_straggler():

@@ -119,3 +119,12 @@ def open_sim(settings: Settings, reports: RealReports | None = None) -> SimColle
         nodes=settings.sim_nodes,
         node_rank=settings.sim_node_rank,
     )
+
+
+#: The built-in collector factories by name (third-party ones come from ``trainpulse.collectors``).
+COLLECTORS: Mapping[str, CollectorFactory] = {
+    "host": open_host,
+    "nvidia-smi": open_smi,
+    "nvml": open_nvml,
+    "sim": open_sim,
+}

@@ -5,24 +5,27 @@ environment, or discovers plugins; :class:`DiagnosticPipeline` is handed its
 detectors and root-cause rules. Importing this package loads nothing from
 collection, telemetry, the API or the dashboard.
 
-What a plugin author needs is exported here: a detector implements
-:class:`Detector` (most extend :class:`BaseDetector`) and returns
-:class:`Finding` s about a :class:`Tick`; a root-cause rule implements
-:class:`RootCauseRule` and proposes :class:`Candidate` s from the
-:class:`Evidence`.
+What a plugin author needs is exported here: a detector declares the
+:class:`SignalSpec` s it raises and its :class:`Knob` s, is built with its
+:class:`Thresholds` (most extend :class:`BaseDetector`) and returns
+:class:`Finding` s about a :class:`Tick`; a root-cause rule declares a
+:class:`CauseSpec` and proposes :class:`Candidate` s from the
+:class:`Evidence`. :data:`SIGNALS` and :data:`ROOT_CAUSES` are the built-ins'
+names (the contract's).
 """
 
+from .builtins import VOCABULARY
 from .correlate import Evidence
 from .detectors.base import BaseDetector, Detector, Threshold, percent
 from .pipeline import DiagnosticPipeline, PipelineResult
 from .rootcause import Candidate, RootCauseRule, Rule, base_confidence, symptoms
+from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, SignalSpec
 from .stats import RecentMedian, RobustBaseline, Trend, WindowMin, decay, median
+from .thresholds import BASES, Knob, ThresholdError, Thresholds
 from .tick import GpuState, HostState, NodeState, Tick
 from .types import (
     CRITICAL,
     DEFAULT_POLICY,
-    ROOT_CAUSES,
-    SIGNALS,
     WARNING,
     Diagnosis,
     Finding,
@@ -32,15 +35,26 @@ from .types import (
     Signal,
     Transition,
 )
+from .vocabulary import KnobEntry, SpecError, Vocabulary
+
+#: The contract's signal and root-cause names: the built-ins'.
+SIGNALS: tuple[str, ...] = VOCABULARY.signal_names
+ROOT_CAUSES: tuple[str, ...] = VOCABULARY.cause_names
 
 __all__ = [
+    "BASES",
+    "CAUSE_LAYERS",
+    "COMPONENTS",
     "CRITICAL",
     "DEFAULT_POLICY",
     "ROOT_CAUSES",
     "SIGNALS",
+    "SIGNAL_LAYERS",
+    "VOCABULARY",
     "WARNING",
     "BaseDetector",
     "Candidate",
+    "CauseSpec",
     "Detector",
     "Diagnosis",
     "DiagnosticPipeline",
@@ -49,6 +63,8 @@ __all__ = [
     "GpuState",
     "Health",
     "HostState",
+    "Knob",
+    "KnobEntry",
     "NodeState",
     "PipelineResult",
     "Policy",
@@ -58,10 +74,15 @@ __all__ = [
     "RootCauseRule",
     "Rule",
     "Signal",
+    "SignalSpec",
+    "SpecError",
     "Threshold",
+    "ThresholdError",
+    "Thresholds",
     "Tick",
     "Transition",
     "Trend",
+    "Vocabulary",
     "WindowMin",
     "base_confidence",
     "decay",

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..samples import GpuKey, gpu_order, gpu_subject
+from .detectors.llm import LOW_MFU, NORMAL_MFU
+from .detectors.ranks import RANK_STRAGGLER
 from .rank_budget import RankBudgets
 from .tick import GpuState, NodeState
 from .types import CRITICAL, Signal
@@ -33,8 +35,6 @@ THERMAL_RECENT_S = 120.0
 #: Share of recent ticks with a power reason, and clock ratio, for a GPU to count as power-throttled.
 POWER_CAPPED_SHARE = 0.5
 POWER_CLOCK_RATIO = 0.9
-#: MFU that counts as normal for dense LLM training (the ``low_mfu`` warning bound).
-NORMAL_MFU = 0.20
 #: Host CPU percent at which the input pipeline counts as CPU-bound.
 CPU_BOUND_PERCENT = 85.0
 
@@ -126,7 +126,7 @@ class Evidence:
 
     def stragglers_on(self, gpu: GpuKey) -> list[Signal]:
         """The ``rank_straggler`` signals whose rank runs on GPU ``gpu``."""
-        return [s for s in self.active("rank_straggler") if self.gpu_of(s) == gpu]
+        return [s for s in self.active(RANK_STRAGGLER.name) if self.gpu_of(s) == gpu]
 
     def gpu_subject(self, gpus: Iterable[GpuKey]) -> dict[str, Any]:
         """The subject for a cause local to these GPUs, with the ranks on them (and their nodes' hostnames)."""
@@ -211,15 +211,15 @@ class Evidence:
 
     def mfu_without(self, waste: float | None) -> float | None:
         """The MFU the job would reach without a wasted share (padding, bubble)."""
-        mfu = self.facts.get("low_mfu")
+        mfu = self.facts.get(LOW_MFU.name)
         if mfu is None or waste is None or waste >= 1.0:
             return None
         return mfu / (1.0 - waste)
 
     def explains_mfu(self, waste: float | None) -> bool:
-        """True when removing ``waste`` would bring MFU up to normal."""
-        mfu = self.mfu_without(waste)
-        return mfu is not None and mfu >= NORMAL_MFU
+        """True when removing ``waste`` would bring MFU up to normal (``low_mfu``'s warning bound)."""
+        mfu, normal = self.mfu_without(waste), self.facts.get(NORMAL_MFU)
+        return mfu is not None and normal is not None and mfu >= normal
 
     def host_cpu(self) -> float | None:
         return self.node.host.cpu

@@ -43,33 +43,32 @@ from collections.abc import Mapping, Sequence
 
 from ..samples import TrainingSample
 from .budget import StepBudget
+from .detectors.stall import TRAINING_STALLED
+from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
 from .stats import decay
 from .types import Goodput, RankLoss, RootCause
+from .vocabulary import Vocabulary
 
 #: The span of ``window_ratio``.
 WINDOW_S = 600.0
 #: The memory (seconds) of the recent loss rates root causes are ranked by.
 RECENT_TAU_S = 120.0
 UNATTRIBUTED = "unattributed"
-#: Budget components whose loss is always the same cause.
-CAUSE_OF_COMPONENT: Mapping[str, str] = {
-    "checkpoint": "checkpoint_io_bound",
-    "bubble": "pipeline_bubbles",
-    "data": "input_pipeline_bound",
-    "tokenizer": "tokenizer_bound",
-    "all_reduce": "communication_bound",
-}
-#: Causes that are waits, not slower compute: a compute loss is never attributed to them.
-WAIT_CAUSES = frozenset({*CAUSE_OF_COMPONENT.values(), "load_imbalance"})
-#: Where the steps of a report with a non-finite loss or gradient norm go: all of their time is lost.
-NONFINITE_CAUSE = "numerical_instability"
+#: The component a report with a non-finite loss or gradient norm loses all of its time to.
 NONFINITE_COMPONENT = "numerics"
 
 
 class GoodputAccount:
-    """Accumulates productive and lost time report by report."""
+    """Accumulates productive and lost time report by report; which cause a component's loss goes to comes from
+    the causes' specs (``books``, ``wait``) in ``vocabulary``."""
 
-    def __init__(self, window_s: float = WINDOW_S) -> None:
+    def __init__(self, vocabulary: Vocabulary | None = None, window_s: float = WINDOW_S) -> None:
+        if vocabulary is None:
+            from .builtins import VOCABULARY
+
+            vocabulary = VOCABULARY
+        self._booked: Mapping[str, str] = vocabulary.booked
+        self._waits = vocabulary.waits
         self.window_s = window_s
         self.first_ts: float | None = None
         self.productive_s = 0.0
@@ -134,7 +133,8 @@ class GoodputAccount:
         lost_s = steps * step_ms / 1000.0
         rates = self.recent_losses(ts)
         if lost_s > 0:
-            self.badput_s[NONFINITE_CAUSE] = self.badput_s.get(NONFINITE_CAUSE, 0.0) + lost_s
+            cause = self._booked.get(NONFINITE_COMPONENT, UNATTRIBUTED)
+            self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
             rates[NONFINITE_COMPONENT] = rates.get(NONFINITE_COMPONENT, 0.0) + lost_s / RECENT_TAU_S
         self._loss_rates = rates
         self._recent.append((ts, 0.0))
@@ -190,27 +190,26 @@ class GoodputAccount:
             ranks=ranks,
         )
 
-    @classmethod
     def _causes_of(
-        cls, component: str, causes: Sequence[RootCause], straggler_share: float
+        self, component: str, causes: Sequence[RootCause], straggler_share: float
     ) -> tuple[tuple[str, float], ...]:
         """The causes a component's loss goes to, each with its part: the wait for slower peers is split between
         the straggler (or what makes it late) and the other ranks' imbalance, any other component is one cause's."""
         if component != "sync" or straggler_share >= 1.0:
-            return ((cls._cause_of(component, causes), 1.0),)
+            return ((self._cause_of(component, causes), 1.0),)
         if straggler_share <= 0.0:
-            return (("load_imbalance", 1.0),)
-        return (cls._cause_of(component, causes), straggler_share), ("load_imbalance", 1.0 - straggler_share)
+            return ((LOAD_IMBALANCE.name, 1.0),)
+        return (self._cause_of(component, causes), straggler_share), (LOAD_IMBALANCE.name, 1.0 - straggler_share)
 
-    @staticmethod
-    def _cause_of(component: str, causes: Sequence[RootCause]) -> str:
-        if component in CAUSE_OF_COMPONENT:
-            return CAUSE_OF_COMPONENT[component]
+    def _cause_of(self, component: str, causes: Sequence[RootCause]) -> str:
+        booked = self._booked.get(component)
+        if booked is not None:
+            return booked
         if component == "stall":  # the deepest ranked cause that explains the stall
-            return next((c.cause for c in causes if "training_stalled" in c.signals), UNATTRIBUTED)
-        deeper = next((c.cause for c in causes if c.cause not in WAIT_CAUSES), None)
+            return next((c.cause for c in causes if TRAINING_STALLED.name in c.signals), UNATTRIBUTED)
+        deeper = next((c.cause for c in causes if c.cause not in self._waits), None)
         if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
-            return deeper or "straggler_rank"
+            return deeper or STRAGGLER_RANK.name
         return deeper or UNATTRIBUTED
 
     def _settle_unattributed(self, ts: float) -> None:

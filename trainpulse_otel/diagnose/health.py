@@ -2,7 +2,7 @@
 
 Formula (documented in docs/signals.md):
 
-    penalty(signal) = IMPACT[signal] × (2.5 if critical else 1), at most 0.6
+    penalty(signal) = impact(signal) × (2.5 if critical else 1), at most 0.6
     penalty(name)   = the largest penalty among that signal's subjects
                       × (1 + 0.1 × (subjects − 1)), at most 1.5× and 0.9
     target          = 100 × Π over signal names (1 − penalty(name))
@@ -19,35 +19,12 @@ Status: ``critical`` while any signal is critical or the score is under 50,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from .stats import decay
 from .types import CRITICAL, DEGRADED, HEALTHY, STATUS_CRITICAL, Health, Signal
 
-#: The share of health one warning-level signal costs: how directly it wastes GPU time.
-IMPACT: dict[str, float] = {
-    "throughput_collapse": 0.15,
-    "oom_risk": 0.15,
-    "rank_straggler": 0.10,
-    "gpu_underutilization": 0.10,
-    "dataloader_starvation": 0.10,
-    "tokenizer_stall": 0.10,
-    "memory_pressure": 0.10,
-    "thermal_instability": 0.10,
-    "sync_imbalance": 0.08,
-    "allreduce_wait": 0.08,
-    "checkpoint_stall": 0.08,
-    "low_mfu": 0.08,
-    "pipeline_bubble": 0.06,
-    "sequence_padding": 0.06,
-    "thermal_throttle_risk": 0.06,
-    "gpu_hardware_fault": 0.24,
-    "gpu_memory_degradation": 0.06,
-    "nonfinite_loss": 0.24,  # critical: at the 0.6 cap — a diverged model trains nothing
-    "loss_spike": 0.10,
-    "training_stalled": 0.24,
-    "node_unreachable": 0.24,  # critical: a node of the job and its ranks are gone  # no step at all: critical, it costs the most one signal may (0.6)
-}
+#: The impact of a signal no spec declares (never one a pipeline raises: every signal is declared).
 DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5
 MAX_SIGNAL_PENALTY = 0.6
@@ -56,12 +33,12 @@ FALL_TAU_S = 5.0
 RISE_TAU_S = 30.0
 
 
-def target_score(signals: Iterable[Signal]) -> float:
-    """The unsmoothed score for a set of active signals."""
+def target_score(signals: Iterable[Signal], impacts: Mapping[str, float]) -> float:
+    """The unsmoothed score for a set of active signals, each costing its spec's ``impact``."""
     worst: dict[str, float] = {}
     count: dict[str, int] = {}
     for s in signals:
-        p = IMPACT.get(s.name, DEFAULT_IMPACT) * (CRITICAL_FACTOR if s.severity == CRITICAL else 1.0)
+        p = impacts.get(s.name, DEFAULT_IMPACT) * (CRITICAL_FACTOR if s.severity == CRITICAL else 1.0)
         worst[s.name] = max(worst.get(s.name, 0.0), min(p, MAX_SIGNAL_PENALTY))
         count[s.name] = count.get(s.name, 0) + 1
     score = 100.0
@@ -82,15 +59,16 @@ def status_for(score: float, signals: Iterable[Signal]) -> str:
 
 
 class HealthScorer:
-    """Smooths the target score over frame time; one instance per pipeline."""
+    """Smooths the target score over frame time; one instance per pipeline, handed the signals' impacts."""
 
-    def __init__(self) -> None:
+    def __init__(self, impacts: Mapping[str, float]) -> None:
+        self.impacts = impacts
         self.score = 100.0
         self._last_ts: float | None = None
 
     def update(self, ts: float, signals: tuple[Signal, ...]) -> Health:
         """The health at ``ts`` given the signals active then."""
-        target = target_score(signals) if signals else 100.0
+        target = target_score(signals, self.impacts) if signals else 100.0
         dt = 0.0 if self._last_ts is None else max(0.0, ts - self._last_ts)
         self._last_ts = ts
         if target != self.score:

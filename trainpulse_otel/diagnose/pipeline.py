@@ -1,11 +1,11 @@
 """The diagnostic pipeline: frame → detectors → signal state machine → root causes → health.
 
-Pure: it is handed its detectors and root-cause rules (discovery happens in
-:mod:`trainpulse_otel.runtime`), reads frames and returns findings. The clock
-is the frame timestamp, so a replayed trace gives the same timeline every
-time. Incremental: each update looks only at the new frame (every detector
-keeps its own statistics over its own horizon), so a tick costs the same
-however long the job has run.
+Pure: it is handed its detectors, root-cause rules and their vocabulary
+(discovery happens in :mod:`trainpulse_otel.runtime`), reads frames and
+returns findings. The clock is the frame timestamp, so a replayed trace gives
+the same timeline every time. Incremental: each update looks only at the new
+frame (every detector keeps its own statistics over its own horizon), so a
+tick costs the same however long the job has run.
 """
 
 from __future__ import annotations
@@ -18,20 +18,23 @@ from typing import Any
 from ..samples import Frame, TrainingSample
 from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
+from .detectors.ranks import RANK_STRAGGLER
+from .detectors.stall import TRAINING_STALLED
 from .goodput import GoodputAccount
 from .health import HealthScorer
 from .rank_budget import RankBudgets
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .tick import TickBuilder
 from .tracker import SignalTracker
-from .types import Diagnosis, RootCause, Signal, Transition
+from .types import Diagnosis, Finding, RootCause, Signal, Transition
+from .vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
 
 #: Root causes are re-inferred at least this often while signals are active (evidence moves).
 CAUSE_REFRESH_S = 5.0
 #: The signal whose time is counted as stalled (the goodput's ``stall``), whatever its cause.
-STALL_SIGNAL = "training_stalled"
+STALL_SIGNAL = TRAINING_STALLED.name
 
 
 @dataclass(frozen=True)
@@ -44,27 +47,38 @@ class PipelineResult:
 
 
 class DiagnosticPipeline:
-    """Turns each new frame into a Diagnosis, with the given detectors and root-cause rules."""
+    """Turns each new frame into a Diagnosis, with the given detectors and root-cause rules.
 
-    def __init__(self, detectors: Sequence[Detector], rules: Sequence[RootCauseRule]) -> None:
+    ``vocabulary``: their checked declarations (discovery makes it once); by default made here from them.
+    """
+
+    def __init__(
+        self,
+        detectors: Sequence[Detector],
+        rules: Sequence[RootCauseRule],
+        vocabulary: Vocabulary | None = None,
+    ) -> None:
         self.detectors: tuple[Detector, ...] = tuple(detectors)
         self.rules: tuple[RootCauseRule, ...] = tuple(rules)
+        self.vocabulary = vocabulary if vocabulary is not None else Vocabulary(self.detectors, self.rules)
+        self._declared = [frozenset(spec.name for spec in d.signals) for d in self.detectors]
         self._due = [float("-inf")] * len(self.detectors)
         self._phases = _phases(self.detectors)
         self._ticks = TickBuilder()
         self._tracker = SignalTracker()
-        self._health = HealthScorer()
+        self._health = HealthScorer(self.vocabulary.impacts)
         self._diagnosis = Diagnosis()
         self._causes: tuple[RootCause, ...] = ()
         self._causes_at = float("-inf")
         self._top: tuple | None = None
         self._budget = BudgetBuilder()
         self._steps = StepCounter()
-        self._goodput = GoodputAccount()
+        self._goodput = GoodputAccount(self.vocabulary)
         self._ranks = RankBudgets()
         self._stalled = False  # training_stalled was raised since the last report
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
+        self._undeclared: set[str] = set()  # detectors already logged for raising a signal they did not declare
 
     @property
     def diagnosis(self) -> Diagnosis:
@@ -84,6 +98,8 @@ class DiagnosticPipeline:
                 due[source] = ts + detector.every_s
             try:
                 findings = detector.update(tick)
+                if findings:
+                    findings = self._declared_only(source, findings)
                 if findings is not None:
                     tracker.observe(source, findings, detector.policy, ts)
             except Exception:  # one broken detector (a plugin) must not blind the others
@@ -128,8 +144,20 @@ class DiagnosticPipeline:
         budget = self._budget.add(ts, report, steps, stalled=self._stalled, all_reduce=all_reduce)
         self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
-        straggler_share = stragglers_sync_share([s for s in signals if s.name == "rank_straggler"])
+        straggler_share = stragglers_sync_share([s for s in signals if s.name == RANK_STRAGGLER.name])
         self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler_share, steps)
+
+    def _declared_only(self, source: int, findings: list[Finding]) -> list[Finding]:
+        """A detector's findings of the signals it declared; one of another signal is dropped (logged once)."""
+        declared = self._declared[source]
+        if all(f.signal in declared for f in findings):
+            return findings
+        detector = self.detectors[source]
+        if detector.name not in self._undeclared:
+            self._undeclared.add(detector.name)
+            names = sorted({f.signal for f in findings} - declared)
+            log.warning("detector %s raised undeclared signal(s) %s; dropped", detector.name, ", ".join(names))
+        return [f for f in findings if f.signal in declared]
 
     def _failed(self, detector: Detector) -> int:
         """Count a detector's failure; return how many it has had so far."""
@@ -144,7 +172,14 @@ class DiagnosticPipeline:
             self._causes, self._top = (), None
         elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
             self._causes = infer_root_causes(
-                signals, self.facts(), self._ticks.node, ts, self.rules, self._goodput.recent_losses(ts), self._ranks
+                signals,
+                self.facts(),
+                self._ticks.node,
+                ts,
+                self.rules,
+                self.vocabulary,
+                self._goodput.recent_losses(ts),
+                self._ranks,
             )
             self._causes_at = ts
             self._top = _top(self._causes)

@@ -19,50 +19,6 @@ from typing import Any
 
 from ..samples import SampleError, type_name
 
-SIGNALS: tuple[str, ...] = (
-    "dataloader_starvation",
-    "gpu_underutilization",
-    "sync_imbalance",
-    "memory_pressure",
-    "thermal_instability",
-    "throughput_collapse",
-    "low_mfu",
-    "sequence_padding",
-    "tokenizer_stall",
-    "allreduce_wait",
-    "checkpoint_stall",
-    "pipeline_bubble",
-    "rank_straggler",
-    "oom_risk",
-    "thermal_throttle_risk",
-    "gpu_hardware_fault",
-    "gpu_memory_degradation",
-    "loss_spike",
-    "nonfinite_loss",
-    "training_stalled",
-    "node_unreachable",
-)
-
-ROOT_CAUSES: tuple[str, ...] = (
-    "input_pipeline_bound",
-    "tokenizer_bound",
-    "straggler_rank",
-    "gpu_thermal_throttling",
-    "gpu_power_throttling",
-    "communication_bound",
-    "checkpoint_io_bound",
-    "pipeline_bubbles",
-    "padding_waste",
-    "host_memory_pressure",
-    "gpu_memory_pressure",
-    "compute_inefficiency",
-    "load_imbalance",
-    "gpu_hardware_failure",
-    "numerical_instability",
-    "rank_hang",
-    "node_failure",
-)
-
 WARNING = "warning"
 CRITICAL = "critical"
 SEVERITIES: tuple[str, ...] = (WARNING, CRITICAL)

@@ -16,24 +16,30 @@ from typing import Any
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from ..diagnose import VOCABULARY, Vocabulary
 from ..diagnose.pipeline import PipelineResult
-from ..diagnose.types import CRITICAL, ROOT_CAUSES, SEVERITIES, SIGNALS, Diagnosis, Goodput, Transition
+from ..diagnose.types import CRITICAL, SEVERITIES, Diagnosis, Goodput, Transition
 
 log = logging.getLogger(__name__)
 
 EVENT_RAISED = "trainpulse.signal.raised"
 EVENT_CLEARED = "trainpulse.signal.cleared"
 EVENT_ROOT_CAUSE = "trainpulse.root_cause"
-#: Signal names with a ``signal.active`` series: the contract's, then those plugin detectors raise (bounded).
-MAX_SIGNAL_NAMES = 64
 
 
 class DiagnosisPublisher:
-    """Holds the latest diagnosis for the output gauges and emits the events."""
+    """Holds the latest diagnosis for the output gauges and emits the events.
 
-    def __init__(self, meter: Any, logger: Any, namespace: str = "trainpulse") -> None:
+    Every signal of ``vocabulary`` (the built-ins' and the plugins' the pipeline was made with) has a
+    ``signal.active`` series at each severity; every cause of it may have a ``root_cause.confidence``.
+    """
+
+    def __init__(
+        self, meter: Any, logger: Any, namespace: str = "trainpulse", vocabulary: Vocabulary = VOCABULARY
+    ) -> None:
         self._diagnosis = Diagnosis()
-        self._signal_names: list[str] = list(SIGNALS)
+        self._signal_names = vocabulary.signal_names
+        self._causes = frozenset(vocabulary.cause_names)
         self._logger = logger
         meter.create_observable_gauge(
             f"{namespace}.health.score",
@@ -85,9 +91,6 @@ class DiagnosisPublisher:
     def publish(self, result: PipelineResult) -> None:
         """Make ``result`` the published diagnosis and emit its events."""
         self._diagnosis = result.diagnosis
-        for signal in result.diagnosis.signals:  # plugin detectors' signals get a series too, kept after they clear
-            if signal.name not in self._signal_names and len(self._signal_names) < MAX_SIGNAL_NAMES:
-                self._signal_names.append(signal.name)
         for transition in result.transitions:
             self._emit_transition(transition)
         if result.top_cause_changed:
@@ -112,7 +115,7 @@ class DiagnosisPublisher:
         return [
             Observation(cause.confidence, {"cause": cause.cause})
             for cause in self._diagnosis.root_causes
-            if cause.cause in ROOT_CAUSES
+            if cause.cause in self._causes
         ]
 
     def _goodput_reading(self, read: Callable[[Goodput], float]) -> Callable[[CallbackOptions], list[Observation]]:

@@ -22,16 +22,16 @@ No other module constructs an :class:`~.engine.Engine`.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..collect.base import Collector
 from ..collect.modes import build_collectors
 from ..collect.sim.handover import RealReports
 from ..collect.sim.placement import node_hostname
 from ..collect.trace import TraceWriter
-from ..config import Settings
-from ..diagnose import DiagnosticPipeline
+from ..config import ConfigError, Settings
+from ..diagnose import DiagnosticPipeline, ThresholdError
 from ..publish.otel import DiagnosisPublisher
 from ..telemetry.exporters import build_exports
 from ..telemetry.instruments import register_measurements
@@ -53,9 +53,16 @@ if TYPE_CHECKING:
 __all__ = ["Plugins", "build_pipeline", "create_api", "discover", "open_engine", "open_otlp_grpc", "open_replay"]
 
 
-def build_pipeline(plugins: Plugins) -> DiagnosticPipeline:
-    """A fresh pipeline: new instances of every detector, and every root-cause rule."""
-    return DiagnosticPipeline(plugins.new_detectors(), list(plugins.root_causes.values()))
+def build_pipeline(plugins: Plugins, thresholds: Mapping[str, Any] | None = None) -> DiagnosticPipeline:
+    """A fresh pipeline: new instances of every detector, built with their knobs (``thresholds``: the config's
+    ``detectors`` overrides), and every root-cause rule; an override that fits no knob is a ConfigError naming
+    it."""
+    try:
+        overrides = plugins.vocabulary.resolve(thresholds)
+    except ThresholdError as exc:
+        raise ConfigError(exc.key, exc.message) from None
+    rules = list(plugins.root_causes.values())
+    return DiagnosticPipeline(plugins.new_detectors(overrides), rules, plugins.vocabulary)
 
 
 def open_engine(
@@ -91,12 +98,12 @@ def open_engine(
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
-    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins))
+    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detectors))
     outputs = Outputs(
         telemetry=telemetry,
         exports=exports,
         ops=OperationalMetrics(telemetry.meter, settings.metrics_namespace),
-        publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace),
+        publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace, plugins.vocabulary),
         recorder=TraceWriter(settings.record) if settings.record else None,
     )
     # only a simulator has a training loop to stand down for real reports
@@ -162,7 +169,8 @@ class SampleFrames:
 def open_replay(settings: Settings, plugins: Plugins | None = None) -> Stepper:
     """The engine's step for a trace: latest samples, frames, window (``history_size``) and pipeline."""
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
-    return Stepper(latest, SampleFrames(latest), Window(settings.history_size), build_pipeline(plugins or discover()))
+    pipeline = build_pipeline(plugins or discover(), settings.detectors)
+    return Stepper(latest, SampleFrames(latest), Window(settings.history_size), pipeline)
 
 
 def create_api(engine: Engine, settings: Settings, plugins: Plugins) -> Flask:

@@ -1,27 +1,20 @@
-"""Plugin discovery: four entry-point groups, TrainPulse's built-ins registered the same way, once.
+"""Plugin discovery: the built-ins listed in code, third parties from four entry-point groups.
 
-Every part the composition root assembles comes from an entry-point group:
-
-- ``trainpulse.collectors`` — a factory ``(Settings) -> Collector``
-  (:mod:`trainpulse_otel.collect`); the built-ins ``nvml``, ``nvidia-smi``,
-  ``host`` and ``sim`` are chosen by ``-mode``, third-party collectors run
-  beside them in every mode but ``none``;
-- ``trainpulse.detectors`` — a class or zero-argument factory of a
-  :class:`~trainpulse_otel.diagnose.Detector`;
-- ``trainpulse.root_causes`` — a :class:`~trainpulse_otel.diagnose.RootCauseRule`;
+- ``trainpulse.collectors`` — a factory ``(Settings) -> Collector``; the built-ins
+  (:data:`~trainpulse_otel.collect.modes.COLLECTORS`) are chosen by ``-mode``;
+- ``trainpulse.detectors`` — a :class:`~trainpulse_otel.diagnose.Detector` class,
+  built with its thresholds; ``trainpulse.root_causes`` — a
+  :class:`~trainpulse_otel.diagnose.RootCauseRule` (built-ins:
+  :mod:`trainpulse_otel.diagnose.builtins`);
 - ``trainpulse.adapters`` — an :class:`~trainpulse_otel.adapters.Adapter`
-  (or an object with ``translate``).
+  (built-ins: :data:`~trainpulse_otel.adapters.builtins.ADAPTERS`).
 
-The built-ins are the entry points of the ``trainpulse-otel`` distribution in
-``pyproject.toml`` and nowhere else, so one path finds built-ins and
-third-party plugins alike. Third-party entry points load only while autoload
-is on: ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1`` (or ``autoload=False``) loads
-the built-ins alone, as the test suite does. A plugin that fails to import or
-is not of its group's kind is logged and skipped; it never stops the daemon.
-A third-party plugin cannot replace a built-in of the same name.
-
-This is the only module that discovers anything or reads the autoload switch:
-the diagnostic stage is handed what is found here.
+Third-party entry points load unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1``
+(or ``autoload=False``). One that fails to import is logged and skipped; one
+whose declarations do not fit — not a detector or rule, a clashing or missing
+name, a cause explaining an unknown signal — stops discovery with a
+:class:`PluginError` naming it, as pluggy refuses a bad hook implementation.
+This is the only module that discovers anything or reads the autoload switch.
 """
 
 from __future__ import annotations
@@ -34,8 +27,11 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
 
 from ..adapters.base import Adapter
+from ..adapters.builtins import ADAPTERS
 from ..collect.base import CollectorFactory
-from ..diagnose import Detector, RootCauseRule
+from ..collect.modes import COLLECTORS
+from ..diagnose import Detector, RootCauseRule, SpecError, Vocabulary
+from ..diagnose.builtins import DETECTORS, RULES
 
 log = logging.getLogger(__name__)
 
@@ -49,30 +45,42 @@ GROUPS = (COLLECTORS_GROUP, DETECTORS_GROUP, ROOT_CAUSES_GROUP, ADAPTERS_GROUP)
 AUTOLOAD_ENV = "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"
 DISTRIBUTION = "trainpulse-otel"
 
-DetectorFactory = Callable[[], Detector]
+
+class PluginError(SpecError):
+    """A third-party plugin that does not fit its group; the message names the entry point."""
 
 
 @dataclass(frozen=True)
 class Plugins:
-    """Everything discovery found, by name, built-ins first: the parts a pipeline is assembled from."""
+    """Everything discovery found, by name, built-ins first, and the vocabulary their declarations make."""
 
     collectors: Mapping[str, CollectorFactory]
-    detectors: Mapping[str, DetectorFactory]
+    detectors: Mapping[str, type[Detector]]
     root_causes: Mapping[str, RootCauseRule]
     adapters: Mapping[str, Adapter]
+    vocabulary: Vocabulary
 
-    def new_detectors(self) -> list[Detector]:
-        """A fresh instance of every detector (detectors keep state: one set per pipeline)."""
-        return [factory() for factory in self.detectors.values()]
+    def new_detectors(self, overrides: Mapping[str, Mapping[str, float]] | None = None) -> list[Detector]:
+        """A fresh instance of every detector (they keep state: one set per pipeline), built with its thresholds:
+        the declared knobs with ``overrides`` (:meth:`Vocabulary.resolve`'s, by detector name)."""
+        return [cls(self.vocabulary.thresholds(cls, overrides)) for cls in self.detectors.values()]
 
 
 def discover(autoload: bool | None = None) -> Plugins:
-    """Load all four groups (see the module docstring)."""
+    """The built-ins and, while autoloading, every installed third-party plugin (see the module docstring)."""
+    origins: dict[int, str] = {}
+    detectors = _with_builtins({d.name: d for d in DETECTORS}, DETECTORS_GROUP, as_detector, autoload, origins)
+    rules = _with_builtins({r.name: r for r in RULES}, ROOT_CAUSES_GROUP, as_rule, autoload, origins)
+    try:
+        vocabulary = Vocabulary(detectors.values(), rules.values(), lambda part: _origin(part, origins))
+    except SpecError as exc:
+        raise PluginError(str(exc)) from None
     return Plugins(
-        collectors=load_group(COLLECTORS_GROUP, as_collector_factory, autoload),
-        detectors=load_group(DETECTORS_GROUP, as_detector, autoload),
-        root_causes=load_group(ROOT_CAUSES_GROUP, as_rule, autoload),
-        adapters=load_group(ADAPTERS_GROUP, as_adapter, autoload),
+        collectors=_with_builtins(dict(COLLECTORS), COLLECTORS_GROUP, as_collector_factory, autoload, origins),
+        detectors=detectors,
+        root_causes=rules,
+        adapters=_with_builtins({a.name: a for a in ADAPTERS}, ADAPTERS_GROUP, as_adapter, autoload, origins),
+        vocabulary=vocabulary,
     )
 
 
@@ -83,41 +91,44 @@ def autoload_enabled(autoload: bool | None = None) -> bool:
     return os.environ.get(AUTOLOAD_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-def load_group(group: str, accept: Callable[[str, Any], T | None], autoload: bool | None = None) -> dict[str, T]:
-    """Load ``group``'s entry points: built-ins first, then third-party ones if autoloading.
-
-    ``accept(name, obj)`` turns a loaded object into the plugin (or None to refuse it).
-    """
-    found = list(entry_points(group=group))
-    own = [ep for ep in found if _is_builtin(ep)]
-    if not own:
-        log.error("no built-in %s found: is trainpulse-otel installed (pip install -e .)?", group)
-    third_party = [ep for ep in found if not _is_builtin(ep)] if autoload_enabled(autoload) else []
-    plugins: dict[str, T] = {}
-    for ep in own + third_party:
-        if ep.name in plugins:
-            log.warning("plugin %s=%s ignored: %r is already provided", ep.name, ep.value, ep.name)
-            continue
-        plugin = _load(ep, accept)
-        if plugin is not None:
-            plugins[ep.name] = plugin
-    return plugins
-
-
 def load_adapters(autoload: bool | None = None) -> dict[str, Adapter]:
-    """The framework adapters by name (``trainpulse.adapters``)."""
-    return load_group(ADAPTERS_GROUP, as_adapter, autoload)
+    """The framework adapters by name: the built-ins, then ``trainpulse.adapters``."""
+    return _with_builtins({a.name: a for a in ADAPTERS}, ADAPTERS_GROUP, as_adapter, autoload, {})
 
 
-def as_detector(name: str, obj: Any) -> DetectorFactory | None:
-    """A class or factory whose instances judge ticks: ``update(tick)``, ``policy``, ``signals``."""
-    if not callable(obj) or not all(hasattr(obj, attr) for attr in ("update", "policy", "signals")):
-        return None
-    return obj
+def _with_builtins(
+    builtins: dict[str, T],
+    group: str,
+    accept: Callable[[str, Any], T | None],
+    autoload: bool | None,
+    origins: dict[int, str],
+) -> dict[str, T]:
+    """``builtins`` and then ``group``'s third-party entry points (while autoloading), by name."""
+    found: dict[str, T] = dict(builtins)
+    for obj in found.values():
+        origins[id(obj)] = f"{_name_of(obj)!r} (built-in)"
+    if not autoload_enabled(autoload):
+        return found
+    for ep in entry_points(group=group):
+        if _is_ours(ep):
+            continue  # an older install's metadata: the built-ins are listed in code now
+        where = f"plugin {ep.name!r} ({ep.value}, {group})"
+        if ep.name in found:
+            raise PluginError(f"{where}: the name {ep.name!r} is already taken by {origins[id(found[ep.name])]}")
+        plugin = _load(ep, accept, where)
+        if plugin is not None:
+            origins[id(plugin)] = where
+            found[ep.name] = plugin
+    return found
+
+
+def as_detector(name: str, obj: Any) -> type[Detector] | None:
+    """A detector class: built with its thresholds, judging ticks with ``update(tick)``."""
+    return obj if isinstance(obj, type) and callable(getattr(obj, "update", None)) else None
 
 
 def as_rule(name: str, obj: Any) -> RootCauseRule | None:
-    """A root-cause rule: ``propose(evidence)`` and a ``residual`` flag."""
+    """A root-cause rule: a ``spec``, ``propose(evidence)`` and a ``residual`` flag."""
     if isinstance(obj, type):
         obj = obj()
     return obj if isinstance(obj, RootCauseRule) else None
@@ -141,18 +152,27 @@ def as_adapter(name: str, obj: Any) -> Adapter | None:
     return Adapter(name, translate, text if callable(text) else None, str(getattr(obj, "description", "")))
 
 
-def _load(ep: EntryPoint, accept: Callable[[str, Any], T | None]) -> T | None:
+def _load(ep: EntryPoint, accept: Callable[[str, Any], T | None], where: str) -> T | None:
     try:
-        plugin = accept(ep.name, ep.load())
-    except Exception:  # a broken plugin must not stop the daemon
-        log.warning("plugin %s=%s failed to load; skipping it", ep.name, ep.value, exc_info=True)
+        obj = ep.load()
+    except Exception:  # a plugin whose import fails (a missing dependency) must not stop the daemon
+        log.warning("%s failed to import; skipping it", where, exc_info=True)
         return None
+    plugin = accept(ep.name, obj)
     if plugin is None:
-        log.warning("plugin %s=%s is not a valid %s plugin; skipping it", ep.name, ep.value, ep.group)
+        raise PluginError(f"{where}: {obj!r} is not a valid {ep.group} plugin (see docs/architecture.md#plugins)")
     return plugin
 
 
-def _is_builtin(ep: EntryPoint) -> bool:
+def _origin(part: Any, origins: Mapping[int, str]) -> str:
+    return origins.get(id(part), f"{_name_of(part)!r}")
+
+
+def _name_of(obj: Any) -> str:
+    return str(getattr(obj, "name", None) or getattr(obj, "__name__", None) or obj)
+
+
+def _is_ours(ep: EntryPoint) -> bool:
     dist = ep.dist
     name = dist.name if dist is not None else ""
     return name.replace("_", "-").lower() == DISTRIBUTION

@@ -1,10 +1,12 @@
 """The detector interface, and the threshold-plus-baseline judgement most detectors share.
 
-A detector is a small class with incremental state: ``update(tick)`` returns
-its findings when it had new evidence this tick (an empty list: judged, all
-fine) or ``None`` when it had none (no new training report, GPUs paused) — the
-state machine then holds its signals as they are. ``facts()`` exposes the
-latest statistics the root-cause stage correlates across layers.
+A detector is a small class with incremental state, built with its thresholds
+(:mod:`..thresholds`): ``update(tick)`` returns its findings when it had new
+evidence this tick (an empty list: judged, all fine) or ``None`` when it had
+none (no new training report, GPUs paused) — the state machine then holds its
+signals as they are. ``facts()`` exposes the latest statistics the root-cause
+stage correlates across layers. It declares the signals it raises
+(:class:`~..spec.SignalSpec`) and the knobs it decides by.
 
 :class:`Threshold` is the judgement of a value against physical bounds and,
 when given, against the job's own baseline: a value past ``warning`` (or
@@ -20,9 +22,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
+from ..spec import SignalSpec
 from ..stats import RobustBaseline
+from ..thresholds import Knob, Thresholds
 from ..tick import Tick
-from ..types import CRITICAL, DEFAULT_POLICY, WARNING, Finding, Policy
+from ..types import CRITICAL, WARNING, Finding, Policy
 
 #: Findings scoring below ``policy.hold - REPORT_MARGIN`` (and never below REPORT_FLOOR) are
 #: left out: they could not even hold an active signal, and skipping them keeps healthy ticks cheap.
@@ -33,14 +37,16 @@ SCORE_CAP = 5.0
 
 
 class Detector(Protocol):
-    """What the pipeline needs from a detector.
+    """What the pipeline needs from a detector: a class built with its :class:`Thresholds`.
 
+    ``signals``: the signals it raises (its knobs are named under the first).
     ``every_s``: the pipeline calls ``update`` at most this often (0: every
     tick) — slow physics (memory, temperature) needs no per-second look.
     """
 
     name: str
-    signals: tuple[str, ...]
+    signals: tuple[SignalSpec, ...]
+    knobs: tuple[Knob, ...]
     policy: Policy
     every_s: float
 
@@ -50,12 +56,16 @@ class Detector(Protocol):
 
 
 class BaseDetector:
-    """Defaults shared by the built-in detectors."""
+    """Defaults shared by the built-in detectors: thresholds given or declared, the signal's own policy."""
 
     name: ClassVar[str] = ""
-    signals: ClassVar[tuple[str, ...]] = ()
-    policy: ClassVar[Policy] = DEFAULT_POLICY
+    signals: ClassVar[tuple[SignalSpec, ...]] = ()
+    knobs: ClassVar[tuple[Knob, ...]] = ()
     every_s: ClassVar[float] = 0.0
+
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        self.thresholds = thresholds if thresholds is not None else Thresholds(self.knobs)
+        self.policy: Policy = self.signals[0].policy
 
     @cached_property
     def report_floor(self) -> float:
@@ -91,7 +101,7 @@ class Threshold:
         return bound / value if value > 0 else SCORE_CAP
 
     def judge(self, value: float, baseline: RobustBaseline | None = None) -> tuple[float, str]:
-        """``(score, severity)`` of ``value`` (see :class:`~..findings.Finding` for the score)."""
+        """``(score, severity)`` of ``value`` (see :class:`~..types.Finding` for the score)."""
         score = self.badness(value, self.warning)
         if self.early is not None and baseline is not None and self._departs(value, baseline):
             score = max(score, self.badness(value, self.early))
@@ -104,6 +114,15 @@ class Threshold:
         if self.higher_is_worse:
             return value >= self.early_ratio * baseline.loc and baseline.z(value) >= self.early_z
         return value * self.early_ratio <= baseline.loc and -baseline.z(value) >= self.early_z
+
+
+def threshold_of(t: Thresholds, higher_is_worse: bool = True) -> Threshold:
+    """The :class:`Threshold` made of a detector's ``warning`` and ``critical`` knobs (and, where it declares
+    them, ``early``, ``early_ratio`` and ``early_z``)."""
+    early = getattr(t, "early", None)
+    if early is None:
+        return Threshold(t.warning, t.critical, higher_is_worse)
+    return Threshold(t.warning, t.critical, higher_is_worse, early, t.early_ratio, t.early_z)
 
 
 def percent(x: float) -> str:

@@ -8,10 +8,17 @@ from typing import Any
 
 from ...samples import TrainingSample
 from ..budget import PACE_STEPS, Pace
+from ..spec import RANKS, TRAINING, SignalSpec
 from ..stats import RecentMedian, RecentSpread, sorted_median
+from ..thresholds import CONVENTION, COUNT, MEASURED, PHYSICS, SHARE, SIGMAS, TIMES, Knob, Thresholds
 from ..tick import Tick
-from .base import JobWarmup, Threshold, percent
-from .level import StepShareDetector
+from .base import JobWarmup, percent
+from .level import WINDOW, StepShareDetector
+
+SYNC_IMBALANCE = SignalSpec("sync_imbalance", "ranks wait for slower peers at the collective", RANKS, 0.08, "sync")
+ALLREDUCE_WAIT = SignalSpec(
+    "allreduce_wait", "the gradient all-reduce itself is slow, on every rank", TRAINING, 0.08, "all_reduce"
+)
 
 
 def sync_waits(report: TrainingSample) -> list[float]:
@@ -39,13 +46,25 @@ class SyncImbalance(StepShareDetector):
     """
 
     name = "sync"
-    signal = "sync_imbalance"
+    signals = (SYNC_IMBALANCE,)
+    knobs = (
+        Knob(
+            "warning",
+            0.10,
+            SHARE,
+            CONVENTION,
+            "a tenth of the step waiting for slower peers; across 8 ranks whose work scatters 10 % the last one "
+            "arrives ~14 % of a step after the median",
+            0,
+            1,
+        ),
+        Knob("critical", 0.25, SHARE, CONVENTION, "a quarter of every step waiting for slower peers", 0, 1),
+    )
     field = "sync_wait_ms"
     waits_for = "slower peers at the collective"
-    threshold = Threshold(warning=0.10, critical=0.25)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
         self._warmup = JobWarmup()
         #: The last report measured and its sorted per-rank waits: a finding's message words the same ones.
         self._waits: tuple[TrainingSample | None, list[float]] = (None, [])
@@ -104,9 +123,9 @@ class AllreduceWait(StepShareDetector):
     MFU, longer pipeline stages), though the interconnect is as degraded. So
     the all-reduce is also judged in milliseconds, against its own usual time
     — the job's lowest sustained median (:class:`~..budget.Pace`) — and its
-    excess against the job's usual step: ``SLOWDOWN`` times its usual time or
-    more, costing at least ``MIN_EXCESS_SHARE`` (2 %) of the usual step and
-    standing ``MIN_EXCESS_SIGMAS`` (6) of its own healthy sigmas above its
+    excess against the job's usual step: ``slowdown`` times its usual time or
+    more, costing at least ``min_excess_share`` (2 %) of the usual step and
+    standing ``min_excess_sigmas`` (6) of its own healthy sigmas above its
     healthy level, is a warning. The spread is what tells a degraded
     interconnect from a noisy one: a real healthy CPU gloo job's all-reduce
     jumps between 0.45 and 5 ms from step to step, so its recent median wanders
@@ -115,27 +134,70 @@ class AllreduceWait(StepShareDetector):
     """
 
     name = "allreduce"
-    signal = "allreduce_wait"
+    signals = (ALLREDUCE_WAIT,)
+    knobs = (
+        Knob(
+            "warning",
+            0.15,
+            SHARE,
+            CONVENTION,
+            "the all-reduce not overlapped with compute costs a sixth of the step",
+            0,
+            1,
+        ),
+        Knob("critical", 0.30, SHARE, CONVENTION, "a third of every step in the all-reduce", 0, 1),
+        Knob(
+            "early",
+            0.08,
+            SHARE,
+            CONVENTION,
+            "a smaller share counts when it is also early_ratio times the job's baseline and early_z sigmas above it",
+            0,
+            1,
+        ),
+        Knob("early_ratio", 1.5, TIMES, CONVENTION, "how far above its baseline an early share must be", 1),
+        Knob("early_z", 6.0, SIGMAS, CONVENTION, "how many baseline sigmas above it an early share must be", 0),
+        Knob("min_sigma", 0.003, SHARE, PHYSICS, "the baseline's smallest sigma: reported times are rounded"),
+        Knob("slowdown", 3.0, TIMES, CONVENTION, "times its own usual time the all-reduce must take, in ms", 1),
+        Knob(
+            "min_excess_share",
+            0.02,
+            SHARE,
+            CONVENTION,
+            "the least its excess must cost of the usual step to be worth acting on (as a rank's own loss must to "
+            "be listed in goodput.ranks)",
+            0,
+            1,
+        ),
+        Knob(
+            "min_excess_sigmas",
+            6.0,
+            SIGMAS,
+            MEASURED,
+            "how far above its healthy level, in its own healthy sigmas: a real healthy CPU gloo job's all-reduce "
+            "jumps 0.45-5 ms step to step, its median wandering to 3x its usual 1.2 ms (~2 sigmas)",
+            0,
+        ),
+        Knob(
+            "spread_after",
+            10,
+            COUNT,
+            CONVENTION,
+            "healthy values the spread needs before the excess is judged against it (every healthy report, noisy "
+            "ones too: they are the noise)",
+            2,
+        ),
+    )
     field = "all_reduce_wait_ms"
     waits_for = "the gradient all-reduce"
-    threshold = Threshold(warning=0.15, critical=0.30, early=0.08, early_ratio=1.5)
-    min_scale = 0.003
-    #: How many times its usual time the all-reduce must take.
-    SLOWDOWN = 3.0
-    #: The least its excess must cost, as a share of the job's usual step: worth acting on (the same 2 % a rank's
-    #: own loss must reach to be listed in ``goodput.ranks``).
-    MIN_EXCESS_SHARE = 0.02
-    #: How far above its healthy level, in its own healthy sigmas, the recent all-reduce must be: out of its noise.
-    MIN_EXCESS_SIGMAS = 6.0
-    #: Values the spread needs before the excess is judged against it; the first ones are learned whatever they
-    #: are, then each while the recent all-reduce is within ``MIN_EXCESS_SIGMAS`` of the healthy level — not
-    #: from the fault, but from every healthy report, the noisy ones too: they are the noise.
-    SPREAD_AFTER = 10
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.slowdown_times, self.min_excess_share = t.slowdown, t.min_excess_share
+        self.min_excess_sigmas, self.spread_after = t.min_excess_sigmas, t.spread_after
         self._usual_ms, self._usual_step_ms = Pace(), Pace()
-        self._recent_ms = RecentMedian(self.window)
+        self._recent_ms = RecentMedian(WINDOW)
         self._spread_ms = RecentSpread(2 * PACE_STEPS)
 
     def measure(self, tick: Tick) -> float | None:
@@ -150,7 +212,7 @@ class AllreduceWait(StepShareDetector):
             self._usual_ms.add(tick.ts, wait)
             self._usual_step_ms.add(tick.ts, report.step_time_ms)
             sigmas = self._sigmas_above(recent)
-            if sigmas is None or sigmas < self.MIN_EXCESS_SIGMAS:
+            if sigmas is None or sigmas < self.min_excess_sigmas:
                 self._spread_ms.add(wait)
         return min(1.0, wait / report.step_time_ms)
 
@@ -170,19 +232,19 @@ class AllreduceWait(StepShareDetector):
         return None if recent is None else self._sigmas_above(recent)
 
     def _sigmas_above(self, ms: float) -> float | None:
-        if len(self._spread_ms) < self.SPREAD_AFTER:
+        if len(self._spread_ms) < self.spread_after:
             return None
         level, sigma = self._spread_ms.read()
         return (ms - level) / sigma if sigma > 0 else (math.inf if ms > level else 0.0)
 
     def departure(self) -> float:
         slow = self.slowdown()
-        if slow is None or slow[1] < self.MIN_EXCESS_SHARE:
+        if slow is None or slow[1] < self.min_excess_share:
             return 0.0
         sigmas = self.excess_sigmas()
-        if sigmas is None or sigmas < self.MIN_EXCESS_SIGMAS:
+        if sigmas is None or sigmas < self.min_excess_sigmas:
             return 0.0
-        return slow[0] / self.SLOWDOWN
+        return slow[0] / self.slowdown_times
 
     def describe(self, value: float, tick: Tick) -> tuple[str, dict[str, Any]]:
         message, evidence = super().describe(value, tick)

@@ -23,9 +23,33 @@ from collections import deque
 from typing import Any
 
 from ...samples import Frame, GpuKey, gpu_label, gpu_order
+from ..spec import GPU, SignalSpec
+from ..thresholds import CONVENTION, COUNT, SECONDS, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import BaseDetector
+
+GPU_HARDWARE_FAULT = SignalSpec(
+    "gpu_hardware_fault",
+    "a GPU failing now: a fatal XID, uncorrected ECC errors rising, a GPU lost from the bus",
+    GPU,
+    0.24,
+    "compute",
+    policy=Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0),
+)
+GPU_MEMORY_DEGRADATION = SignalSpec(
+    "gpu_memory_degradation",
+    "a GPU's memory wearing out: pending or failed row remaps, a rising corrected-ECC rate",
+    GPU,
+    0.06,
+    "compute",
+    predictive=True,
+    policy=Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=60.0, stale_after_s=120.0),
+)
+#: A failing GPU's finding scores this (raised at once, critical on the second tick); a worn one 3 with a
+#: pending or failed remap, else 2.
+FAULT_SCORE = 3.0
+WORN_SCORE = 2.0
 
 #: XID code -> what it means, for the codes that make a GPU unusable (see the module docstring).
 FATAL_XIDS: dict[int, str] = {
@@ -45,14 +69,16 @@ DEGRADATION_XIDS: dict[int, str] = {
     63: "row remap recorded",
     92: "high single-bit ECC error rate",
 }
-#: Seconds a fatal XID or an uncorrected-ECC rise keeps the signal up: the GPU needs a reset, not time.
-FAULT_HOLD_S = 600.0
-#: The corrected-ECC rate is judged over this window, against the GPU's rate over the hour before it.
-RATE_WINDOW_S = 300.0
-RATE_HISTORY_S = 3600.0
-#: New corrected errors within RATE_WINDOW_S that count as a rising rate (at 3x the earlier rate or more).
-MIN_CORRECTED = 20
-RATE_RISE = 3.0
+#: The knob both GPU fault detectors read.
+HOLD = Knob(
+    "hold_s",
+    600.0,
+    SECONDS,
+    CONVENTION,
+    "a fatal XID, an uncorrected-ECC rise or a degradation XID keeps its signal up this long: the GPU needs a "
+    "reset, not time",
+    0,
+)
 
 
 def _xid_rises(frame: Frame, totals: dict[tuple[GpuKey, int], int]) -> dict[GpuKey, list[int]]:
@@ -96,10 +122,12 @@ class GpuHardwareFault(BaseDetector):
     """
 
     name = "gpu_hardware_fault"
-    signals = ("gpu_hardware_fault",)
-    policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0)
+    signals = (GPU_HARDWARE_FAULT,)
+    knobs = (HOLD,)
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        self.hold_s = self.thresholds.hold_s
         self._totals: dict[tuple[GpuKey, int], int] = {}
         self._ecc: dict[GpuKey, int] = {}
         self._seen: set[GpuKey] = set()
@@ -152,7 +180,7 @@ class GpuHardwareFault(BaseDetector):
         self._seen |= present
 
     def _holds(self, fault: _Fault, ts: float) -> bool:
-        return fault.lost or ts - fault.last_ts <= FAULT_HOLD_S
+        return fault.lost or ts - fault.last_ts <= self.hold_s
 
     def _finding(self, gpu: GpuKey, fault: _Fault) -> Finding:
         subject: dict[str, Any] = {"gpu_index": gpu[1]}
@@ -174,7 +202,7 @@ class GpuHardwareFault(BaseDetector):
             parts.append("gone from the node's GPU list (lost from the bus)")
         where = f" on {fault.hostname}" if fault.hostname else ""
         message = f"GPU {gpu[1]}{where} is failing: " + "; ".join(parts)
-        return Finding("gpu_hardware_fault", 3.0, CRITICAL, message, subject, evidence)
+        return Finding(GPU_HARDWARE_FAULT.name, FAULT_SCORE, CRITICAL, message, subject, evidence)
 
 
 class _Wear:
@@ -185,9 +213,10 @@ class _Wear:
     at any time since ``first_ts`` is the last change at or before it.
     """
 
-    __slots__ = ("counts", "first_ts", "hostname", "reported", "rising", "xid_ts", "xids")
+    __slots__ = ("counts", "first_ts", "history_s", "hostname", "reported", "rising", "window_s", "xid_ts", "xids")
 
-    def __init__(self) -> None:
+    def __init__(self, window_s: float, history_s: float) -> None:
+        self.window_s, self.history_s = window_s, history_s
         self.counts: deque[tuple[float, int]] = deque()
         self.first_ts = 0.0
         self.xids: set[int] = set()
@@ -203,7 +232,7 @@ class _Wear:
             self.first_ts = ts
         if not self.counts or count != self.counts[-1][1]:
             self.counts.append((ts, count))
-        while len(self.counts) >= 2 and self.counts[1][0] <= ts - RATE_HISTORY_S:
+        while len(self.counts) >= 2 and self.counts[1][0] <= ts - self.history_s:
             self.counts.popleft()  # the entry after it already tells the count at the horizon
 
     def quiet(self) -> bool:
@@ -217,15 +246,15 @@ class _Wear:
         return self.counts[0][1]
 
     def rise(self, ts: float) -> tuple[int, float | None]:
-        """New corrected errors in the last RATE_WINDOW_S, and the per-second rate before it (None: no history)."""
+        """New corrected errors in the last ``window_s``, and the per-second rate before it (None: no history)."""
         if not self.counts:
             return 0, None
-        start = max(ts - RATE_WINDOW_S, self.first_ts)
+        start = max(ts - self.window_s, self.first_ts)
         at_start = self._count_at(start)
         new = self.counts[-1][1] - at_start
-        horizon = max(ts - RATE_HISTORY_S, self.first_ts)
+        horizon = max(ts - self.history_s, self.first_ts)
         span = start - horizon
-        return new, ((at_start - self._count_at(horizon)) / span if span >= RATE_WINDOW_S else None)
+        return new, ((at_start - self._count_at(horizon)) / span if span >= self.window_s else None)
 
 
 class GpuMemoryDegradation(BaseDetector):
@@ -242,11 +271,27 @@ class GpuMemoryDegradation(BaseDetector):
     """
 
     name = "gpu_memory_degradation"
-    signals = ("gpu_memory_degradation",)
-    policy = Policy(raise_evidence=2.5, min_observations=1, hold=0.75, clear_after_s=60.0, stale_after_s=120.0)
+    signals = (GPU_MEMORY_DEGRADATION,)
+    knobs = (
+        HOLD,
+        Knob("window_s", 300.0, SECONDS, CONVENTION, "the corrected-ECC rate is judged over this window", 1),
+        Knob("history_s", 3600.0, SECONDS, CONVENTION, "against the GPU's own rate over this long before it", 1),
+        Knob(
+            "min_corrected",
+            20,
+            COUNT,
+            CONVENTION,
+            "new corrected errors within the window that count as a rising rate: a GPU that always logs a few is "
+            "its own baseline",
+            1,
+        ),
+        Knob("rate_rise", 3.0, TIMES, CONVENTION, "the recent rate must be this many times the earlier one", 1),
+        Knob("keep_corrected", 10, COUNT, CONVENTION, "once rising, it stays so while this many arrive per window", 0),
+    )
     every_s = 2.0  # wear moves over minutes
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
         self._totals: dict[tuple[GpuKey, int], int] = {}
         self._wear: dict[GpuKey, _Wear] = {}
 
@@ -277,20 +322,21 @@ class GpuMemoryDegradation(BaseDetector):
     def _wear_of(self, gpu: GpuKey, host: str | None) -> _Wear:
         wear = self._wear.get(gpu)
         if wear is None:
-            wear = self._wear[gpu] = _Wear()
+            wear = self._wear[gpu] = _Wear(self.thresholds.window_s, self.thresholds.history_s)
         if not wear.reported:
             wear.hostname = gpu[0] or host
         return wear
 
     def _judge(self, gpu: GpuKey, wear: _Wear, pending: int | None, failed: int | None, ts: float) -> Finding | None:
+        t = self.thresholds
         new, earlier_rate = wear.rise(ts)
-        recent_rate = new / RATE_WINDOW_S
+        recent_rate = new / t.window_s
         if wear.rising:
-            rising = new >= MIN_CORRECTED / 2
+            rising = new >= t.keep_corrected
         else:
-            rising = new >= MIN_CORRECTED and (earlier_rate is None or recent_rate >= RATE_RISE * earlier_rate)
+            rising = new >= t.min_corrected and (earlier_rate is None or recent_rate >= t.rate_rise * earlier_rate)
         wear.rising = rising
-        recent_xid = wear.xid_ts is not None and ts - wear.xid_ts <= FAULT_HOLD_S
+        recent_xid = wear.xid_ts is not None and ts - wear.xid_ts <= t.hold_s
         parts, evidence = [], {"ecc_corrected_new_5m": new}
         if failed:
             parts.append("a row remap FAILED (no spare rows left)")
@@ -301,7 +347,7 @@ class GpuMemoryDegradation(BaseDetector):
             evidence["xid_errors"] = codes
             parts.append("XID " + ", ".join(f"{c} ({DEGRADATION_XIDS[c]})" for c in codes))
         if rising:
-            parts.append(f"{new} corrected ECC errors in 5 min ({recent_rate * 60:.1f}/min)")
+            parts.append(f"{new} corrected ECC errors in {t.window_s / 60:g} min ({recent_rate * 60:.1f}/min)")
         if not parts:
             return None
         evidence.update({"remapped_rows_pending": pending, "remapped_rows_failed": failed})
@@ -314,4 +360,5 @@ class GpuMemoryDegradation(BaseDetector):
             subject["hostname"] = wear.hostname
         wear.reported = True
         message = f"{gpu_label(gpu)}'s memory is degrading: " + "; ".join(parts)
-        return Finding("gpu_memory_degradation", 3.0 if failed or pending else 2.0, WARNING, message, subject, evidence)
+        score = FAULT_SCORE if failed or pending else WORN_SCORE
+        return Finding(GPU_MEMORY_DEGRADATION.name, score, WARNING, message, subject, evidence)

@@ -2,36 +2,62 @@
 
 from __future__ import annotations
 
-from .base import Threshold
+from ..spec import TRAINING, SignalSpec
+from ..thresholds import CONVENTION, PHYSICS, SHARE, SIGMAS, TIMES, Knob
 from .level import StepShareDetector
+
+DATALOADER_STARVATION = SignalSpec(
+    "dataloader_starvation", "the step waits for its next batch from the data loader", TRAINING, 0.10, "data"
+)
+TOKENIZER_STALL = SignalSpec(
+    "tokenizer_stall", "the step waits for on-the-fly tokenization", TRAINING, 0.10, "tokenizer"
+)
+
+
+def wait_knobs(what: str) -> tuple[Knob, ...]:
+    """The thresholds of a wait inside the step (the data loader's, the tokenizer's)."""
+    return (
+        Knob("warning", 0.10, SHARE, CONVENTION, f"a tenth of every step waiting for {what} is worth fixing", 0, 1),
+        Knob("critical", 0.30, SHARE, CONVENTION, f"a third of the GPUs' time idle, waiting for {what}", 0, 1),
+        Knob(
+            "early",
+            0.02,
+            SHARE,
+            CONVENTION,
+            "a smaller wait counts when it is also early_ratio times the job's own baseline and early_z sigmas "
+            "above it: a ramp caught while small, an always-small wait never alarms",
+            0,
+            1,
+        ),
+        Knob("early_ratio", 3.0, TIMES, CONVENTION, "how far above its baseline an early wait must be", 1),
+        Knob("early_z", 6.0, SIGMAS, CONVENTION, "how many baseline sigmas above it an early wait must be", 0),
+        Knob(
+            "min_sigma",
+            0.002,
+            SHARE,
+            PHYSICS,
+            "the baseline's smallest sigma: reported waits are rounded, never steady",
+        ),
+    )
 
 
 class DataloaderStarvation(StepShareDetector):
-    """``dataloader_starvation``: the step waits for its next batch.
-
-    Statistic: median of the last 5 reports of ``data_wait_ms / step_time_ms``.
-    Warning at 10 % of the step, critical at 30 %; from 2 % when that is also
-    3x the job's own baseline and 6 sigmas above it (a ramp caught early).
-    """
+    """``dataloader_starvation``: the median of the last 5 reports of ``data_wait_ms / step_time_ms`` against its
+    knobs (warning 10 %, critical 30 %, early 2 % when it departs from the job's baseline)."""
 
     name = "dataloader"
-    signal = "dataloader_starvation"
+    signals = (DATALOADER_STARVATION,)
+    knobs = wait_knobs("the data loader")
     field = "data_wait_ms"
     waits_for = "the data loader"
-    threshold = Threshold(warning=0.10, critical=0.30, early=0.02)
-    min_scale = 0.002
 
 
 class TokenizerStall(StepShareDetector):
-    """``tokenizer_stall``: the step waits for on-the-fly tokenization.
-
-    Statistic: median of the last 5 reports of ``tokenizer_wait_ms / step_time_ms``;
-    thresholds as for the data loader.
-    """
+    """``tokenizer_stall``: the median of the last 5 reports of ``tokenizer_wait_ms / step_time_ms``, judged as the
+    data loader's wait is."""
 
     name = "tokenizer"
-    signal = "tokenizer_stall"
+    signals = (TOKENIZER_STALL,)
+    knobs = wait_knobs("tokenization")
     field = "tokenizer_wait_ms"
     waits_for = "tokenization"
-    threshold = Threshold(warning=0.10, critical=0.30, early=0.02)
-    min_scale = 0.002

@@ -13,35 +13,38 @@ from typing import Any, ClassVar
 
 from ...samples import TrainingSample
 from ..stats import RecentMedian, RobustBaseline
+from ..thresholds import Thresholds
 from ..tick import Tick
 from ..types import Finding
-from .base import BaseDetector, Threshold, percent
+from .base import BaseDetector, percent, threshold_of
 
 #: Values needed before the median is trusted (a fault from the first sample is seen on the third).
 MIN_VALUES = 3
+#: Values in the median: one GC pause or one slow shard never counts.
+WINDOW = 5
+#: The early floor's baseline (a robust EWMA): its weight and the values that seed it.
+BASELINE_ALPHA = 0.05
+BASELINE_WARMUP = 10
 
 
 class LevelDetector(BaseDetector):
-    """Judges ``measure(tick)`` against ``threshold``; subclasses say what and how to say it."""
+    """Judges ``measure(tick)`` against the ``warning``/``critical`` knobs (and ``early``, with a baseline whose
+    sigma is at least the ``min_sigma`` knob); subclasses say what and how to say it."""
 
-    signal: ClassVar[str] = ""
-    threshold: ClassVar[Threshold]
-    window: ClassVar[int] = 5
-    #: Smallest baseline sigma (in the value's unit): readings are rounded, spread is never zero.
-    min_scale: ClassVar[float] = 0.0
+    higher_is_worse: ClassVar[bool] = True
 
-    def __init__(self) -> None:
-        self._recent = RecentMedian(self.window)
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.signal = self.signals[0].name
+        self.threshold = threshold_of(t, self.higher_is_worse)
+        self._recent = RecentMedian(WINDOW)
         self._baseline = (
-            RobustBaseline(alpha=0.05, warmup=10, min_scale=self.min_scale)
+            RobustBaseline(alpha=BASELINE_ALPHA, warmup=BASELINE_WARMUP, min_scale=t.min_sigma)
             if self.threshold.early is not None
             else None
         )
         self.value: float | None = None
-
-    @property
-    def signals(self) -> tuple[str, ...]:  # type: ignore[override]
-        return (self.signal,)
 
     def measure(self, tick: Tick) -> float | None:
         """This tick's value, or None when the tick brings none."""

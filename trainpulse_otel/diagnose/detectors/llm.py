@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..spec import TRAINING, SignalSpec
+from ..thresholds import CONVENTION, PHYSICS, SHARE, Knob
 from ..tick import Tick
-from .base import Threshold, percent
+from .base import percent
 from .level import LevelDetector
+
+LOW_MFU = SignalSpec("low_mfu", "the job achieves a small share of the GPUs' peak FLOP rate", TRAINING, 0.08, "compute")
+#: The fact naming the MFU that counts as normal (the ``warning`` knob).
+NORMAL_MFU = "normal_mfu"
+SEQUENCE_PADDING = SignalSpec("sequence_padding", "much of every batch is padding", TRAINING, 0.06, "compute")
 
 
 class LowMfu(LevelDetector):
@@ -21,8 +28,21 @@ class LowMfu(LevelDetector):
     """
 
     name = "mfu"
-    signal = "low_mfu"
-    threshold = Threshold(warning=0.20, critical=0.10, higher_is_worse=False)
+    signals = (LOW_MFU,)
+    knobs = (
+        Knob(
+            "warning",
+            0.20,
+            SHARE,
+            PHYSICS,
+            "dense transformer training on current GPUs reaches 0.35-0.55 MFU (PaLM, Megatron-LM reports); below "
+            "0.20 something wastes the GPUs. Also the MFU a wasted share's removal must restore to explain it",
+            0,
+            1,
+        ),
+        Knob("critical", 0.10, SHARE, PHYSICS, "a tenth of peak: the GPUs mostly wait or run slow kernels", 0, 1),
+    )
+    higher_is_worse = False
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
@@ -35,6 +55,10 @@ class LowMfu(LevelDetector):
             evidence["tflops_per_gpu"] = report.tflops
         return f"MFU is {value:.2f}: the GPUs deliver {percent(value)} of their peak FLOP rate", evidence
 
+    def facts(self) -> dict[str, Any]:
+        """The MFU, and the warning bound a wasted share's removal must lift it to for that share to explain it."""
+        return {} if self.value is None else {self.signal: self.value, NORMAL_MFU: self.threshold.warning}
+
 
 class SequencePadding(LevelDetector):
     """``sequence_padding``: much of every batch is padding.
@@ -44,8 +68,11 @@ class SequencePadding(LevelDetector):
     """
 
     name = "padding"
-    signal = "sequence_padding"
-    threshold = Threshold(warning=0.25, critical=0.50)
+    signals = (SEQUENCE_PADDING,)
+    knobs = (
+        Knob("warning", 0.25, SHARE, CONVENTION, "a quarter of the batch's tokens are pads: packing pays off", 0, 1),
+        Knob("critical", 0.50, SHARE, CONVENTION, "half of every batch is computed on nothing", 0, 1),
+    )
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report

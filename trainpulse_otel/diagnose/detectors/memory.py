@@ -2,37 +2,41 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_subject
+from ..spec import GPU, SignalSpec
+from ..thresholds import CONVENTION, PHYSICS, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import Tick
-from ..types import CRITICAL, WARNING, Finding, Policy
+from ..types import CRITICAL, WARNING, Finding
 from .base import SCORE_CAP, BaseDetector, Threshold, percent
 
+MEMORY_PRESSURE = SignalSpec(
+    "memory_pressure", "GPU memory close to full or climbing fast, host memory running low", GPU, 0.10, "compute"
+)
 GIB = 1024**3
-#: A GPU's memory is on a plateau when it stayed within this fraction of its total for PLATEAU_S.
-PLATEAU_BAND = 0.01
-PLATEAU_S = 60.0
 
 
 class _Plateau:
     """The level a GPU's memory last rested at: what steady-state training holds.
 
-    ``confirmed`` once memory has rested somewhere for PLATEAU_S: a trace that
-    starts while a job is still allocating has no plateau to grow from yet.
+    ``confirmed`` once memory has rested within ``band`` (of the total) for ``rest_s``: a trace that starts
+    while a job is still allocating has no plateau to grow from yet.
     """
 
-    __slots__ = ("candidate", "confirmed", "level", "since")
+    __slots__ = ("band", "candidate", "confirmed", "level", "rest_s", "since")
 
-    def __init__(self, frac: float, ts: float) -> None:
+    def __init__(self, frac: float, ts: float, band: float, rest_s: float) -> None:
         self.level = self.candidate = frac
         self.since = ts
         self.confirmed = False
+        self.band, self.rest_s = band, rest_s
 
     def update(self, frac: float, ts: float) -> float:
-        if abs(frac - self.candidate) > PLATEAU_BAND:
+        if abs(frac - self.candidate) > self.band:
             self.candidate, self.since = frac, ts
-        elif ts - self.since >= PLATEAU_S:
+        elif ts - self.since >= self.rest_s:
             self.level, self.confirmed = self.candidate, True
         if frac < self.level:
             self.level = frac  # memory was freed: the new floor counts at once
@@ -51,14 +55,55 @@ class GpuMemoryPressure(BaseDetector):
     """
 
     name = "gpu_memory"
-    signals = ("memory_pressure",)
-    policy = Policy(hold=0.97)
+    signals = (MEMORY_PRESSURE,)
+    knobs = (
+        Knob(
+            "gpu_warning",
+            0.95,
+            SHARE,
+            PHYSICS,
+            "of the device's memory in use: PyTorch's caching allocator starts freeing and retrying",
+            0,
+            1,
+        ),
+        Knob("gpu_critical", 0.98, SHARE, PHYSICS, "fragmentation makes the next large allocation fail", 0, 1),
+        Knob(
+            "gpu_hold",
+            0.97,
+            TIMES,
+            CONVENTION,
+            "hysteresis: an active signal holds down to this times the warning",
+            0,
+            1,
+        ),
+        Knob(
+            "growth",
+            0.06,
+            SHARE,
+            CONVENTION,
+            "growth above the plateau (of the total) that counts: training does not grow",
+            0,
+            1,
+        ),
+        Knob("growth_from", 0.83, SHARE, CONVENTION, "growth counts only from this much memory in use", 0, 1),
+        Knob("plateau_band", 0.01, SHARE, CONVENTION, "memory within this much of its total is resting", 0, 1),
+        Knob(
+            "plateau_s",
+            60.0,
+            SECONDS,
+            CONVENTION,
+            "resting this long makes a plateau; a job still allocating has none",
+            1,
+        ),
+    )
     every_s = 2.0
-    threshold = Threshold(warning=0.95, critical=0.98)
-    growth = 0.06
-    growth_from = 0.83
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.policy = replace(self.policy, hold=t.gpu_hold)
+        self.threshold = Threshold(t.gpu_warning, t.gpu_critical)
+        self.growth, self.growth_from = t.growth, t.growth_from
         self._plateau: dict[GpuKey, _Plateau] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -74,7 +119,9 @@ class GpuMemoryPressure(BaseDetector):
             key = state.key
             plateau = self._plateau.get(key)
             if plateau is None:
-                plateau = self._plateau[key] = _Plateau(frac, tick.ts)
+                plateau = self._plateau[key] = _Plateau(
+                    frac, tick.ts, self.thresholds.plateau_band, self.thresholds.plateau_s
+                )
             base = plateau.update(frac, tick.ts)
             score = frac / self.threshold.warning
             if frac >= self.growth_from and plateau.confirmed:
@@ -108,10 +155,21 @@ class HostMemoryPressure(BaseDetector):
     """
 
     name = "host_memory"
-    signals = ("memory_pressure",)
-    policy = Policy(hold=0.10 / 0.12)
+    signals = (MEMORY_PRESSURE,)
+    knobs = (
+        Knob(
+            "host_warning", 0.10, SHARE, PHYSICS, "of host memory available: the kernel reclaims hard and swaps", 0, 1
+        ),
+        Knob("host_critical", 0.05, SHARE, PHYSICS, "the OOM killer is next", 0, 1),
+        Knob("host_clear_above", 0.12, SHARE, CONVENTION, "hysteresis: an active signal clears above this", 0, 1),
+    )
     every_s = 2.0
-    threshold = Threshold(warning=0.10, critical=0.05, higher_is_worse=False)
+
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.policy = replace(self.policy, hold=t.host_warning / t.host_clear_above)
+        self.threshold = Threshold(t.host_warning, t.host_critical, higher_is_worse=False)
 
     def update(self, tick: Tick) -> list[Finding] | None:
         out = None

@@ -20,9 +20,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import NODE_SILENT_INTERVALS, NodeSample, RankSample
+from ..spec import JOB, SignalSpec
+from ..thresholds import CONVENTION, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
+
+NODE_UNREACHABLE = SignalSpec(
+    "node_unreachable",
+    "a node of the job stopped sending its telemetry",
+    JOB,
+    0.24,
+    "stall",
+    policy=Policy(raise_evidence=1.0, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0),
+)
 
 #: Ranks listed in the evidence at most (a node holds 8 in most jobs; the count is always given).
 MAX_LISTED_RANKS = 16
@@ -32,8 +43,22 @@ class NodeUnreachable(BaseDetector):
     """A node of the job silent for three of its own report intervals."""
 
     name = "node_unreachable"
-    signals = ("node_unreachable",)
-    policy = Policy(raise_evidence=1.0, min_observations=1, hold=0.75, clear_after_s=5.0, stale_after_s=60.0)
+    signals = (NODE_UNREACHABLE,)
+    knobs = (
+        Knob(
+            "silent_intervals",
+            float(NODE_SILENT_INTERVALS),
+            "intervals",
+            CONVENTION,
+            "a node silent for this many of its own report intervals is gone (the contract's three; a node "
+            "exporting every 10 s is not late after 3 s)",
+            1,
+        ),
+    )
+
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        self.silent_intervals = self.thresholds.silent_intervals
 
     def update(self, tick: Tick) -> list[Finding] | None:
         nodes = tick.frame.nodes
@@ -43,7 +68,7 @@ class NodeUnreachable(BaseDetector):
         floor = self.report_floor
         held: JobByNode | None = None  # gathered once per tick, and only when some node is judged
         for node in nodes:
-            score = node.missed_reports(tick.ts) / NODE_SILENT_INTERVALS
+            score = node.missed_reports(tick.ts) / self.silent_intervals
             if score >= floor:
                 held = held or JobByNode.of(tick)
                 out.append(self._finding(node, tick, min(score, SCORE_CAP), held))
@@ -69,7 +94,7 @@ class NodeUnreachable(BaseDetector):
             f"node {node.hostname} has sent nothing for {silent:.0f} s, {evidence['missed_reports']:.0f} of its "
             f"{node.report_interval_s:.1f} s report intervals{on_it}"
         )
-        return Finding("node_unreachable", score, CRITICAL, message, {"hostname": node.hostname}, evidence)
+        return Finding(NODE_UNREACHABLE.name, score, CRITICAL, message, {"hostname": node.hostname}, evidence)
 
 
 @dataclass(frozen=True)

@@ -16,27 +16,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import LossPoint
+from ..spec import TRAINING, SignalSpec
 from ..stats import MAD_TO_SIGMA, sorted_median
+from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
 
+LOSS_SPIKE = SignalSpec(
+    "loss_spike",
+    "a loss far above its robust rolling baseline",
+    TRAINING,
+    0.10,
+    None,
+    policy=Policy(raise_evidence=1.0, min_observations=1, clear_after_s=30.0),
+)
+NONFINITE_LOSS = SignalSpec(
+    "nonfinite_loss",
+    "a NaN or infinite loss or gradient norm, or the optimizer skipping step after step",
+    TRAINING,
+    0.24,
+    "numerics",
+    policy=Policy(raise_evidence=1.0, min_observations=1, clear_after_s=60.0),
+)
 #: Finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps).
 BASELINE_LOSSES = 128
-#: Finite losses a series needs before a spike is judged against it.
-MIN_HISTORY = 32
-#: A spike is this many robust sigmas (1.4826 x MAD) above the rolling median ...
-SPIKE_SIGMAS = 6.0
-#: ... and at least this far above it, relative to the median's size (a near-noiseless loss needs a real jump).
-MIN_RISE = 0.10
-#: How long a spike stays reported after its last step above the threshold (seconds of report time).
-SPIKE_MEMORY_S = 30.0
-#: A non-finite value stays reported this long after the last one (then the signal's hold-down runs).
-NONFINITE_MEMORY_S = 30.0
-#: fp16 loss-scale overflows are normal now and then; this many skipped steps in a row is a fault.
-SKIPPED_IN_A_ROW = 8
-#: A dynamic loss scale at or below this has collapsed (DeepSpeed's and Megatron's minimum is 1).
-COLLAPSED_LOSS_SCALE = 1.0
+#: A non-finite finding scores this: raised on its first observation, held while it lasts.
+NONFINITE_SCORE = 3.0
 
 
 def finite(x: float | None) -> bool:
@@ -44,11 +50,12 @@ def finite(x: float | None) -> bool:
 
 
 class RollingLosses:
-    """The last ``BASELINE_LOSSES`` finite losses of one series, kept sorted for the median."""
+    """The last ``size`` finite losses of one series, kept sorted for the median."""
 
-    __slots__ = ("_order", "_sorted")
+    __slots__ = ("_order", "_sorted", "size")
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = BASELINE_LOSSES) -> None:
+        self.size = size
         self._order: deque[float] = deque()
         self._sorted: list[float] = []
 
@@ -57,7 +64,7 @@ class RollingLosses:
 
     def add(self, x: float) -> None:
         order, ordered = self._order, self._sorted
-        if len(order) == BASELINE_LOSSES:
+        if len(order) == self.size:
             ordered.remove(order.popleft())
         order.append(x)
         insort(ordered, x)
@@ -89,16 +96,17 @@ class Spike:
         return self.loss / self.median if self.median > 0 else None
 
 
-def judge_spike(series: RollingLosses, point: LossPoint, loss: float) -> Spike | None:
-    """``loss`` against its series before it joins: a Spike when past median + max(6 sigma, 10 % of median)."""
-    if len(series) < MIN_HISTORY:
+def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
+    """``loss`` against its series before it joins: a Spike when past median + max(``sigmas`` x sigma,
+    ``min_rise`` x the median), once the series holds ``min_history`` losses."""
+    if len(series) < t.min_history:
         return None
     median = series.median()
-    floor = MIN_RISE * abs(median)
+    floor = t.min_rise * abs(median)
     if loss - median <= floor:
         return None  # under the relative floor: no spike whatever the spread (and no MAD computed)
     sigma = series.sigma(median)
-    threshold = max(SPIKE_SIGMAS * sigma, floor)
+    threshold = max(t.sigmas * sigma, floor)
     if threshold <= 0:
         return None
     score = (loss - median) / threshold
@@ -122,10 +130,45 @@ class LossSpike(BaseDetector):
     """
 
     name = "loss_spike"
-    signals = ("loss_spike",)
-    policy = Policy(raise_evidence=1.0, min_observations=1, clear_after_s=30.0)
+    signals = (LOSS_SPIKE,)
+    knobs = (
+        Knob(
+            "sigmas",
+            6.0,
+            SIGMAS,
+            CONVENTION,
+            "robust sigmas (1.4826 x MAD) above the rolling median: OLMo-core skips a step at mean + 6 sigma",
+            0,
+        ),
+        Knob(
+            "min_rise",
+            0.10,
+            SHARE,
+            CONVENTION,
+            "and at least this far above it, of the median's size: a near-noiseless loss needs a real jump",
+            0,
+        ),
+        Knob(
+            "baseline_losses",
+            BASELINE_LOSSES,
+            COUNT,
+            CONVENTION,
+            "finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps)",
+            2,
+        ),
+        Knob("min_history", 32, COUNT, CONVENTION, "finite losses a series needs before a spike is judged", 2),
+        Knob(
+            "memory_s",
+            30.0,
+            SECONDS,
+            CONVENTION,
+            "a spike is a moment: reported this long after its last step above the threshold",
+            0,
+        ),
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
         self._series: dict[int | None, RollingLosses] = {}
         self.worst: Spike | None = None  # the worst spike of the current episode
         self.first: Spike | None = None  # its first
@@ -143,8 +186,8 @@ class LossSpike(BaseDetector):
             judged = True
             series = self._series.get(point.rank)
             if series is None:
-                series = self._series[point.rank] = RollingLosses()
-            spike = judge_spike(series, point, loss)  # type: ignore[arg-type]
+                series = self._series[point.rank] = RollingLosses(self.thresholds.baseline_losses)
+            spike = judge_spike(series, point, loss, self.thresholds)  # type: ignore[arg-type]
             series.add(loss)  # type: ignore[arg-type]
             if spike is not None:
                 self._remember(spike)
@@ -153,7 +196,7 @@ class LossSpike(BaseDetector):
         return self._findings(tick.ts)
 
     def _remember(self, spike: Spike) -> None:
-        if self.first is None or spike.ts - self._last_ts > SPIKE_MEMORY_S:
+        if self.first is None or spike.ts - self._last_ts > self.thresholds.memory_s:
             self.first = self.worst = spike  # a new episode
         elif self.worst is None or spike.score >= self.worst.score:
             self.worst = spike
@@ -161,12 +204,12 @@ class LossSpike(BaseDetector):
 
     def _findings(self, ts: float) -> list[Finding]:
         worst = self.worst
-        if worst is None or ts - self._last_ts > SPIKE_MEMORY_S:
+        if worst is None or ts - self._last_ts > self.thresholds.memory_s:
             self.worst = self.first = None
             return []
         return [
             Finding(
-                "loss_spike",
+                LOSS_SPIKE.name,
                 min(worst.score, SCORE_CAP),
                 WARNING,
                 _spike_message(worst),
@@ -228,10 +271,36 @@ class NonfiniteLoss(BaseDetector):
     """
 
     name = "nonfinite_loss"
-    signals = ("nonfinite_loss",)
-    policy = Policy(raise_evidence=1.0, min_observations=1, clear_after_s=60.0)
+    signals = (NONFINITE_LOSS,)
+    knobs = (
+        Knob(
+            "skipped_in_a_row",
+            8,
+            COUNT,
+            CONVENTION,
+            "optimizer steps skipped in a row that are a fault: one now and then is the fp16 loss scaler working",
+            1,
+        ),
+        Knob(
+            "collapsed_loss_scale",
+            1.0,
+            "scale",
+            CONVENTION,
+            "a dynamic loss scale at or below this has collapsed (DeepSpeed's and Megatron's minimum is 1)",
+            0,
+        ),
+        Knob(
+            "memory_s",
+            30.0,
+            SECONDS,
+            CONVENTION,
+            "reported this long after the last non-finite value (then the signal's hold-down runs)",
+            0,
+        ),
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
         self.episode: NonfiniteEpisode | None = None
         self.total = 0
         self._skipped_in_a_row = 0
@@ -244,10 +313,11 @@ class NonfiniteLoss(BaseDetector):
         episode = self.episode
         if episode is None:
             return [] if tick.losses else None
-        if tick.ts - episode.last_ts > NONFINITE_MEMORY_S:
+        if tick.ts - episode.last_ts > self.thresholds.memory_s:
             self.episode = None
             return []
-        return [Finding("nonfinite_loss", 3.0, CRITICAL, _nonfinite_message(episode), {}, self._evidence(episode))]
+        message = _nonfinite_message(episode, self.thresholds.skipped_in_a_row)
+        return [Finding(NONFINITE_LOSS.name, NONFINITE_SCORE, CRITICAL, message, {}, self._evidence(episode))]
 
     def _judge(self, point: LossPoint) -> None:
         bad = [
@@ -257,7 +327,7 @@ class NonfiniteLoss(BaseDetector):
         ]
         if point.rank is None and self._skipped_run(point):
             bad.append("skipped_steps")
-        if point.loss_scale is not None and point.loss_scale <= COLLAPSED_LOSS_SCALE:
+        if point.loss_scale is not None and point.loss_scale <= self.thresholds.collapsed_loss_scale:
             bad.append("loss_scale")
         if not bad:
             return
@@ -272,7 +342,7 @@ class NonfiniteLoss(BaseDetector):
 
     def _skipped_run(self, point: LossPoint) -> bool:
         """Count steps skipped in a row: a report whose every step since the previous was skipped extends
-        the run, any other resets it. True while the run is ``SKIPPED_IN_A_ROW`` or longer."""
+        the run, any other resets it. True while the run is ``skipped_in_a_row`` or longer."""
         step, last = point.global_step, self._last_step
         if step is not None:
             self._last_step = step
@@ -282,7 +352,7 @@ class NonfiniteLoss(BaseDetector):
         self._skipped_total += skipped
         advance = step - last if step is not None and last is not None and step > last else 1
         self._skipped_in_a_row = self._skipped_in_a_row + advance if skipped >= advance else 0
-        return self._skipped_in_a_row >= SKIPPED_IN_A_ROW
+        return self._skipped_in_a_row >= self.thresholds.skipped_in_a_row
 
     def _evidence(self, episode: NonfiniteEpisode) -> dict[str, Any]:
         evidence: dict[str, Any] = {
@@ -302,11 +372,11 @@ class NonfiniteLoss(BaseDetector):
         return {} if self.episode is None else {"nonfinite_since": self.episode.first_ts}
 
 
-def _nonfinite_message(e: NonfiniteEpisode) -> str:
+def _nonfinite_message(e: NonfiniteEpisode, in_a_row: int) -> str:
     at = f" since step {e.first_step}" if e.first_step is not None else ""
     ranks = f" on rank(s) {', '.join(map(str, sorted(e.ranks)))}" if e.ranks else ""
     if e.what == "skipped_steps":
-        return f"the optimizer skipped {SKIPPED_IN_A_ROW}+ steps in a row{at}: gradients keep overflowing"
+        return f"the optimizer skipped {in_a_row}+ steps in a row{at}: gradients keep overflowing"
     if e.what == "loss_scale":
         return f"the fp16 loss scale collapsed to its minimum{at}: gradients overflow at every scale"
     return f"{e.what} is not finite{ranks}{at} ({e.count} non-finite report(s))"

@@ -1,69 +1,14 @@
 """``rank_straggler``: one rank persistently late at the collective, everyone else waiting for it.
 
-Per rank and per report, the rank's *lateness* is when it reaches the
-collective: its data wait plus its own compute. Producers report per-rank
-``step_time_ms`` in one of two conventions, told apart on every report:
-
-- own busy time (the rank's compute plus its all-reduce, not its wait for
-  peers): then ``step + sync_wait`` is about the same on every rank (everyone
-  leaves the collective together), and lateness = data wait + step − all-reduce;
-- wall time, equal on every rank, with the waits reported separately: then
-  ``step`` itself is about equal, and lateness = step − sync wait − all-reduce.
-
-Whichever of ``step`` and ``data wait + step + sync`` varies less across
-ranks tells the convention; the majority of the last 9 votes (the first 9
-reports, then every 5th) decides, so one odd report (a slow shard delaying
-every rank's data) does not flip it. Ranks reporting only ``tokens_per_sec``
-are timed as its inverse.
-
-Scores, in the spirit of NVIDIA's resiliency extension (0..1, 1 is best):
-
-- relative score = median rank's smoothed lateness / this rank's (capped at 1;
-  with two ranks, the faster one is the reference);
-- individual score = this rank's best smoothed lateness / its current one.
-
-A fresh job's warm-up (its first 50 steps and 10 s) is not judged: ranks reach
-the first collectives at scattered times (a real 3-rank job showed rank 1
-"slower" at its 19th step).
-
-A straggler is a rank at least 10 % slower than the median rank (critical
-from 30 %) *consistently*. Per report each rank's lateness is first the median
-of its last 3 reports (a GC pause is one report), and its excess is taken over
-the cross-rank median *of those same lagged medians* — like with like: a
-job-wide speed-up or a checkpoint moves every rank's lagged median alike and
-leaves every excess at zero. The excess is averaged in an EWMA (alpha 0.5),
-and the average must stand at least 4 standard errors above zero, the
-standard error coming from how widely the *other* ranks scatter around the
-median in each report (their interquartile range with this rank left out, so
-a straggler never widens its own error bar — at 4 ranks the upper quartile
-would otherwise be the straggler itself; with fewer than 4 ranks, each
-rank's own report-to-report noise). When work is data-dependent, every rank
-scatters widely and a different one is last each step: averages of 20–30 %
-happen by chance and the error bar is as wide. When one rank is slow, the
-others agree tightly and its excess stands far outside. A second, slow
-average of the excess (alpha 0.05, ~40 reports) has an error bar a fifth as
-wide: a rank 35 % slower inside such data-dependent scatter, which the fast
-average cannot tell from chance, stands out there within a minute (from 4
-ranks on: with fewer, each rank is judged against the faster other, and a
-long average of that is biased upward). Uniformly slow
-communication moves every rank alike and leaves every excess at zero.
-
-Beside a straggler, the evidence says how widely the others scatter
-(``others_scatter``) and how far after the median the last of them arrives
-on average (``others_last_excess``, averaged like the slow excess): the wait
-the ranks would still pay without the straggler, which root-cause ranking
-gives to ``load_imbalance``.
-
-A rank that reached the collective at least 30 s late and 10 times later
-than the median sat out a stall (a hung rank: ``training_stalled``'s
-business), not a slower pace: that report leaves the rank out.
-
-Cost: O(ranks) per report plus three sorts over ranks — linear from 8 to
-4,096 ranks. Each statistic is one column over the ranks (a rank's place its
-index, NaN while it is not known), updated as a whole, a rank left out of a
-report keeping its values: lists of floats for a job's few ranks, numpy
-arrays for thousands (:mod:`.columns`); the fields are read a column at a
-time (:mod:`.lateness`).
+Per report each rank's *lateness* (when it reaches the collective, :mod:`.lateness`) is
+median-filtered over 3 reports and compared with the median rank's; its excess is averaged
+fast and slow and must stand ``consistent_t`` standard errors above zero — errors taken from
+how widely the *other* ranks scatter — and ``min_slowdown`` above the median. Scores follow
+NVIDIA's resiliency extension (0..1, 1 best): relative (the median's lateness over this
+rank's) and individual (its best over its current). Beside a straggler the evidence says how
+widely the others scatter and how late the last of them arrives: what ``load_imbalance``
+explains. The statistics are columns over the ranks (:mod:`.columns`). The method, its
+reasons and the measurements behind it: docs/signals.md ("rank_straggler").
 """
 
 from __future__ import annotations
@@ -73,32 +18,33 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...samples import RankSample
+from ..spec import RANKS, SignalSpec
+from ..thresholds import ALPHA, CONVENTION, SHARE, T_STAT, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector, JobWarmup
 from .columns import UNKNOWN, Column, Columns, columns_for
 from .lateness import RANK_NUMBER, STEP_TIME, lateness, own_busy_vote, reference
 
-SLOWER_WARNING = 0.10
-SLOWER_CRITICAL = 0.30
+RANK_STRAGGLER = SignalSpec(
+    "rank_straggler",
+    "one rank persistently late at the collective, everyone else waiting for it",
+    RANKS,
+    0.10,
+    "sync",
+    explainer_claims=True,
+    policy=Policy(clear_after_s=30.0),
+)
 #: Below this many ranks their scatter says nothing about noise: each rank's own noise is used.
 FEW_RANKS = 4
 #: Votes that decide the per-rank step-time convention: the first 9 reports, then every 5th.
 CONVENTION_VOTES = 9
 VOTE_EVERY = 5
-#: Standard errors the mean excess must clear: consistent, not occasional, slowness.
-CONSISTENT_T = 4.0
 #: The most an inconsistent excess scores: enough to keep an active signal, not to raise one.
 HOLD_ONLY = 0.9
+#: The weights of the smoothed lateness (the scores') and of the others' scatter.
 EWMA_ALPHA = 0.3
-EXCESS_ALPHA = 0.5
 SPREAD_ALPHA = 0.2
-#: Sigma of the EWMA of a median of 3 consecutive values, per sigma of the values: the i.i.d.
-#: factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values.
-EXCESS_SE = 1.45 * (EXCESS_ALPHA / (2.0 - EXCESS_ALPHA)) ** 0.5
-#: The slow average of the excess, and its sigma the same way.
-SLOW_EXCESS_ALPHA = 0.05
-SLOW_EXCESS_SE = 1.45 * (SLOW_EXCESS_ALPHA / (2.0 - SLOW_EXCESS_ALPHA)) ** 0.5
 #: The smallest standard error assumed (0.2 %): a perfectly steady job is not infinitely sure.
 MIN_SE = 0.002
 BEST_FORGET = 1.0005  # the best lateness drifts up 0.05 % a report, so an old best is forgotten
@@ -107,15 +53,69 @@ STALLED_MS = 30_000.0
 STALLED_RATIO = 10.0
 
 
+def excess_se(alpha: float) -> float:
+    """Sigma of the EWMA (weight ``alpha``) of a median of 3 consecutive values, per sigma of the values: the
+    i.i.d. factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values."""
+    return 1.45 * (alpha / (2.0 - alpha)) ** 0.5
+
+
 class RankStraggler(BaseDetector):
     """Per-rank relative and individual scores; findings for the persistently slow ranks."""
 
     name = "ranks"
-    signals = ("rank_straggler",)
-    policy = Policy(clear_after_s=30.0)
+    signals = (RANK_STRAGGLER,)
+    knobs = (
+        Knob(
+            "min_slowdown",
+            0.10,
+            SHARE,
+            CONVENTION,
+            "slower than the median rank by this share, consistently: every other rank then waits a tenth of a "
+            "step for it, each step",
+            0,
+        ),
+        Knob("critical_slowdown", 0.30, SHARE, CONVENTION, "critical when a third slower than the median rank", 0),
+        Knob(
+            "consistent_t",
+            4.0,
+            T_STAT,
+            CONVENTION,
+            "standard errors (from the other ranks' scatter) the mean excess must clear: consistent, not "
+            "occasional, slowness; with data-dependent work averages of 20-30 % happen by chance",
+            0,
+        ),
+        Knob(
+            "fast_alpha",
+            0.5,
+            ALPHA,
+            CONVENTION,
+            "the fast average of a rank's excess: follows its current pace within a few reports",
+            0.001,
+            1,
+        ),
+        Knob(
+            "slow_alpha",
+            0.05,
+            ALPHA,
+            CONVENTION,
+            "the slow average (~40 reports): its error bar a fifth as wide, a rank 35 % slower within "
+            "data-dependent scatter stands out within a minute",
+            0.001,
+            1,
+        ),
+    )
 
-    def __init__(self, columns: Callable[[int], Columns] = columns_for) -> None:
+    def __init__(self, thresholds: Thresholds | None = None, columns: Callable[[int], Columns] = columns_for) -> None:
         """``columns``: what holds the statistics of a job of so many ranks (:func:`.columns.columns_for`)."""
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.min_slowdown, self.critical_slowdown, self.consistent_t = (
+            t.min_slowdown,
+            t.critical_slowdown,
+            t.consistent_t,
+        )
+        self.fast_alpha, self.slow_alpha = t.fast_alpha, t.slow_alpha
+        self.fast_se, self.slow_se = excess_se(t.fast_alpha), excess_se(t.slow_alpha)
         self._columns_for = columns
         self._fingerprint: list[float | None] | None = None
         self._votes: deque[bool] = deque(maxlen=CONVENTION_VOTES)
@@ -226,7 +226,7 @@ class RankStraggler(BaseDetector):
         last = float(present[-1])
         last_excess = last / typical - 1.0
         latest = self._cols.place(late, (last, last), (last_excess, last_excess, float(present[-2]) / typical - 1.0))
-        self._others_last = self._cols.ewma(self._others_last, latest, SLOW_EXCESS_ALPHA)  # a mean wait: steady
+        self._others_last = self._cols.ewma(self._others_last, latest, self.slow_alpha)  # a mean wait: steady
 
     def _fold(self, lagged: Column, typical: float) -> None:
         """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians (a rank
@@ -235,8 +235,8 @@ class RankStraggler(BaseDetector):
         self._smooth = cols.ewma(self._smooth, lagged, EWMA_ALPHA)
         self._best = cols.forgetful_min(self._best, self._smooth, BEST_FORGET, given=lagged)
         excess = cols.relative(lagged, typical)
-        self._excess = cols.ewma(self._excess, excess, EXCESS_ALPHA)
-        self._slow_excess = cols.ewma(self._slow_excess, excess, SLOW_EXCESS_ALPHA)
+        self._excess = cols.ewma(self._excess, excess, self.fast_alpha)
+        self._slow_excess = cols.ewma(self._slow_excess, excess, self.slow_alpha)
 
     def consistency(self, i: int) -> float:
         """How many standard errors rank ``i``'s mean excess stands above zero (the surer of the two averages)."""
@@ -248,16 +248,16 @@ class RankStraggler(BaseDetector):
         spread = _known(self._spread[i])
         fast, slow = float(self._excess[i]), float(self._slow_excess[i])
         if spread is None:  # too few ranks: against the faster of two, a long average is biased upward
-            return fast, fast / max(float(self._excess_var[i]) ** 0.5 * EXCESS_SE, MIN_SE)
-        t_fast = fast / max(spread * EXCESS_SE, MIN_SE)
-        t_slow = slow / max(spread * SLOW_EXCESS_SE, MIN_SE)
+            return fast, fast / max(float(self._excess_var[i]) ** 0.5 * self.fast_se, MIN_SE)
+        t_fast = fast / max(spread * self.fast_se, MIN_SE)
+        t_slow = slow / max(spread * self.slow_se, MIN_SE)
         # the fast average, when it is sure enough: it follows the rank's current pace; else the surer one
-        return (fast, t_fast) if t_fast >= CONSISTENT_T or t_fast >= t_slow else (slow, t_slow)
+        return (fast, t_fast) if t_fast >= self.consistent_t or t_fast >= t_slow else (slow, t_slow)
 
     def _findings(self, ranks: tuple[RankSample, ...]) -> list[Finding]:
         out: list[Finding] = []
         report_floor = self.report_floor
-        floor = report_floor * SLOWER_WARNING
+        floor = report_floor * self.min_slowdown
         above = {*self._cols.above(self._excess, floor), *self._cols.above(self._slow_excess, floor)}
         if not above:
             return out  # no rank's excess is past the floor: the usual report at thousands of ranks
@@ -266,9 +266,9 @@ class RankStraggler(BaseDetector):
             return out
         for i in sorted(above):
             slower, t = self._excess_and_t(i)
-            score = slower / SLOWER_WARNING
-            if t < CONSISTENT_T:  # not shown to be consistent: may hold an active signal, never raise one
-                score = min(HOLD_ONLY, score * (t / CONSISTENT_T) ** 2)
+            score = slower / self.min_slowdown
+            if t < self.consistent_t:  # not shown to be consistent: may hold an active signal, never raise one
+                score = min(HOLD_ONLY, score * (t / self.consistent_t) ** 2)
             score = min(SCORE_CAP, score)
             if score >= report_floor:
                 out.append(self._finding(ranks[i], i, ref, slower, score, _spans_hosts(ranks)))
@@ -299,13 +299,13 @@ class RankStraggler(BaseDetector):
             evidence.update(lateness_ms=round(s, 1), median_lateness_ms=round(ref, 1), peers_wait_ms=round(s - ref, 1))
         if rank.hostname is not None:
             evidence["hostname"] = rank.hostname
-        severity = CRITICAL if slower >= SLOWER_CRITICAL else WARNING
+        severity = CRITICAL if slower >= self.critical_slowdown else WARNING
         than = "the median rank" if len(self._ids) >= 3 else "the other rank"
         where = f" on {rank.hostname}" if name_host and rank.hostname is not None else ""
         message = f"rank {rank.rank}{where} is {slower:.0%} slower than {than}"
         if self.convention != "tokens":
             message += f"; the others wait ~{s - ref:.0f} ms for it every step"
-        return Finding("rank_straggler", score, severity, message, subject, evidence)
+        return Finding(RANK_STRAGGLER.name, score, severity, message, subject, evidence)
 
     def scores(self) -> dict[int, tuple[float, float]]:
         """``{rank: (relative score, individual score)}`` for every rank seen."""

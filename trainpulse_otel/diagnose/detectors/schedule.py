@@ -5,10 +5,24 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from ..spec import TRAINING, SignalSpec
+from ..thresholds import CONVENTION, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import Finding, Policy
-from .base import BaseDetector, Threshold, percent
+from .base import BaseDetector, percent, threshold_of
 from .level import LevelDetector
+
+PIPELINE_BUBBLE = SignalSpec(
+    "pipeline_bubble", "pipeline stages idle while the schedule fills and drains", TRAINING, 0.06, "bubble"
+)
+CHECKPOINT_STALL = SignalSpec(
+    "checkpoint_stall",
+    "training blocks while checkpoints are saved",
+    TRAINING,
+    0.08,
+    "checkpoint",
+    policy=Policy(clear_after_s=60.0),
+)
 
 
 class PipelineBubble(LevelDetector):
@@ -21,8 +35,20 @@ class PipelineBubble(LevelDetector):
     """
 
     name = "bubble"
-    signal = "pipeline_bubble"
-    threshold = Threshold(warning=0.20, critical=0.35)
+    signals = (PIPELINE_BUBBLE,)
+    knobs = (
+        Knob(
+            "warning",
+            0.20,
+            SHARE,
+            CONVENTION,
+            "a fifth of the schedule idle: 1F1B with 4 stages and 12 micro-batches; more micro-batches or an "
+            "interleaved schedule bring it down (Megatron-LM)",
+            0,
+            1,
+        ),
+        Knob("critical", 0.35, SHARE, CONVENTION, "a third of the schedule idle", 0, 1),
+    )
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
@@ -62,14 +88,42 @@ class CheckpointStall(BaseDetector):
     """
 
     name = "checkpoint"
-    signals = ("checkpoint_stall",)
-    policy = Policy(clear_after_s=60.0)
-    threshold = Threshold(warning=0.10, critical=0.25)
-    span_s = 120.0
-    min_span_s = 60.0
-    surge = 3.0
+    signals = (CHECKPOINT_STALL,)
+    knobs = (
+        Knob(
+            "warning",
+            0.10,
+            SHARE,
+            CONVENTION,
+            "12 s blocked within ~2 min: a routine few-second save never reaches it",
+            0,
+            1,
+        ),
+        Knob("critical", 0.25, SHARE, CONVENTION, "a quarter of the job's time spent blocked in saves", 0, 1),
+        Knob("span_s", 120.0, SECONDS, CONVENTION, "the recent time the blocked share is taken over", 1),
+        Knob(
+            "min_span_s",
+            60.0,
+            SECONDS,
+            CONVENTION,
+            "a young job is judged over at least this long: one save in its first seconds is not most of its time",
+            1,
+        ),
+        Knob(
+            "write_surge",
+            3.0,
+            TIMES,
+            CONVENTION,
+            "disk writes at this many times their normal rate, every GPU idle and no step: a save under way",
+            1,
+        ),
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.threshold = threshold_of(t)
+        self.span_s, self.min_span_s, self.surge = t.span_s, t.min_span_s, t.write_surge
         self.share = 0.0
         self._blocked: deque[tuple[float, float]] = deque()  # (ts, seconds blocked) within the last span_s
         self._blocked_s = 0.0

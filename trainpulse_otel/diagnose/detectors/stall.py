@@ -31,21 +31,24 @@ from collections import Counter
 from typing import Any
 
 from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, TrainingSample
+from ..spec import JOB, SignalSpec
 from ..stats import RecentMedian
+from ..thresholds import CONVENTION, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import BaseDetector
 
-#: The shortest stall that counts, seconds, and the multiple of the median step that counts.
-MIN_STALL_S = 30.0
-STEP_MULTIPLE = 10.0
+TRAINING_STALLED = SignalSpec(
+    "training_stalled",
+    "no training step completes while the job is expected to run",
+    JOB,
+    0.24,
+    "stall",
+    explainer_claims=True,
+    policy=Policy(raise_evidence=2.0, min_observations=2, clear_after_s=2.0),
+)
 #: Reports whose step times give the median step.
 MEDIAN_REPORTS = 31
-#: A peer spinning in a collective: this busy (percent) at under this share of its power limit.
-SPIN_UTIL = 90.0
-SPIN_POWER_SHARE = 0.5
-#: Disk writes at this many times their usual rate: a checkpoint save may be under way.
-SAVE_WRITE_SURGE = 3.0
 #: At most this many lagging ranks are listed in the evidence.
 MAX_LISTED = 16
 
@@ -60,10 +63,40 @@ class TrainingStalled(BaseDetector):
     """
 
     name = "stall"
-    signals = ("training_stalled",)
-    policy = Policy(raise_evidence=2.0, min_observations=2, clear_after_s=2.0)
+    signals = (TRAINING_STALLED,)
+    knobs = (
+        Knob(
+            "min_stall_s",
+            30.0,
+            SECONDS,
+            CONVENTION,
+            "the shortest stall: the contract's max(30 s, 10 x the median step), the timeout NVIDIA's resiliency "
+            "extension gives rank heartbeats",
+            1,
+        ),
+        Knob("step_multiple", 10.0, TIMES, CONVENTION, "a stall is at least this many median steps", 1),
+        Knob(
+            "spin_util",
+            90.0,
+            PERCENT,
+            CONVENTION,
+            "a peer spinning in a collective is this busy, below spin_power_share of its power limit",
+            0,
+            100,
+        ),
+        Knob("spin_power_share", 0.5, SHARE, CONVENTION, "an NCCL kernel polling draws little power", 0, 1),
+        Knob(
+            "write_surge",
+            3.0,
+            TIMES,
+            CONVENTION,
+            "without heartbeats, disk writes at this many times their usual rate may be a save: not judged",
+            1,
+        ),
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
         self._steps = RecentMedian(MEDIAN_REPORTS)
         self._last_step: int | None = None
         self._progress_ts: float | None = None
@@ -84,14 +117,14 @@ class TrainingStalled(BaseDetector):
         score = stalled / threshold
         if score < self.report_floor:
             return []  # (whether it should run is only asked of a gap worth judging: healthy ticks stay cheap)
-        expected = _expected_to_run(tick, training)
+        expected = _expected_to_run(tick, training, self.thresholds.write_surge)
         if expected is None:
             return None  # perhaps saving: no judgement this tick, the clock runs on
         if not expected:
             self._progress_ts = ts  # paused, ended or in a reported save: the stall clock starts again afterwards
             self.stalled_s = 0.0
             return []
-        lag = _lagging(tick, training)
+        lag = _lagging(tick, training, self.thresholds)
         evidence = {
             "stalled_s": round(stalled, 1),
             "threshold_s": round(threshold, 1),
@@ -99,13 +132,13 @@ class TrainingStalled(BaseDetector):
             "last_global_step": self._last_step,
             **lag,
         }
-        return [Finding("training_stalled", score, CRITICAL, _message(stalled, threshold, lag), {}, evidence)]
+        return [Finding(TRAINING_STALLED.name, score, CRITICAL, _message(stalled, threshold, lag), {}, evidence)]
 
     @property
     def threshold_s(self) -> float:
         """How long without a completed step counts as stalled."""
-        median_ms = self._steps.value
-        return max(MIN_STALL_S, STEP_MULTIPLE * median_ms / 1000.0) if median_ms else MIN_STALL_S
+        median_ms, t = self._steps.value, self.thresholds
+        return max(t.min_stall_s, t.step_multiple * median_ms / 1000.0) if median_ms else t.min_stall_s
 
     def _observe(self, tick: Tick, training: TrainingSample) -> None:
         """Note progress: a higher step anywhere (report or heartbeat), or a new report without step numbers."""
@@ -133,24 +166,24 @@ def _job_step(training: TrainingSample) -> int | None:
     return max(steps) if steps else None
 
 
-def _expected_to_run(tick: Tick, training: TrainingSample) -> bool | None:
+def _expected_to_run(tick: Tick, training: TrainingSample, write_surge: float) -> bool | None:
     """Should steps be completing now? None: cannot tell this tick (the disk writes at several times its usual
     rate, perhaps a save nobody reported; a one-tick burst of writes must not restart the stall clock)."""
     phases = [r.phase for r in training.ranks if r.phase is not None]
     if phases:
         return "checkpoint" not in phases and any(p != "idle" for p in phases)
     surge = tick.node.host.write_surge()
-    if surge is not None and surge >= SAVE_WRITE_SURGE:
+    if surge is not None and surge >= write_surge:
         return None
     return any((g.utilization_percent or 0.0) >= BUSY_UTIL for g in tick.gpus)
 
 
-def _lagging(tick: Tick, training: TrainingSample) -> dict[str, Any]:
+def _lagging(tick: Tick, training: TrainingSample, t: Thresholds) -> dict[str, Any]:
     """The stuck ranks and how they were found (``inferred_from``; None when they are unknown)."""
     beating = [r for r in training.ranks if r.phase is not None]
     if beating:
         return _from_heartbeats(tick.ts, beating)
-    return _from_gpus(tick, training)
+    return _from_gpus(tick, training, t)
 
 
 def _from_heartbeats(ts: float, ranks: list[RankSample]) -> dict[str, Any]:
@@ -182,7 +215,7 @@ def _rank_entry(ts: float, r: RankSample) -> dict[str, Any]:
     return entry
 
 
-def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
+def _from_gpus(tick: Tick, training: TrainingSample, t: Thresholds) -> dict[str, Any]:
     """No heartbeats: a minority of idle GPUs while the rest spin busy at low power are the stuck ranks'.
 
     A GPU's rank is the one the job's reports placed on it; a job that never said, with one rank per GPU of
@@ -190,7 +223,7 @@ def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
     entry says it was assumed.
     """
     idle = [g for g in tick.gpus if g.utilization_percent is not None and g.utilization_percent < IDLE_UTIL]
-    spinning = [g for g in tick.gpus if _spinning(g)]
+    spinning = [g for g in tick.gpus if _spinning(g, t)]
     if not idle or len(idle) >= len(spinning):
         return {"inferred_from": None, "lagging": [], "lagging_count": 0}
     node = tick.node
@@ -215,12 +248,12 @@ def _from_gpus(tick: Tick, training: TrainingSample) -> dict[str, Any]:
     }
 
 
-def _spinning(g: GpuSample) -> bool:
+def _spinning(g: GpuSample, t: Thresholds) -> bool:
     """Busy at low power (an NCCL kernel polling), or just busy where the board's power is not reported."""
     util, power, limit = g.utilization_percent, g.power_watts, g.power_limit_watts
-    if util is None or util < SPIN_UTIL:
+    if util is None or util < t.spin_util:
         return False
-    return power is None or not limit or power < SPIN_POWER_SHARE * limit
+    return power is None or not limit or power < t.spin_power_share * limit
 
 
 def _message(stalled: float, threshold: float, lag: dict[str, Any]) -> str:

@@ -5,26 +5,32 @@ from __future__ import annotations
 from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_subject
+from ..spec import GPU, SignalSpec
 from ..stats import RecentMedian, RobustBaseline, WindowMin, median
+from ..thresholds import CELSIUS, CONVENTION, PHYSICS, SECONDS, SHARE, Knob, Thresholds
 from ..tick import THERMAL_REASONS, GpuState, Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import BaseDetector
+from .level import WINDOW
+from .thermal_forecast import BASELINE
 
+THERMAL_INSTABILITY = SignalSpec(
+    "thermal_instability",
+    "a GPU throttling on heat, or heating fast under unchanged load",
+    GPU,
+    0.10,
+    "compute",
+    policy=Policy(min_observations=3, clear_after_s=60.0),
+)
 #: Seconds between judgements: temperature moves on a ~12 s time constant.
 EVERY_S = 2.0
 #: Seconds of history for the rise.
 RISE_WINDOW_S = 60.0
-#: Seconds of load before a GPU's temperature is judged (it settles within ~3 thermal time constants),
-#: and of settled history before a rise is.
-SETTLE_S = 60.0
-MIN_RISE_SPAN_S = 30.0
-#: A rise this much faster than the peers' in RISE_WINDOW_S raises the signal.
-RISE_C = 6.0
-#: Degrees above the GPU's own baseline (and its peers') that keep an active signal.
-EXCESS_C = 6.0
-#: Seconds after the last thermal throttle reason during which the GPU still counts as throttling.
-THROTTLE_MEMORY_S = 30.0
 HARD_REASONS = frozenset(("hw_thermal", "hw_slowdown"))
+#: A throttle reason on this very tick scores more than one remembered from the last ``throttle_memory_s``.
+THROTTLING_NOW_SCORE = 1.5
+#: The most a temperature above its baseline scores: it holds an active signal, never raises one.
+HOLD_ONLY = 0.95
 
 
 class _GpuTemps:
@@ -33,8 +39,8 @@ class _GpuTemps:
     __slots__ = ("baseline", "low", "low_since", "recent")
 
     def __init__(self) -> None:
-        self.recent = RecentMedian(5)
-        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
+        self.recent = RecentMedian(WINDOW)
+        self.baseline = RobustBaseline(**BASELINE)
         self.low = WindowMin(RISE_WINDOW_S)
         self.low_since: float | None = None
 
@@ -60,11 +66,59 @@ class ThermalInstability(BaseDetector):
     """
 
     name = "thermal"
-    signals = ("thermal_instability",)
-    policy = Policy(min_observations=3, clear_after_s=60.0)
+    signals = (THERMAL_INSTABILITY,)
+    knobs = (
+        Knob(
+            "rise_c",
+            6.0,
+            CELSIUS,
+            CONVENTION,
+            "a rise this much faster than the peers' median within a minute: cooling failing, not load (load moves "
+            "every GPU at once)",
+            0,
+        ),
+        Knob(
+            "excess_c",
+            6.0,
+            CELSIUS,
+            CONVENTION,
+            "degrees above its own busy baseline and its peers' that keep an active signal (score 0.75 at 4.5 °C)",
+            0,
+        ),
+        Knob(
+            "throttle_memory_s",
+            30.0,
+            SECONDS,
+            CONVENTION,
+            "after its last thermal throttle reason a GPU still counts as throttling this long",
+            0,
+        ),
+        Knob(
+            "settle_s",
+            60.0,
+            SECONDS,
+            PHYSICS,
+            "seconds of load before a GPU's temperature is judged: ~3 thermal time constants, so warming back up "
+            "after idling is not instability",
+            0,
+        ),
+        Knob("min_rise_span_s", 30.0, SECONDS, CONVENTION, "settled history a rise needs before it is judged", 0),
+        Knob(
+            "critical_share",
+            0.5,
+            SHARE,
+            CONVENTION,
+            "critical while throttled this share of recent ticks (or by a hardware reason)",
+            0,
+            1,
+        ),
+    )
     every_s = EVERY_S
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.rise_c, self.excess_c, self.throttle_memory_s = t.rise_c, t.excess_c, t.throttle_memory_s
         self._gpus: dict[GpuKey, _GpuTemps] = {}
 
     def update(self, tick: Tick) -> list[Finding] | None:
@@ -94,7 +148,7 @@ class ThermalInstability(BaseDetector):
 
     def _measure(self, temps: _GpuTemps, state: GpuState, reading: float, ts: float) -> tuple:
         temp = temps.recent.add(reading)
-        if state.busy_for(ts) < SETTLE_S:  # warming up after an idle spell is not instability
+        if state.busy_for(ts) < self.thresholds.settle_s:  # warming up after an idle spell is not instability
             temps.low, temps.low_since = WindowMin(RISE_WINDOW_S), None
             return state, temp, None, None
         if temps.low_since is None:
@@ -103,7 +157,7 @@ class ThermalInstability(BaseDetector):
         base = temps.baseline
         excess = temp - base.loc if base.ready else None
         base.update(temp)
-        rise = temp - low if ts - temps.low_since >= MIN_RISE_SPAN_S else None
+        rise = temp - low if ts - temps.low_since >= self.thresholds.min_rise_span_s else None
         return state, temp, rise, excess
 
     def _judge(
@@ -118,34 +172,34 @@ class ThermalInstability(BaseDetector):
         floor: float,
     ) -> Finding | None:
         last = state.last_thermal_ts
-        throttled = last is not None and tick.ts - last <= THROTTLE_MEMORY_S
-        score = (1.5 if last == tick.ts else 1.0) if throttled else 0.0
+        throttled = last is not None and tick.ts - last <= self.throttle_memory_s
+        score = (THROTTLING_NOW_SCORE if last == tick.ts else 1.0) if throttled else 0.0
         rel_rise = None if rise is None else rise - max(0.0, peer_rise)
         rel_excess = None if excess is None else excess - max(0.0, peer_excess)
         if rel_rise is not None:
-            score = max(score, rel_rise / RISE_C)
+            score = max(score, rel_rise / self.rise_c)
         if rel_excess is not None:
-            score = max(score, min(0.95, rel_excess / EXCESS_C))
+            score = max(score, min(HOLD_ONLY, rel_excess / self.excess_c))
         if score < floor:
             return None
         hard = bool(HARD_REASONS.intersection(state.reasons))
-        severity = CRITICAL if throttled and (hard or state.thermal >= 0.5) else WARNING
+        severity = CRITICAL if throttled and (hard or state.thermal >= self.thresholds.critical_share) else WARNING
         return Finding(
-            "thermal_instability",
+            THERMAL_INSTABILITY.name,
             score,
             severity,
-            self._message(state, temp, throttled, rel_rise, peer_excess),
+            self._message(state, temp, throttled, rel_rise, self.rise_c),
             gpu_subject(state.key),
             self._evidence(state, temp, rel_rise, rel_excess),
         )
 
     @staticmethod
-    def _message(state: GpuState, temp: float, throttled: bool, rel_rise: float | None, peer_excess: float) -> str:
+    def _message(state: GpuState, temp: float, throttled: bool, rel_rise: float | None, rise_c: float) -> str:
         if throttled:
             reasons = ", ".join(r for r in state.reasons if r in THERMAL_REASONS) or "recently"
             clock = f"; SM clock at {state.clock_ratio:.0%} of max" if state.clock_ratio is not None else ""
             return f"{gpu_label(state.key)} is thermally throttling ({reasons}) at {temp:.0f} °C{clock}"
-        if rel_rise is not None and rel_rise >= RISE_C / 2:
+        if rel_rise is not None and rel_rise >= rise_c / 2:
             return (
                 f"{gpu_label(state.key)} heated {rel_rise:.0f} °C faster than its peers in the last minute "
                 f"(now {temp:.0f} °C) under unchanged load"

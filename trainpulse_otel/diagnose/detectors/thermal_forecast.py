@@ -13,39 +13,55 @@ from collections import deque
 from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_subject
+from ..spec import GPU, SignalSpec
 from ..stats import RobustBaseline, Trend, median
+from ..thresholds import CELSIUS, CONVENTION, MEASURED, PHYSICS, SECONDS, SHARE, T_STAT, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
 from .forecast import Forecaster, minutes
 
-#: Where a GPU's thermal slowdown engages when it has never been seen throttling (H100/A100 SXM ~87–90 °C).
-DEFAULT_THROTTLE_C = 87.0
+THERMAL_THROTTLE_RISK = SignalSpec(
+    "thermal_throttle_risk",
+    "a GPU's temperature forecast to reach its throttle point",
+    GPU,
+    0.06,
+    "compute",
+    predictive=True,
+    policy=Policy(raise_evidence=2.0, clear_after_s=60.0),
+)
+#: The temperature's windows (s): a least-squares fit over each shrugs off a one-reading sensor blip.
+HEAT_SPANS = (60.0, 180.0)
 #: Seconds over which a rise in power draw counts as more load (the longest temperature fit).
 POWER_SPAN_S = 180.0
-#: How fast the usual full-load temperature is forgotten (1 °C per 10 min).
-USUAL_HIGH_DECAY_C_PER_S = 1.0 / 600.0
-#: Seconds of load before a GPU's temperature is judged: it settles within ~3 thermal time constants.
-SETTLE_S = 60.0
-#: The lowest throttle point learned from observation (a reading below it is a sensor quirk).
-MIN_THROTTLE_C = 70.0
-#: The longest idle spell a GPU's series is read across (a checkpoint save of seconds to a minute); after a
-#: longer one it starts afresh, with SETTLE_S of load.
-SHORT_IDLE_S = 60.0
 #: Busy readings whose median is where a GPU left off before an idle spell.
 LEFT_READINGS = 5
+#: The busy baseline: a robust EWMA (weight, seed readings, band in sigmas, smallest sigma in °C).
+BASELINE = {"alpha": 0.02, "warmup": 15, "band": 4.0, "min_scale": 0.5}
 
 
 class _GpuHeat:
     """One GPU's temperature and power series, its busy baseline and usual peak, its throttle point."""
 
-    __slots__ = ("baseline", "forecaster", "idle_since", "left", "power", "rebounding", "throttle_c", "usual_high")
+    __slots__ = (
+        "baseline",
+        "every_s",
+        "forecaster",
+        "idle_since",
+        "left",
+        "power",
+        "rebounding",
+        "t",
+        "throttle_c",
+        "usual_high",
+    )
 
-    def __init__(self) -> None:
-        self.baseline = RobustBaseline(alpha=0.02, warmup=15, band=4.0, min_scale=0.5)
-        self.forecaster = _heat_forecaster()
-        self.power = _power_trend()
-        self.throttle_c = DEFAULT_THROTTLE_C
+    def __init__(self, t: Thresholds, every_s: float) -> None:
+        self.t, self.every_s = t, every_s
+        self.baseline = RobustBaseline(**BASELINE)
+        self.forecaster = self._forecaster()
+        self.power = self._power_trend()
+        self.throttle_c = t.default_throttle_c
         self.usual_high = -math.inf
         self.idle_since: float | None = None
         #: The last readings that counted: their median is where the GPU left off before an idle spell (read only
@@ -53,22 +69,30 @@ class _GpuHeat:
         self.left: deque[float] = deque(maxlen=LEFT_READINGS)
         self.rebounding = False
 
+    def _forecaster(self) -> Forecaster:
+        t = self.t
+        return Forecaster(HEAT_SPANS, self.every_s, t, min_r2=t.min_r2, min_change=t.min_rise_c)
+
+    def _power_trend(self) -> Trend:
+        """Power draw read as often as the temperature: the series' size is set by the span, not the tick."""
+        return Trend(POWER_SPAN_S, self.every_s)
+
     def idle(self, ts: float) -> None:
         """The GPU idles: its series is held across a short spell (a save) and started afresh after a long one."""
         if self.idle_since is None:
             self.idle_since, self.rebounding = ts, bool(len(self.forecaster.trend))
-        elif ts - self.idle_since > SHORT_IDLE_S and len(self.forecaster.trend):
-            self.forecaster, self.power = _heat_forecaster(), _power_trend()
+        elif ts - self.idle_since > self.t.short_idle_s and len(self.forecaster.trend):
+            self.forecaster, self.power = self._forecaster(), self._power_trend()
             self.rebounding = False
 
     def counts(self, temp: float, busy_s: float) -> bool:
-        """Whether a busy reading is on the GPU's trend: after SETTLE_S of load, or — resuming from a short idle —
-        once it has warmed back to where it left off (so a duty-cycled GPU, a checkpointing job's, is fitted over
-        the envelope of its busy temperatures, not over its rebounds). All the way back: a die warms most of the
-        way in seconds and its last degree or two over a minute (its heatsink's), and counting from 1 °C below
+        """Whether a busy reading is on the GPU's trend: after ``settle_s`` of load, or — resuming from a short
+        idle — once it has warmed back to where it left off (so a duty-cycled GPU, a checkpointing job's, is fitted
+        over the envelope of its busy temperatures, not over its rebounds). All the way back: a die warms most of
+        the way in seconds and its last degree or two over a minute (its heatsink's), and counting from 1 °C below
         forecast a throttle from one routine save of a healthy hour (~2 °C/min over that last minute)."""
         self.idle_since = None
-        settled = busy_s >= SETTLE_S
+        settled = busy_s >= self.t.settle_s
         if self.rebounding and (settled or (self.left and temp >= median(list(self.left)))):
             self.rebounding = False
         if self.rebounding or not (settled or len(self.forecaster.trend)):
@@ -81,16 +105,7 @@ class _GpuHeat:
         base = self.baseline
         base.update(temp)
         if base.ready:
-            self.usual_high = max(self.usual_high - USUAL_HIGH_DECAY_C_PER_S * dt, base.loc)
-
-
-def _heat_forecaster() -> Forecaster:
-    return Forecaster((60.0, 180.0), ThermalThrottleRisk.every_s, min_r2=0.5, min_change=1.5, min_t=5.0)
-
-
-def _power_trend() -> Trend:
-    """Power draw read as often as the temperature: the series' size is set by the span, not the tick interval."""
-    return Trend(POWER_SPAN_S, ThermalThrottleRisk.every_s)
+            self.usual_high = max(self.usual_high - self.t.usual_decay_c_per_s * dt, base.loc)
 
 
 class ThermalThrottleRisk(BaseDetector):
@@ -122,24 +137,100 @@ class ThermalThrottleRisk(BaseDetector):
     """
 
     name = "thermal_risk"
-    signals = ("thermal_throttle_risk",)
-    policy = Policy(raise_evidence=2.0, clear_after_s=60.0)
+    signals = (THERMAL_THROTTLE_RISK,)
+    knobs = (
+        Knob("horizon_s", 900.0, SECONDS, CONVENTION, "warning when the throttle point is forecast within 15 min", 1),
+        Knob("critical_s", 180.0, SECONDS, CONVENTION, "critical within 3 min: about one thermal time constant", 0),
+        Knob(
+            "default_throttle_c",
+            87.0,
+            CELSIUS,
+            PHYSICS,
+            "where thermal slowdown engages on a GPU never seen throttling (H100/A100 SXM: ~87-90 °C)",
+            0,
+        ),
+        Knob("min_throttle_c", 70.0, CELSIUS, PHYSICS, "the lowest throttle point learned (lower: a sensor quirk)", 0),
+        Knob(
+            "margin_c",
+            0.5,
+            CELSIUS,
+            CONVENTION,
+            "the fitted temperature must be this far above the GPU's usual full-load temperature",
+            0,
+        ),
+        Knob(
+            "usual_decay_c_per_s",
+            1.0 / 600.0,
+            "°C/s",
+            CONVENTION,
+            "how fast the usual full-load temperature is forgotten (1 °C per 10 min)",
+            0,
+        ),
+        Knob(
+            "load_rise",
+            0.05,
+            SHARE,
+            CONVENTION,
+            "a power rise over the last 3 min this large (of the limit) means more load, not worse cooling",
+            0,
+            1,
+        ),
+        Knob("min_rise_c", 1.5, CELSIUS, CONVENTION, "the least a fit may rise over its window", 0),
+        Knob("min_r2", 0.5, SHARE, CONVENTION, "r² of the fit: temperatures are read as whole degrees", 0, 1),
+        Knob("min_t", 5.0, T_STAT, CONVENTION, "the fitted slope's t statistic: a trend, not noise", 0),
+        Knob(
+            "min_recent_rate",
+            0.25,
+            SHARE,
+            CONVENTION,
+            "the later half of a window must still warm at this share of the fitted rate",
+            0,
+            1,
+        ),
+        Knob(
+            "settle_s",
+            60.0,
+            SECONDS,
+            PHYSICS,
+            "seconds of load before a GPU is judged: it settles within ~3 thermal time constants (~12 s each)",
+            0,
+        ),
+        Knob(
+            "short_idle_s",
+            60.0,
+            SECONDS,
+            MEASURED,
+            "the longest idle spell a series is read across (a checkpoint save); after a longer one it starts afresh",
+            0,
+        ),
+        Knob(
+            "throttled_within_s",
+            30.0,
+            SECONDS,
+            CONVENTION,
+            "a GPU that throttled this recently is thermal_instability's, not at risk",
+            0,
+        ),
+    )
     every_s = 2.0
     evaluate_every_s = 4.0
-    horizon_s = 900.0
-    critical_s = 180.0
-    margin_c = 0.5
-    #: A power rise over the last minute this large (share of the power limit) means more load, not worse cooling.
-    load_rise = 0.05
 
-    def __init__(self) -> None:
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.horizon_s, self.critical_s, self.margin_c, self.load_rise = (
+            t.horizon_s,
+            t.critical_s,
+            t.margin_c,
+            t.load_rise,
+        )
         self._gpus: dict[GpuKey, _GpuHeat] = {}
         self._next_eval: float | None = None
 
     def throttle_celsius(self, index: int, node: str | None = None) -> float:
         """The temperature GPU ``index`` (of ``node``; None: this daemon's own) is expected to throttle at."""
         heat = self._gpus.get((node, index))
-        return heat.throttle_c if heat is not None else DEFAULT_THROTTLE_C
+        return heat.throttle_c if heat is not None else self.thresholds.default_throttle_c
 
     def update(self, tick: Tick) -> list[Finding] | None:
         self._sample(tick)
@@ -163,9 +254,9 @@ class ThermalThrottleRisk(BaseDetector):
                 continue
             heat = known.get(state.key)
             if heat is None:
-                heat = known[state.key] = _GpuHeat()
+                heat = known[state.key] = _GpuHeat(self.thresholds, self.every_s)
             if state.last_thermal_ts == ts:  # throttling now: this is where its slowdown engages
-                heat.throttle_c = max(MIN_THROTTLE_C, min(heat.throttle_c, temp))
+                heat.throttle_c = max(self.thresholds.min_throttle_c, min(heat.throttle_c, temp))
             if state.busy_since is None:
                 heat.idle(ts)
                 continue
@@ -180,7 +271,7 @@ class ThermalThrottleRisk(BaseDetector):
         state = tick.node.gpus.get(key)
         if state is None or not len(heat.forecaster.trend) or not heat.baseline.ready:
             return None
-        if state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts < 30.0:
+        if state.last_thermal_ts is not None and tick.ts - state.last_thermal_ts < self.thresholds.throttled_within_s:
             return None
         forecast = heat.forecaster.eta(heat.throttle_c)
         if forecast is None:
@@ -209,4 +300,4 @@ class ThermalThrottleRisk(BaseDetector):
             f"{gpu_label(key)} is heating {slope * 60:.1f} °C/min ({now:.0f} °C now) and will reach its "
             f"{heat.throttle_c:.0f} °C throttle point in ~{minutes(eta)}"
         )
-        return Finding("thermal_throttle_risk", score, severity, message, gpu_subject(key), evidence)
+        return Finding(THERMAL_THROTTLE_RISK.name, score, severity, message, gpu_subject(key), evidence)

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...samples import GpuSample, TrainingSample
+from ..spec import GPU, TRAINING, SignalSpec
 from ..stats import RecentMedian, RobustBaseline, median
+from ..thresholds import CONVENTION, COUNT, MEASURED, PERCENT, SHARE, SIGMAS, Knob, Thresholds
 from ..tick import Tick
-from ..types import Finding, Policy
-from .base import BaseDetector, JobWarmup, Threshold, percent
-from .level import LevelDetector
+from ..types import Finding
+from .base import BaseDetector, JobWarmup, percent, threshold_of
+from .level import MIN_VALUES, WINDOW, LevelDetector
 
-#: Reports that make the throughput baseline (~20–40 s at one report a second).
-BASELINE_REPORTS = 20
+THROUGHPUT_COLLAPSE = SignalSpec(
+    "throughput_collapse", "the job runs much slower than its own baseline", TRAINING, 0.15, "compute"
+)
+GPU_UNDERUTILIZATION = SignalSpec(
+    "gpu_underutilization", "the job's GPUs spend much of the time without a kernel running", GPU, 0.10, "compute"
+)
+#: The throughput baseline: a robust EWMA of this weight that adopts improvements.
+BASELINE_ALPHA = 0.02
 
 
 class _Rate:
@@ -20,15 +29,15 @@ class _Rate:
 
     __slots__ = ("baseline", "recent")
 
-    def __init__(self) -> None:
-        self.recent = RecentMedian(5)
-        self.baseline = RobustBaseline(alpha=0.02, warmup=BASELINE_REPORTS, band=4.0, adopt=+1)
+    def __init__(self, reports: int, band: float) -> None:
+        self.recent = RecentMedian(WINDOW)
+        self.baseline = RobustBaseline(alpha=BASELINE_ALPHA, warmup=reports, band=band, adopt=+1)
 
     def add(self, x: float) -> float | None:
         """Take a value; return the relative drop of the recent median below the baseline."""
         now = self.recent.add(x)
         base = self.baseline
-        drop = 1.0 - now / base.loc if base.ready and base.loc > 0 and len(self.recent) >= 3 else None
+        drop = 1.0 - now / base.loc if base.ready and base.loc > 0 and len(self.recent) >= MIN_VALUES else None
         base.update(x)
         return drop
 
@@ -51,12 +60,28 @@ class ThroughputCollapse(BaseDetector):
     """
 
     name = "throughput"
-    signals = ("throughput_collapse",)
-    threshold = Threshold(warning=0.30, critical=0.50)
+    signals = (THROUGHPUT_COLLAPSE,)
+    knobs = (
+        Knob("warning", 0.30, SHARE, CONVENTION, "a drop below the job's own pace no noise or data mix explains", 0, 1),
+        Knob("critical", 0.50, SHARE, CONVENTION, "half the job's throughput gone", 0, 1),
+        Knob(
+            "baseline_reports",
+            20,
+            COUNT,
+            MEASURED,
+            "reports that seed the baseline (~20-40 s): a real job's first 20 reports at 4 a second set a pace it "
+            "then 'collapsed' from, hence also the warm-up",
+            3,
+        ),
+        Knob("baseline_band", 4.0, SIGMAS, CONVENTION, "values beyond this many sigmas do not teach the baseline", 1),
+    )
 
-    def __init__(self) -> None:
-        self._tokens = _Rate()
-        self._steps = _Rate()
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        t = self.thresholds
+        self.threshold = threshold_of(t)
+        self._tokens = _Rate(t.baseline_reports, t.baseline_band)
+        self._steps = _Rate(t.baseline_reports, t.baseline_band)
         self._warmup = JobWarmup()
         self.drop: float | None = None
 
@@ -110,9 +135,17 @@ class GpuUnderutilization(LevelDetector):
     """
 
     name = "utilization"
-    signal = "gpu_underutilization"
-    threshold = Threshold(warning=80.0, critical=50.0, higher_is_worse=False)
-    policy = Policy(hold=80.0 / 85.0)
+    signals = (GPU_UNDERUTILIZATION,)
+    knobs = (
+        Knob("warning", 80.0, PERCENT, CONVENTION, "a training step keeps its GPUs busy most of the time", 0, 100),
+        Knob("critical", 50.0, PERCENT, CONVENTION, "half the GPU time without a kernel", 0, 100),
+        Knob("clear_above", 85.0, PERCENT, CONVENTION, "hysteresis: an active signal clears above this", 0, 100),
+    )
+    higher_is_worse = False
+
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
+        super().__init__(thresholds)
+        self.policy = replace(self.policy, hold=self.thresholds.warning / self.thresholds.clear_above)
 
     def measure(self, tick: Tick) -> float | None:
         if tick.paused:

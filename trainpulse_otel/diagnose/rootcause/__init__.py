@@ -1,12 +1,14 @@
 """Root-cause inference: rules propose candidate causes, the ranking orders them.
 
-The built-in rules live by family (:mod:`.hardware`, :mod:`.ranks`,
-:mod:`.waits`, :mod:`.residual`) and are registered, like third-party ones, as
-``trainpulse.root_causes`` entry points; :func:`infer_root_causes` is handed
-the rules to use.
+The built-in rules live by family (:mod:`.hardware`, :mod:`.gpu_failure`,
+:mod:`.nodes`, :mod:`.hang`, :mod:`.ranks`, :mod:`.waits`, :mod:`.residual`,
+:mod:`.numerics`) and are listed in :mod:`..builtins`; third-party rules come
+from the ``trainpulse.root_causes`` entry points. :func:`infer_root_causes` is
+handed the rules to use.
 """
 
-from .ranking import Candidate, RootCauseRule, Rule, base_confidence, infer_root_causes, pct, rank_candidates, symptoms
+from .common import base_confidence, pct, symptoms
+from .ranking import Candidate, RootCauseRule, Rule, infer_root_causes, rank_candidates
 from .ranks import stragglers_sync_share
 
 __all__ = [

@@ -16,9 +16,21 @@ from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_order
 from ..correlate import Evidence
-from ..detectors.gpu_faults import FATAL_XIDS
+from ..detectors.gpu_faults import FATAL_XIDS, GPU_HARDWARE_FAULT, GPU_MEMORY_DEGRADATION
+from ..detectors.ranks import RANK_STRAGGLER
+from ..detectors.stall import TRAINING_STALLED
+from ..spec import HARDWARE, CauseSpec
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence, symptoms
+from .common import CONFIRMED, SYMPTOMS, base_confidence, symptoms
+from .ranking import Candidate, Rule
+
+GPU_HARDWARE_FAILURE = CauseSpec(
+    "gpu_hardware_failure",
+    "a GPU that is failing (a fatal XID, uncorrected ECC, lost from the bus) or wearing out",
+    HARDWARE,
+    (GPU_HARDWARE_FAULT.name, GPU_MEMORY_DEGRADATION.name, TRAINING_STALLED.name, RANK_STRAGGLER.name, *SYMPTOMS),
+    "drain the node, restart without the GPU, reset it and run DCGM diagnostics; replace it if they fail",
+)
 
 #: What each fatal XID asks of the operator, beyond drain / reset / diagnose (NVIDIA's XID catalogue).
 XID_ADVICE: dict[int, str] = {
@@ -53,7 +65,7 @@ def _stalls_on(ev: Evidence, gpu: GpuKey) -> list[Signal]:
     """``training_stalled`` signals whose stuck rank runs on GPU ``gpu``, or that could name no rank."""
     rank = ev.node.rank_of_gpu.get(gpu)
     out = []
-    for s in ev.active("training_stalled"):
+    for s in ev.active(TRAINING_STALLED.name):
         host = s.subject.get("hostname") or s.evidence.get("hostname")
         if isinstance(host, str) and (ev.node.node_of(host) != gpu[0] or not ev.node.is_local(host)):
             continue
@@ -88,8 +100,8 @@ def _xid_text(codes: list[int]) -> str:
 
 def gpu_failure(ev: Evidence) -> list[Candidate]:
     """One candidate per failing or degrading GPU."""
-    faults = ev.gpu_signals("gpu_hardware_fault")
-    wear = ev.gpu_signals("gpu_memory_degradation")
+    faults = ev.gpu_signals(GPU_HARDWARE_FAULT.name)
+    wear = ev.gpu_signals(GPU_MEMORY_DEGRADATION.name)
     out = []
     for gpu in sorted(faults.keys() | wear.keys(), key=gpu_order):
         primary = faults.get(gpu, []) + wear.get(gpu, [])
@@ -100,14 +112,14 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
         if gpu in faults:
             codes = sorted({c for s in faults[gpu] for c in s.evidence.get("xid_errors", ())})
             remedy = REMEDY_FAILURE.format(gpu=gpu[1], host=host, xids=_xid_text(codes))
-            base = 0.85
+            base = CONFIRMED
         else:
             what = "; ".join(s.message.split(": ", 1)[-1] for s in wear[gpu])
             remedy = REMEDY_DEGRADATION.format(gpu=gpu[1], host=host, what=what)
             base = base_confidence(primary)
         out.append(
             Candidate(
-                "gpu_hardware_failure",
+                GPU_HARDWARE_FAILURE.name,
                 base,
                 _summary(gpu, primary, consequences),
                 remedy,
@@ -121,7 +133,7 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
 
 def _summary(gpu: GpuKey, primary: list[Signal], consequences: list[Signal]) -> str:
     text = "; ".join(s.message for s in primary)
-    stalled = [s for s in consequences if s.name == "training_stalled"]
+    stalled = [s for s in consequences if s.name == TRAINING_STALLED.name]
     if stalled:
         text += f"; the job has stopped: the rank on {gpu_label(gpu)} cannot step and the others wait for it"
     elif consequences:
@@ -129,4 +141,4 @@ def _summary(gpu: GpuKey, primary: list[Signal], consequences: list[Signal]) -> 
     return text
 
 
-GPU_HARDWARE_FAILURE = Rule("gpu_hardware_failure", gpu_failure)
+GPU_FAILURE = Rule(GPU_HARDWARE_FAILURE, gpu_failure)

@@ -14,7 +14,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..correlate import Evidence
-from .ranking import Candidate, Rule, base_confidence
+from ..detectors.stall import TRAINING_STALLED
+from ..spec import RANK, CauseSpec
+from .common import base_confidence
+from .ranking import Candidate, Rule
+
+RANK_HANG = CauseSpec(
+    "rank_hang",
+    "one or a few ranks stopped while the others wait for them at a collective",
+    RANK,
+    (TRAINING_STALLED.name,),
+    "find where the stuck rank is (py-spy dump), dump the collectives (NCCL flight recorder), restart without it",
+)
 
 FLIGHT_RECORDER = (
     "For the collective itself, enable PyTorch's NCCL flight recorder before (re)starting: "
@@ -32,14 +43,14 @@ RESTART = (
 
 def rank_hang(ev: Evidence) -> list[Candidate]:
     """The job stalled: the ranks that lag, or an honest "unknown"."""
-    stalled = ev.job_signal("training_stalled")
+    stalled = ev.job_signal(TRAINING_STALLED.name)
     if stalled is None:
         return []
     lagging: Sequence[Mapping[str, Any]] = stalled.evidence.get("lagging") or ()
     host = _host(lagging) or ev.node.hostname
     return [
         Candidate(
-            "rank_hang",
+            RANK_HANG.name,
             base_confidence([stalled]),
             _summary(stalled.message, lagging, stalled.evidence.get("inferred_from")),
             _remediation(lagging, host),
@@ -110,4 +121,4 @@ def _host(lagging: Sequence[Mapping[str, Any]]) -> str | None:
     return next((e["hostname"] for e in lagging if e.get("hostname")), None)
 
 
-RANK_HANG = Rule("rank_hang", rank_hang)
+HANG = Rule(RANK_HANG, rank_hang)

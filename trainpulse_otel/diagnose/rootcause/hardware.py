@@ -4,8 +4,65 @@ from __future__ import annotations
 
 from ...samples import GpuKey, gpu_label
 from ..correlate import Evidence
+from ..detectors.comms import SYNC_IMBALANCE
+from ..detectors.forecast import OOM_RISK
+from ..detectors.llm import LOW_MFU
+from ..detectors.memory import MEMORY_PRESSURE
+from ..detectors.ranks import RANK_STRAGGLER
+from ..detectors.thermal import THERMAL_INSTABILITY
+from ..detectors.thermal_forecast import THERMAL_THROTTLE_RISK
+from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
+from ..spec import HARDWARE, CauseSpec
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence, pct, symptoms
+from .common import (
+    CONFIRMED,
+    CORROBORATED,
+    CRITICAL_EVIDENCE,
+    LIKELY,
+    STRONG,
+    SYMPTOMS,
+    WARNED,
+    base_confidence,
+    pct,
+    symptoms,
+)
+from .ranking import Candidate, Rule
+
+#: A power limit this much below the highest seen was cut on purpose (a cap), not merely reached.
+POWER_CUT = 0.10
+#: A throughput drop worth naming in a summary.
+NOTABLE_DROP = 0.05
+#: What a forecast's ETA reads as when a signal has none (it sorts last).
+NO_ETA_S = 1e9
+
+GPU_THERMAL_THROTTLING = CauseSpec(
+    "gpu_thermal_throttling",
+    "a GPU (or a node's GPUs together) overheating: throttling, heating fast, or forecast to throttle",
+    HARDWARE,
+    (THERMAL_INSTABILITY.name, THERMAL_THROTTLE_RISK.name, RANK_STRAGGLER.name, *SYMPTOMS),
+    "fix the GPU's or the node's cooling; cap the GPU's power or move the job until then",
+)
+GPU_POWER_THROTTLING = CauseSpec(
+    "gpu_power_throttling",
+    "power limits holding the GPUs' clocks down",
+    HARDWARE,
+    (RANK_STRAGGLER.name, *SYMPTOMS),
+    "restore the GPUs' power limit, or expect throughput to scale down with the cap",
+)
+GPU_MEMORY_PRESSURE = CauseSpec(
+    "gpu_memory_pressure",
+    "GPU memory nearly full or forecast to run out",
+    HARDWARE,
+    (MEMORY_PRESSURE.name, OOM_RISK.name, RANK_STRAGGLER.name, THROUGHPUT_COLLAPSE.name, SYNC_IMBALANCE.name),
+    "find what keeps tensors alive across steps, or give the allocator headroom",
+)
+HOST_MEMORY_PRESSURE = CauseSpec(
+    "host_memory_pressure",
+    "host memory running low or forecast to run out",
+    HARDWARE,
+    (MEMORY_PRESSURE.name, OOM_RISK.name, THROUGHPUT_COLLAPSE.name),
+    "find the process whose resident memory grows (usually the data loader) and bound it",
+)
 
 REMEDY_THERMAL = (
     "Check {gpu}'s cooling: fan speeds, inlet/exhaust temperatures and airflow "
@@ -17,8 +74,8 @@ REMEDY_THERMAL = (
 
 def thermal(ev: Evidence) -> list[Candidate]:
     """A GPU overheating: throttling, heating fast, or forecast to reach its throttle point."""
-    by_gpu = ev.gpu_signals("thermal_instability", "thermal_throttle_risk")
-    for s in ev.active("rank_straggler"):
+    by_gpu = ev.gpu_signals(THERMAL_INSTABILITY.name, THERMAL_THROTTLE_RISK.name)
+    for s in ev.active(RANK_STRAGGLER.name):
         g = ev.gpu_of(s)
         if g is not None and ev.thermally_throttled(g):
             by_gpu.setdefault(g, [])
@@ -34,12 +91,12 @@ def thermal(ev: Evidence) -> list[Candidate]:
         stragglers = ev.stragglers_on(g)
         explains = stragglers + (symptoms(ev) if stragglers else [])
         if throttled:
-            base = 0.85 if stragglers else 0.75
+            base = CONFIRMED if stragglers else CRITICAL_EVIDENCE
         else:
-            base = 0.65 if any(s.name == "thermal_instability" for s in signals) else 0.6
+            base = CORROBORATED if any(s.name == THERMAL_INSTABILITY.name for s in signals) else WARNED
         out.append(
             Candidate(
-                "gpu_thermal_throttling",
+                GPU_THERMAL_THROTTLING.name,
                 base,
                 _thermal_summary(ev, g, signals, stragglers),
                 REMEDY_THERMAL.format(gpu=gpu_label(g), index=g[1]),
@@ -75,8 +132,8 @@ def _node_thermal(ev: Evidence, by_gpu: dict[GpuKey, list[Signal]]) -> Candidate
     )
     explains = stragglers + (symptoms(ev) if throttled else [])
     return Candidate(
-        "gpu_thermal_throttling",
-        0.75 if throttled else 0.65,
+        GPU_THERMAL_THROTTLING.name,
+        CRITICAL_EVIDENCE if throttled else CORROBORATED,
         summary,
         REMEDY_NODE_THERMAL,
         signals,
@@ -92,7 +149,7 @@ def _thermal_summary(ev: Evidence, g: GpuKey, signals: list[Signal], stragglers:
         clock = f", SM clock at {pct(state.clock_ratio)} of max" if state and state.clock_ratio else ""
         text = f"{gpu_label(g)} overheats and throttles{temp}{clock}"
     else:
-        risk = next((s for s in signals if s.name == "thermal_throttle_risk"), None)
+        risk = next((s for s in signals if s.name == THERMAL_THROTTLE_RISK.name), None)
         eta = risk.evidence.get("eta_s") if risk is not None else None
         text = f"{gpu_label(g)} overheats{temp}" + (
             f" and will reach its throttle point in ~{eta / 60:.0f} min" if eta is not None else " far above its peers"
@@ -118,33 +175,33 @@ def power(ev: Evidence) -> list[Candidate]:
     gpus = list(ev.node.gpus)
     capped = ev.power_throttled_gpus()
     out = []
-    lost = symptoms(ev, "throughput_collapse", "low_mfu", "gpu_underutilization")
+    lost = symptoms(ev, THROUGHPUT_COLLAPSE.name, LOW_MFU.name, GPU_UNDERUTILIZATION.name)
     if gpus and 2 * len(capped) >= len(gpus) and lost:
         cut = max(ev.power_limit_cut(g) for g in capped)
-        base = 0.8 if cut >= 0.1 else 0.7
+        base = STRONG if cut >= POWER_CUT else LIKELY
         limit = ev.gpu(capped[0])
         summary = (
             f"{len(capped)} of {len(gpus)} GPUs are held by their power limit (sw_power_cap)"
             + (
                 f" of {limit.limit:.0f} W, {pct(cut)} below the earlier {limit.limit_max:.0f} W"
-                if limit is not None and limit.limit and cut >= 0.1
+                if limit is not None and limit.limit and cut >= POWER_CUT
                 else ""
             )
             + f": SM clocks at {pct(ev.median_clock_ratio(capped))} of max"
         )
         drop = ev.fact("throughput_drop")
-        if drop is not None and drop > 0.05:
+        if drop is not None and drop > NOTABLE_DROP:
             summary += f", throughput down {pct(drop)}"
         clock = ev.median_clock_ratio(capped)
         uncapped_mfu = ev.mfu_without(1.0 - clock) if clock is not None else None
         if uncapped_mfu is not None and not ev.explains_mfu(1.0 - clock):  # lower than the clocks alone make it
-            lost = [s for s in lost if s.name != "low_mfu"]
-        explains = lost + symptoms(ev, "sync_imbalance")
+            lost = [s for s in lost if s.name != LOW_MFU.name]
+        explains = lost + symptoms(ev, SYNC_IMBALANCE.name)
         out.append(
-            Candidate("gpu_power_throttling", base, summary, REMEDY_POWER, [], explains, ev.gpus_subject(capped))
+            Candidate(GPU_POWER_THROTTLING.name, base, summary, REMEDY_POWER, [], explains, ev.gpus_subject(capped))
         )
         return out
-    for s in ev.active("rank_straggler"):
+    for s in ev.active(RANK_STRAGGLER.name):
         g = ev.gpu_of(s)
         if g is not None and g in capped and not ev.thermally_throttled(g):
             summary = (
@@ -153,7 +210,13 @@ def power(ev: Evidence) -> list[Candidate]:
             )  # type: ignore[union-attr]
             out.append(
                 Candidate(
-                    "gpu_power_throttling", 0.75, summary, REMEDY_POWER, [], [s, *symptoms(ev)], ev.gpu_subject([g])
+                    GPU_POWER_THROTTLING.name,
+                    CRITICAL_EVIDENCE,
+                    summary,
+                    REMEDY_POWER,
+                    [],
+                    [s, *symptoms(ev)],
+                    ev.gpu_subject([g]),
                 )
             )
     return out
@@ -174,15 +237,15 @@ REMEDY_GPU_FULL = (
 
 def gpu_memory(ev: Evidence) -> list[Candidate]:
     """GPU memory nearly full or forecast to run out."""
-    by_gpu = ev.gpu_signals("memory_pressure", "oom_risk")
+    by_gpu = ev.gpu_signals(MEMORY_PRESSURE.name, OOM_RISK.name)
     if not by_gpu:
         return []
     signals = [s for group in by_gpu.values() for s in group]
     stragglers = [s for g in by_gpu for s in ev.stragglers_on(g)]
-    explains = stragglers + symptoms(ev, "throughput_collapse", "sync_imbalance")
+    explains = stragglers + symptoms(ev, THROUGHPUT_COLLAPSE.name, SYNC_IMBALANCE.name)
     subject = ev.gpu_subject(by_gpu)
     forecast = min(
-        (s for s in signals if s.name == "oom_risk"), key=lambda s: s.evidence.get("eta_s", 1e9), default=None
+        (s for s in signals if s.name == OOM_RISK.name), key=lambda s: s.evidence.get("eta_s", NO_ETA_S), default=None
     )
     where = f"{gpu_label(next(iter(by_gpu)))} memory" if len(by_gpu) == 1 else f"memory of {len(by_gpu)} GPUs"
     if forecast is not None:
@@ -198,7 +261,13 @@ def gpu_memory(ev: Evidence) -> list[Candidate]:
         remedy = REMEDY_GPU_FULL
     return [
         Candidate(
-            "gpu_memory_pressure", base_confidence(signals, 0.65, 0.8), summary, remedy, signals, explains, subject
+            GPU_MEMORY_PRESSURE.name,
+            base_confidence(signals, CORROBORATED, STRONG),
+            summary,
+            remedy,
+            signals,
+            explains,
+            subject,
         )
     ]
 
@@ -225,20 +294,20 @@ REMEDY_HOST_MEMORY = (
 
 def host_memory(ev: Evidence) -> list[Candidate]:
     """Host memory running low or forecast to run out."""
-    signals = ev.host_signals("memory_pressure", "oom_risk")
+    signals = ev.host_signals(MEMORY_PRESSURE.name, OOM_RISK.name)
     if not signals:
         return []
-    forecast = next((s for s in signals if s.name == "oom_risk"), None)
+    forecast = next((s for s in signals if s.name == OOM_RISK.name), None)
     available = ev.node.host.available_frac
     if forecast is not None:
         summary = _forecast_summary("host memory", forecast, "the total", None if available is None else 1 - available)
     else:
         summary = f"host memory is nearly exhausted: {pct(available)} available"
-    explains = symptoms(ev, "throughput_collapse")
+    explains = symptoms(ev, THROUGHPUT_COLLAPSE.name)
     return [
         Candidate(
-            "host_memory_pressure",
-            base_confidence(signals, 0.65, 0.8),
+            HOST_MEMORY_PRESSURE.name,
+            base_confidence(signals, CORROBORATED, STRONG),
             summary,
             REMEDY_HOST_MEMORY,
             signals,
@@ -248,7 +317,7 @@ def host_memory(ev: Evidence) -> list[Candidate]:
     ]
 
 
-THERMAL = Rule("gpu_thermal_throttling", thermal)
-POWER = Rule("gpu_power_throttling", power)
-GPU_MEMORY = Rule("gpu_memory_pressure", gpu_memory)
-HOST_MEMORY = Rule("host_memory_pressure", host_memory)
+THERMAL = Rule(GPU_THERMAL_THROTTLING, thermal)
+POWER = Rule(GPU_POWER_THROTTLING, power)
+GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, gpu_memory)
+HOST_MEMORY = Rule(HOST_MEMORY_PRESSURE, host_memory)

@@ -13,8 +13,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..correlate import Evidence
+from ..detectors.nodes import NODE_UNREACHABLE
+from ..detectors.ranks import RANK_STRAGGLER
+from ..detectors.stall import TRAINING_STALLED
+from ..spec import HARDWARE, CauseSpec
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence, symptoms
+from .common import SYMPTOMS, base_confidence, symptoms
+from .ranking import Candidate, Rule
+
+NODE_FAILURE = CauseSpec(
+    "node_failure",
+    "a node of the job gone silent, and the ranks it takes down with it",
+    HARDWARE,
+    (NODE_UNREACHABLE.name, TRAINING_STALLED.name, RANK_STRAGGLER.name, *SYMPTOMS),
+    "check the node (BMC, console, network), drain it, and restart the job on healthy nodes",
+)
 
 REMEDY_NODE = (
     "Check node {host}: is it up (ping, the BMC: ipmitool chassis status, `scontrol show node {host}` or "
@@ -28,7 +41,7 @@ REMEDY_NODE = (
 def node_failure(ev: Evidence) -> list[Candidate]:
     """One candidate per silent node."""
     out = []
-    for s in ev.active("node_unreachable"):
+    for s in ev.active(NODE_UNREACHABLE.name):
         host = str(s.subject["hostname"])
         consequences = _consequences(ev, host, s)
         explains = consequences + (symptoms(ev) if consequences else [])
@@ -38,7 +51,7 @@ def node_failure(ev: Evidence) -> list[Candidate]:
             subject["ranks"] = list(ranks)
         out.append(
             Candidate(
-                "node_failure",
+                NODE_FAILURE.name,
                 base_confidence([s]),
                 _summary(s, consequences),
                 REMEDY_NODE.format(host=host),
@@ -54,9 +67,9 @@ def _consequences(ev: Evidence, host: str, silent: Signal) -> list[Signal]:
     """The stall and the stragglers the silent node's ranks account for."""
     ranks = set(silent.evidence.get("ranks") or ())
     out = [
-        s for s in ev.active("rank_straggler") if s.subject.get("hostname") == host or s.subject.get("rank") in ranks
+        s for s in ev.active(RANK_STRAGGLER.name) if s.subject.get("hostname") == host or s.subject.get("rank") in ranks
     ]
-    stalled = ev.job_signal("training_stalled")
+    stalled = ev.job_signal(TRAINING_STALLED.name)
     if stalled is not None and _stall_on(stalled, host, ranks):
         out.append(stalled)
     return out
@@ -72,11 +85,11 @@ def _stall_on(stalled: Signal, host: str, ranks: set[int]) -> bool:
 
 def _summary(silent: Signal, consequences: list[Signal]) -> str:
     text = silent.message
-    if any(s.name == "training_stalled" for s in consequences):
+    if any(s.name == TRAINING_STALLED.name for s in consequences):
         text += "; the job has stopped: its ranks there cannot reach the next collective and the others wait"
     elif consequences:
         text += "; its ranks fall behind and the others wait for them"
     return text
 
 
-NODE_FAILURE = Rule("node_failure", node_failure)
+NODES = Rule(NODE_FAILURE, node_failure)

@@ -13,11 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..correlate import Evidence
+from ..detectors.numerics import LOSS_SPIKE, NONFINITE_LOSS
+from ..spec import MODEL, CauseSpec
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence
+from .common import CONFIRMED, CORROBORATED, base_confidence
+from .ranking import Candidate, Rule
 
-#: The budget component a non-finite loss's lost steps are booked to (see ``goodput``).
-NUMERICS = "numerics"
+NUMERICAL_INSTABILITY = CauseSpec(
+    "numerical_instability",
+    "loss spikes or non-finite losses and gradients: the model's numbers diverge",
+    MODEL,
+    (NONFINITE_LOSS.name, LOSS_SPIKE.name),
+    "rewind to the checkpoint before it, skip the batch, lower the learning rate, clip gradients",
+    books="numerics",
+)
 
 _AFTER_NONFINITE = (
     "Training has diverged: stop, or let the framework skip the step, and do not keep the checkpoints saved "
@@ -39,8 +48,8 @@ _AFTER_SPIKE = (
 
 def propose(ev: Evidence) -> list[Candidate]:
     """``numerical_instability`` from a non-finite loss or gradient, a loss spike, or both."""
-    nonfinite = ev.job_signal("nonfinite_loss")
-    spike = ev.job_signal("loss_spike")
+    nonfinite = ev.job_signal(NONFINITE_LOSS.name)
+    spike = ev.job_signal(LOSS_SPIKE.name)
     primary = [s for s in (nonfinite, spike) if s is not None]
     if not primary:
         return []
@@ -54,8 +63,8 @@ def propose(ev: Evidence) -> list[Candidate]:
         summary = lead.message
         where = f" on rank {subject['rank']}" if "rank" in subject else ""
         remedy = _AFTER_SPIKE.format(where=where, step="?" if step is None else step)
-    confidence = base_confidence(primary, 0.65, 0.85)
-    return [Candidate("numerical_instability", confidence, summary, remedy, primary, subject=subject)]
+    confidence = base_confidence(primary, CORROBORATED, CONFIRMED)
+    return [Candidate(NUMERICAL_INSTABILITY.name, confidence, summary, remedy, primary, subject=subject)]
 
 
 def _subject(signals: list[Signal]) -> dict[str, Any]:
@@ -70,4 +79,4 @@ def _subject(signals: list[Signal]) -> dict[str, Any]:
     return {"ranks": sorted(ranks)} if ranks else {}
 
 
-NUMERICAL_INSTABILITY = Rule("numerical_instability", propose)
+NUMERICS = Rule(NUMERICAL_INSTABILITY, propose)

@@ -6,8 +6,32 @@ from collections.abc import Sequence
 from statistics import NormalDist
 
 from ..correlate import Evidence
+from ..detectors.comms import SYNC_IMBALANCE
+from ..detectors.ranks import RANK_STRAGGLER
+from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
+from ..spec import RANK, CauseSpec
 from ..types import Signal
-from .ranking import Candidate, Rule, base_confidence, explain_whole_sync, symptoms
+from .common import base_confidence, explain_whole_sync, symptoms
+from .ranking import Candidate, Rule
+
+#: Percentage points a straggler's GPU must idle more than its peers' for the summary to blame its host.
+IDLE_GAP_PERCENT = 3.0
+
+STRAGGLER_RANK = CauseSpec(
+    "straggler_rank",
+    "one rank persistently late at the collective, the others waiting for it",
+    RANK,
+    (RANK_STRAGGLER.name, SYNC_IMBALANCE.name, THROUGHPUT_COLLAPSE.name, GPU_UNDERUTILIZATION.name),
+    "find what slows that rank (its CPU, loader, affinity or links); cordon its node if it persists",
+)
+LOAD_IMBALANCE = CauseSpec(
+    "load_imbalance",
+    "ranks wait for each other but no single rank is to blame: the work per rank varies",
+    RANK,
+    (SYNC_IMBALANCE.name, THROUGHPUT_COLLAPSE.name, GPU_UNDERUTILIZATION.name),
+    "give every rank the same work per step: pack or bucket sequences by length, balance experts",
+    wait=True,
+)
 
 REMEDY_STRAGGLER = (
     "Find what slows rank {rank} on {host}: CPU contention or a noisy neighbour on its cores (top, pidstat, "
@@ -25,7 +49,7 @@ REMEDY_LOADER = (
 def straggler(ev: Evidence) -> list[Candidate]:
     """One rank persistently late, the others waiting for it."""
     out = []
-    stragglers = ev.active("rank_straggler")
+    stragglers = ev.active(RANK_STRAGGLER.name)
     whole = explain_whole_sync(stragglers)
     for s in stragglers:
         rank = s.subject.get("rank")
@@ -36,7 +60,7 @@ def straggler(ev: Evidence) -> list[Candidate]:
             utils = ev.util_vs_peers(g)
             if ev.thermally_throttled(g) or ev.power_throttled(g):
                 summary += f"; its GPU {g[1]} is throttled"
-            elif utils is not None and utils[0] < utils[1] - 3.0:
+            elif utils is not None and utils[0] < utils[1] - IDLE_GAP_PERCENT:
                 summary += (
                     f"; its GPU {g[1]} is not throttled but idles more than its peers "
                     f"({utils[0]:.0f}% vs {utils[1]:.0f}% busy): the rank's host-side work is slow"
@@ -46,12 +70,12 @@ def straggler(ev: Evidence) -> list[Candidate]:
         share = 1.0 if whole else sync_share(s)
         out.append(
             Candidate(
-                "straggler_rank",
+                STRAGGLER_RANK.name,
                 base_confidence([s]),
                 summary + lateness + ("" if whole else _split_words(share)),
                 remedy.format(rank=rank, host=host),
                 [s],
-                symptoms(ev, "sync_imbalance", "throughput_collapse", "gpu_underutilization"),
+                symptoms(ev, SYNC_IMBALANCE.name, THROUGHPUT_COLLAPSE.name, GPU_UNDERUTILIZATION.name),
                 dict(s.subject),
                 shares={} if whole else {"sync": share},
             )
@@ -121,8 +145,8 @@ def stragglers_sync_share(stragglers: Sequence[Signal]) -> float:
 def imbalance(ev: Evidence) -> list[Candidate]:
     """Ranks wait for each other but no single rank is to blame (or the stragglers explain little of it):
     the work per rank varies."""
-    sync = ev.job_signal("sync_imbalance")
-    stragglers = ev.active("rank_straggler")
+    sync = ev.job_signal(SYNC_IMBALANCE.name)
+    stragglers = ev.active(RANK_STRAGGLER.name)
     if sync is None or explain_whole_sync(stragglers):
         return []
     shares: dict[str, float] = {}
@@ -137,16 +161,16 @@ def imbalance(ev: Evidence) -> list[Candidate]:
         summary = f"{sync.message}, yet no rank is consistently the late one: the work per rank differs step to step"
     return [
         Candidate(
-            "load_imbalance",
+            LOAD_IMBALANCE.name,
             base_confidence([sync]),
             summary,
             REMEDY_IMBALANCE,
             [sync],
-            symptoms(ev, "throughput_collapse", "gpu_underutilization"),
+            symptoms(ev, THROUGHPUT_COLLAPSE.name, GPU_UNDERUTILIZATION.name),
             shares=shares,
         )
     ]
 
 
-STRAGGLER = Rule("straggler_rank", straggler)
-IMBALANCE = Rule("load_imbalance", imbalance)
+STRAGGLER = Rule(STRAGGLER_RANK, straggler)
+IMBALANCE = Rule(LOAD_IMBALANCE, imbalance)

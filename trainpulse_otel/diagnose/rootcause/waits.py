@@ -6,7 +6,69 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..correlate import Evidence
-from .ranking import Candidate, Rule, base_confidence, pct, symptoms
+from ..detectors.comms import ALLREDUCE_WAIT
+from ..detectors.inputs import DATALOADER_STARVATION, TOKENIZER_STALL
+from ..detectors.llm import LOW_MFU, SEQUENCE_PADDING
+from ..detectors.schedule import CHECKPOINT_STALL, PIPELINE_BUBBLE
+from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
+from ..spec import STEP, CauseSpec
+from .common import CORROBORATED, STRONG, base_confidence, pct, symptoms
+from .ranking import Candidate, Rule
+
+#: A throughput drop worth naming beside a wait.
+NOTABLE_DROP = 0.10
+#: Evidence strength the disk's surge of writes adds to blocking saves (a cross-layer confirmation).
+SURGE_CONFIRMS = 0.05
+#: What a wait's candidate can explain beside its own signal.
+_CONSEQUENCES = (GPU_UNDERUTILIZATION.name, THROUGHPUT_COLLAPSE.name, LOW_MFU.name)
+
+
+def _wait_cause(name: str, signal: str, meaning: str, books: str, remediation: str) -> CauseSpec:
+    return CauseSpec(name, meaning, STEP, (signal, *_CONSEQUENCES), remediation, books=books, wait=True)
+
+
+INPUT_PIPELINE_BOUND = _wait_cause(
+    "input_pipeline_bound",
+    DATALOADER_STARVATION.name,
+    "the step waits for its input: a CPU-bound or storage-bound data loader",
+    "data",
+    "pre-process offline and give the loader free cores, or more workers and faster storage",
+)
+TOKENIZER_BOUND = _wait_cause(
+    "tokenizer_bound",
+    TOKENIZER_STALL.name,
+    "the step waits for on-the-fly tokenization",
+    "tokenizer",
+    "tokenize ahead of time, or inside the loader's workers with a fast batched tokenizer",
+)
+COMMUNICATION_BOUND = _wait_cause(
+    "communication_bound",
+    ALLREDUCE_WAIT.name,
+    "the gradient all-reduce is slow on every rank: a degraded or fallback transport",
+    "all_reduce",
+    "check NCCL's transport and the links; overlap the all-reduce with the backward pass",
+)
+CHECKPOINT_IO_BOUND = _wait_cause(
+    "checkpoint_io_bound",
+    CHECKPOINT_STALL.name,
+    "training blocks while checkpoints are written",
+    "checkpoint",
+    "save asynchronously to fast local storage, or checkpoint less often",
+)
+PIPELINE_BUBBLES = _wait_cause(
+    "pipeline_bubbles",
+    PIPELINE_BUBBLE.name,
+    "pipeline stages idle while the schedule fills and drains",
+    "bubble",
+    "more micro-batches per step than stages, an interleaved schedule, or fewer stages",
+)
+PADDING_WASTE = CauseSpec(
+    "padding_waste",
+    "compute spent on padding tokens",
+    STEP,
+    (SEQUENCE_PADDING.name, THROUGHPUT_COLLAPSE.name, LOW_MFU.name),
+    "pack sequences, or bucket by length; padding-free attention skips pads",
+)
 
 
 def _waiting(
@@ -23,10 +85,10 @@ def _waiting(
         s = ev.job_signal(signal)
         if s is None:
             return []
-        explains = symptoms(ev, "gpu_underutilization", "throughput_collapse")
+        explains = symptoms(ev, GPU_UNDERUTILIZATION.name, THROUGHPUT_COLLAPSE.name)
         share = next((v for k, v in s.evidence.items() if k.endswith("_share")), None)
         if inside_step and ev.explains_mfu(share):
-            explains += symptoms(ev, "low_mfu")
+            explains += symptoms(ev, LOW_MFU.name)
         summary = s.message + _consequence(ev)
         return [Candidate(cause, base_confidence([s]), summary, remedy(ev), [s], explains)]
 
@@ -35,12 +97,12 @@ def _waiting(
 
 
 def _consequence(ev: Evidence) -> str:
-    under = ev.job_signal("gpu_underutilization")
+    under = ev.job_signal(GPU_UNDERUTILIZATION.name)
     drop = ev.fact("throughput_drop")
     parts = []
     if under is not None:
         parts.append(f"GPUs busy only {under.evidence.get('median_utilization_percent', 0):.0f}% of the time")
-    if drop is not None and drop >= 0.1:
+    if drop is not None and drop >= NOTABLE_DROP:
         parts.append(f"throughput down {pct(drop)}")
     return f" ({'; '.join(parts)})" if parts else ""
 
@@ -97,27 +159,27 @@ def _bubble_remedy(_: Evidence) -> str:
 
 def checkpoint(ev: Evidence) -> list[Candidate]:
     """Blocking checkpoint saves, with the disk writes that show them."""
-    out = _waiting("checkpoint_io_bound", "checkpoint_stall", _checkpoint_remedy, inside_step=False)(ev)
-    surge = ev.fact("checkpoint_write_surge")
+    out = _waiting(CHECKPOINT_IO_BOUND.name, CHECKPOINT_STALL.name, _checkpoint_remedy, inside_step=False)(ev)
+    surge = ev.fact("checkpoint_write_surge")  # only ever set from a surge past checkpoint_stall.write_surge
     for c in out:
-        if surge is not None and surge >= 3.0:
+        if surge is not None:
             c.summary += f"; the disk writes at {surge:.0f}x its normal rate while training waits"
-            c.base += 0.05
+            c.base += SURGE_CONFIRMS
     return out
 
 
 def padding(ev: Evidence) -> list[Candidate]:
     """Padding tokens: compute spent on nothing, which alone may explain a low MFU."""
-    s = ev.job_signal("sequence_padding")
+    s = ev.job_signal(SEQUENCE_PADDING.name)
     if s is None:
         return []
     waste = s.evidence.get("padding_ratio")
-    explains = symptoms(ev, "throughput_collapse")
+    explains = symptoms(ev, THROUGHPUT_COLLAPSE.name)
     summary = s.message
     if ev.explains_mfu(waste):
-        explains += symptoms(ev, "low_mfu")
+        explains += symptoms(ev, LOW_MFU.name)
         summary += (
-            f": MFU {ev.fact('low_mfu'):.2f} counts real tokens only; without the padding it would "
+            f": MFU {ev.fact(LOW_MFU.name):.2f} counts real tokens only; without the padding it would "
             f"be ~{ev.mfu_without(waste):.2f}"
         )
     remedy = (
@@ -125,12 +187,17 @@ def padding(ev: Evidence) -> list[Candidate]:
         "e.g. Hugging Face DataCollatorWithFlattening), or bucket by length and pad to each batch's "
         "longest sequence; padding-free (varlen) FlashAttention skips pads entirely."
     )
-    return [Candidate("padding_waste", base_confidence([s], 0.65, 0.8), summary, remedy, [s], explains)]
+    return [Candidate(PADDING_WASTE.name, base_confidence([s], CORROBORATED, STRONG), summary, remedy, [s], explains)]
 
 
-INPUT_PIPELINE = Rule("input_pipeline_bound", _waiting("input_pipeline_bound", "dataloader_starvation", _input_remedy))
-TOKENIZER = Rule("tokenizer_bound", _waiting("tokenizer_bound", "tokenizer_stall", _tokenizer_remedy))
-COMMUNICATION = Rule("communication_bound", _waiting("communication_bound", "allreduce_wait", _comm_remedy))
-CHECKPOINT = Rule("checkpoint_io_bound", checkpoint)
-PIPELINE_BUBBLES = Rule("pipeline_bubbles", _waiting("pipeline_bubbles", "pipeline_bubble", _bubble_remedy))
-PADDING = Rule("padding_waste", padding)
+def _wait_rule(spec: CauseSpec, remedy: Callable[[Evidence], str]) -> Rule:
+    """The rule of a cause whose own signal is its spec's first."""
+    return Rule(spec, _waiting(spec.name, spec.explains[0], remedy))
+
+
+INPUT_PIPELINE = _wait_rule(INPUT_PIPELINE_BOUND, _input_remedy)
+TOKENIZER = _wait_rule(TOKENIZER_BOUND, _tokenizer_remedy)
+COMMUNICATION = _wait_rule(COMMUNICATION_BOUND, _comm_remedy)
+CHECKPOINT = Rule(CHECKPOINT_IO_BOUND, checkpoint)
+PIPELINE = _wait_rule(PIPELINE_BUBBLES, _bubble_remedy)
+PADDING = Rule(PADDING_WASTE, padding)

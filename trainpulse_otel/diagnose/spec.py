@@ -1,0 +1,66 @@
+"""A signal or a root cause, declared once with its meaning: what the core derives every table from.
+
+A detector declares the :class:`SignalSpec` s it raises, a root-cause rule the
+:class:`CauseSpec` it proposes; :mod:`.vocabulary` checks them and derives the
+health impact, the step-budget component, the tie order and the exported
+names from them, so a plugin's signal or cause is as first class as a
+built-in one::
+
+    LOSS_PLATEAU = SignalSpec("loss_plateau", "the loss stopped falling", TRAINING, impact=0.08, component=None)
+    STALE_LR = CauseSpec("stale_learning_rate", "the LR schedule ended early", STEP, ("loss_plateau",),
+                         "check the LR schedule")
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import DEFAULT_POLICY, Policy
+
+#: Where a signal is measured.
+GPU, HOST, TRAINING, RANKS, JOB = "gpu", "host", "training", "ranks", "job"
+SIGNAL_LAYERS = (GPU, HOST, TRAINING, RANKS, JOB)
+#: How deep a cause lies; equal confidence is broken deepest first (then in the order causes were declared).
+HARDWARE, RANK, STEP, COMPUTE, MODEL = "hardware", "ranks", "step", "compute", "model"
+CAUSE_LAYERS = (HARDWARE, RANK, STEP, COMPUTE, MODEL)
+#: The step-budget components lost time is measured in (:mod:`.budget`, and ``numerics`` for diverged steps).
+COMPONENTS = ("compute", "data", "tokenizer", "sync", "all_reduce", "checkpoint", "bubble", "stall", "numerics")
+
+
+@dataclass(frozen=True, slots=True)
+class SignalSpec:
+    """One signal: its name and meaning, and what the core needs to weigh it.
+
+    ``impact``: the share of health one warning-level finding costs (a critical one 2.5 times it).
+    ``component``: the step-budget component whose lost time the signal is evidence of (None: none).
+    ``predictive``: a forecast — about time not lost yet. ``explainer_claims``: a cause that explains
+    this signal claims its lost time (the wait for a straggler it makes late, the stall of a rank it hangs).
+    ``policy``: how its findings become a raised and a cleared signal (a detector may refine it).
+    """
+
+    name: str
+    meaning: str
+    layer: str
+    impact: float
+    component: str | None
+    predictive: bool = False
+    explainer_claims: bool = False
+    policy: Policy = DEFAULT_POLICY
+
+
+@dataclass(frozen=True, slots=True)
+class CauseSpec:
+    """One root cause: its name and meaning, the signals it can explain, and what to do about it.
+
+    ``layer`` orders equal confidence (deepest first). ``books``: a budget component whose lost time is
+    always this cause's (a checkpoint's time is ``checkpoint_io_bound``'s). ``wait``: the cause is time
+    spent waiting, never slower compute.
+    """
+
+    name: str
+    meaning: str
+    layer: str
+    explains: tuple[str, ...]
+    remediation: str
+    books: str | None = None
+    wait: bool = False
