@@ -3,8 +3,7 @@
 A report can carry 4,096 ranks and the detector reads it on every report, so
 the per-rank fields are read as columns (one ``map`` over the ranks each) and
 combined a column at a time (:mod:`.columns`), not rank by rank through
-attribute lookups. The arithmetic is the same expression per rank, in the
-same order, so the values are the same to the last bit.
+attribute lookups.
 """
 
 from __future__ import annotations
@@ -13,7 +12,8 @@ from operator import add, attrgetter
 
 from ...samples import RankSample
 from ..stats import sorted_median
-from .columns import LISTS, Column, Columns
+from . import columns
+from .columns import Column
 
 #: A rank's fields, each read over all ranks in one C call.
 STEP_TIME = attrgetter("step_time_ms")
@@ -41,25 +41,25 @@ def own_busy_vote(ranks: tuple[RankSample, ...], steps: list[float] | None) -> b
 
     Own busy time: everyone leaves the collective together, so data wait + step
     + sync wait is about equal across ranks. Wall time: the step itself is.
-    Summed in Python floats, rank by rank, whatever holds the detector's columns: a vote taken on the first
-    reports and every 5th after, whose spreads must not depend on a summation order.
     """
     if steps is None:
         return None
-    syncs = LISTS.waits(list(map(_SYNC_WAIT, ranks)))
+    syncs = columns.waits(list(map(_SYNC_WAIT, ranks)))
     if not any(syncs):
         return None
-    leave = list(map(add, map(add, LISTS.waits(list(map(_DATA_WAIT, ranks))), steps), syncs))
+    leave = list(map(add, map(add, columns.waits(list(map(_DATA_WAIT, ranks))), steps), syncs))
     return _pstdev(leave) < _pstdev(steps)
 
 
-def lateness(cols: Columns, ranks: tuple[RankSample, ...], own_busy: bool, steps: list[float] | None) -> Column:
-    """Each rank's arrival at the collective (ms; relative units when only tokens/s are known), as a column of
-    ``cols``; ``steps``: every rank's step time (None: not every rank has one). Only the tokens-per-second
-    timing leaves a rank out (unknown)."""
+def lateness(ranks: tuple[RankSample, ...], own_busy: bool, steps: list[float] | None) -> Column:
+    """Each rank's arrival at the collective (ms; relative units when only tokens/s are known), as a column;
+    ``steps``: every rank's step time (None: not every rank has one). Only the tokens-per-second timing leaves a
+    rank out (unknown)."""
     if steps is None:
-        return cols.inverse(list(map(_TOKENS, ranks)), 1000.0)
-    step, all_reduce = cols.of(steps), cols.waits(list(map(_ALL_REDUCE_WAIT, ranks)))
+        return columns.inverse(list(map(_TOKENS, ranks)), 1000.0)
+    step, all_reduce = columns.of(steps), columns.waits(list(map(_ALL_REDUCE_WAIT, ranks)))
     if own_busy:  # data wait + max(0, step - all-reduce)
-        return cols.busy_lateness(step, cols.waits(list(map(_DATA_WAIT, ranks))), all_reduce)
-    return cols.wall_lateness(step, cols.waits(list(map(_SYNC_WAIT, ranks))), all_reduce)  # max(0, step - sync - AR)
+        return columns.busy_lateness(step, columns.waits(list(map(_DATA_WAIT, ranks))), all_reduce)
+    return columns.wall_lateness(
+        step, columns.waits(list(map(_SYNC_WAIT, ranks))), all_reduce
+    )  # max(0, step - sync - AR)

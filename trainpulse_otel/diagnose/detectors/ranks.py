@@ -14,7 +14,7 @@ reasons and the measurements behind it: docs/signals.md ("rank_straggler").
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ...samples import RankSample
@@ -22,8 +22,9 @@ from ..spec import RANKS, SignalSpec
 from ..thresholds import ALPHA, CONVENTION, SHARE, T_STAT, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
+from . import columns
 from .base import SCORE_CAP, BaseDetector, JobWarmup
-from .columns import UNKNOWN, Column, Columns, columns_for
+from .columns import UNKNOWN, Column
 from .lateness import RANK_NUMBER, STEP_TIME, lateness, own_busy_vote, reference
 
 RANK_STRAGGLER = SignalSpec(
@@ -105,8 +106,7 @@ class RankStraggler(BaseDetector):
         ),
     )
 
-    def __init__(self, thresholds: Thresholds | None = None, columns: Callable[[int], Columns] = columns_for) -> None:
-        """``columns``: what holds the statistics of a job of so many ranks (:func:`.columns.columns_for`)."""
+    def __init__(self, thresholds: Thresholds | None = None) -> None:
         super().__init__(thresholds)
         t = self.thresholds
         self.min_slowdown, self.critical_slowdown, self.consistent_t = (
@@ -116,7 +116,6 @@ class RankStraggler(BaseDetector):
         )
         self.fast_alpha, self.slow_alpha = t.fast_alpha, t.slow_alpha
         self.fast_se, self.slow_se = excess_se(t.fast_alpha), excess_se(t.slow_alpha)
-        self._columns_for = columns
         self._fingerprint: list[float | None] | None = None
         self._votes: deque[bool] = deque(maxlen=CONVENTION_VOTES)
         self._reports = 0
@@ -131,7 +130,7 @@ class RankStraggler(BaseDetector):
         """Fresh statistics for these ranks: one column per statistic (:mod:`.columns`), unknown until seen."""
         n = len(ids)
         self._ids = ids
-        cols = self._cols = self._columns_for(n)
+        cols = self._cols = columns
         self._prev1, self._prev2 = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
         self._smooth, self._best, self._spread = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
         self._others_last = cols.full(n, UNKNOWN)
@@ -153,7 +152,7 @@ class RankStraggler(BaseDetector):
             self._reset(ids)
         cols = self._cols
         timed = steps if all(steps) or None not in steps else None  # every rank's step time, or by tokens/s
-        late = lateness(cols, ranks, self._own_busy(ranks, timed), timed)
+        late = lateness(ranks, self._own_busy(ranks, timed), timed)
         present = cols.known(late)
         if len(present) < 2:
             return None
