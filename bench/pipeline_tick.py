@@ -22,8 +22,8 @@ import time
 
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.config import Settings
+from trainpulse_otel.evaluation.sim_replay import VARIANTS, Variant, sim_records
 from trainpulse_otel.runtime import build_pipeline, discover, open_replay
-from trainpulse_otel.runtime.evaluate import VARIANTS, Variant, sim_records
 from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 from trainpulse_otel.telemetry.instruments import register_measurements
 from trainpulse_otel.telemetry.latest import LatestSamples

@@ -20,8 +20,8 @@ from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.config import Settings
 from trainpulse_otel.diagnose.budget import BudgetBuilder
 from trainpulse_otel.diagnose.rank_budget import RankBudgets
+from trainpulse_otel.evaluation.sim_replay import Variant, sim_records
 from trainpulse_otel.runtime import build_pipeline, discover, open_replay
-from trainpulse_otel.runtime.evaluate import Variant, sim_records
 from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 PLUGINS = discover(autoload=False)

@@ -48,7 +48,7 @@ class Side:
     def __init__(self, package: ModuleType) -> None:
         self.package = package.__name__
         self.scenarios = self.module("collect.sim.scenarios").SCENARIOS
-        self.evaluate = self.module("runtime.evaluate")
+        self.sim_replay = self.module_of("evaluation.sim_replay", "runtime.evaluate")  # before the move: runtime
         self.replay = self.module("runtime.replay")
         self.trace = self.module("collect.trace")
         self.assemble = self.module("runtime.assemble")
@@ -56,6 +56,13 @@ class Side:
 
     def module(self, name: str) -> Any:
         return importlib.import_module(f"{self.package}.{name}")
+
+    def module_of(self, name: str, before: str) -> Any:
+        """This side's ``name``, or ``before`` on a commit from before it moved there."""
+        try:
+            return self.module(name)
+        except ModuleNotFoundError:
+            return self.module(before)
 
     def pipeline(self) -> Any:
         """This side's pipeline with this side's built-in detectors and rules (same names as the installed ones)."""
@@ -76,8 +83,8 @@ class Side:
 
     def groups(self, scenario: str, ranks: int, ticks: int) -> list:
         """``ticks`` ticks of the simulated ``scenario`` at ``ranks`` ranks, grouped as replay groups them."""
-        variant = self.evaluate.Variant("bench", ranks=ranks)
-        return list(self.replay.group_ticks(self.evaluate.sim_records(self.scenarios[scenario], 0, ticks, variant)))
+        variant = self.sim_replay.Variant("bench", ranks=ranks)
+        return list(self.replay.group_ticks(self.sim_replay.sim_records(self.scenarios[scenario], 0, ticks, variant)))
 
     def _load(self, value: str) -> Any:
         module, name = value.split(":")

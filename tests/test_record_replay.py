@@ -184,8 +184,8 @@ def test_frames_built_ahead_of_the_pipeline_change_no_result(monkeypatch):
     """Replay builds a batch of frames before diagnosing them; one frame at a time gives the same timeline,
     the same diagnosis after every tick and the same final one (a straggler: signals raise and causes move)."""
     from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+    from trainpulse_otel.evaluation.sim_replay import sim_records
     from trainpulse_otel.runtime import replay as replay_module
-    from trainpulse_otel.runtime.sim_replay import sim_records
 
     def run() -> tuple[dict, list]:
         seen = []

@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_eval_parser(commands: Any) -> None:
-    from .runtime.evaluate import VARIANTS
+    from .evaluation import VARIANTS
 
     ev = commands.add_parser(
         "eval",
@@ -296,8 +296,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .collect.sim.scenarios import SCENARIOS
     from .config import parse_duration
-    from .runtime.evaluate import VARIANTS, evaluate, format_report
-    from .runtime.evaluate_pairs import fault_pairs, parse_pairs
+    from .evaluation import VARIANTS, evaluate, fault_pairs, format_report, parse_pairs
 
     variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]

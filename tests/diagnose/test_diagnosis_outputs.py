@@ -10,8 +10,9 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests import parts
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+from trainpulse_otel.evaluation.report import _subject_matches, run_scenario
+from trainpulse_otel.evaluation.sim_replay import sim_records
 from trainpulse_otel.publish.otel import EVENT_RAISED, EVENT_ROOT_CAUSE, DiagnosisPublisher
-from trainpulse_otel.runtime.evaluate import _subject_matches, run_scenario, sim_records
 from trainpulse_otel.runtime.replay import TraceFeed, group_ticks
 
 #: Long enough for each fault to show and its cause to settle (the full runs are ``trainpulse eval``).

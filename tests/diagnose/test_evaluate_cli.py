@@ -9,9 +9,9 @@ import pytest
 from trainpulse_otel.cli import main
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.diagnose.types import Transition
-from trainpulse_otel.runtime.evaluate import EvalReport, ScenarioResult, format_report
-from trainpulse_otel.runtime.evaluate_pairs import PairResult, fault_pairs, parse_pairs, run_pair
-from trainpulse_otel.runtime.sim_replay import latency as _latency
+from trainpulse_otel.evaluation.pairs import PairResult, fault_pairs, parse_pairs, run_pair
+from trainpulse_otel.evaluation.report import EvalReport, ScenarioResult, format_report
+from trainpulse_otel.evaluation.sim_replay import latency as _latency
 
 
 def test_eval_prints_a_row_per_scenario_and_a_summary(capsys):

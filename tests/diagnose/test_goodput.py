@@ -176,7 +176,7 @@ def test_a_save_inside_a_report_of_many_steps_counts_whole_and_only_once():
 def test_a_replayed_run_charges_its_checkpoints_the_seconds_the_saves_took():
     from tests import parts
     from trainpulse_otel.collect.sim.scenarios import SCENARIOS
-    from trainpulse_otel.runtime.evaluate import sim_records
+    from trainpulse_otel.evaluation.sim_replay import sim_records
     from trainpulse_otel.runtime.replay import replay
 
     records = list(sim_records(SCENARIOS["checkpoint_stall"], 0, 600))

@@ -7,9 +7,9 @@ import pytest
 from trainpulse_otel.collect.sim.combine import combine
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.collect.trace import TraceRecord
-from trainpulse_otel.runtime.evaluate_pairs import fault_presence, run_pair
-from trainpulse_otel.runtime.ground_truth import CHECKS, FORECAST_HORIZON_S, Presence, loaded_seconds
-from trainpulse_otel.runtime.sim_replay import START_TS, judge_at, sim_records
+from trainpulse_otel.evaluation.ground_truth import CHECKS, FORECAST_HORIZON_S, Presence, loaded_seconds
+from trainpulse_otel.evaluation.pairs import fault_presence, run_pair
+from trainpulse_otel.evaluation.sim_replay import START_TS, judge_at, sim_records
 from trainpulse_otel.samples import GpuSample
 
 

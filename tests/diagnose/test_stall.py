@@ -15,8 +15,8 @@ from trainpulse_otel.diagnose.rootcause.hang import rank_hang
 from trainpulse_otel.diagnose.rootcause.ranking import Candidate, rank_candidates
 from trainpulse_otel.diagnose.tick import NodeState
 from trainpulse_otel.diagnose.types import CRITICAL, RootCause, Signal
+from trainpulse_otel.evaluation.sim_replay import START_TS, replay_sim, sim_records
 from trainpulse_otel.runtime.replay import ReplayResult
-from trainpulse_otel.runtime.sim_replay import START_TS, replay_sim, sim_records
 from trainpulse_otel.samples import Frame, RankSample, TrainingSample
 
 ONSET, RESUME, HUNG_S = 90.0, 270.0, 180.0

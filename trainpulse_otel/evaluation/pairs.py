@@ -36,7 +36,7 @@ from typing import Any
 
 from ..collect.sim.combine import combine
 from ..collect.sim.scenarios import SCENARIOS, Scenario
-from .assemble import Plugins
+from ..runtime import Plugins
 from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, NOT_IN_STEPS, Presence, presence_of
 from .sim_replay import START_TS, VARIANTS, Timeline, extra_and_early, judge_at, latency, replay_scenario, sim_records
 

@@ -3,8 +3,8 @@
 The scenario's samples are generated in memory as trace records (the
 contract's trace shape) and replayed exactly as ``trainpulse replay`` would —
 samples → frames → window → pipeline — so the figures are those of the real
-path. Shared by the single-fault scoring (:mod:`.evaluate`) and the pairs
-(:mod:`.evaluate_pairs`), which read the same timeline differently.
+path. Shared by the single-fault scoring (:mod:`.report`) and the pairs
+(:mod:`.pairs`), which read the same timeline differently.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ..collect.sim.scenarios import Scenario
 from ..collect.trace import TraceRecord
 from ..config import Settings
 from ..diagnose import Diagnosis, PipelineResult, Transition
-from .assemble import Plugins, open_replay
-from .replay import ReplayResult, replay
+from ..runtime import Plugins, open_replay
+from ..runtime.replay import ReplayResult, replay
 
 START_TS = 1764400000.0
 

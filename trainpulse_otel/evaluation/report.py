@@ -19,7 +19,7 @@ Then the healthy scenario runs for an hour (realistic noise, GC pauses, data
 spikes, sensor blips, a routine checkpoint) and every signal raised is a false
 alarm. ``variants`` re-run the scenarios on another job shape: 64 ranks over 8
 nodes, or half-length steps, so no threshold is tuned to one configuration.
-With ``-pairs``, pairs of faults run at once too (:mod:`.evaluate_pairs`).
+With ``-pairs``, pairs of faults run at once too (:mod:`.pairs`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..collect.sim.scenarios import SCENARIOS
-from .assemble import Plugins, discover
-from .evaluate_pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
+from ..runtime import Plugins, discover
+from .pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
 from .sim_replay import START_TS, VARIANTS, Variant, extra_and_early, latency, replay_scenario, replay_sim, sim_records
 
 HEALTHY = "healthy"
