@@ -13,6 +13,19 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "trainpulse_otel"
 #: "Small modules": past this a module is doing more than one job.
 MAX_MODULE_LINES = 400
+#: The composition root's modules, ``__init__`` counted: assembly, engine, window, session, replay, plugins,
+#: garbage collection and logs. A tenth is a driver or a tool that belongs in a package beside it.
+MAX_RUNTIME_MODULES = 9
+#: What ``trainpulse eval`` may use: the root's replay, the judge, the simulator and its traces, the samples.
+EVALUATION_USES = (
+    "trainpulse_otel.evaluation",
+    "trainpulse_otel.runtime",
+    "trainpulse_otel.diagnose",
+    "trainpulse_otel.collect.sim",
+    "trainpulse_otel.collect.trace",
+    "trainpulse_otel.samples",
+    "trainpulse_otel.config",
+)
 
 
 def modules() -> dict[str, ast.Module]:
@@ -88,6 +101,24 @@ def test_the_dashboard_imports_no_collector_and_builds_no_engine():
             assert not bad, f"{name} imports {sorted(bad)}"
     loaded = loaded_after_import("trainpulse_otel.dashboard.app")
     assert [m for m in loaded if m.startswith(("trainpulse_otel.collect", "pynvml"))] == []
+
+
+def test_the_runtime_is_only_the_composition_root():
+    runtime = sorted(name for name in modules() if name.partition(".")[2].split(".")[0] == "runtime")
+    assert len(runtime) <= MAX_RUNTIME_MODULES, f"runtime/ has {len(runtime)} modules: {runtime}"
+
+
+def test_the_evaluation_sits_beside_the_runtime_not_in_it():
+    for name, tree in modules().items():
+        uses = {m for m in imported(name, tree) if m.startswith("trainpulse_otel.")}
+        if name.startswith("trainpulse_otel.runtime"):
+            bad = {m for m in uses if m.startswith("trainpulse_otel.evaluation")}
+            assert not bad, f"{name} imports {sorted(bad)}"
+        elif name.startswith("trainpulse_otel.evaluation"):
+            bad = {m for m in uses if not m.startswith(EVALUATION_USES)}
+            assert not bad, f"{name} imports {sorted(bad)}"
+    loaded = loaded_after_import("trainpulse_otel.runtime")
+    assert [m for m in loaded if m.startswith("trainpulse_otel.evaluation")] == []
 
 
 def test_no_private_name_is_imported_across_packages():
