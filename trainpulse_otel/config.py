@@ -3,7 +3,7 @@
 Every key is declared once in :data:`OPTIONS` with its parser, default and
 help; the CLI builds its flags from the same table. An unknown key or a bad
 value raises :class:`ConfigError` naming the key, which the CLI prints as one
-line and exits 2. Durations are Go-style (``500ms``, ``1s``, ``2m``, ``1h30m``).
+line and exits 2. Durations are Go-style (:mod:`.durations`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .durations import format_duration, parse_duration
+
 ENV_PREFIX = "TRAINPULSE_"
 MODES = ("auto", "nvml", "nvidia-smi", "sim", "none")
 
@@ -27,44 +29,6 @@ class ConfigError(ValueError):
         where = f" (from {source})" if source else ""
         super().__init__(f"{key}: {message}{where}")
         self.key = key
-
-
-# ------------------------------------------------------------------ durations
-
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """Parse a Go duration (``1h2m3.5s``, ``500ms``) into seconds.
-
-    Like Go's ``time.ParseDuration``: a unit is required except for ``0``.
-    """
-    s = text.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0.0
-    if not s:
-        raise ValueError(f"invalid duration {text!r}")
-    total, pos = 0.0, 0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if m is None:
-            hint = "missing unit" if re.fullmatch(r"[\d.]+", s[pos:]) else "invalid"
-            raise ValueError(f"{hint} in duration {text!r} (use e.g. 500ms, 1s, 2m)")
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    return sign * total
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest Go-style spelling of a duration in seconds (for help and docs)."""
-    if seconds and seconds < 1:
-        return f"{seconds * 1000:g}ms"
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{seconds / 60:g}m"
-    return f"{seconds:g}s"
 
 
 # -------------------------------------------------------------------- parsers
@@ -150,17 +114,23 @@ def _addr(value: Any) -> str:
     return text
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """An object, or a JSON string of one (env and flags)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be a JSON object: {exc.msg}") from None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be an object, got {value!r}")
+    return value
+
+
 def _object(keys: Mapping[str, Callable[[Any], Any]]) -> Callable[[Any], dict[str, Any]]:
-    """An object with known keys, each parsed; a JSON string is accepted (env and flags)."""
+    """An object with known keys, each parsed."""
 
     def parse(value: Any) -> dict[str, Any]:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"must be a JSON object: {exc.msg}") from None
-        if not isinstance(value, Mapping):
-            raise ValueError(f"must be an object, got {value!r}")
+        value = _mapping(value)
         out = {}
         for key, item in value.items():
             if key not in keys:
@@ -180,26 +150,15 @@ def _headers(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def _thresholds(value: Any) -> dict[str, dict[str, float]] | None:
-    """``{"SIGNAL": {"KNOB": number}}``, its shape only: which signals and knobs exist, and each knob's range, is
-    checked at start-up against the detectors found (``ThresholdError`` naming ``detectors.SIGNAL.KNOB``)."""
-    if value in (None, ""):
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON object: {exc.msg}") from None
-    if not isinstance(value, Mapping):
-        raise ValueError(f'must be an object like {{"rank_straggler": {{"min_slowdown": 0.2}}}}, got {value!r}')
-    out: dict[str, dict[str, float]] = {}
-    for signal, knobs in value.items():
-        if not isinstance(knobs, Mapping):
-            raise ValueError(f"{signal}: must be an object of threshold values, got {knobs!r}")
-        for knob, number in knobs.items():
+def _thresholds(value: Any) -> dict[str, dict[str, float]]:
+    """``{"SIGNAL": {"KNOB": number}}``, its shape only: the signals, knobs and ranges are checked at start-up
+    against the detectors found (an error naming ``detectors.SIGNAL.KNOB``)."""
+    out = {}
+    for signal, knobs in _mapping(value).items():
+        for knob, number in _mapping(knobs).items():
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 raise ValueError(f"{signal}.{knob}: must be a number, got {number!r}")
-        out[str(signal)] = dict(knobs)
+        out[signal] = dict(knobs)
     return out
 
 
@@ -301,13 +260,7 @@ OPTIONS: tuple[Option, ...] = (
         "DURATION",
     ),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
-    Option(
-        "detectors",
-        _thresholds,
-        None,
-        'threshold overrides {"SIGNAL": {"KNOB": value}} (JSON object; `trainpulse thresholds` lists every knob)',
-        "JSON",
-    ),
+    Option("detectors", _optional(_thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 
