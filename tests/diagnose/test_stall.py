@@ -8,6 +8,7 @@ from functools import cache
 from tests import parts
 from tests.diagnose.builders import T0, Harness, job
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+from trainpulse_otel.diagnose import VOCABULARY
 from trainpulse_otel.diagnose.correlate import Evidence
 from trainpulse_otel.diagnose.detectors.stall import TrainingStalled
 from trainpulse_otel.diagnose.goodput import GoodputAccount
@@ -190,8 +191,8 @@ def test_a_deeper_cause_that_explains_the_stall_outranks_rank_hang_and_takes_its
     fault = Signal("gpu_fault", CRITICAL, T0, "GPU 4 fell off the bus", {"gpu_index": 4})
     hang = rank_hang(Evidence((stall, fault), {}, NodeState(), T0))[0]
     deeper = Candidate("gpu_failure", 0.75, "GPU 4 failed", "replace it", [fault], [stall], {"gpu_index": 4})
-    assert "stall" in deeper.claims() and hang.claims() == {"stall"}
-    ranked = rank_candidates([hang, deeper], {"stall": 0.3, "compute": 0.01})
+    assert "stall" in deeper.claims(VOCABULARY) and hang.claims(VOCABULARY) == {"stall"}
+    ranked = rank_candidates([hang, deeper], VOCABULARY, {"stall": 0.3, "compute": 0.01})
     assert [c.cause for c in ranked] == ["gpu_failure", "rank_hang"]
     assert ranked[0].confidence > 0.9 and ranked[1].confidence <= ranked[0].confidence - 0.1
     account = GoodputAccount()

@@ -26,6 +26,8 @@ from collections import deque
 MAD_TO_SIGMA = 1.4826
 #: Converts a mean absolute deviation to a normal standard deviation.
 MEAN_ABS_TO_SIGMA = 1.2533
+#: Converts an interquartile range to a normal standard deviation.
+IQR_TO_SIGMA = 1.349
 
 
 def decay(dt: float, tau: float) -> float:

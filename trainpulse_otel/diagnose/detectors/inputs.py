@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..spec import TRAINING, SignalSpec
 from ..thresholds import CONVENTION, PHYSICS, SHARE, SIGMAS, TIMES, Knob
 from .level import StepShareDetector
@@ -14,30 +16,39 @@ TOKENIZER_STALL = SignalSpec(
 )
 
 
+#: The knobs of a wait inside the step, ``{what}`` the thing waited for: (name, value, unit, basis, reason, range).
+WAIT_KNOBS = (
+    ("warning", 0.10, SHARE, CONVENTION, "a tenth of every step waiting for {what} is worth fixing", (0, 1)),
+    ("critical", 0.30, SHARE, CONVENTION, "a third of the GPUs' time idle, waiting for {what}", (0, 1)),
+    (
+        "early",
+        0.02,
+        SHARE,
+        CONVENTION,
+        (
+            "a smaller wait for {what} counts when it is also early_ratio times the job's own baseline and "
+            "early_z sigmas above it: a ramp caught while small, an always-small wait never alarms"
+        ),
+        (0, 1),
+    ),
+    ("early_ratio", 3.0, TIMES, CONVENTION, "how far above its baseline an early wait must be", (1, math.inf)),
+    ("early_z", 6.0, SIGMAS, CONVENTION, "how many baseline sigmas above it an early wait must be", (0, math.inf)),
+    (
+        "min_sigma",
+        0.002,
+        SHARE,
+        PHYSICS,
+        "the baseline's smallest sigma: reported waits are rounded, never steady",
+        (0, 1),
+    ),
+)
+
+
 def wait_knobs(what: str) -> tuple[Knob, ...]:
     """The thresholds of a wait inside the step (the data loader's, the tokenizer's)."""
-    return (
-        Knob("warning", 0.10, SHARE, CONVENTION, f"a tenth of every step waiting for {what} is worth fixing", 0, 1),
-        Knob("critical", 0.30, SHARE, CONVENTION, f"a third of the GPUs' time idle, waiting for {what}", 0, 1),
-        Knob(
-            "early",
-            0.02,
-            SHARE,
-            CONVENTION,
-            "a smaller wait counts when it is also early_ratio times the job's own baseline and early_z sigmas "
-            "above it: a ramp caught while small, an always-small wait never alarms",
-            0,
-            1,
-        ),
-        Knob("early_ratio", 3.0, TIMES, CONVENTION, "how far above its baseline an early wait must be", 1),
-        Knob("early_z", 6.0, SIGMAS, CONVENTION, "how many baseline sigmas above it an early wait must be", 0),
-        Knob(
-            "min_sigma",
-            0.002,
-            SHARE,
-            PHYSICS,
-            "the baseline's smallest sigma: reported waits are rounded, never steady",
-        ),
+    return tuple(
+        Knob(name, value, unit, basis, reason.format(what=what), *bounds)
+        for name, value, unit, basis, reason, bounds in WAIT_KNOBS
     )
 
 

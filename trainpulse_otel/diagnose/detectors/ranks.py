@@ -19,6 +19,7 @@ from typing import Any
 
 from ...samples import RankSample
 from ..spec import RANKS, SignalSpec
+from ..stats import IQR_TO_SIGMA
 from ..thresholds import ALPHA, CONVENTION, SHARE, T_STAT, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
@@ -54,10 +55,14 @@ STALLED_MS = 30_000.0
 STALLED_RATIO = 10.0
 
 
+#: How much wider an EWMA of consecutive medians of 3 scatters than one of i.i.d. values: they share two values.
+MEDIAN3_CORRELATION = 1.45
+
+
 def excess_se(alpha: float) -> float:
     """Sigma of the EWMA (weight ``alpha``) of a median of 3 consecutive values, per sigma of the values: the
-    i.i.d. factor sqrt(a / (2 - a)), times 1.45 because consecutive medians of 3 share two values."""
-    return 1.45 * (alpha / (2.0 - alpha)) ** 0.5
+    i.i.d. factor sqrt(a / (2 - a)), times :data:`MEDIAN3_CORRELATION`."""
+    return MEDIAN3_CORRELATION * (alpha / (2.0 - alpha)) ** 0.5
 
 
 class RankStraggler(BaseDetector):
@@ -215,7 +220,7 @@ class RankStraggler(BaseDetector):
         """
         m = len(present) - 1  # the others
         lo, hi = m // 4, (3 * m) // 4
-        scale = 1.349 * typical
+        scale = IQR_TO_SIGMA * typical
         below = float(present[hi + 1] - present[lo + 1]) / scale
         between = float(present[hi + 1] - present[lo]) / scale
         above = float(present[hi] - present[lo]) / scale
