@@ -25,6 +25,7 @@ EVALUATION_USES = (
     "trainpulse_otel.collect.trace",
     "trainpulse_otel.samples",
     "trainpulse_otel.config",
+    "trainpulse_otel.durations",
 )
 
 

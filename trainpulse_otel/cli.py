@@ -1,4 +1,4 @@
-"""The ``trainpulse`` command line: daemon | top | snapshot | replay | eval.
+"""The ``trainpulse`` command line: daemon | top | snapshot | replay | eval | thresholds.
 
 Go-style single-dash flags (``-mode sim -interval 1s``) and ``--mode`` both
 work. Every settings flag comes from :data:`trainpulse_otel.config.OPTIONS`.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .config import OPTIONS, ConfigError, Settings, load_settings
+from .diagnose.vocabulary import SpecError
 
 if TYPE_CHECKING:
     from .runtime.replay import ReplayResult
@@ -133,47 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
     _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after"))
-    _add_eval_parser(commands)
-    return parser
-
-
-def _add_eval_parser(commands: Any) -> None:
-    from .evaluation import VARIANTS
-
-    ev = commands.add_parser(
-        "eval",
-        help="score the diagnosis on every simulated fault",
+    thr = commands.add_parser(
+        "thresholds",
+        help="list every detector's thresholds: value, unit, basis, reason",
         allow_abbrev=False,
-        description="Replay every simulation scenario, score detection, latency and the "
-        "top root cause, then a long healthy run for false alarms. Exit code 1 "
-        "when a figure is missed.",
+        description="List every knob the detectors decide by (SIGNAL.KNOB), with the overrides of the "
+        "config's 'detectors' key applied and checked.",
     )
-    ev.add_argument("-json", "--json", action="store_true", help="print one JSON object")
-    ev.add_argument("-seeds", "--seeds", type=int, default=1, metavar="N", help="seeds 0..N-1 (default 1)")
-    ev.add_argument("-scenario", "--scenario", action="append", metavar="NAME", help="only this scenario (repeatable)")
-    ev.add_argument(
-        "-variants",
-        "--variants",
-        default="default",
-        metavar="LIST",
-        help=f"comma-separated job shapes: {', '.join(VARIANTS)}, or all (default: default)",
-    )
-    ev.add_argument(
-        "-healthy",
-        "--healthy",
-        default="1h",
-        metavar="DURATION",
-        help="length of the healthy run, 0 to skip (default 1h)",
-    )
-    ev.add_argument(
-        "-pairs",
-        "--pairs",
-        nargs="?",
-        const="all",
-        metavar="A+B,...",
-        help="also run two faults at once on the default job: every pair (of the -scenario ones, when given), "
-        "or the pairs listed",
-    )
+    thr.add_argument("-json", "--json", action="store_true", help="print a JSON list, one object per knob")
+    _add_setting_flags(thr, ("detectors", "log_level"))
+    from .evaluation.command import add_eval_parser
+
+    add_eval_parser(commands)
+    return parser
 
 
 # ------------------------------------------------------------------ commands
@@ -294,31 +267,25 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from .collect.sim.scenarios import SCENARIOS
-    from .config import parse_duration
-    from .evaluation import VARIANTS, evaluate, fault_pairs, format_report, parse_pairs
+    from .evaluation.command import EvalUsageError, run_eval
 
-    variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
-    unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
-    if unknown:
-        raise UsageError(f"unknown variant or scenario: {', '.join(unknown)}")
-    if args.seeds < 1:
-        raise UsageError("-seeds must be at least 1")
     try:
-        healthy_s = parse_duration(args.healthy)
-    except ValueError as exc:
-        raise UsageError(f"-healthy: {exc}") from None
-    pairs: list[tuple[str, str]] = []  # no -pairs: none; bare -pairs: every pair of faults; else those listed
-    if args.pairs == "all":
-        pairs = fault_pairs(args.scenario)
-    elif args.pairs is not None:
-        try:
-            pairs = parse_pairs(args.pairs)
-        except ValueError as exc:
-            raise UsageError(f"-pairs: {exc}") from None
-    report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s, pairs=pairs)
-    print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
-    return 0 if report.passed else 1
+        return run_eval(args)
+    except EvalUsageError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_thresholds(args: argparse.Namespace) -> int:
+    from .publish.thresholds import format_thresholds, threshold_rows
+    from .runtime import discover, knob_overrides
+
+    settings = _settings(args)
+    _configure(settings, quiet=True)
+    plugins = discover()
+    values = plugins.vocabulary.knob_values(knob_overrides(plugins, settings.detectors))
+    rows = threshold_rows(plugins.vocabulary, values)
+    print(json.dumps(rows, indent=2) if args.json else format_thresholds(rows))
+    return 0
 
 
 def _print_timeline(result: ReplayResult) -> None:
@@ -367,6 +334,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "snapshot": cmd_snapshot,
     "replay": cmd_replay,
     "eval": cmd_eval,
+    "thresholds": cmd_thresholds,
 }
 
 
@@ -375,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except (UsageError, ConfigError) as exc:
+    except (UsageError, ConfigError, SpecError) as exc:
         prefix = "config error: " if isinstance(exc, ConfigError) else ""
         print(f"trainpulse: {prefix}{exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ names (the contract's).
 from .builtins import VOCABULARY
 from .correlate import Evidence
 from .detectors.base import BaseDetector, Detector, Threshold, percent
+from .detectors.ranks import RANK_STRAGGLER
 from .pipeline import DiagnosticPipeline, PipelineResult
 from .rootcause import Candidate, RootCauseRule, Rule, base_confidence, symptoms
 from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, SignalSpec
@@ -47,6 +48,7 @@ __all__ = [
     "COMPONENTS",
     "CRITICAL",
     "DEFAULT_POLICY",
+    "RANK_STRAGGLER",
     "ROOT_CAUSES",
     "SIGNALS",
     "SIGNAL_LAYERS",

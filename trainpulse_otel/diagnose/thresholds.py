@@ -80,7 +80,10 @@ class Knob:
         elif not math.isfinite(value):
             raise ValueError(f"must be a finite number, got {value!r}")
         if not self.minimum <= value <= self.maximum:
-            raise ValueError(f"must be between {self.minimum:g} and {self.maximum:g} {self.unit}, got {value!r}")
+            bounds = (
+                f"at least {self.minimum:g}" if math.isinf(self.maximum) else f"{self.minimum:g} to {self.maximum:g}"
+            )
+            raise ValueError(f"must be {bounds} ({self.unit}), got {value!r}")
         return float(value) if not self.integral else value
 
 

@@ -4,7 +4,16 @@ Entry points — the CLI's commands, the in-process monitor — call only what i
 exported here.
 """
 
-from .assemble import Plugins, build_pipeline, create_api, discover, open_engine, open_otlp_grpc, open_replay
+from .assemble import (
+    Plugins,
+    build_pipeline,
+    create_api,
+    discover,
+    knob_overrides,
+    open_engine,
+    open_otlp_grpc,
+    open_replay,
+)
 from .collection import PacedCollection
 from .engine import Engine, Stepper
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
@@ -20,6 +29,7 @@ __all__ = [
     "build_pipeline",
     "create_api",
     "discover",
+    "knob_overrides",
     "open_engine",
     "open_otlp_grpc",
     "open_replay",

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..collect.base import Collector
 from ..collect.modes import build_collectors
+from ..collect.sim.combine import check_scenario
 from ..collect.sim.handover import RealReports
 from ..collect.sim.placement import node_hostname
 from ..collect.trace import TraceWriter
@@ -50,17 +51,31 @@ if TYPE_CHECKING:
     from ..api.otlp_grpc import OtlpGrpcServer
     from ..samples import Frame
 
-__all__ = ["Plugins", "build_pipeline", "create_api", "discover", "open_engine", "open_otlp_grpc", "open_replay"]
+__all__ = [
+    "Plugins",
+    "build_pipeline",
+    "create_api",
+    "discover",
+    "knob_overrides",
+    "open_engine",
+    "open_otlp_grpc",
+    "open_replay",
+]
+
+
+def knob_overrides(plugins: Plugins, thresholds: Mapping[str, Any] | None) -> dict[str, dict[str, float]]:
+    """The config's ``detectors`` overrides checked against the knobs found, by detector name; one that fits no
+    knob is a ConfigError naming ``detectors.SIGNAL.KNOB``."""
+    try:
+        return plugins.vocabulary.resolve(thresholds)
+    except ThresholdError as exc:
+        raise ConfigError(exc.key, exc.message) from None
 
 
 def build_pipeline(plugins: Plugins, thresholds: Mapping[str, Any] | None = None) -> DiagnosticPipeline:
     """A fresh pipeline: new instances of every detector, built with their knobs (``thresholds``: the config's
-    ``detectors`` overrides), and every root-cause rule; an override that fits no knob is a ConfigError naming
-    it."""
-    try:
-        overrides = plugins.vocabulary.resolve(thresholds)
-    except ThresholdError as exc:
-        raise ConfigError(exc.key, exc.message) from None
+    ``detectors`` overrides, :func:`knob_overrides`), and every root-cause rule."""
+    overrides = knob_overrides(plugins, thresholds)
     rules = list(plugins.root_causes.values())
     return DiagnosticPipeline(plugins.new_detectors(overrides), rules, plugins.vocabulary)
 
@@ -84,6 +99,7 @@ def open_engine(
     first, beside the mode's (the monitor's own report queue).
     """
     plugins = plugins or discover()
+    check_scenario(settings.scenario)  # in every mode, as every other setting is checked at start-up
     reports = RealReports(settings.stale_after)  # ingest stamps it; the simulator yields to it
     if collectors is None:
         mode, collectors = build_collectors(settings, plugins.collectors, reports)

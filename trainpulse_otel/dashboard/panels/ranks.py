@@ -19,6 +19,7 @@ from typing import Any
 
 from rich.text import Text
 
+from ...diagnose import RANK_STRAGGLER
 from ...samples import RankSample
 from .. import fmt
 from ..view import View
@@ -146,13 +147,13 @@ def _stats_line(stats: RankStats) -> Text:
 
 
 def _flagged(view: View) -> set[int]:
-    return {rank for signal in view.signals("rank_straggler") for rank in _subject_ranks(signal.subject)}
+    return {rank for signal in view.signals(RANK_STRAGGLER.name) for rank in _subject_ranks(signal.subject)}
 
 
 def _callouts(view: View, stats: RankStats) -> list[Text]:
     """One line per flagged straggler: who, where, how much slower, what it costs the others."""
     lines = []
-    for signal in view.signals("rank_straggler"):
+    for signal in view.signals(RANK_STRAGGLER.name):
         subject = signal.subject
         for rank in _subject_ranks(subject):
             r = stats.by_rank(rank) or RankSample(rank=rank)

@@ -82,7 +82,7 @@ class GpuMemoryPressure(BaseDetector):
             SHARE,
             CONVENTION,
             "growth above the plateau (of the total) that counts: training does not grow",
-            0,
+            0.001,
             1,
         ),
         Knob("growth_from", 0.83, SHARE, CONVENTION, "growth counts only from this much memory in use", 0, 1),
@@ -161,7 +161,7 @@ class HostMemoryPressure(BaseDetector):
             "host_warning", 0.10, SHARE, PHYSICS, "of host memory available: the kernel reclaims hard and swaps", 0, 1
         ),
         Knob("host_critical", 0.05, SHARE, PHYSICS, "the OOM killer is next", 0, 1),
-        Knob("host_clear_above", 0.12, SHARE, CONVENTION, "hysteresis: an active signal clears above this", 0, 1),
+        Knob("host_clear_above", 0.12, SHARE, CONVENTION, "hysteresis: an active signal clears above this", 0.001, 1),
     )
     every_s = 2.0
 

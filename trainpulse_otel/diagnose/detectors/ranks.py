@@ -78,7 +78,7 @@ class RankStraggler(BaseDetector):
             CONVENTION,
             "slower than the median rank by this share, consistently: every other rank then waits a tenth of a "
             "step for it, each step",
-            0,
+            0.001,
         ),
         Knob("critical_slowdown", 0.30, SHARE, CONVENTION, "critical when a third slower than the median rank", 0),
         Knob(
@@ -88,7 +88,7 @@ class RankStraggler(BaseDetector):
             CONVENTION,
             "standard errors (from the other ranks' scatter) the mean excess must clear: consistent, not "
             "occasional, slowness; with data-dependent work averages of 20-30 % happen by chance",
-            0,
+            0.1,
         ),
         Knob(
             "fast_alpha",

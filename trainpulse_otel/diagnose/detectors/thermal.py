@@ -75,7 +75,7 @@ class ThermalInstability(BaseDetector):
             CONVENTION,
             "a rise this much faster than the peers' median within a minute: cooling failing, not load (load moves "
             "every GPU at once)",
-            0,
+            0.1,
         ),
         Knob(
             "excess_c",
@@ -83,7 +83,7 @@ class ThermalInstability(BaseDetector):
             CELSIUS,
             CONVENTION,
             "degrees above its own busy baseline and its peers' that keep an active signal (score 0.75 at 4.5 °C)",
-            0,
+            0.1,
         ),
         Knob(
             "throttle_memory_s",

@@ -139,7 +139,7 @@ class GpuUnderutilization(LevelDetector):
     knobs = (
         Knob("warning", 80.0, PERCENT, CONVENTION, "a training step keeps its GPUs busy most of the time", 0, 100),
         Knob("critical", 50.0, PERCENT, CONVENTION, "half the GPU time without a kernel", 0, 100),
-        Knob("clear_above", 85.0, PERCENT, CONVENTION, "hysteresis: an active signal clears above this", 0, 100),
+        Knob("clear_above", 85.0, PERCENT, CONVENTION, "hysteresis: an active signal clears above this", 1, 100),
     )
     higher_is_worse = False
 

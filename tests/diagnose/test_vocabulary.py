@@ -1,0 +1,78 @@
+"""The vocabulary: the tables the core derives from the specs, and threshold overrides checked against knobs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.diagnose.builders import job
+from trainpulse_otel.diagnose import VOCABULARY, Knob, ThresholdError, Thresholds
+from trainpulse_otel.diagnose.builtins import DETECTORS
+from trainpulse_otel.diagnose.detectors.forecast import GpuOomRisk, HostOomRisk
+from trainpulse_otel.diagnose.detectors.llm import LowMfu
+from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
+
+
+def test_every_builtin_signal_has_its_tables_from_its_spec():
+    assert set(VOCABULARY.impacts) == set(VOCABULARY.signal_names)
+    assert VOCABULARY.component_of["rank_straggler"] == "sync" and "loss_spike" not in VOCABULARY.component_of
+    assert VOCABULARY.explainer_claims == {"rank_straggler", "training_stalled"}
+    assert VOCABULARY.booked == {
+        "data": "input_pipeline_bound",
+        "tokenizer": "tokenizer_bound",
+        "all_reduce": "communication_bound",
+        "checkpoint": "checkpoint_io_bound",
+        "bubble": "pipeline_bubbles",
+        "numerics": "numerical_instability",
+    }
+    assert VOCABULARY.waits == {*list(VOCABULARY.booked.values())[:5], "load_imbalance"}
+
+
+def test_a_knob_two_detectors_share_is_one_name_and_one_override_for_both():
+    [entry] = [e for e in VOCABULARY.knobs if e.key == "oom_risk.horizon_s"]
+    assert entry.detectors == ("gpu_oom", "host_oom")
+    overrides = VOCABULARY.resolve({"oom_risk": {"horizon_s": 900}, "low_mfu": {"warning": 0.3}})
+    assert overrides == {"gpu_oom": {"horizon_s": 900.0}, "host_oom": {"horizon_s": 900.0}, "mfu": {"warning": 0.3}}
+    gpu, host = (cls(VOCABULARY.thresholds(cls, overrides)) for cls in (GpuOomRisk, HostOomRisk))
+    assert gpu.horizon_s == host.horizon_s == 900.0
+    assert VOCABULARY.knob_values(overrides)["oom_risk.horizon_s"] == 900.0
+
+
+def test_an_overridden_threshold_changes_what_a_detector_decides():
+    def low_mfu_raised(thresholds: Thresholds | None) -> bool:
+        pipeline = DiagnosticPipeline([LowMfu(thresholds)], [])
+        for t in range(6):
+            result = pipeline.update(job(float(t), training={"mfu": 0.25}))
+        return "low_mfu" in {s.name for s in result.diagnosis.signals}
+
+    assert not low_mfu_raised(None)  # 0.25 MFU is above the declared 0.20 warning
+    assert low_mfu_raised(VOCABULARY.thresholds(LowMfu, VOCABULARY.resolve({"low_mfu": {"warning": 0.3}})))
+
+
+@pytest.mark.parametrize("value", [32, 32.0])
+def test_a_count_knob_takes_whole_numbers(value):
+    got = VOCABULARY.resolve({"loss_spike": {"min_history": value}})
+    assert got == {"loss_spike": {"min_history": 32}} and isinstance(got["loss_spike"]["min_history"], int)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [(True, "must be a number"), (2.5, "whole number"), (1, "at least 2"), ("8", "number")]
+)
+def test_a_count_knob_refuses_what_is_not_a_whole_number_in_its_range(value, error):
+    with pytest.raises(ThresholdError, match=error) as raised:
+        VOCABULARY.resolve({"loss_spike": {"min_history": value}})
+    assert raised.value.key == "detectors.loss_spike.min_history"
+
+
+def test_a_share_knob_keeps_its_range_and_finite_values():
+    with pytest.raises(ThresholdError, match=r"must be 0 to 1 \(share\), got 1.5"):
+        VOCABULARY.resolve({"sequence_padding": {"warning": 1.5}})
+    with pytest.raises(ThresholdError, match="finite"):
+        VOCABULARY.resolve({"sequence_padding": {"warning": float("nan")}})
+
+
+def test_every_builtin_detector_is_built_with_its_declared_knobs_and_nothing_else():
+    for cls in DETECTORS:
+        detector = cls()
+        assert vars(detector.thresholds) == {k.name: k.value for k in cls.knobs}, cls.name
+    with pytest.raises(AttributeError, match="no knob 'warnin' is declared"):
+        _ = Thresholds([Knob("warning", 0.1, "share", "convention", "why")]).warnin
