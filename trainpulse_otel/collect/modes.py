@@ -1,11 +1,10 @@
-"""Pick the collectors for a ``-mode``, from the ``trainpulse.collectors`` plugins.
+"""Pick the collectors for a ``-mode``: the built-ins (:data:`COLLECTORS`) and ``trainpulse.collectors`` plugins.
 
 ``auto`` tries NVML, then nvidia-smi, then host-only, and says which it chose.
-``none`` collects nothing (the daemon then only serves ingest). The built-in
-collectors are plugins like any other (``nvml``, ``nvidia-smi``, ``host``,
-``sim``); the mode chooses among them, and third-party collectors run beside
-them in every mode but ``none``. Hardware modules are imported only when their
-mode is considered.
+``none`` collects nothing (the daemon then only serves ingest). The mode
+chooses among the built-in collectors (``nvml``, ``nvidia-smi``, ``host``,
+``sim``); third-party collectors run beside them in every mode but ``none``.
+Hardware modules are imported only when their mode is considered.
 """
 
 from __future__ import annotations

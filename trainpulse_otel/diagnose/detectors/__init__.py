@@ -1,13 +1,11 @@
-"""The built-in detectors, one module per family.
+"""The built-in detectors, one module per family; :mod:`..builtins` lists them.
 
-Detectors are plugins: the built-ins are the ``trainpulse.detectors`` entry
-points of this distribution (``pyproject.toml``), found by
-:mod:`trainpulse_otel.runtime.plugins` with any installed third-party ones
-(unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD`` is set). A detector is a class
-built with no arguments whose instances have ``name``, ``signals``,
-``policy``, ``every_s``, ``update(tick)`` and ``facts()`` (see
-:class:`~.base.Detector`); ``DiagnosticPipeline(detectors, rules)`` takes
-instances.
+A detector is a class built with its :class:`~..thresholds.Thresholds` whose
+instances have ``name``, ``signals`` (the :class:`~..spec.SignalSpec` s it
+raises), ``knobs``, ``policy``, ``every_s``, ``update(tick)`` and ``facts()``
+(see :class:`~.base.Detector`); ``DiagnosticPipeline(detectors, rules)`` takes
+instances. Third-party detectors come from the ``trainpulse.detectors`` entry
+points (:mod:`trainpulse_otel.runtime.plugins`).
 """
 
 from __future__ import annotations
