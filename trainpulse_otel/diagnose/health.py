@@ -29,6 +29,12 @@ DEFAULT_IMPACT = 0.08
 CRITICAL_FACTOR = 2.5
 MAX_SIGNAL_PENALTY = 0.6
 MAX_NAME_PENALTY = 0.9
+#: Each further subject of one signal (another GPU, another rank) adds this share of its penalty, up to MAX_SPREAD.
+SPREAD_PER_SUBJECT = 0.1
+MAX_SPREAD = 1.5
+#: The status is critical under this score, degraded under the next.
+CRITICAL_BELOW = 50.0
+DEGRADED_BELOW = 80.0
 FALL_TAU_S = 5.0
 RISE_TAU_S = 30.0
 
@@ -43,7 +49,7 @@ def target_score(signals: Iterable[Signal], impacts: Mapping[str, float]) -> flo
         count[s.name] = count.get(s.name, 0) + 1
     score = 100.0
     for name, p in worst.items():
-        spread = min(1.5, 1.0 + 0.1 * (count[name] - 1))
+        spread = min(MAX_SPREAD, 1.0 + SPREAD_PER_SUBJECT * (count[name] - 1))
         score *= 1.0 - min(MAX_NAME_PENALTY, p * spread)
     return score
 
@@ -51,9 +57,9 @@ def target_score(signals: Iterable[Signal], impacts: Mapping[str, float]) -> flo
 def status_for(score: float, signals: Iterable[Signal]) -> str:
     """The status word for a smoothed score and the active signals."""
     severities = {s.severity for s in signals}
-    if CRITICAL in severities or score < 50.0:
+    if CRITICAL in severities or score < CRITICAL_BELOW:
         return STATUS_CRITICAL
-    if severities or score < 80.0:
+    if severities or score < DEGRADED_BELOW:
         return DEGRADED
     return HEALTHY
 
