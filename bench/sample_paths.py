@@ -1,10 +1,10 @@
 """What one sample costs on its way from a trace line (or an ingest body) to a frame, against its baseline.
 
 Each row times one step of the path and, in the same process, the way it would cost without its fast path:
-  build     a GPU sample from its JSON object: the compiled fast path (samples/builder.py) vs the checked
+  build     a GPU sample from its JSON object: the fast path (samples/builder.py) vs the checked
             path (a read-only mapping, as a non-dict body takes it: a dict of accepted values, then __init__)
   rank      the same for one rank of a training report
-  as-is     whether a GPU sample reads back from its points as itself (telemetry/read_back.py, compiled per
+  as-is     whether a GPU sample reads back from its points as itself (telemetry/read_back.py, one check per
             scope) vs reading every field back through its restorer, as a sample that is not takes it
   copy      a GPU sample with one field changed (its node, the XID codes a frame drops): a slot copy
             (``field_replacer``) vs :func:`dataclasses.replace`

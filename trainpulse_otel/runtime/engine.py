@@ -53,7 +53,7 @@ BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
-#: A tick's frame with the losses reported since the last one (a compiled copy: every tick makes one).
+#: A tick's frame with the losses reported since the last one (a slot copy: every tick makes one).
 _WITH_LOSSES = field_replacer(Frame, "losses")
 
 

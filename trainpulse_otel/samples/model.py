@@ -335,7 +335,7 @@ class Frame:
     nodes: tuple[NodeSample, ...] = ()
 
 
-#: A report without its ranks (a compiled copy: the window makes one a tick).
+#: A report without its ranks (a slot copy: the window makes one a tick).
 _WITHOUT_RANKS = field_replacer(TrainingSample, "ranks")
 
 

@@ -12,11 +12,11 @@ need a merge at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, is_, ne
 
-from .builder import compiled
 from .model import RANK_HEARTBEAT, RANK_IDENTITY, RANK_MEASUREMENTS, RankSample
 
 #: The parts of a rank's entry by name, and their fields.
@@ -41,43 +41,25 @@ def merged_rank(old: RankSample, new: RankSample) -> RankSample:
 #: Per part of a rank's entry: a reader of its fields (one C call for all of them: this runs for every rank of
 #: every report), the values of a part not carried, and the field names.
 _RANK_PARTS = tuple((attrgetter(*part), (None,) * len(part), part) for part in RANK_PARTS.values())
-
-
-def _compile_carried() -> Callable[[RankSample], int]:
-    """Which parts one rank entry carries, as bits (bit ``i``: the ``i``-th of :data:`RANK_PARTS`), compiled
-    into straight-line code: a part is carried when one of its fields is set, so each part reads its fields
-    only up to the first one set. Field names come from the dataclass's fields (identifiers, checked)."""
-    lines = ["def carried(rank):", "    bits = 0"]
-    for bit, part in enumerate(RANK_PARTS.values()):
-        if not all(name.isidentifier() for name in part):
-            raise ValueError(f"{part}: not field names")
-        lines += [
-            "    if " + " or ".join(f"rank.{name} is not None" for name in part) + ":",
-            f"        bits |= {1 << bit}",
-        ]
-    lines.append("    return bits")
-    return compiled("carried", lines)
-
-
-_CARRIED = _compile_carried()
-_NAMES = tuple(RANK_PARTS)
+#: Per part, by name: a reader of its first field, a reader of all its fields and the values of a part not carried.
+_CARRIED = tuple(
+    (name, attrgetter(part[0]), attrgetter(*part), (None,) * len(part)) for name, part in RANK_PARTS.items()
+)
 
 
 def carried_parts(ranks: Sequence[RankSample]) -> tuple[frozenset[str], frozenset[str]]:
     """The parts every rank of a report carries, and the parts some rank carries (names of :data:`RANK_PARTS`).
 
-    One compiled check per rank and a set of the few combinations (a loop over 4,096 ranks calling
-    :func:`merged_rank` took 8 ms): :func:`merged_rank` takes nothing for a part the new entry carries, nor
-    from an entry that does not carry it, so a report needs no merge when every rank carries each part that
-    no held entry (nor another entry of the report) carries.
+    A part is carried when one of its fields is set: a rank whose first field of the part is set carries it,
+    any other rank is read whole (each pass over the ranks in C, stopping at the first answer). This answers
+    for a whole report instead of :func:`merged_rank` per rank: that takes nothing for a part the new entry
+    carries, nor from an entry that does not carry it, so a report needs no merge when every rank carries each
+    part that no held entry (nor another entry of the report) carries.
     """
-    combinations = set(map(_CARRIED, ranks))
-    every, some = (1 << len(_NAMES)) - 1, 0
-    for bits in combinations:
-        every &= bits
-        some |= bits
-    return _named(every), _named(some)
-
-
-def _named(bits: int) -> frozenset[str]:
-    return frozenset(name for i, name in enumerate(_NAMES) if bits >> i & 1)
+    every = frozenset(
+        name
+        for name, first, read, unknown in _CARRIED
+        if all(read(rank) != unknown for rank in compress(ranks, map(is_, map(first, ranks), repeat(None))))
+    )
+    some = frozenset(name for name, _, read, unknown in _CARRIED if any(map(ne, map(read, ranks), repeat(unknown))))
+    return every, some

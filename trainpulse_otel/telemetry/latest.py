@@ -275,7 +275,7 @@ class LatestSamples:
         self._version += 1
 
 
-#: The job-level report with its time and the live ranks (a compiled copy: every changed tick makes one).
+#: The job-level report with its time and the live ranks (a slot copy: every changed tick makes one).
 _WITH_STAMP_AND_RANKS = field_replacer(TrainingSample, "timestamp", "ranks")
 #: Reads a rank entry's number in one C call (this runs over every rank of every report).
 _RANK_NUMBER = attrgetter("rank")

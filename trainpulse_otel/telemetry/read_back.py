@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, contains
 from typing import Any
 
 from ..samples import (
@@ -25,7 +25,7 @@ from ..samples import (
     XidCount,
     gpu_order,
 )
-from ..samples.builder import compiled, field_replacer
+from ..samples.builder import field_replacer
 from .catalog import GPU, HOST, NODE, RANK, TRAINING, TRAINING_INFO_ATTRIBUTES
 from .conversion import _INT_FIELDS, _RESTORERS, _SPECS_BY_SCOPE, Number
 
@@ -90,36 +90,31 @@ def _survives_round_trip(scale: float, restore: Callable[[Number], Number]) -> C
     return survives
 
 
-def _compile_as_is(scope: str) -> Callable[[Any], bool]:
-    """The check :func:`_reads_back_as_is` makes for ``scope``'s samples, compiled into straight-line code.
+def _as_is_check(scope: str) -> Callable[[Any], bool]:
+    """The check :func:`_reads_back_as_is` makes for ``scope``'s samples.
 
-    Per measured field: its value, when it has one, must be exactly of its kind (``float(x)`` and ``int(x)``
-    return ``x`` itself only then), and a scaled field's must survive its round trip; each field is read once.
-    Field names come from the catalogue's dataclass fields (identifiers, checked); every other value is a
-    bound constant.
+    The measured fields are read in one ``attrgetter`` call; each value must be None or exactly of its kind
+    (``float(x)`` and ``int(x)`` return ``x`` itself only then: one set lookup of its type per field, in C), one
+    of them must not be None, and each scaled field's value must survive its round trip.
     """
-    kinds = _INT_FIELDS[scope]
-    constants: dict[str, Any] = {"_float": float, "_int": int}
-    lines = ["def as_is(sample):", "    measured = False"]
-    for i, (field, scale, restore) in enumerate(_READ_BACK[scope]):
-        if not field.isidentifier():
-            raise ValueError(f"{scope}.{field}: not a field name")
-        kind = "_int" if field in kinds else "_float"
-        lines += [
-            f"    value = sample.{field}",
-            "    if value is not None:",
-            f"        if type(value) is not {kind}:",
-            "            return False",
-        ]
-        if scale != 1.0:
-            constants[f"survives{i}"] = _survives_round_trip(scale, restore)
-            lines += [f"        if not survives{i}(value):", "            return False"]
-        lines.append("        measured = True")
-    lines.append("    return measured")
-    return compiled("as_is", lines, constants)
+    specs = _READ_BACK[scope]
+    read = attrgetter(*(field for field, _, _ in specs))
+    allowed = tuple(frozenset({int if field in _INT_FIELDS[scope] else float, type(None)}) for field, _, _ in specs)
+    unmeasured = (None,) * len(specs)
+    scaled = tuple(
+        (i, _survives_round_trip(scale, restore)) for i, (_, scale, restore) in enumerate(specs) if scale != 1.0
+    )
+
+    def as_is(sample: Any) -> bool:
+        values = read(sample)
+        if values == unmeasured or not all(map(contains, allowed, map(type, values))):
+            return False
+        return all(values[i] is None or survives(values[i]) for i, survives in scaled)
+
+    return as_is
 
 
-_AS_IS: dict[str, Callable[[Any], bool]] = {scope: _compile_as_is(scope) for scope in _READ_BACK}
+_AS_IS: dict[str, Callable[[Any], bool]] = {scope: _as_is_check(scope) for scope in _READ_BACK}
 
 
 def _reads_back_as_is(sample: Any, scope: str) -> bool:
