@@ -15,7 +15,7 @@ import io
 import subprocess
 import sys
 import tarfile
-from importlib.metadata import entry_points
+import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,17 +27,21 @@ PLUGINS = discover(autoload=False)
 BASE_PACKAGE = "trainpulse_base"
 
 
+ROOT = Path(trainpulse_otel.__file__).resolve().parent.parent
+
+
 def export_base(ref: str, into: Path) -> ModuleType:
-    """``ref``'s package, importable as :data:`BASE_PACKAGE` from ``into``."""
-    root = Path(trainpulse_otel.__file__).resolve().parent.parent
+    """``ref``'s package, importable as :data:`BASE_PACKAGE` from ``into`` (with its ``pyproject.toml`` beside it:
+    before the built-ins were listed in code, its entry points named them)."""
     archive = subprocess.run(
-        ["git", "-C", str(root), "archive", ref, "trainpulse_otel"],  # noqa: S607 - git from PATH, as for a checkout
+        ["git", "-C", str(ROOT), "archive", ref, "trainpulse_otel", "pyproject.toml"],  # noqa: S607 - git from PATH
         check=True,
         capture_output=True,
     )
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(into, filter="data")
     (into / "trainpulse_otel").rename(into / BASE_PACKAGE)
+    (into / "pyproject.toml").rename(into / BASE_PACKAGE / "pyproject.toml")
     sys.path.insert(0, str(into))
     return importlib.import_module(BASE_PACKAGE)
 
@@ -55,7 +59,7 @@ class Side:
         self.settings = self.module("config").Settings
 
     def module(self, name: str) -> Any:
-        return importlib.import_module(f"{self.package}.{name}")
+        return importlib.import_module(self.package if name == "__init__" else f"{self.package}.{name}")
 
     def module_of(self, name: str, before: str) -> Any:
         """This side's ``name``, or ``before`` on a commit from before it moved there."""
@@ -65,10 +69,18 @@ class Side:
             return self.module(before)
 
     def pipeline(self) -> Any:
-        """This side's pipeline with this side's built-in detectors and rules (same names as the installed ones)."""
-        detectors = [self._load(f"{f.__module__}:{f.__name__}")() for f in PLUGINS.detectors.values()]
-        rules = [self._load(ep.value) for ep in entry_points(group="trainpulse.root_causes")]
-        return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, rules)
+        """This side's pipeline with this side's built-in detectors and rules: listed in its code, or, on a commit
+        from before they were, its pyproject's entry points (in name order, as they were loaded)."""
+        try:
+            builtins = self.module("diagnose.builtins")
+        except ModuleNotFoundError:
+            declared = tomllib.loads((Path(self.module("__init__").__file__).parent / "pyproject.toml").read_text())
+            groups = declared["project"]["entry-points"]
+            detectors = [self._load(value)() for _, value in sorted(groups["trainpulse.detectors"].items())]
+            rules = [self._load(value) for _, value in sorted(groups["trainpulse.root_causes"].items())]
+            return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, rules)
+        detectors = [cls() for cls in builtins.DETECTORS]
+        return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, builtins.RULES, builtins.VOCABULARY)
 
     def stepper(self) -> Any:
         """This side's replay step (``open_replay``), diagnosing with this side's pipeline."""
