@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import importlib
 import io
+import re
 import subprocess
 import sys
 import tarfile
-import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -74,10 +74,9 @@ class Side:
         try:
             builtins = self.module("diagnose.builtins")
         except ModuleNotFoundError:
-            declared = tomllib.loads((Path(self.module("__init__").__file__).parent / "pyproject.toml").read_text())
-            groups = declared["project"]["entry-points"]
-            detectors = [self._load(value)() for _, value in sorted(groups["trainpulse.detectors"].items())]
-            rules = [self._load(value) for _, value in sorted(groups["trainpulse.root_causes"].items())]
+            pyproject = (Path(self.module("__init__").__file__).parent / "pyproject.toml").read_text()
+            detectors = [self._load(value)() for value in _entry_points(pyproject, "trainpulse.detectors")]
+            rules = [self._load(value) for value in _entry_points(pyproject, "trainpulse.root_causes")]
             return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, rules)
         detectors = [cls() for cls in builtins.DETECTORS]
         return self.module("diagnose.pipeline").DiagnosticPipeline(detectors, builtins.RULES, builtins.VOCABULARY)
@@ -101,3 +100,12 @@ class Side:
     def _load(self, value: str) -> Any:
         module, name = value.split(":")
         return getattr(importlib.import_module(module.replace("trainpulse_otel", self.package, 1)), name)
+
+
+def _entry_points(pyproject: str, group: str) -> list[str]:
+    """The values of ``group``'s entry points in a ``pyproject.toml``, by name (the order they were loaded in)."""
+    section = re.search(
+        rf'^\[project\.entry-points\."{re.escape(group)}"\]\n(.*?)(?:^\[|\Z)', pyproject, re.MULTILINE | re.DOTALL
+    )
+    pairs = re.findall(r'^(\S+)\s*=\s*"([^"]+)"', section.group(1) if section else "", re.MULTILINE)
+    return [value for _, value in sorted(pairs)]
