@@ -114,8 +114,3 @@ def squared_deviation(values: Column, typical: float, mean: Column) -> Column:
 def above(values: Column, floor: float) -> list[int]:
     """The places of the values above ``floor``, in order."""
     return list(compress(count(), map(lt, repeat(floor), values)))  # ``floor < v``, told in C
-
-
-def tolist(values: Column) -> list[float]:
-    """The column as a new list (the detector's scores read it while the column is replaced)."""
-    return list(values)

@@ -135,11 +135,18 @@ class RankStraggler(BaseDetector):
         """Fresh statistics for these ranks: one column per statistic (:mod:`.columns`), unknown until seen."""
         n = len(ids)
         self._ids = ids
-        cols = self._cols = columns
-        self._prev1, self._prev2 = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
-        self._smooth, self._best, self._spread = cols.full(n, UNKNOWN), cols.full(n, UNKNOWN), cols.full(n, UNKNOWN)
-        self._others_last = cols.full(n, UNKNOWN)
-        self._excess, self._slow_excess, self._excess_var = cols.full(n, 0.0), cols.full(n, 0.0), cols.full(n, 0.0)
+        self._prev1, self._prev2 = columns.full(n, UNKNOWN), columns.full(n, UNKNOWN)
+        self._smooth, self._best, self._spread = (
+            columns.full(n, UNKNOWN),
+            columns.full(n, UNKNOWN),
+            columns.full(n, UNKNOWN),
+        )
+        self._others_last = columns.full(n, UNKNOWN)
+        self._excess, self._slow_excess, self._excess_var = (
+            columns.full(n, 0.0),
+            columns.full(n, 0.0),
+            columns.full(n, 0.0),
+        )
 
     def update(self, tick: Tick) -> list[Finding] | None:
         training = tick.training
@@ -155,10 +162,9 @@ class RankStraggler(BaseDetector):
         ids = tuple(map(RANK_NUMBER, ranks))
         if ids != self._ids:
             self._reset(ids)
-        cols = self._cols
         timed = steps if all(steps) or None not in steps else None  # every rank's step time, or by tokens/s
         late = lateness(ranks, self._own_busy(ranks, timed), timed)
-        present = cols.known(late)
+        present = columns.known(late)
         if len(present) < 2:
             return None
         typical = reference(present)
@@ -166,17 +172,17 @@ class RankStraggler(BaseDetector):
             return None
         stalled = max(STALLED_MS, STALLED_RATIO * typical)
         if self.convention != "tokens" and present[-1] >= stalled:
-            late = cols.forget_at_least(late, stalled)
-            present = cols.known(late)
+            late = columns.forget_at_least(late, stalled)
+            present = columns.known(late)
         if len(present) >= FEW_RANKS:
             self._learn_spread(late, present, typical)
-        lagged, self._prev1, self._prev2 = cols.median3(late, self._prev1, self._prev2)
-        lagged_typical = reference(cols.known(lagged))
+        lagged, self._prev1, self._prev2 = columns.median3(late, self._prev1, self._prev2)
+        lagged_typical = reference(columns.known(lagged))
         if lagged_typical > 0:
             self._fold(lagged, lagged_typical)
         if len(present) < FEW_RANKS:  # too few ranks to scatter: each rank's own report-to-report noise
-            deviation = cols.squared_deviation(late, typical, self._excess)
-            self._excess_var = cols.ewma(self._excess_var, deviation, SPREAD_ALPHA)
+            deviation = columns.squared_deviation(late, typical, self._excess)
+            self._excess_var = columns.ewma(self._excess_var, deviation, SPREAD_ALPHA)
         self._referenced = self._smooth  # a new column each report: the reference is this report's
         return self._findings(ranks)
 
@@ -185,7 +191,7 @@ class RankStraggler(BaseDetector):
         """The median rank's smoothed lateness (None before the first judged report); a sort over every
         rank, done when a finding or a score needs it, not on every report."""
         if self._referenced is not None:
-            present = self._cols.known(self._referenced)
+            present = columns.known(self._referenced)
             self._reference = reference(present) if len(present) else None
             self._referenced = None
         return self._reference
@@ -221,26 +227,25 @@ class RankStraggler(BaseDetector):
         m = len(present) - 1  # the others
         lo, hi = m // 4, (3 * m) // 4
         scale = IQR_TO_SIGMA * typical
-        below = float(present[hi + 1] - present[lo + 1]) / scale
-        between = float(present[hi + 1] - present[lo]) / scale
-        above = float(present[hi] - present[lo]) / scale
-        spread = self._cols.place(late, (float(present[lo + 1]), float(present[hi + 1])), (below, between, above))
-        self._spread = self._cols.ewma(self._spread, spread, SPREAD_ALPHA)
+        below = (present[hi + 1] - present[lo + 1]) / scale
+        between = (present[hi + 1] - present[lo]) / scale
+        above = (present[hi] - present[lo]) / scale
+        spread = columns.place(late, (present[lo + 1], present[hi + 1]), (below, between, above))
+        self._spread = columns.ewma(self._spread, spread, SPREAD_ALPHA)
         # and how far after the median the last of the others arrives: the latest rank's, or for it the next one's
-        last = float(present[-1])
+        last = present[-1]
         last_excess = last / typical - 1.0
-        latest = self._cols.place(late, (last, last), (last_excess, last_excess, float(present[-2]) / typical - 1.0))
-        self._others_last = self._cols.ewma(self._others_last, latest, self.slow_alpha)  # a mean wait: steady
+        latest = columns.place(late, (last, last), (last_excess, last_excess, present[-2] / typical - 1.0))
+        self._others_last = columns.ewma(self._others_last, latest, self.slow_alpha)  # a mean wait: steady
 
     def _fold(self, lagged: Column, typical: float) -> None:
         """Update each rank's lateness EWMA, best, and mean excess over the median of the lagged medians (a rank
         without a lagged median this report keeps its statistics)."""
-        cols = self._cols
-        self._smooth = cols.ewma(self._smooth, lagged, EWMA_ALPHA)
-        self._best = cols.forgetful_min(self._best, self._smooth, BEST_FORGET, given=lagged)
-        excess = cols.relative(lagged, typical)
-        self._excess = cols.ewma(self._excess, excess, self.fast_alpha)
-        self._slow_excess = cols.ewma(self._slow_excess, excess, self.slow_alpha)
+        self._smooth = columns.ewma(self._smooth, lagged, EWMA_ALPHA)
+        self._best = columns.forgetful_min(self._best, self._smooth, BEST_FORGET, given=lagged)
+        excess = columns.relative(lagged, typical)
+        self._excess = columns.ewma(self._excess, excess, self.fast_alpha)
+        self._slow_excess = columns.ewma(self._slow_excess, excess, self.slow_alpha)
 
     def consistency(self, i: int) -> float:
         """How many standard errors rank ``i``'s mean excess stands above zero (the surer of the two averages)."""
@@ -250,9 +255,9 @@ class RankStraggler(BaseDetector):
         """Rank ``i``'s mean excess and its standard errors above zero: the fast average's when it shows the rank
         consistently late, else the surer of the two."""
         spread = _known(self._spread[i])
-        fast, slow = float(self._excess[i]), float(self._slow_excess[i])
+        fast, slow = self._excess[i], self._slow_excess[i]
         if spread is None:  # too few ranks: against the faster of two, a long average is biased upward
-            return fast, fast / max(float(self._excess_var[i]) ** 0.5 * self.fast_se, MIN_SE)
+            return fast, fast / max(self._excess_var[i] ** 0.5 * self.fast_se, MIN_SE)
         t_fast = fast / max(spread * self.fast_se, MIN_SE)
         t_slow = slow / max(spread * self.slow_se, MIN_SE)
         # the fast average, when it is sure enough: it follows the rank's current pace; else the surer one
@@ -262,7 +267,7 @@ class RankStraggler(BaseDetector):
         out: list[Finding] = []
         report_floor = self.report_floor
         floor = report_floor * self.min_slowdown
-        above = {*self._cols.above(self._excess, floor), *self._cols.above(self._slow_excess, floor)}
+        above = {*columns.above(self._excess, floor), *columns.above(self._slow_excess, floor)}
         if not above:
             return out  # no rank's excess is past the floor: the usual report at thousands of ranks
         ref = self.reference
@@ -315,7 +320,7 @@ class RankStraggler(BaseDetector):
         """``{rank: (relative score, individual score)}`` for every rank seen."""
         ref = self.reference
         out = {}
-        smooth, best_seen = self._cols.tolist(self._smooth), self._cols.tolist(self._best)
+        smooth, best_seen = self._smooth, self._best
         for rank, s, best in zip(self._ids, smooth, best_seen, strict=True):
             if ref and s > 0:  # a rank not yet known (NaN) is not above zero
                 out[rank] = (min(1.0, ref / s), min(1.0, (best or s) / s))
@@ -323,9 +328,8 @@ class RankStraggler(BaseDetector):
 
 
 def _known(value: float) -> float | None:
-    """One rank's statistic as a Python float (a column's element may be numpy's), None while it is not known."""
-    x = float(value)
-    return x if x == x else None
+    """One rank's statistic, None while it is not known (NaN)."""
+    return value if value == value else None
 
 
 def _spans_hosts(ranks: Sequence[RankSample]) -> bool:
