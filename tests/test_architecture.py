@@ -13,6 +13,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "trainpulse_otel"
 #: "Small modules": past this a module is doing more than one job.
 MAX_MODULE_LINES = 400
+#: A module's docstring says what it promises, with an example where it helps; the method, its numbers and
+#: their history belong in docs/ (signals.md, performance.md, instrumentation.md …).
+MAX_DOCSTRING_LINES = 25
 #: The composition root's modules, ``__init__`` counted: assembly, engine, window, session, replay, plugins,
 #: garbage collection and logs. A tenth is a driver or a tool that belongs in a package beside it.
 MAX_RUNTIME_MODULES = 9
@@ -160,3 +163,14 @@ def test_modules_stay_small(name):
         path = PACKAGE.parent / name.replace(".", "/") / "__init__.py"
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines"
+
+
+def test_no_module_docstring_runs_past_its_bound():
+    long = []
+    for name, tree in modules().items():
+        first = tree.body[0] if tree.body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            lines = first.end_lineno - first.lineno + 1
+            if lines > MAX_DOCSTRING_LINES:
+                long.append(f"{name} ({lines} lines)")
+    assert long == [], f"module docstrings past {MAX_DOCSTRING_LINES} lines (move the method to docs/): {long}"

@@ -1,34 +1,18 @@
 """The step-time budget: where one step's wall time went, against the job's ideal step.
 
-A training step's wall time is compute plus what it waited for. Against the
-job's own healthy pace, each report's step decomposes into:
+Each training report's step is decomposed against the job's own healthy pace:
 
-- ``checkpoint`` — time the step spent saving (``checkpoint_ms``): all of it
-  is lost, a healthy step saves nothing. A report may stand for several
-  steps (``step_time_ms`` their mean, the advance of ``global_step`` their
-  number, as the in-process monitor reports): its save is a one-off among
-  them, so each of those steps carries its share of it;
-- ``bubble`` — the pipeline schedule's idle share of the step
-  (``pipeline_bubble_ratio`` × step): idle stages are lost compute;
-- ``data``, ``tokenizer``, ``all_reduce``, ``sync`` — each wait's excess over
-  its own baseline. A wait every rank pays equally — the collective's own
-  cost, a small loader hiccup of a healthy job — is in that baseline, so it
-  is not a loss. The tokenizer's wait, when it fits inside the loader's wait,
-  is part of it (the loader's excess is what the tokenizer does not explain);
-- ``compute`` — what is left of the step's excess over the ideal step after
-  the waits: slower kernels, throttled clocks, padding;
-- ``stall`` — a step that sat out a stall (``training_stalled`` was raised
-  before it completed: a hung rank, a dead GPU): all of its excess is the
-  stall's, none of it a wait or slower compute, and it teaches no baseline.
+- ``checkpoint`` — the save the report carries, all of it lost (a healthy step saves nothing);
+- ``bubble`` — the pipeline schedule's idle share of the step;
+- ``data``, ``tokenizer``, ``all_reduce``, ``sync`` — each wait's excess over its own baseline
+  (a wait every rank pays equally is baseline, not loss; the tokenizer's inside the loader's is nested);
+- ``compute`` — the rest of the step's excess over the ideal step: slower kernels, clocks, padding;
+- ``stall`` — all the excess of a step that sat out a raised ``training_stalled``.
 
-The *ideal step* is the job's best sustained pace: the lowest median of 31
-consecutive steps (without checkpoint and bubble) over the last 30 minutes.
-A median, so one fast or slow step never sets it; the lowest over a long
-span, so a fault — sudden or ramping up slowly — never becomes the new
-normal, while a job that gets faster lowers it at once and one that stays
-slower for good (longer sequences, a new data mix) is judged by its new pace
-30 minutes on. Each wait's baseline is learned the same way. Pure: reports
-in, budgets out; the clock is the tick's.
+The *ideal step* (:class:`Pace`) is the job's best sustained pace, the lowest median of
+``PACE_STEPS`` consecutive steps over the last ``PACE_SPAN_S``; each wait's baseline is learned
+the same way. Pure: reports in, budgets out; the clock is the tick's. The rules and their
+reasons: docs/signals.md ("Goodput").
 """
 
 from __future__ import annotations

@@ -1,38 +1,19 @@
 """Goodput: how much of the job's wall time went into productive steps, and where the rest went.
 
-Productive time is steps × the job's ideal step (:mod:`.budget`); goodput is
-that over wall time since the first training report (``ratio``) and over the
-last 10 minutes (``window_ratio``). The seconds lost are *badput*, attributed
-to root-cause names the way Google's ml-goodput-measurement attributes
-badput to categories (data loading, checkpointing, …):
+Productive time is steps × the job's ideal step (:mod:`.budget`); goodput is that over the wall
+time since the first training report (``ratio``) and over the last ``WINDOW_S``
+(``window_ratio``). The seconds lost are *badput*, attributed to root-cause names as Google's
+ml-goodput-measurement attributes badput to categories:
 
-- each step's budget components: ``checkpoint`` → ``checkpoint_io_bound``,
-  ``bubble`` → ``pipeline_bubbles``, ``data`` → ``input_pipeline_bound``,
-  ``tokenizer`` → ``tokenizer_bound``, ``all_reduce`` → ``communication_bound``
-  (per step, for the steps each report stands for); ``compute`` → the highest-ranked active cause that is not a wait
-  (thermal or power throttling, memory pressure, padding, a straggler,
-  compute inefficiency), else ``unattributed``; ``sync`` — waiting for a late
-  rank — → that same deeper cause (a throttled GPU behind the straggler), or
-  ``straggler_rank``, while a straggler is raised, else ``load_imbalance``;
-  beside a straggler whose peers also scatter, the wait is split as the
-  ranking splits it: the straggler's part to it, the rest to ``load_imbalance``;
-- ``numerical_instability`` — every step of a report whose ``loss`` or
-  ``grad_norm`` is NaN or infinite, whole: a diverged model trains nothing, so
-  none of that time is productive (its budget is not split further). Its
-  recent rate is the budget component ``numerics``, which the cause claims
-  when causes are ranked;
-- ``stall`` — wall time while ``training_stalled`` is raised, counted as it
-  passes (from the last report on) and attributed to the highest-ranked cause
-  that names ``training_stalled`` (``rank_hang``, or a deeper cause that
-  explains the stall), else ``unattributed``; the report that ends the stall
-  adds only what its step lost beyond the seconds already counted;
-- ``unattributed`` — wall time neither productive nor explained by a step's
-  budget: time in which no step finished and no stall was raised (a save
-  nobody reported, a stall shorter than its threshold), losses before the
-  ideal step was known.
+- a step budget's component to the cause that books it (its :class:`~.spec.CauseSpec`
+  ``books``: a checkpoint's time is ``checkpoint_io_bound``'s), ``compute`` and ``sync`` to the
+  highest-ranked active cause behind them (a straggler's part and ``load_imbalance``'s split);
+- every step of a report with a non-finite loss or gradient norm, whole, to ``numerical_instability``;
+- wall time while ``training_stalled`` is raised to the cause that names it, as it passes;
+- the rest to ``unattributed``.
 
-Every badput figure only grows (they are exported as counters,
-``trainpulse_badput_seconds_total{cause}``). Pure: the clock is the reports'.
+Every badput figure only grows (they are exported as counters). Pure: the clock is the reports'.
+The attribution and its reasons: docs/signals.md ("Goodput").
 """
 
 from __future__ import annotations

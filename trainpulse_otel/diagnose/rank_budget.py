@@ -1,37 +1,18 @@
 """Per-rank step budgets: which ranks the job loses its time to, and what each one's lateness is made of.
 
 A synchronous step ends for every rank together, so each rank's time beyond the job's ideal step
-(:mod:`.budget`) is the job's; what differs from rank to rank is what it is made of. Of the job's step
-excess, what every rank pays alike — the tokenizer's and the all-reduce's excess, the checkpoint, the
-bubble — stays the job's; the rest (the job budget's ``compute`` + ``data`` + ``sync``) splits, per rank,
-with the job budget's nesting rules, into:
+(:mod:`.budget`) is the job's; what differs is its composition. What every rank pays alike (the
+tokenizer's and the all-reduce's excess, the checkpoint, the bubble) stays the job's; the rest splits
+per rank into ``data`` (its own loader wait beyond the job's usual one), ``sync`` (its wait for
+*others*, beyond the collective's own time and the job's usual wait) and ``compute`` (the rest).
+A rank's *own* loss is its ``compute`` + ``data``; the others' ``sync`` is the consequence. So one
+rank with 35 % more compute has that excess as ``compute`` and every other rank has it as
+``sync``; a barrier every rank pays alike leaves every rank's own loss at zero.
 
-- ``data`` — the rank's own data-loader wait beyond the job's usual wait (the job budget's baseline, its
-  lowest sustained median: :class:`~.budget.Pace`), less the job's tokenizer excess where tokenization
-  happens inside the loader's wait;
-- ``sync`` — time the rank waited for *others*: its sync wait plus its all-reduce time beyond the
-  collective's own (the fastest ranks' all-reduce, :func:`~.budget.all_reduce_ms`: a timer that counts
-  the wait for a straggler counts this), beyond the job's usual sync wait. A wait every rank pays
-  equally — the barrier's own cost — is in that usual wait: baseline, not loss (a job that reports no
-  job-level wait has none: the ranks' waits are then all excess, bounded by the job's as below);
-- ``compute`` — the rest: the rank's own work beyond its part of the ideal step.
-
-The two waits are scaled down to the excess when they add up to more (they overlap, or are noisy), as in
-the job budget. A rank's *own* loss is its ``compute`` + ``data``: it reaches the collective that much
-late, and the others' ``sync`` is the consequence. So a rank with 35 % more compute has that excess as
-``compute`` and the others have it as ``sync``; a rank with a slow loader of its own has it as ``data``;
-a collective that costs every rank the same leaves every rank's own loss at zero.
-
-Recent, not per report: each rank's waits are summed over the reports sampled in the last two to four
-minutes (two blocks of ``BLOCK_S``; the older drops out as a new one starts), and the split is read from
-the sums — means first, then the clamps, so noise does not add up to a loss. Cheap at 4,096 ranks: a
-report is sampled at most every ``SAMPLE_S`` seconds — which one does not depend on what it holds, so the
-means are unbiased, and a tick costs the same however often the job reports — and a sampled report costs
-a few C-level passes over the ranks (``attrgetter`` and ``operator`` maps into plain float
-lists; no per-rank object, no per-rank decay); the worst ranks are worked out once per sample, and not
-at all while the job's own excess is too small for any rank to be listed. Reports without a budget
-(before the ideal step is known) and the one that ends a stall (its waits are the stall's) are left out.
-Pure: reports in, losses out; the clock is the reports'.
+Recent: each rank's waits are summed over the reports sampled (at most every ``SAMPLE_S``) in the
+last two ``BLOCK_S`` blocks, and the split is read from the sums, so noise does not add up to a
+loss; a sampled report costs a few C-level passes over the ranks. Pure: reports in, losses out;
+the clock is the reports'. The rules, their reasons and the cost: docs/signals.md ("Per-rank budgets").
 """
 
 from __future__ import annotations

@@ -1,24 +1,19 @@
 """The answer key for two faults at once: whether each fault is still there in the samples.
 
-A combination can remove a fault physically: a starved or launch-bound GPU
-never gets hot enough to throttle, a launch-bound GPU never reaches its power
-cap, under a power cap a slowed rank is no slower than the capped others, a
-pipelined job loses too little to a power cap to collapse. Expecting the
-diagnosis to report such a fault would score the simulator, not the
-diagnosis. So ``trainpulse eval -pairs`` asks the samples first — the raw GPU
-throttle reasons, per-rank step times and tokens/s, read the way a person
-checks a dashboard, never through a detector — and scores a part only while
-its fault is there; every part excused is listed with the reason.
+A combination can remove a fault physically (a starved GPU never gets hot enough to throttle;
+under a power cap a slowed rank is no slower than the capped others), and expecting the diagnosis
+to report it would score the simulator. So ``trainpulse eval -pairs`` asks the samples first — the
+raw throttle reasons, per-rank step times and tokens/s, read as a person reads a dashboard, never
+through a detector — and scores a part only while its fault is there; every excused part is
+listed with the reason::
 
-Checks exist for the faults a partner can remove; every other fault is a knob
-applied whatever else happens, present — as long as the job steps: a fault
-that shows only in training steps (a slow loader, padding, a loss spike) is
-not there while no step completes (a hung rank, a GPU fallen off the bus),
-and a transient one (a loss spike that recovers, a hang that ends) is judged
-by its cause only while it lasts. A forecast is present when
-what it forecasts comes true: the GPU really throttles within the
-forecast's 15-minute horizon (the simulation runs on to see it). Pure: records
-in, reasons out.
+    straggling(records, rank=5, onset=90.0, judge=300.0).reason
+    # '' while rank 5 is slower at the judging time; else 'rank 5 is no slower than the others'
+
+Checks exist for the faults a partner can remove; any other fault is present as long as the job
+steps. A forecast is present when what it forecasts comes true within its horizon, and due only
+where the GPU drew load long enough to forecast from (``FORECAST_LOAD_S``). Pure: records in,
+reasons out. The checks, one by one: docs/simulation.md ("trainpulse eval -pairs").
 """
 
 from __future__ import annotations

@@ -1,30 +1,21 @@
 """``trainpulse eval -pairs``: two faults at once, each of which must still be found.
 
-A detector that sees one fault alone can miss it beside another: a
-straggler's long steps shrink the data wait's share of the step, a throttled
-GPU's slow rank hides a slow loader. So each pair of catalogue faults runs as
-one combined scenario (:func:`~trainpulse_otel.collect.sim.combine.combine`,
-every part from its own catalogue onset, on the default job shape) and is
-scored part by part:
+A detector that sees one fault alone can miss it beside another (a straggler's long steps shrink
+the data wait's share of the step). So each pair of catalogue faults runs as one combined
+scenario (:func:`~trainpulse_otel.collect.sim.combine.combine`, every part from its own onset, on
+the default job shape) and is scored part by part:
 
-- detected: every expected signal of each part is active at or after that
-  part's own onset (a signal already active at it counts at it, as for one
-  fault);
-- causes: every part's expected cause is among the top two root causes of the
-  diagnosis at the end — one tick before a leak's memory runs out, as for one
-  fault. Subjects are not scored here.
+- detected: every expected signal of each part is active at or after that part's own onset;
+- causes: every part's expected cause is among the top ``TOP`` root causes at the end (one tick
+  before a leak's memory runs out). Subjects are not scored here.
 
-Signals raised outside both parts' expected ∪ allowed ones, or before the
-earlier onset, are listed as for one fault but are not a figure.
+A part whose fault the combination removes — the samples say so (:mod:`.ground_truth`) — is
+excused and listed with its reason; a forecast that had too little load to be made is scored as
+either of its GPU's heat signals. Both are counted. For example::
 
-A part whose fault the combination removes — the samples say so, read by
-:mod:`.ground_truth` — is excused: its signals are not due while it is not
-there at all, its cause not while it is gone at the judging time; the reason
-is listed, and the excused parts are counted. A forecast whose GPU drew too
-little load after the onset to forecast from (a hang that left it spinning
-at low power) is scored as either of its GPU's heat signals — the fact or the
-forecast — instead (:data:`.ground_truth.FORECAST_LOAD_S`); those are listed
-and counted too.
+    trainpulse eval -pairs rank_straggler+dataloader_starvation,low_mfu+allreduce_wait
+
+The rules and the measured results: docs/signals.md ("Evaluation"), docs/simulation.md.
 """
 
 from __future__ import annotations

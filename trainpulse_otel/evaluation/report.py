@@ -1,25 +1,17 @@
 """``trainpulse eval``: score the diagnosis against every simulated fault, then a long healthy run.
 
-Each scenario's samples are generated in memory as trace records (the
-contract's trace shape), replayed through the same path as ``trainpulse
-replay`` — samples → frames → window → pipeline (:mod:`.sim_replay`) — and
-scored:
+Each scenario's samples are generated in memory as trace records and replayed through the same
+path as ``trainpulse replay`` (:mod:`.sim_replay`), then scored: each expected signal's first
+raise at or after the onset and its latency; false alarms (raised before the onset, or outside the
+scenario's expected ∪ allowed signals); the top root cause and its subject at the end (for a leak,
+one second before memory runs out); and the ``oom_risk`` lead time. Then the healthy scenario
+runs for an hour and every signal raised is a false alarm. Variants re-run the scenarios on other
+job shapes, so no threshold is tuned to one; ``-pairs`` adds two faults at once (:mod:`.pairs`)::
 
-- detection: each expected signal's first raise at or after the onset, and
-  its latency from the onset (from t = 0 for faults present from the first
-  sample); a signal already active at the onset counts at the onset;
-- false alarms: any signal raised before the onset, and any raised after it
-  outside the scenario's expected ∪ allowed signals ("extra");
-- the top root cause (and its subject, where the cause is local) in the
-  diagnosis at the end of the scenario — for the leak scenarios one second
-  before the memory runs out, since afterwards the job is dead;
-- for scenarios with a memory exhaustion time, the ``oom_risk`` lead time.
+    report = evaluate(seeds=3, variants=("default", "multinode"))
+    print(format_report(report))  # per scenario: latency, top cause; the summary line; exit 1 on a miss
 
-Then the healthy scenario runs for an hour (realistic noise, GC pauses, data
-spikes, sensor blips, a routine checkpoint) and every signal raised is a false
-alarm. ``variants`` re-run the scenarios on another job shape: 64 ranks over 8
-nodes, or half-length steps, so no threshold is tuned to one configuration.
-With ``-pairs``, pairs of faults run at once too (:mod:`.pairs`).
+The rules and the measured figures: docs/signals.md ("Evaluation").
 """
 
 from __future__ import annotations

@@ -1,33 +1,18 @@
 """Garbage collection for the daemon and for replay: rarely, and never inside a tick.
 
-A job daemon receives ~1,000 new samples a second at 64 nodes, and its
-detectors, receiver and window hold tens of thousands of objects; CPython's
-automatic full (generation-2) collection walks them all: 150-400 ms, started by
-whatever allocation tips its rule, in a tick as likely as anywhere (it was the
-64-node bench's tick p99). The samples form no reference cycles; reference
-counting frees them when their frame leaves the window, so only the rare cyclic
-garbage (request objects, exceptions with tracebacks) needs a collection at all,
-and the youngest generation's pass every 700 allocations (Python's default)
-mostly walks samples that are about to be freed anyway.
+A job daemon's detectors, receiver and window hold tens of thousands of objects, and CPython's
+automatic full collection walks them all (150-400 ms at 64 nodes) inside whatever allocation tips
+its rule, a tick as likely as anywhere. The samples form no reference cycles, so only rare cyclic
+garbage needs a collection at all. For the daemon's process only (never the in-process monitor's
+host), :class:`PacedCollection` freezes what start-up built, takes the automatic full collection
+out of reach and runs the youngest pass every :data:`YOUNG_THRESHOLD` allocations, and runs the
+full collection itself right after a tick, at most every :data:`FULL_COLLECTION_S`::
 
-So, for the daemon's process only (never the in-process monitor inside a
-training job: it must not change its host's collector), :class:`PacedCollection`
+    with PacedCollection() as collection:  # undone on exit
+        engine.run(stop, after_tick=collection.after_tick)
 
-- collects once and freezes (``gc.freeze``) what start-up built — modules,
-  classes, the app, the OTel providers: alive for the whole run, so never
-  walked again (Python's documentation names this use);
-- takes the automatic full collection out of reach (its threshold), and runs
-  the youngest generation's pass every :data:`YOUNG_THRESHOLD` allocations;
-- runs the full collection itself right after a tick, at most every
-  :data:`FULL_COLLECTION_S`, when the next tick is most of an interval away:
-  cyclic garbage still goes within a minute, and no tick waits for it.
-
-Both are undone on exit. On CPython 3.14's incremental collector, which already
-splits the old generation's work into small steps, the same calls are harmless.
-
-A replay (:func:`rare_cycle_collection`) only runs the youngest pass as rarely:
-it has no ticks to keep a full collection out of, and a program that calls it
-gets its own thresholds back.
+A replay (:func:`rare_cycle_collection`) only runs the youngest pass as rarely, and gives its
+caller's thresholds back. Why, and what it measured: docs/performance.md ("Garbage collection").
 """
 
 from __future__ import annotations

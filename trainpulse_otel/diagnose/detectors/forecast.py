@@ -1,25 +1,16 @@
 """Predictive signal ``oom_risk``: GPU or host memory forecast to run out (and the line fits the forecasts share).
 
-Both fit straight lines to the recent past over several windows (15 s, 30 s,
-2 min and 10 min for memory; 1 and 3 min for temperature) and take the earliest time
-to the limit among the fits they trust: enough points, a slope that is not
-noise (t statistic >= 6 for memory, >= 5 for temperature read as whole
-degrees), a line that explains the data (r² — a one-off jump
-in memory is a step, not a trend, and fits a line badly) and a material change
-over the window. The short window sees a sudden leak within seconds; the long
-ones see slow leaks that hide in noise at short range.
+:class:`Forecaster` fits straight lines to the recent past over several windows (``MEMORY_SPANS``
+for memory; ``thermal_throttle_risk`` uses it over 1 and 3 minutes) and takes the earliest time to
+the limit among the fits it trusts: enough points, a slope that is not noise (its t statistic), a
+line that explains the data (r²: a one-off jump is a step, not a trend) and a material change over
+the window. The short window sees a sudden leak within seconds; the long ones a slow leak that
+hides in noise at short range.
 
-Two more checks keep a ramp that ends from passing for a leak — a job's
-ranks allocating their model and data at start-up fill a gigabyte in
-seconds, then stay flat. Memory is forecast only once it has been watched
-for ``STARTUP_S`` (a process's first minute is its allocation phase), and
-the most recent half of a window must still move at a quarter of the fitted
-rate or more (a ramp that has ended is not "the current trend": the signal
-clears instead of holding the ETA it had).
-
-Points are thinned (host memory one a second, GPU series one every 2 s) and
-the fits run every 2 s (host) or 4 s (GPUs): a forecast in minutes needs no
-more, and it keeps the tick cheap.
+A ramp that ends is no leak: memory is forecast only after ``startup_s`` of watching (a process's
+first minute is its allocation phase), and the later half of a window must still move at
+``min_recent_rate`` of the fitted rate. Points are thinned and fits run every 2 s (host) or 4 s
+(GPUs). The knobs, the method and the measurements behind it: docs/signals.md ("oom_risk").
 """
 
 from __future__ import annotations

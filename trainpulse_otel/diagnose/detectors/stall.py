@@ -1,28 +1,17 @@
 """``training_stalled``: no training step completes while the job is expected to run.
 
-A hung job looks healthy to every other detector: no report is new, so they
-hold their judgement. This one watches the job's progress instead — the
-advance of ``global_step`` in the job's reports and in the ranks' heartbeats
-(or, for a reporter without step numbers, a new report with a step time) —
-and raises when none came for ``max(30 s, 10 × the median step time)``, the
-timeout NVIDIA's resiliency extension gives rank heartbeats.
+A hung job looks healthy to every other detector: no report is new, so they hold their
+judgement. This one watches progress instead — ``global_step`` advancing in the job's report or
+in any rank's heartbeat — and raises when none came for max(``min_stall_s``, ``step_multiple`` ×
+the median step time). "Expected to run": some rank's heartbeat is in a phase other than ``idle``,
+or, without heartbeats, some GPU is busy; a rank in a reported ``checkpoint`` phase, a job that
+ended and a pause with every GPU idle are not stalls.
 
-"Expected to run": a rank's heartbeat says it is in any phase but ``idle``
-(a closed monitor sends ``idle``); without heartbeats, a GPU is busy (peers
-spinning inside a collective show ~100 % utilisation). So a job that ended, or
-is paused with every GPU idle (an evaluation, a save nobody reported), is not
-stalled, and neither is a rank in a reported ``checkpoint`` phase, however
-long the save: the clock starts again when it ends. Without heartbeats, a
-tick on which the host writes to disk at 3 x its usual rate is not judged
-(a save may be under way), nor does it restart the clock.
-
-Who is stuck is worked out here, where the frame's heartbeats are (the
-``rank_hang`` cause reads it from the signal's evidence): the ranks behind
-the others in ``global_step``; else, with the same step everywhere, the ranks
-not inside the collective (``all_reduce``/``sync``) the others wait in.
-Without heartbeats the GPUs tell: the stuck rank's GPU idles while its peers
-spin at high utilisation but low power. Otherwise the rank is unknown, and the
-signal says so.
+Who is stuck is worked out here, where the heartbeats are (``rank_hang`` reads it from the
+evidence): the ranks behind in ``global_step``; else the ranks outside the collective the others
+wait in; without heartbeats, the idle GPU among peers spinning at high utilisation and low power
+(``spin_util``, ``spin_power_share``). Otherwise the rank is unknown, and the signal says so.
+The rules and the measured latency: docs/signals.md ("training_stalled").
 """
 
 from __future__ import annotations

@@ -1,26 +1,17 @@
 """Turn the steps buffered over one interval into one training report. Pure.
 
-The training thread only appends :class:`StepRecord` tuples; at collection
-time the drainer hands them here, with the fields given to ``record()`` and
-what the monitor knows about the job, and gets one
-:class:`~trainpulse_otel.samples.TrainingSample` back.
+The training thread only appends :class:`StepRecord` tuples; at collection time the drainer
+hands them here, with the fields given to ``record()`` and what the monitor knows about the job
+(:class:`JobContext`), and gets one :class:`~trainpulse_otel.samples.TrainingSample` back::
 
-What each job-level field means (docs/instrumentation.md repeats it):
+    sample = build_sample(aggregate(records, job, used_phases, global_step), job, given)
 
-- ``step_time_ms`` — mean iteration time: the ``step()`` block plus the time
-  measured outside it since the previous step (waiting for the batch, phases
-  between steps such as a checkpoint save).
-- ``tokens_per_sec``/``samples_per_sec`` — the rank's tokens (samples) over the
-  same iteration time, times the data-parallel size: the whole job's rate.
-- ``data_wait_ms``, ``tokenizer_wait_ms``, ``sync_wait_ms``,
-  ``all_reduce_wait_ms`` — mean per step of the time measured in that phase;
-  present only once the phase has been measured at least once.
-- ``checkpoint_ms`` — the longest checkpoint phase of a step in the interval
-  (a save is a one-off; a mean would hide it).
-- ``avg_seq_len``/``max_seq_len`` — mean real length and mean padded length
-  per sample, so ``1 - avg/max`` is exactly the padded fraction.
-- ``tflops``/``mfu`` — flops_per_token × tokens/s of the job / devices, per
-  device; MFU over the peak of one device.
+Each job-level field is a mean per step over the interval — ``step_time_ms`` the whole
+iteration (the ``step()`` block plus the wait for the batch and the phases between steps), the
+waits per phase once measured, ``tokens_per_sec`` the whole job's — except ``checkpoint_ms``, the
+longest save of a step (a mean would hide a one-off), and a non-finite loss, which wins over a
+later finite one. What each field means, precisely: docs/instrumentation.md ("What the reported
+fields mean").
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
 """Per-rank step times gathered to rank 0 with ``torch.distributed``.
 
-Every ``every`` steps each rank all-gathers one small float64 tensor of its
-sums since the last gather (steps, busy time, data/sync/all-reduce waits,
-tokens, GPU index); rank 0 turns the rows into
-:class:`~trainpulse_otel.samples.RankSample` entries for its next report, so
-one sender (or one in-process pipeline) sees every rank and can find a
-straggler. The gather is a collective: it runs on the training thread, at
-the same step on every rank — which holds whenever every rank calls
-``monitor.step()`` equally often, as DDP requires anyway. Hostnames are
-gathered once, with ``all_gather_object``. With NCCL the tensor lives on the
-rank's current CUDA device; the one ``tolist()`` per gather synchronises it.
+Every ``every`` steps each rank all-gathers one small float64 tensor of its sums since the last
+gather (steps, busy time, data/sync/all-reduce waits, tokens, GPU index); rank 0 turns the rows
+into :class:`~trainpulse_otel.samples.RankSample` entries for its next report (:func:`rank_samples`),
+so one sender (or one in-process pipeline) sees every rank and can find a straggler.
 
-Per-rank fields (means over the steps since the last gather):
-
-- ``step_time_ms`` — the rank's busy time: its ``step()`` block minus the time
-  it spent in ``phase("sync")`` waiting for slower peers;
-- ``sync_wait_ms`` — that waiting; ``all_reduce_wait_ms`` — time in
-  ``phase("all_reduce")`` (part of the busy time, as everyone moves the same
-  bytes); ``data_wait_ms`` — time waiting for its data loader;
-- ``tokens_per_sec`` — the rank's own tokens over its busy time.
+The gather is a collective on the training thread, at the same step on every rank: it holds
+whenever every rank calls ``monitor.step()`` equally often, as DDP requires anyway. Hostnames are
+gathered once (``all_gather_object``). With NCCL the tensor lives on the rank's current CUDA
+device, and the one ``tolist()`` per gather synchronises it. Each rank's ``step_time_ms`` is its
+own busy time (its ``step()`` block minus its ``phase("sync")`` wait for slower peers); the
+per-rank fields: docs/instrumentation.md ("Distributed").
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
 """Rank heartbeats: each rank's last completed step and what it is doing now, sent while its step is blocked.
 
-A hung job is a rank that stopped while the others wait for it inside a
-collective — where no step ends and no report is sent. So each rank's monitor
-sends a heartbeat from a background thread of its own, every ``period_s``
-(at most 5 s): ``global_step`` (its last completed step), ``phase`` (what the
-recorder says it does now: ``compute`` inside ``step()``, the phase of an open
-``phase(...)``, ``data`` while ``wrap_dataloader`` waits; ``idle`` before the
-first step and after ``close()``), ``phase_since`` and its ``pid``. The
-training thread only stores the phase tuple (:mod:`.recorder`); building and
-sending the heartbeat happen here, off the hot path, and no collective is used:
+A hung job is a rank that stopped while the others wait for it inside a collective, where no
+step ends and no report is sent. So each rank's monitor sends a heartbeat from a thread of its
+own every ``period_s`` (at most ``MAX_PERIOD_S``): ``global_step``, ``phase`` (what the recorder
+says it does now), ``phase_since`` and its ``pid``. The training thread only stores the phase
+tuple (:mod:`.recorder`); building and sending happen here, and no collective is used:
 
-- REST (``endpoint=``): every rank posts ``{"ranks": [its heartbeat]}`` to the
-  daemon through its own non-blocking :class:`~.sender.RestSender`;
-- in-process: ranks other than 0 write their heartbeat into the job's
-  rendezvous store (the c10d ``TCPStore`` torchrun and ``env://`` start at
-  ``MASTER_ADDR:MASTER_PORT``; any ``torch.distributed.Store`` may be passed
-  instead), and rank 0's pipeline reads them with its own heartbeat on every
-  tick. The store serves requests from its own thread, so this works while
-  every rank's training thread is blocked in a collective. Each entry carries
-  its send time: rank 0 forwards only heartbeats younger than
-  ``STALE_AFTER_S`` (a dead rank's last one is not kept alive by the store) and
-  counts the new ones it receives, per rank.
+- REST (``endpoint=``): every rank posts ``{"ranks": [its heartbeat]}`` through its own
+  non-blocking :class:`~.sender.RestSender`;
+- in-process: ranks other than 0 write theirs into the job's rendezvous store
+  (:class:`StoreChannel`: the c10d ``TCPStore`` at ``MASTER_ADDR:MASTER_PORT``, or any
+  ``torch.distributed.Store`` given), which answers from its own thread while every training
+  thread is blocked; rank 0's pipeline reads them every tick, forwarding only those younger than
+  ``STALE_AFTER_S``.
+
+The phases, the store's keys and the costs: docs/instrumentation.md ("Rank heartbeats").
 """
 
 from __future__ import annotations
