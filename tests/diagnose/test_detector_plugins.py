@@ -279,6 +279,15 @@ def test_a_finding_of_an_undeclared_signal_is_dropped_and_said_once(caplog):
     assert [r.getMessage() for r in caplog.records] == ["detector stray raised undeclared signal(s) low_mfu; dropped"]
 
 
+def test_a_rule_that_proposes_outside_its_cause_spec_is_dropped_and_said_once(install, caplog):
+    install(PLUGIN.replace('return [Candidate("stale_learning_rate"', 'return [Candidate("bad_data_shard"'))
+    pipeline = build_pipeline(plugins.discover(autoload=True))
+    for t in range(10):
+        result = pipeline.update(job(float(t), training={"loss": 50.0}))
+    assert [s.name for s in result.diagnosis.signals] == ["loss_plateau"] and result.diagnosis.root_causes == ()
+    assert caplog.text.count("proposed a cause or signals its CauseSpec does not declare") == 1
+
+
 def test_a_pipeline_made_of_parts_that_do_not_fit_is_refused():
     with pytest.raises(SpecError, match="detector 'broken': the name 'broken' is taken"):
         DiagnosticPipeline([Broken(), Broken()], [])

@@ -79,6 +79,7 @@ class DiagnosticPipeline:
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
         self._undeclared: set[str] = set()  # detectors already logged for raising a signal they did not declare
+        self._failed_rules: set[str] = set()  # rules already logged for failing or proposing outside their spec
 
     @property
     def diagnosis(self) -> Diagnosis:
@@ -180,6 +181,7 @@ class DiagnosticPipeline:
                 self.vocabulary,
                 self._goodput.recent_losses(ts),
                 self._ranks,
+                self._failed_rules,
             )
             self._causes_at = ts
             self._top = _top(self._causes)

@@ -156,16 +156,19 @@ def infer_root_causes(
     vocabulary: Vocabulary,
     losses: Mapping[str, float] | None = None,
     ranks: RankBudgets | None = None,
+    failed: set[str] | None = None,
 ) -> tuple[RootCause, ...]:
     """The ranked root causes for the active signals (empty when none are active); ``ranks``: each rank's
-    recent step budget, for the rules that say what a rank's lateness is made of."""
+    recent step budget, for the rules that say what a rank's lateness is made of; ``failed``: the rules already
+    logged for failing (the caller's, so each pipeline says it once)."""
+    failed = set() if failed is None else failed
     if not signals:
         return ()
     ev = Evidence(signals, facts, node, ts, ranks)
-    candidates = [c for rule in rules if not rule.residual for c in _proposals(rule, ev)]
+    candidates = [c for rule in rules if not rule.residual for c in _proposals(rule, ev, failed)]
     ev.explained = frozenset(id(s) for c in candidates for s in c.explains)
     ev.unclaimed = _unclaimed(candidates, losses or {}, vocabulary)
-    candidates += [c for rule in rules if rule.residual for c in _proposals(rule, ev)]
+    candidates += [c for rule in rules if rule.residual for c in _proposals(rule, ev, failed)]
     ranked = rank_candidates(candidates, vocabulary, losses)[:MAX_CAUSES]
     return tuple(_to_root_cause(c) for c in ranked)
 
@@ -180,18 +183,27 @@ def _unclaimed(candidates: list[Candidate], losses: Mapping[str, float], vocabul
     return frozenset(k for k, share in losses.items() if k not in claimed and share >= MIN_LOST_SHARE / 2)
 
 
-_failed_rules: set[str] = set()
-
-
-def _proposals(rule: RootCauseRule, ev: Evidence) -> list[Candidate]:
-    """What one rule proposes; a failing rule (a plugin's bug) proposes nothing and is logged once."""
+def _proposals(rule: RootCauseRule, ev: Evidence, failed: set[str]) -> list[Candidate]:
+    """What one rule proposes of its own cause, from the signals its spec explains; a failing rule (a plugin's
+    bug) proposes nothing, a candidate outside its spec is dropped; either is logged once (``failed``: the rules
+    already logged)."""
     try:
-        return list(rule.propose(ev))
+        proposed = list(rule.propose(ev))
     except Exception:  # one broken rule must not hide the other causes
-        if rule.name not in _failed_rules:
-            _failed_rules.add(rule.name)
+        if rule.name not in failed:
+            failed.add(rule.name)
             log.warning("root-cause rule %s failed; skipping it", rule.name, exc_info=True)
         return []
+    spec = rule.spec
+    fits = [
+        c
+        for c in proposed
+        if c.cause == spec.name and {s.name for s in (*c.primary, *c.explains)} <= set(spec.explains)
+    ]
+    if len(fits) < len(proposed) and rule.name not in failed:
+        failed.add(rule.name)
+        log.warning("root-cause rule %s proposed a cause or signals its CauseSpec does not declare; dropped", rule.name)
+    return fits
 
 
 def _to_root_cause(c: Candidate) -> RootCause:
