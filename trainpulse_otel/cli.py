@@ -43,6 +43,7 @@ COLLECT_FLAGS = (
     "stale_after",
     "warmup",
     "smi_timeout",
+    "detectors",
 )
 #: Only the daemon serves an API: these flags are its own.
 SERVER_FLAGS = (
@@ -133,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace",
     )
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
-    _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after"))
+    _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
     thr = commands.add_parser(
         "thresholds",
         help="list every detector's thresholds: value, unit, basis, reason",

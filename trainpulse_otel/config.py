@@ -150,15 +150,15 @@ def _headers(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def _thresholds(value: Any) -> dict[str, dict[str, float]]:
-    """``{"SIGNAL": {"KNOB": number}}``, its shape only: the signals, knobs and ranges are checked at start-up
+def _thresholds(value: Any) -> dict[str, dict[str, Any]]:
+    """``{"SIGNAL": {"KNOB": number}}``, its shape only: the signals, knobs and values are checked at start-up
     against the detectors found (an error naming ``detectors.SIGNAL.KNOB``)."""
     out = {}
     for signal, knobs in _mapping(value).items():
-        for knob, number in _mapping(knobs).items():
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise ValueError(f"{signal}.{knob}: must be a number, got {number!r}")
-        out[signal] = dict(knobs)
+        try:
+            out[signal] = dict(_mapping(knobs))
+        except ValueError as exc:
+            raise ValueError(f"{signal}: {exc}") from None
     return out
 
 

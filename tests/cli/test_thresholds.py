@@ -37,12 +37,15 @@ def test_every_knob_is_listed_with_its_value_unit_basis_and_reason():
         assert isinstance(r["value"], (int, float)) and r["value"] == r["default"] and not r["overridden"]
         assert r["unit"] and r["basis"] in BASES and len(r["reason"]) > 20 and r["detectors"]
     assert {r["signal"] for r in rows} >= {"rank_straggler", "training_stalled", "oom_risk", "loss_spike"}
+    floors = {r["name"]: r["at_least"] for r in rows if r["at_least"]}
+    assert floors["rank_straggler.critical_slowdown"] == "rank_straggler.min_slowdown"
+    assert floors["low_mfu.warning"] == "low_mfu.critical"  # lower is worse: the warning sits above
     text = trainpulse("thresholds").stdout
     assert "rank_straggler.min_slowdown" in text and f"{len(rows)} thresholds, 0 overridden" in text
 
 
 def test_an_override_shows_in_the_listing_and_changes_the_diagnosis_of_a_real_run(tmp_path):
-    loose = {"detectors": {"rank_straggler": {"min_slowdown": 0.6}}}
+    loose = {"detectors": {"rank_straggler": {"min_slowdown": 0.6, "critical_slowdown": 0.9}}}
     rows = json.loads(trainpulse("thresholds", "-json", config=loose, tmp_path=tmp_path).stdout)
     [row] = [r for r in rows if r["name"] == "rank_straggler.min_slowdown"]
     assert row["value"] == 0.6 and row["default"] == 0.1 and row["overridden"]
@@ -65,7 +68,8 @@ def test_an_override_shows_in_the_listing_and_changes_the_diagnosis_of_a_real_ru
         ({"rank_straggler": {"min_slowdown": -0.1}}, "detectors.rank_straggler.min_slowdown: must be at least"),
         ({"loss_spike": {"min_history": 2.5}}, "detectors.loss_spike.min_history: must be a whole number"),
         ({"loss_spike": {"sigmas": "six"}}, "loss_spike.sigmas: must be a number"),
-        ({"loss_spike": 6}, "detectors: must be an object"),
+        ({"loss_spike": 6}, "detectors: loss_spike: must be an object"),
+        ({"low_mfu": {"critical": 0.3}}, "detectors.low_mfu.warning: must be at least low_mfu.critical (0.3)"),
     ],
 )
 def test_an_override_that_fits_no_knob_stops_start_up_naming_it(tmp_path, detectors, message):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.diagnose.builders import job
@@ -76,3 +78,27 @@ def test_every_builtin_detector_is_built_with_its_declared_knobs_and_nothing_els
         assert vars(detector.thresholds) == {k.name: k.value for k in cls.knobs}, cls.name
     with pytest.raises(AttributeError, match="no knob 'warnin' is declared"):
         _ = Thresholds([Knob("warning", 0.1, "share", "convention", "why")]).warnin
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [
+        (
+            {"rank_straggler": {"critical_slowdown": 0.05}},
+            "critical_slowdown: must be at least rank_straggler.min_slowdown",
+        ),
+        ({"low_mfu": {"critical": 0.3}}, "low_mfu.warning: must be at least low_mfu.critical (0.3), got 0.2"),
+        ({"oom_risk": {"critical_s": 3600}}, "oom_risk.horizon_s: must be at least oom_risk.critical_s"),
+    ],
+)
+def test_an_override_may_not_put_a_knob_below_the_one_it_must_exceed(overrides, error):
+    with pytest.raises(ThresholdError, match=re.escape(error)):
+        VOCABULARY.resolve(overrides)
+    signal = next(iter(overrides))
+    VOCABULARY.resolve({signal: {**overrides[signal], **_raised_together(signal)}})  # moved together: fine
+
+
+def _raised_together(signal: str) -> dict:
+    return {"rank_straggler": {"min_slowdown": 0.01}, "low_mfu": {"warning": 0.4}, "oom_risk": {"horizon_s": 7200}}[
+        signal
+    ]

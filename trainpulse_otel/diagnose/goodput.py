@@ -26,6 +26,7 @@ from ..samples import TrainingSample
 from .budget import StepBudget
 from .detectors.stall import TRAINING_STALLED
 from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
+from .spec import NUMERICS
 from .stats import decay
 from .types import Goodput, RankLoss, RootCause
 from .vocabulary import Vocabulary
@@ -35,8 +36,6 @@ WINDOW_S = 600.0
 #: The memory (seconds) of the recent loss rates root causes are ranked by.
 RECENT_TAU_S = 120.0
 UNATTRIBUTED = "unattributed"
-#: The component a report with a non-finite loss or gradient norm loses all of its time to.
-NONFINITE_COMPONENT = "numerics"
 
 
 class GoodputAccount:
@@ -114,9 +113,9 @@ class GoodputAccount:
         lost_s = steps * step_ms / 1000.0
         rates = self.recent_losses(ts)
         if lost_s > 0:
-            cause = self._booked.get(NONFINITE_COMPONENT, UNATTRIBUTED)
+            cause = self._booked.get(NUMERICS, UNATTRIBUTED)
             self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
-            rates[NONFINITE_COMPONENT] = rates.get(NONFINITE_COMPONENT, 0.0) + lost_s / RECENT_TAU_S
+            rates[NUMERICS] = rates.get(NUMERICS, 0.0) + lost_s / RECENT_TAU_S
         self._loss_rates = rates
         self._recent.append((ts, 0.0))
         self._settle_unattributed(ts)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .budget import COMPONENTS as STEP_COMPONENTS
 from .types import DEFAULT_POLICY, Policy
 
 #: Where a signal is measured.
@@ -23,8 +24,10 @@ SIGNAL_LAYERS = (GPU, HOST, TRAINING, RANKS, JOB)
 #: How deep a cause lies; equal confidence is broken deepest first (then in the order causes were declared).
 HARDWARE, RANK, STEP, COMPUTE, MODEL = "hardware", "ranks", "step", "compute", "model"
 CAUSE_LAYERS = (HARDWARE, RANK, STEP, COMPUTE, MODEL)
-#: The step-budget components lost time is measured in (:mod:`.budget`, and ``numerics`` for diverged steps).
-COMPONENTS = ("compute", "data", "tokenizer", "sync", "all_reduce", "checkpoint", "bubble", "stall", "numerics")
+#: The component a report whose loss or gradient norm is not finite loses all of its time to (goodput books it).
+NUMERICS = "numerics"
+#: The components lost time is measured in: the step budget's (:mod:`.budget`), and diverged steps.
+COMPONENTS = (*STEP_COMPONENTS, NUMERICS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,9 @@ class ThresholdError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Knob:
-    """One named threshold: its declared value, unit, basis and reason, and the range an override must keep."""
+    """One named threshold: its declared value, unit, basis and reason, and the range an override must keep;
+    ``at_least``: another knob of the same detector this one may not fall below (a critical level and its
+    warning, a horizon and its critical time)."""
 
     name: str
     value: float
@@ -63,6 +65,7 @@ class Knob:
     reason: str
     minimum: float = 0.0
     maximum: float = math.inf
+    at_least: str = ""
 
     @property
     def integral(self) -> bool:

@@ -63,6 +63,7 @@ class Vocabulary:
         self._describe = describe
         self._declared_by: dict[str, str] = {}
         self._namespaces: dict[str, str] = {}  # detector name -> the signal its knobs are named under
+        self._tables: dict[str, tuple[Knob, ...]] = {}  # detector name -> its knobs
         for detector in detectors:
             self._add_detector(detector)
         for rule in rules:
@@ -102,7 +103,15 @@ class Vocabulary:
             self._add_signal(who, spec)
         self._declared_by["detector:" + name] = self._describe(detector)
         self._namespaces[name] = signals[0].name
-        self._add_knobs(who, name, signals[0].name, getattr(detector, "knobs", ()))
+        knobs = getattr(detector, "knobs", ())
+        self._add_knobs(who, name, signals[0].name, knobs)
+        self._tables[name] = tuple(knobs)
+        unknown = sorted({k.at_least for k in knobs if k.at_least} - {k.name for k in knobs})
+        if unknown:
+            raise SpecError(f"{who}: a knob must be at least {', '.join(unknown)}, which it does not declare")
+        broken = _order_broken(signals[0].name, knobs, {})
+        if broken:
+            raise SpecError(f"{who}: knob {broken.key} {broken.message} (as declared)")
 
     def _add_signal(self, who: str, spec: Any) -> None:
         if not isinstance(spec, SignalSpec):
@@ -183,6 +192,10 @@ class Vocabulary:
                     raise ThresholdError(f"{where}.{name}", str(exc)) from None
                 for detector in entry.detectors:
                     out.setdefault(detector, {})[name] = accepted
+        for detector, values in out.items():
+            broken = _order_broken(self._namespaces[detector], self._tables[detector], values)
+            if broken:
+                raise ThresholdError(f"{OVERRIDES_KEY}.{broken.key}", broken.message)
         return out
 
     def thresholds(self, detector: Any, overrides: Mapping[str, dict[str, float]] | None = None) -> Thresholds:
@@ -226,6 +239,19 @@ def _cause_problem(spec: CauseSpec, signals: Mapping[str, SignalSpec]) -> str:
     if spec.books is not None and spec.books not in COMPONENTS:
         return f"books component {spec.books!r}; known: {', '.join(COMPONENTS)}"
     return ""
+
+
+def _order_broken(signal: str, knobs: tuple[Knob, ...], overrides: Mapping[str, float]) -> ThresholdError | None:
+    """The first knob of a detector's table that falls below the knob it must be at least, with ``overrides``."""
+    values = {k.name: overrides.get(k.name, k.value) for k in knobs}
+    for knob in knobs:
+        floor = knob.at_least
+        if floor and values[knob.name] < values.get(floor, -math.inf):
+            return ThresholdError(
+                f"{signal}.{knob.name}",
+                f"must be at least {signal}.{floor} ({values[floor]:g}), got {values[knob.name]:g}",
+            )
+    return None
 
 
 def _knob_problem(knob: Knob) -> str:

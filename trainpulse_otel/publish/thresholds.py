@@ -3,7 +3,8 @@
 ``-json`` gives one object per knob::
 
     {"name": "SIGNAL.KNOB", "signal": "SIGNAL", "knob": "KNOB", "value": 0.2, "default": 0.1,
-     "overridden": true, "unit": "share", "basis": "convention", "reason": "…", "detectors": ["NAME"]}
+     "overridden": true, "unit": "share", "basis": "convention", "reason": "…",
+     "at_least": "SIGNAL.OTHER_KNOB" or null, "detectors": ["NAME"]}
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def threshold_rows(vocabulary: Vocabulary, values: Mapping[str, float]) -> list[
                 "unit": knob.unit,
                 "basis": knob.basis,
                 "reason": knob.reason,
+                "at_least": f"{entry.signal}.{knob.at_least}" if knob.at_least else None,
                 "detectors": list(entry.detectors),
             }
         )

@@ -58,7 +58,16 @@ class SyncImbalance(StepShareDetector):
             0,
             1,
         ),
-        Knob("critical", 0.25, SHARE, CONVENTION, "a quarter of every step waiting for slower peers", 0, 1),
+        Knob(
+            "critical",
+            0.25,
+            SHARE,
+            CONVENTION,
+            "a quarter of every step waiting for slower peers",
+            0,
+            1,
+            at_least="warning",
+        ),
     )
     field = "sync_wait_ms"
     waits_for = "slower peers at the collective"
@@ -144,8 +153,9 @@ class AllreduceWait(StepShareDetector):
             "the all-reduce not overlapped with compute costs a sixth of the step",
             0,
             1,
+            at_least="early",
         ),
-        Knob("critical", 0.30, SHARE, CONVENTION, "a third of every step in the all-reduce", 0, 1),
+        Knob("critical", 0.30, SHARE, CONVENTION, "a third of every step in the all-reduce", 0, 1, at_least="warning"),
         Knob(
             "early",
             0.08,

@@ -161,6 +161,7 @@ OOM_KNOBS = (
         CONVENTION,
         "warning when memory runs out within 30 min: time to checkpoint and restart before it does",
         1,
+        at_least="critical_s",
     ),
     Knob("critical_s", 600.0, SECONDS, CONVENTION, "critical within 10 min: about one checkpoint interval", 0),
     Knob(

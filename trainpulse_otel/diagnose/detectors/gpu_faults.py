@@ -69,14 +69,22 @@ DEGRADATION_XIDS: dict[int, str] = {
     63: "row remap recorded",
     92: "high single-bit ECC error rate",
 }
-#: The knob both GPU fault detectors read.
-HOLD = Knob(
+#: How long the last piece of evidence of a fault episode keeps its signal up.
+FAULT_HOLD = Knob(
     "hold_s",
     600.0,
     SECONDS,
     CONVENTION,
-    "a fatal XID, an uncorrected-ECC rise or a degradation XID keeps its signal up this long: the GPU needs a "
+    "a fatal XID or an uncorrected-ECC rise keeps the signal up this long after the last one: the GPU needs a "
     "reset, not time",
+    0,
+)
+WEAR_HOLD = Knob(
+    "hold_s",
+    600.0,
+    SECONDS,
+    CONVENTION,
+    "a degradation XID (63, 92) keeps the signal up this long: the GPU wants a reset or service at the next drain",
     0,
 )
 
@@ -123,7 +131,7 @@ class GpuHardwareFault(BaseDetector):
 
     name = "gpu_hardware_fault"
     signals = (GPU_HARDWARE_FAULT,)
-    knobs = (HOLD,)
+    knobs = (FAULT_HOLD,)
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         super().__init__(thresholds)
@@ -273,7 +281,7 @@ class GpuMemoryDegradation(BaseDetector):
     name = "gpu_memory_degradation"
     signals = (GPU_MEMORY_DEGRADATION,)
     knobs = (
-        HOLD,
+        WEAR_HOLD,
         Knob("window_s", 300.0, SECONDS, CONVENTION, "the corrected-ECC rate is judged over this window", 1),
         Knob("history_s", 3600.0, SECONDS, CONVENTION, "against the GPU's own rate over this long before it", 1),
         Knob(
@@ -284,6 +292,7 @@ class GpuMemoryDegradation(BaseDetector):
             "new corrected errors within the window that count as a rising rate: a GPU that always logs a few is "
             "its own baseline",
             1,
+            at_least="keep_corrected",
         ),
         Knob("rate_rise", 3.0, TIMES, CONVENTION, "the recent rate must be this many times the earlier one", 1),
         Knob("keep_corrected", 10, COUNT, CONVENTION, "once rising, it stays so while this many arrive per window", 0),

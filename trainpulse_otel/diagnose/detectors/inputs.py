@@ -44,10 +44,14 @@ WAIT_KNOBS = (
 )
 
 
+#: Which knob of WAIT_KNOBS each may not fall below.
+WAIT_ORDER = {"critical": "warning", "warning": "early"}
+
+
 def wait_knobs(what: str) -> tuple[Knob, ...]:
     """The thresholds of a wait inside the step (the data loader's, the tokenizer's)."""
     return tuple(
-        Knob(name, value, unit, basis, reason.format(what=what), *bounds)
+        Knob(name, value, unit, basis, reason.format(what=what), *bounds, at_least=WAIT_ORDER.get(name, ""))
         for name, value, unit, basis, reason, bounds in WAIT_KNOBS
     )
 

@@ -39,6 +39,7 @@ class LowMfu(LevelDetector):
             "0.20 something wastes the GPUs. Also the MFU a wasted share's removal must restore to explain it",
             0,
             1,
+            at_least="critical",
         ),
         Knob("critical", 0.10, SHARE, PHYSICS, "a tenth of peak: the GPUs mostly wait or run slow kernels", 0, 1),
     )
@@ -71,7 +72,9 @@ class SequencePadding(LevelDetector):
     signals = (SEQUENCE_PADDING,)
     knobs = (
         Knob("warning", 0.25, SHARE, CONVENTION, "a quarter of the batch's tokens are pads: packing pays off", 0, 1),
-        Knob("critical", 0.50, SHARE, CONVENTION, "half of every batch is computed on nothing", 0, 1),
+        Knob(
+            "critical", 0.50, SHARE, CONVENTION, "half of every batch is computed on nothing", 0, 1, at_least="warning"
+        ),
     )
 
     def measure(self, tick: Tick) -> float | None:

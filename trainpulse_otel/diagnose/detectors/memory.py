@@ -66,7 +66,16 @@ class GpuMemoryPressure(BaseDetector):
             0,
             1,
         ),
-        Knob("gpu_critical", 0.98, SHARE, PHYSICS, "fragmentation makes the next large allocation fail", 0, 1),
+        Knob(
+            "gpu_critical",
+            0.98,
+            SHARE,
+            PHYSICS,
+            "fragmentation makes the next large allocation fail",
+            0,
+            1,
+            at_least="gpu_warning",
+        ),
         Knob(
             "gpu_hold",
             0.97,
@@ -158,10 +167,26 @@ class HostMemoryPressure(BaseDetector):
     signals = (MEMORY_PRESSURE,)
     knobs = (
         Knob(
-            "host_warning", 0.10, SHARE, PHYSICS, "of host memory available: the kernel reclaims hard and swaps", 0, 1
+            "host_warning",
+            0.10,
+            SHARE,
+            PHYSICS,
+            "of host memory available: the kernel reclaims hard and swaps",
+            0,
+            1,
+            at_least="host_critical",
         ),
         Knob("host_critical", 0.05, SHARE, PHYSICS, "the OOM killer is next", 0, 1),
-        Knob("host_clear_above", 0.12, SHARE, CONVENTION, "hysteresis: an active signal clears above this", 0.001, 1),
+        Knob(
+            "host_clear_above",
+            0.12,
+            SHARE,
+            CONVENTION,
+            "hysteresis: an active signal clears above this",
+            0.001,
+            1,
+            at_least="host_warning",
+        ),
     )
     every_s = 2.0
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...samples import NODE_SILENT_INTERVALS, NodeSample, RankSample
 from ..spec import JOB, SignalSpec
-from ..thresholds import CONVENTION, Knob, Thresholds
+from ..thresholds import CONVENTION, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
@@ -48,7 +48,7 @@ class NodeUnreachable(BaseDetector):
         Knob(
             "silent_intervals",
             float(NODE_SILENT_INTERVALS),
-            "intervals",
+            TIMES,
             CONVENTION,
             "a node silent for this many of its own report intervals is gone (the contract's three; a node "
             "exporting every 10 s is not late after 3 s)",

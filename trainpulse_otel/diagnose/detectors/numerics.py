@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import LossPoint
-from ..spec import TRAINING, SignalSpec
+from ..spec import NUMERICS, TRAINING, SignalSpec
 from ..stats import MAD_TO_SIGMA, sorted_median
-from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, Knob, Thresholds
+from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
@@ -36,7 +36,7 @@ NONFINITE_LOSS = SignalSpec(
     "a NaN or infinite loss or gradient norm, or the optimizer skipping step after step",
     TRAINING,
     0.24,
-    "numerics",
+    NUMERICS,
     policy=Policy(raise_evidence=1.0, min_observations=1, clear_after_s=60.0),
 )
 #: Finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps).
@@ -155,6 +155,7 @@ class LossSpike(BaseDetector):
             CONVENTION,
             "finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps)",
             2,
+            at_least="min_history",
         ),
         Knob("min_history", 32, COUNT, CONVENTION, "finite losses a series needs before a spike is judged", 2),
         Knob(
@@ -284,7 +285,7 @@ class NonfiniteLoss(BaseDetector):
         Knob(
             "collapsed_loss_scale",
             1.0,
-            "scale",
+            TIMES,
             CONVENTION,
             "a dynamic loss scale at or below this has collapsed (DeepSpeed's and Megatron's minimum is 1)",
             0,

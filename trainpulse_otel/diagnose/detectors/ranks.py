@@ -80,7 +80,15 @@ class RankStraggler(BaseDetector):
             "step for it, each step",
             0.001,
         ),
-        Knob("critical_slowdown", 0.30, SHARE, CONVENTION, "critical when a third slower than the median rank", 0),
+        Knob(
+            "critical_slowdown",
+            0.30,
+            SHARE,
+            CONVENTION,
+            "critical when a third slower than the median rank",
+            0,
+            at_least="min_slowdown",
+        ),
         Knob(
             "consistent_t",
             4.0,

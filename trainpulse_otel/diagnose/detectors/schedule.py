@@ -47,7 +47,7 @@ class PipelineBubble(LevelDetector):
             0,
             1,
         ),
-        Knob("critical", 0.35, SHARE, CONVENTION, "a third of the schedule idle", 0, 1),
+        Knob("critical", 0.35, SHARE, CONVENTION, "a third of the schedule idle", 0, 1, at_least="warning"),
     )
 
     def measure(self, tick: Tick) -> float | None:
@@ -99,8 +99,25 @@ class CheckpointStall(BaseDetector):
             0,
             1,
         ),
-        Knob("critical", 0.25, SHARE, CONVENTION, "a quarter of the job's time spent blocked in saves", 0, 1),
-        Knob("span_s", 120.0, SECONDS, CONVENTION, "the recent time the blocked share is taken over", 1),
+        Knob(
+            "critical",
+            0.25,
+            SHARE,
+            CONVENTION,
+            "a quarter of the job's time spent blocked in saves",
+            0,
+            1,
+            at_least="warning",
+        ),
+        Knob(
+            "span_s",
+            120.0,
+            SECONDS,
+            CONVENTION,
+            "the recent time the blocked share is taken over",
+            1,
+            at_least="min_span_s",
+        ),
         Knob(
             "min_span_s",
             60.0,

@@ -139,7 +139,15 @@ class ThermalThrottleRisk(BaseDetector):
     name = "thermal_risk"
     signals = (THERMAL_THROTTLE_RISK,)
     knobs = (
-        Knob("horizon_s", 900.0, SECONDS, CONVENTION, "warning when the throttle point is forecast within 15 min", 1),
+        Knob(
+            "horizon_s",
+            900.0,
+            SECONDS,
+            CONVENTION,
+            "warning when the throttle point is forecast within 15 min",
+            1,
+            at_least="critical_s",
+        ),
         Knob("critical_s", 180.0, SECONDS, CONVENTION, "critical within 3 min: about one thermal time constant", 0),
         Knob(
             "default_throttle_c",

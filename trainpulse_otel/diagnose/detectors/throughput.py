@@ -63,7 +63,7 @@ class ThroughputCollapse(BaseDetector):
     signals = (THROUGHPUT_COLLAPSE,)
     knobs = (
         Knob("warning", 0.30, SHARE, CONVENTION, "a drop below the job's own pace no noise or data mix explains", 0, 1),
-        Knob("critical", 0.50, SHARE, CONVENTION, "half the job's throughput gone", 0, 1),
+        Knob("critical", 0.50, SHARE, CONVENTION, "half the job's throughput gone", 0, 1, at_least="warning"),
         Knob(
             "baseline_reports",
             20,
@@ -137,9 +137,27 @@ class GpuUnderutilization(LevelDetector):
     name = "utilization"
     signals = (GPU_UNDERUTILIZATION,)
     knobs = (
-        Knob("warning", 80.0, PERCENT, CONVENTION, "a training step keeps its GPUs busy most of the time", 0, 100),
+        Knob(
+            "warning",
+            80.0,
+            PERCENT,
+            CONVENTION,
+            "a training step keeps its GPUs busy most of the time",
+            0,
+            100,
+            at_least="critical",
+        ),
         Knob("critical", 50.0, PERCENT, CONVENTION, "half the GPU time without a kernel", 0, 100),
-        Knob("clear_above", 85.0, PERCENT, CONVENTION, "hysteresis: an active signal clears above this", 1, 100),
+        Knob(
+            "clear_above",
+            85.0,
+            PERCENT,
+            CONVENTION,
+            "hysteresis: an active signal clears above this",
+            1,
+            100,
+            at_least="warning",
+        ),
     )
     higher_is_worse = False
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..correlate import Evidence
 from ..detectors.numerics import LOSS_SPIKE, NONFINITE_LOSS
-from ..spec import MODEL, CauseSpec
+from ..spec import MODEL, NUMERICS, CauseSpec
 from ..types import Signal
 from .common import CONFIRMED, CORROBORATED, base_confidence
 from .ranking import Candidate, Rule
@@ -25,7 +25,7 @@ NUMERICAL_INSTABILITY = CauseSpec(
     MODEL,
     (NONFINITE_LOSS.name, LOSS_SPIKE.name),
     "rewind to the checkpoint before it, skip the batch, lower the learning rate, clip gradients",
-    books="numerics",
+    books=NUMERICS,
 )
 
 _AFTER_NONFINITE = (
