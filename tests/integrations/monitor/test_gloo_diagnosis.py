@@ -41,7 +41,11 @@ def test_a_healthy_job_raises_nothing(tmp_path):
 
 
 def test_the_slowed_rank_is_the_straggler_and_no_rank_is_raised_before_it_slows(tmp_path):
-    result = run_job(tmp_path, WORLD, seconds=30, slow_rank=2, slow_after=12)  # 18 s: enough on a loaded machine
+    # 18 s slowed: enough on a loaded machine. Each step also waits 30 ms on "its GPU" with its CPU free, as a GPU
+    # rank's host thread does: four CPU-bound ranks on two cores otherwise scatter from the contention alone, and one
+    # CI run in ~8 ranked that scatter (load_imbalance) above the straggler; with it, 6 of 6 runs put the straggler
+    # first by 0.39 to 0.82 against load_imbalance's 0.05 at most
+    result = run_job(tmp_path, WORLD, seconds=30, slow_rank=2, slow_after=12, device_ms=30)
     assert result["slow_from_s"] is not None
     stragglers = raised(result, "rank_straggler")
     early = [e for e in stragglers if e["t"] < result["slow_from_s"]]
