@@ -95,8 +95,13 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Map the newest complete iteration line of a Megatron log and the timers after it."""
+    return translate_record(newest_record(text), context)
+
+
+def translate_record(record: Mapping[str, Any] | None, context: Mapping[str, Any]) -> Translation:
+    """Map one iteration line's record (:mod:`.megatron_text`) and the timers after it."""
     fields = Fields.from_log(
-        newest_record(text), context, "no complete Megatron iteration line ('iteration N/ M | ... |') in the text"
+        record, context, "no complete Megatron iteration line ('iteration N/ M | ... |') in the text"
     )
     fields.apply(LOG_RULES)
     _other_loss(fields)

@@ -64,30 +64,50 @@ class _Record:
         return {**self.values, PER_RANK_KEY: self.per_rank} if self.per_rank else dict(self.values)
 
 
-def newest_record(text: str) -> dict[str, Any] | None:
-    """The newest complete iteration line of ``text`` with its timers, or None."""
-    newest: _Record | None = None
-    current: _Record | None = None
-    block: str | None = None
-    all_name: str | None = None
-    for line in log_lines(text):
+class RecordReader:
+    """Megatron's log line by line: each complete iteration line with the timer blocks logged after it."""
+
+    def __init__(self) -> None:
+        self.current: _Record | None = None
+        self.block: str | None = None
+        self.all_name: str | None = None
+
+    def feed(self, line: str) -> tuple[bool, dict[str, Any] | None]:
+        """``(whether the line is Megatron's, the record it completes)``: an iteration line completes the one
+        before it (its timers end where the next iteration begins)."""
         if match := ITERATION.search(line):
-            block = None
-            current = _Record(int(match["it"]), _segments(match["rest"])) if line.rstrip().endswith("|") else None
-            newest = current or newest
-            continue
+            done = self.flush()
+            self.block = None
+            self.current = _Record(int(match["it"]), _segments(match["rest"])) if line.rstrip().endswith("|") else None
+            return True, done
         header = next((mode for marker, mode in HEADERS if marker in line), None)
         if header is not None:
-            block, all_name = header, None
-            continue
+            self.block, self.all_name = header, None
+            return True, None
+        current = self.current
         if current is None:
-            continue
+            return False, None
         if match := OLD_TIMERS.search(line):
             for name, value in OLD_PAIR.findall(match.group(1)):
                 current.timer(name, float(value))
-            continue
-        block, all_name = _timer_line(current, line, block, all_name)
-    return newest.result() if newest is not None else None
+            return True, None
+        self.block, self.all_name = _timer_line(current, line, self.block, self.all_name)
+        return self.block is not None, None
+
+    def flush(self) -> dict[str, Any] | None:
+        """The iteration still held, with the timers read so far (None: none)."""
+        current, self.current = self.current, None
+        return current.result() if current is not None else None
+
+
+def newest_record(text: str) -> dict[str, Any] | None:
+    """The newest complete iteration line of ``text`` with its timers, or None."""
+    reader = RecordReader()
+    newest = None
+    for line in log_lines(text):
+        _, done = reader.feed(line)
+        newest = done or newest
+    return reader.flush() or newest
 
 
 def _segments(rest: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Record and read the contract's JSON Lines trace.
 
-Each line holds ``ts`` and exactly one of ``gpus``, ``host`` or ``training``; a
-``gpus`` or ``host`` line of a job daemon's trace may carry ``node`` (the other
+Each line holds ``ts`` and exactly one of ``gpus``, ``host``, ``training`` or
+``event`` (a failure the job's output told, :mod:`trainpulse_otel.samples.events`);
+a ``gpus`` or ``host`` line of a job daemon's trace may carry ``node`` (the other
 node it came from; absent: the daemon's own). A node's lines are written on the
 ticks it was heard from, so replay judges its liveness from their timestamps.
 The writer never takes the daemon down: a full or read-only disk is logged
@@ -26,6 +27,7 @@ from ..samples import (
     DEFAULT_MAX_RANKS,
     GpuSample,
     HostSample,
+    LogEvent,
     LossPoint,
     NodeSample,
     SampleError,
@@ -35,6 +37,7 @@ from ..samples import (
     own_gpus,
     parse_gpus,
     parse_host,
+    parse_log_event,
     parse_training,
     to_dict,
     type_name,
@@ -42,11 +45,11 @@ from ..samples import (
 
 log = logging.getLogger(__name__)
 
-KINDS = ("gpus", "host", "training")
+KINDS = ("gpus", "host", "training", "event")
 #: Longest trace line read; longer lines are reported and skipped (a 4,096-rank payload is ~1 MB).
 MAX_LINE_BYTES = 16 << 20
 
-Payload = tuple[GpuSample, ...] | HostSample | TrainingSample
+Payload = tuple[GpuSample, ...] | HostSample | TrainingSample | LogEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ class TraceRecord:
 
     lineno: int
     ts: float
-    kind: str  # "gpus" | "host" | "training"
+    kind: str  # "gpus" | "host" | "training" | "event"
     payload: Payload
     node: str | None = None  # the other node a gpus or host line came from (None: the recording daemon's own)
 
@@ -90,6 +93,7 @@ class TraceWriter:
         losses: Iterable[LossPoint] = (),
         nodes: Iterable[NodeSample] = (),
         xid_counts: Iterable[XidCount] = (),
+        events: Iterable[LogEvent] = (),
     ) -> None:
         """Write the tick's GPU and host samples, and the training sample if it is new.
 
@@ -101,9 +105,11 @@ class TraceWriter:
         each node heard from since the previous tick gets a ``gpus`` and a ``host`` line with its
         ``node`` (an empty ``gpus`` when it sent neither, so its liveness replays). ``xid_counts``: the XID
         totals, other nodes' among them (their daemons count them): what rose since a node's last line goes on
-        its GPUs as ``xid_errors``, as the format has it, so replay counts them again.
+        its GPUs as ``xid_errors``, as the format has it, so replay counts them again. ``events``: the failures
+        the job's output told since the last tick, each an ``event`` line at its own time.
         """
         lines = [encode_line(ts, "training", loss_report(p)) for p in losses]
+        lines.extend(encode_line(e.ts, "event", e) for e in events)
         gpus = tuple(gpus or ())
         own = own_gpus(gpus)
         if own:
@@ -197,7 +203,12 @@ def loss_report(point: LossPoint) -> TrainingSample:
 
 def encode_line(ts: float, kind: str, payload: Payload, node: str | None = None) -> str:
     """One trace line (with its newline) for a payload; ``node``: the other node a gpus or host line is of."""
-    body: Any = [node_gpu_dict(g) for g in payload] if kind == "gpus" else to_dict(payload)
+    if kind == "gpus":
+        body: Any = [node_gpu_dict(g) for g in payload]  # type: ignore[union-attr]
+    elif kind == "event":
+        body = {k: v for k, v in payload.to_dict().items() if k != "ts"}  # type: ignore[union-attr]
+    else:
+        body = to_dict(payload)
     line: dict[str, Any] = {"ts": ts, kind: body} if node is None else {"ts": ts, "node": node, kind: body}
     # NaN/Infinity are written as Python's json writes them: only a loss or gradient norm can hold one
     # (validation refuses them elsewhere), and a recorded NaN loss must replay as NaN
@@ -235,6 +246,9 @@ def _record(data: Any, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> Trace
             payload = parse_gpus(data[kind], node=node)
         elif kind == "host":
             payload = parse_host(data[kind])
+        elif kind == "event":
+            body = data[kind]
+            payload = parse_log_event({**body, "ts": ts} if isinstance(body, dict) else body, kind)
         else:
             payload = parse_training(data[kind], max_ranks=max_ranks)
     except SampleError as exc:

@@ -199,6 +199,7 @@ class Tick:
     __slots__ = (
         "all_reduce_ms",
         "dt",
+        "events",
         "frame",
         "gpu_states",
         "gpus",
@@ -233,6 +234,8 @@ class Tick:
         self.node = node
         #: Every loss reported since the previous tick, in arrival order (see :func:`tick_losses`).
         self.losses = losses
+        #: Every failure the job's output told since the previous tick, in arrival order.
+        self.events = frame.events
         #: Each of the frame's GPUs with its state, in frame order: the per-GPU detectors look a GPU up once a
         #: tick between them, not once each (256 GPUs on a 32-node job view).
         self.gpu_states = gpu_states if gpu_states is not None else [(g, node.gpus[g.key]) for g in frame.gpus]

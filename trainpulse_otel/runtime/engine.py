@@ -53,8 +53,8 @@ BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
-#: A tick's frame with the losses reported since the last one (a slot copy: every tick makes one).
-_WITH_LOSSES = field_replacer(Frame, "losses")
+#: A tick's frame with the losses and failure events reported since the last one (a slot copy: every tick makes one).
+_WITH_STREAMS = field_replacer(Frame, "losses", "events")
 
 
 class FrameSource(Protocol):
@@ -84,9 +84,11 @@ class Stepper:
         return self.pipeline.update(frame)
 
     def frame(self, now: float) -> Frame:
-        """The frame at ``now``, after stale samples expire, with every loss reported since the last one."""
+        """The frame at ``now``, after stale samples expire, with every loss and failure event reported since the
+        last one."""
         self.latest.expire(now)
-        return _WITH_LOSSES(self.frames.read(now), self.latest.drain_losses())
+        latest = self.latest
+        return _WITH_STREAMS(self.frames.read(now), latest.drain_losses(), latest.drain_events())
 
 
 @dataclass
@@ -210,8 +212,11 @@ class Engine:
         self._recorded_training = current.training
         frame = self.window.latest
         losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
+        events = frame.events if frame is not None else ()
         latest = self.latest
-        self.recorder.write_tick(now, current.gpus, current.host, training, losses, latest.nodes(), latest.xid_counts())
+        self.recorder.write_tick(
+            now, current.gpus, current.host, training, losses, latest.nodes(), latest.xid_counts(), events
+        )
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
         """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.

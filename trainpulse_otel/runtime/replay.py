@@ -51,6 +51,11 @@ class ReplayResult:
 FRAMES_AHEAD = 64
 
 
+#: The kinds of line a collector reads once a tick: a second one of a node starts a new tick (reports and events
+#: come any number of times a tick).
+READINGS = ("gpus", "host")
+
+
 def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iterator[list[TraceRecord]]:
     """Group time-ordered records into ticks (see the module docstring)."""
     group: list[TraceRecord] = []
@@ -58,7 +63,7 @@ def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iter
     start = 0.0
     for record in records:
         new_tick = group and (
-            record.ts - start >= interval_s or (record.kind != "training" and (record.kind, record.node) in kinds)
+            record.ts - start >= interval_s or (record.kind in READINGS and (record.kind, record.node) in kinds)
         )
         if new_tick:
             yield group
@@ -83,7 +88,9 @@ class TraceFeed:
         for record in group:
             ts = max(record.ts, self.last_ts)  # a line slightly out of order is applied in order
             self.last_ts = ts
-            if record.node is None:
+            if record.kind == "event":
+                self.latest.put_events((record.payload,))  # type: ignore[arg-type]
+            elif record.node is None:
                 self.latest.put(_collected(record), ts)
             else:  # another node's line: that node's report, its liveness from the line's time
                 self.latest.put_node(NodeReport(record.node, **{record.kind: record.payload}), ts)  # type: ignore[arg-type]

@@ -10,6 +10,16 @@ precise 4xx instead of guessing.
 """
 
 from .collected import Collected
+from .events import (
+    CUDA_OOM,
+    DRIVER_XID,
+    EVENT_KINDS,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    LogEvent,
+    parse_log_event,
+)
 from .model import (
     COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
@@ -60,11 +70,15 @@ from .validation import (
 
 __all__ = [
     "COLLECTIVE_PHASES",
+    "CUDA_OOM",
     "DEFAULT_MAX_RANKS",
+    "DRIVER_XID",
+    "EVENT_KINDS",
     "GPU_RULES",
     "HOST_RULES",
     "MAX_STRING_LENGTH",
     "NODE_SILENT_INTERVALS",
+    "PROCESS_FAILED",
     "RANK_PARTS",
     "RANK_PHASES",
     "RANK_RULES",
@@ -72,11 +86,14 @@ __all__ = [
     "TRAINING_IDENTITY_FIELDS",
     "TRAINING_MEASUREMENT_FIELDS",
     "TRAINING_RULES",
+    "TRANSPORT_ERROR",
+    "WATCHDOG_TIMEOUT",
     "Collected",
     "Frame",
     "GpuKey",
     "GpuSample",
     "HostSample",
+    "LogEvent",
     "LossPoint",
     "NodeReport",
     "NodeSample",
@@ -99,6 +116,7 @@ __all__ = [
     "parse_gpu",
     "parse_gpus",
     "parse_host",
+    "parse_log_event",
     "parse_rank",
     "parse_training",
     "to_dict",

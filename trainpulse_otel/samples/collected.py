@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .events import LogEvent
 from .model import GpuSample, HostSample, NodeReport, TrainingSample
 
 
@@ -18,13 +19,17 @@ class Collected:
     """What one collection saw; ``None`` means "this collector does not see that".
 
     ``nodes``: what other nodes of the job said, for a collector that hears them (a job daemon's
-    simulator; OTLP ingest reaches the same store through the engine).
+    simulator; OTLP ingest reaches the same store through the engine). ``reports``: every training report
+    since the last collection, oldest first, for a collector that reads many (a log follower's iteration
+    lines; ``training`` is one report). ``events``: the failures the job's output told since then.
     """
 
     gpus: tuple[GpuSample, ...] | None = None
     host: HostSample | None = None
     training: TrainingSample | None = None
     nodes: tuple[NodeReport, ...] | None = None
+    reports: tuple[TrainingSample, ...] | None = None
+    events: tuple[LogEvent, ...] | None = None
 
     def merge(self, other: Collected) -> Collected:
         """Combine two bundles; the other's non-None parts win."""
@@ -33,4 +38,6 @@ class Collected:
             host=other.host if other.host is not None else self.host,
             training=other.training if other.training is not None else self.training,
             nodes=other.nodes if other.nodes is not None else self.nodes,
+            reports=other.reports if other.reports is not None else self.reports,
+            events=other.events if other.events is not None else self.events,
         )

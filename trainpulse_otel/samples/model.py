@@ -6,9 +6,12 @@ Immutable value objects; :mod:`.validation` turns untrusted input into them.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .builder import field_replacer
+
+if TYPE_CHECKING:
+    from .events import LogEvent
 
 THROTTLE_REASONS: tuple[str, ...] = (
     "gpu_idle",
@@ -333,6 +336,8 @@ class Frame:
     losses: tuple[LossPoint, ...] | None = None
     #: The other nodes of the job (a job daemon's view), sorted by hostname; their GPUs are in ``gpus``.
     nodes: tuple[NodeSample, ...] = ()
+    #: Every failure the job's own output told since the previous frame (:mod:`.events`).
+    events: tuple[LogEvent, ...] = ()
 
 
 #: A report without its ranks (a slot copy: the window makes one a tick).
@@ -350,7 +355,11 @@ def history_record(frame: Frame) -> Frame:
     if training is not None and training.ranks:
         training = _WITHOUT_RANKS(training, ())
     gpus = own_gpus(frame.gpus)
-    if gpus is frame.gpus and training is frame.training and not (frame.xid_counts or frame.losses or frame.nodes):
+    if (
+        gpus is frame.gpus
+        and training is frame.training
+        and not (frame.xid_counts or frame.losses or frame.nodes or frame.events)
+    ):
         return frame
     return Frame(frame.ts, gpus, frame.host, training)
 

@@ -26,6 +26,7 @@ from ..samples import (
     Collected,
     GpuSample,
     HostSample,
+    LogEvent,
     LossPoint,
     NodeReport,
     NodeSample,
@@ -45,6 +46,8 @@ from .xids import XidTotals, count_xid_events, xid_counts
 DEFAULT_STALE_AFTER_S = 300.0
 #: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
 MAX_PENDING_LOSSES = 16384
+#: Failure events kept between two frames (oldest dropped first): a crashing job's ranks print a few each.
+MAX_PENDING_EVENTS = 4096
 
 
 class LatestSamples:
@@ -71,6 +74,7 @@ class LatestSamples:
         self._xids: XidTotals = {}
         self._xid_counts: tuple[XidCount, ...] = ()
         self._losses: deque[LossPoint] = deque(maxlen=MAX_PENDING_LOSSES)
+        self._events: deque[LogEvent] = deque(maxlen=MAX_PENDING_EVENTS)
         self._nodes = NodeTable()
 
     @property
@@ -94,8 +98,17 @@ class LatestSamples:
             self._changed()
         if collected.training is not None:
             self.put_training(collected.training, now)
+        for report in collected.reports or ():
+            self.put_training(report, now)
+        if collected.events:
+            self.put_events(collected.events)
         for report in collected.nodes or ():
             self.put_node(report, now)
+
+    def put_events(self, events: Sequence[LogEvent]) -> None:
+        """Queue failures the job's output told until the next frame drains them (:meth:`drain_events`)."""
+        with self._lock:
+            self._events.extend(events)
 
     def put_node(self, report: NodeReport, now: float) -> None:
         """Store what another node of the job sent (a job daemon's view): its GPUs, host, XID totals and ranks."""
@@ -178,6 +191,13 @@ class LatestSamples:
             points = tuple(self._losses)
             self._losses.clear()
         return points
+
+    def drain_events(self) -> tuple[LogEvent, ...]:
+        """Every failure event queued since the previous drain (once per frame), oldest first."""
+        with self._lock:
+            events = tuple(self._events)
+            self._events.clear()
+        return events
 
     def expire(self, now: float) -> None:
         """Forget training reports and ranks not refreshed within ``stale_after_s``."""

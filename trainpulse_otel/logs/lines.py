@@ -1,0 +1,83 @@
+"""One line of a job's console output, with what is known of where it came from.
+
+A :class:`LogLine` is what every way in hands the reader: a replayed file's
+line (its number), a followed file's (its path, the time it was read), an
+OTLP log record's (its node, file and time). What the text itself says of its
+rank and time — a torchrun prefix (``[rank3]:``, ``[default3]:``), a leading
+time stamp — is read by :func:`split_prefixes`; a file's name may say the rank
+too (:func:`rank_of_source`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+#: ``[rank3]:`` (torchrun ``--tee`` / ``--log-line-prefix-template``), ``[default3]:`` (its older default).
+RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default)(\d+)\]:\s?")
+#: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
+#: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron); read as UTC when it names no zone.
+TIME_PREFIX = re.compile(
+    r"^\s*\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+    r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
+)
+#: A rank in a file's name: ``rank3.log``, ``rank_3.out``; Slurm's ``job-1234-3.out`` (``%j-%t``); torchrun's
+#: ``--log-dir`` layout ``…/attempt_0/3/stdout.log`` (the local rank).
+FILE_RANKS = (
+    re.compile(r"rank[_-]?(\d+)[^/]*$", re.IGNORECASE),
+    re.compile(r"-\d+-(\d+)\.\w+$"),
+    re.compile(r"/(\d+)/std(?:out|err)\.log$"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One console line (without its newline) and where it came from.
+
+    ``source``: its file (evidence names it, and each file is its own stream); ``number``: its line number
+    there; ``node``: the host that wrote it (None: this daemon's); ``rank``: the rank its source says;
+    ``ts``: when it was read or received (None for a replayed file: the line's own time stamp, else the step
+    times its reports give, decide).
+    """
+
+    text: str
+    source: str | None = None
+    number: int | None = None
+    node: str | None = None
+    rank: int | None = None
+    ts: float | None = None
+
+
+def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
+    """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
+    either order; each None when absent."""
+    rank = when = None
+    for _ in range(2):
+        if rank is None and (match := RANK_PREFIX.match(text)):
+            rank, text = int(match[1]), text[match.end() :]
+        elif when is None and (match := TIME_PREFIX.match(text)):
+            when, text = _unix_time(match), text[match.end() :]
+    return rank, when, text
+
+
+def rank_of_source(source: str | None) -> int | None:
+    """The rank a file's name says, or None."""
+    if not source:
+        return None
+    for pattern in FILE_RANKS:
+        if match := pattern.search(source):
+            return int(match[1])
+    return None
+
+
+def _unix_time(match: re.Match[str]) -> float | None:
+    frac = (match["frac"] or "0")[:6].ljust(6, "0")
+    zone = match["zone"] or "Z"
+    if zone != "Z" and ":" not in zone:
+        zone = f"{zone[:3]}:{zone[3:]}"
+    try:
+        when = datetime.fromisoformat(f"{match['date']}T{match['time']}.{frac}{'+00:00' if zone == 'Z' else zone}")
+    except ValueError:
+        return None
+    return when.astimezone(timezone.utc).timestamp()

@@ -1,0 +1,177 @@
+"""The log reader: console lines in, in order; training reports and failure events out.
+
+Each source (a file, a node's stream) is read as its own stream: its
+framework's iteration parser (:mod:`.frameworks`; named, or the first that
+recognises a line) turns iteration lines into training reports, every stream
+is scanned for failure lines (:mod:`.failures`), and a line neither knows is
+counted, never an error. Time: a line's arrival time when it has one (follow,
+OTLP), else its own time stamp, else its stream's last time advanced by the
+step times its reports give. Several ranks printing the same iteration
+(every rank of a torchtitan job, interleaved) give one report: a step already
+reported is not reported again. Pure: lines in, samples out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..samples import LogEvent, SampleError, TrainingSample, parse_training
+from .failures import Failure, FailureScanner
+from .frameworks import FRAMEWORKS
+from .lines import LogLine, rank_of_source, split_prefixes
+
+#: A report's time advances by its step time times the steps it stands for, at most this much (s): a bogus
+#: step time cannot throw a log without time stamps hours ahead.
+MAX_ADVANCE_S = 3600.0
+
+
+class IterationParser(Protocol):
+    """One framework's iteration lines, one stream at a time (a fresh instance per stream)."""
+
+    name: str
+
+    def feed(self, text: str, ts: float) -> list[dict[str, Any]] | None:
+        """The contract training payloads completed by this line (``[]``: the line was this framework's, nothing
+        completed yet), or None when the line is not this framework's. ``ts``: the line's time; a payload
+        carries the time of the line that began it as ``timestamp``."""
+
+    def flush(self) -> list[dict[str, Any]]:
+        """What is still held (an iteration waiting for the timers after it), as payloads."""
+
+
+@dataclass
+class ReadStats:
+    """What a reader has read: lines, and what they became."""
+
+    lines: int = 0
+    reports: int = 0
+    events: int = 0
+    unknown: int = 0
+    invalid: int = 0
+    repeated: int = 0
+
+
+class _Stream:
+    """One source's state: its framework parser, its failure scanner, its time."""
+
+    __slots__ = ("failures", "parser", "rank", "timed", "ts")
+
+    def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
+        self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
+        self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
+
+
+class LogReader:
+    """Reads lines of any number of streams into training reports and failure events (see the module docstring).
+
+    ``framework``: read iteration lines as that framework's only (None: detect per stream); ``start``: the time
+    of a stream's first line when nothing gives one.
+    """
+
+    def __init__(self, framework: str | None = None, start: float = 0.0) -> None:
+        if framework is not None and framework not in FRAMEWORKS:
+            raise ValueError(f"unknown framework {framework!r}; known: {', '.join(sorted(FRAMEWORKS))}")
+        self.framework = framework
+        self.start = start
+        self.stats = ReadStats()
+        self._streams: dict[tuple[str | None, str | None, int | None], _Stream] = {}
+        self._last_step: int | None = None
+
+    def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
+        """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
+        self.stats.lines += 1
+        prefixed, own_ts, text = split_prefixes(line.text)
+        stream = self._stream(line, prefixed)
+        rank = stream.rank
+        given = line.ts if line.ts is not None else own_ts
+        if given is not None:
+            stream.ts, stream.timed = max(stream.ts, given), True
+        failures = stream.failures.feed(text)
+        out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
+        payloads = self._iterations(stream, text)
+        if payloads is None and failures is None:
+            self.stats.unknown += 1
+        for payload in payloads or ():
+            out.extend(self._report(payload, stream))
+        return out
+
+    def flush(self) -> list[TrainingSample | LogEvent]:
+        """What every stream still holds (call at the end of a file, or when a followed file goes quiet)."""
+        out: list[TrainingSample | LogEvent] = []
+        for stream in self._streams.values():
+            for payload in stream.parser.flush() if stream.parser is not None else ():
+                out.extend(self._report(payload, stream))
+        return out
+
+    def _stream(self, line: LogLine, prefixed: int | None) -> _Stream:
+        """A source's stream; a file whose lines carry ``[rankN]:`` prefixes holds one stream per rank."""
+        key = (line.node, line.source, prefixed)
+        stream = self._streams.get(key)
+        if stream is None:
+            rank = (
+                prefixed
+                if prefixed is not None
+                else line.rank
+                if line.rank is not None
+                else rank_of_source(line.source)
+            )
+            parser = FRAMEWORKS[self.framework]() if self.framework is not None else None
+            stream = self._streams[key] = _Stream(parser, rank, self.start)
+        return stream
+
+    def _iterations(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
+        if stream.parser is not None:
+            return stream.parser.feed(text, stream.ts)
+        for make in FRAMEWORKS.values():  # detection: the first framework that claims a line keeps the stream
+            parser = make()
+            found = parser.feed(text, stream.ts)
+            if found is not None:
+                stream.parser = parser
+                return found
+        return None
+
+    def _report(self, payload: dict[str, Any], stream: _Stream) -> list[TrainingSample]:
+        """A payload as a validated report: its own line's time, or — in a stream whose lines say no time — its
+        stream's time advanced by its steps."""
+        step = payload.get("global_step")
+        if isinstance(step, int) and self._last_step is not None and step <= self._last_step:
+            self.stats.repeated += 1  # another rank's copy of an iteration already reported
+            return []
+        if not stream.timed:
+            stream.ts += _advance_s(payload, step, self._last_step)
+        ts = stream.ts if not stream.timed else payload.get("timestamp", stream.ts)
+        try:
+            sample = parse_training({**payload, "timestamp": ts})
+        except SampleError:
+            self.stats.invalid += 1
+            return []
+        if isinstance(step, int):
+            self._last_step = step
+        self.stats.reports += 1
+        return [sample]
+
+    def _event(self, failure: Failure, line: LogLine, rank: int | None, ts: float) -> LogEvent:
+        self.stats.events += 1
+        return LogEvent(
+            ts=ts,
+            kind=failure.kind,
+            message=line.text.strip()[:2048],
+            rank=failure.rank if failure.rank is not None else rank,
+            hostname=line.node,
+            gpu_index=failure.gpu_index,
+            source=line.source,
+            line=line.number,
+            details=dict(failure.details),
+        )
+
+
+def _advance_s(payload: Mapping[str, Any], step: Any, last: int | None) -> float:
+    """How far a report without a time of its own moves its stream's clock: its step time, times the steps
+    since the last report (one when unknown)."""
+    step_ms = payload.get("step_time_ms")
+    if not isinstance(step_ms, (int, float)) or not step_ms > 0:
+        return 0.0
+    steps = step - last if isinstance(step, int) and last is not None and step > last else 1
+    return min(MAX_ADVANCE_S, steps * step_ms / 1000.0)
