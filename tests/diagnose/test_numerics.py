@@ -119,8 +119,14 @@ def test_fp16_overflows_now_and_then_are_normal_but_many_in_a_row_are_a_fault():
     assert raised and raised[0].ts - T0 == 7  # the 8th skipped step in a row
     (signal,) = in_a_row.active()
     assert signal.evidence["field"] == "skipped_steps" and signal.evidence["skipped_in_a_row"] == 8
-    collapsed = Harness(NonfiniteLoss()).run(range(5), lambda t: frame(t, loss_scale=1.0))
-    assert collapsed.active()[0].evidence["field"] == "loss_scale"
+    collapsed = Harness(NonfiniteLoss()).run(range(5), lambda t: frame(t, loss_scale=2.0 ** (16 - 8 * t)))
+    assert collapsed.active()[0].evidence["field"] == "loss_scale"  # 65536, 256, then at its floor of 1
+
+
+def test_a_loss_scale_that_was_never_dynamic_is_no_collapse():
+    # bf16 jobs have no loss scaler: Megatron's iteration line still prints "loss scale: 1.0" on every step
+    bf16 = Harness(NonfiniteLoss()).run(range(30), lambda t: frame(t, loss_scale=1.0))
+    assert bf16.raised() == []
 
 
 def test_the_pipeline_names_numerical_instability_and_books_the_nan_steps_as_badput():

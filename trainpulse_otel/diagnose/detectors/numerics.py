@@ -304,6 +304,9 @@ class NonfiniteLoss(BaseDetector):
         super().__init__(thresholds)
         self.episode: NonfiniteEpisode | None = None
         self.total = 0
+        #: Whether the loss scale was ever above its floor: a dynamic (fp16) scaler that can collapse. bf16 jobs
+        #: log a constant loss scale of 1.0 (Megatron's iteration line does), which is no collapse.
+        self._scaled = False
         self._skipped_in_a_row = 0
         self._skipped_total = 0
         self._last_step: int | None = None
@@ -328,7 +331,10 @@ class NonfiniteLoss(BaseDetector):
         ]
         if point.rank is None and self._skipped_run(point):
             bad.append("skipped_steps")
-        if point.loss_scale is not None and point.loss_scale <= self.thresholds.collapsed_loss_scale:
+        scale, floor = point.loss_scale, self.thresholds.collapsed_loss_scale
+        if scale is not None and scale > floor:
+            self._scaled = True
+        elif scale is not None and self._scaled:
             bad.append("loss_scale")
         if not bad:
             return
