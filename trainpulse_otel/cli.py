@@ -123,17 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
     rep = commands.add_parser(
         "replay",
-        help="diagnose a recorded trace",
+        help="diagnose a recorded trace or a training log",
         allow_abbrev=False,
-        description="Run the diagnostic pipeline over a JSONL trace, without sleeping.",
+        description="Run the diagnostic pipeline over a JSONL trace or a job's console log, without sleeping.",
     )
     rep.add_argument(
         "files",
         nargs="+",
         metavar="FILE",
-        help="trace recorded with -record (JSON Lines); rotated pieces oldest first, as one trace",
+        help="a trace recorded with -record (JSON Lines; rotated pieces oldest first, as one trace), or training "
+        "logs (several: several ranks' or nodes' logs, merged in time order)",
     )
     rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
+    rep.add_argument(
+        "-framework", "--framework", metavar="NAME", help="read the files as this framework's logs (default: detect)"
+    )
     _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
     thr = commands.add_parser(
         "thresholds",
@@ -249,9 +253,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     errors: dict[str, list] = {}
 
     def records() -> Iterator[Any]:
+        logs = [path for path in args.files if args.framework or not _is_trace(path)]
+        if logs:
+            yield from _log_records(logs, args.framework)
         for path in args.files:
-            with open(path, "rb") as fh:
-                yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
+            if path not in logs:
+                with open(path, "rb") as fh:
+                    yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
 
     try:
         result = replay(records(), open_replay(settings), interval_s=settings.interval)
@@ -265,6 +273,33 @@ def cmd_replay(args: argparse.Namespace) -> int:
     else:
         _print_timeline(result)
     return 0
+
+
+def _is_trace(path: str) -> bool:
+    from .collect.logfile import is_trace
+
+    with open(path, "rb") as fh:
+        return is_trace(fh)
+
+
+def _log_records(paths: list[str], framework: str | None) -> Iterator[Any]:
+    """The logs' reports and events; a line count and what became of the lines on stderr."""
+    import os
+
+    from .collect.logfile import read_logs
+    from .logs import LogReader
+
+    try:
+        reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
+    except ValueError as exc:
+        raise UsageError(f"-framework: {exc}") from None
+    yield from read_logs(paths, reader)
+    s = reader.stats
+    print(
+        f"trainpulse: read {s.lines} log line(s): {s.reports} report(s), {s.events} failure event(s), "
+        f"{s.unknown} not understood" + (f", {s.invalid} invalid report(s)" if s.invalid else ""),
+        file=sys.stderr,
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

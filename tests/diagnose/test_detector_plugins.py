@@ -30,13 +30,14 @@ CONTRACT_SIGNALS = {
     "dataloader_starvation", "gpu_underutilization", "sync_imbalance", "memory_pressure", "thermal_instability",
     "throughput_collapse", "low_mfu", "sequence_padding", "tokenizer_stall", "allreduce_wait", "checkpoint_stall",
     "pipeline_bubble", "rank_straggler", "training_stalled", "loss_spike", "nonfinite_loss", "gpu_hardware_fault",
-    "node_unreachable", "gpu_memory_degradation", "oom_risk", "thermal_throttle_risk",
+    "node_unreachable", "gpu_memory_degradation", "oom_risk", "thermal_throttle_risk", "collective_timeout",
+    "network_error", "out_of_memory", "rank_crashed",
 }  # fmt: skip
 CONTRACT_CAUSES = {
     "input_pipeline_bound", "tokenizer_bound", "straggler_rank", "gpu_thermal_throttling", "gpu_power_throttling",
     "communication_bound", "checkpoint_io_bound", "pipeline_bubbles", "padding_waste", "host_memory_pressure",
     "gpu_memory_pressure", "compute_inefficiency", "load_imbalance", "rank_hang", "numerical_instability",
-    "gpu_hardware_failure", "node_failure",
+    "gpu_hardware_failure", "node_failure", "network_failure", "rank_failure",
 }  # fmt: skip
 
 

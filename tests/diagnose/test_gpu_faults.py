@@ -8,7 +8,8 @@ from tests.diagnose.builders import T0, Harness, job
 from tests.diagnose.test_rootcause import TS, causes, node, sig, straggler
 from trainpulse_otel.diagnose import VOCABULARY
 from trainpulse_otel.diagnose.correlate import Evidence
-from trainpulse_otel.diagnose.detectors.gpu_faults import GpuHardwareFault, GpuMemoryDegradation
+from trainpulse_otel.diagnose.detectors.gpu_faults import GpuHardwareFault
+from trainpulse_otel.diagnose.detectors.gpu_wear import GpuMemoryDegradation
 from trainpulse_otel.diagnose.rootcause.gpu_failure import gpu_failure
 from trainpulse_otel.diagnose.rootcause.ranking import Candidate, rank_candidates
 from trainpulse_otel.samples import XidCount

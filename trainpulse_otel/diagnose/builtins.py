@@ -5,16 +5,19 @@ Third-party detectors and rules come from the ``trainpulse.detectors`` and
 and are checked against these by :class:`~.vocabulary.Vocabulary`. Detectors
 judge in this order (by name), and a period's detectors take turns in it;
 rules are listed deepest cause first, which is how equal confidence is broken
-within a layer.
+within a layer. A new detector or rule joins at the end of its list (or its
+layer), so the others keep the order the diagnosis was measured with.
 """
 
 from __future__ import annotations
 
 from .detectors.comms import AllreduceWait, SyncImbalance
 from .detectors.forecast import GpuOomRisk, HostOomRisk
-from .detectors.gpu_faults import GpuHardwareFault, GpuMemoryDegradation
+from .detectors.gpu_faults import GpuHardwareFault
+from .detectors.gpu_wear import GpuMemoryDegradation
 from .detectors.inputs import DataloaderStarvation, TokenizerStall
 from .detectors.llm import LowMfu, SequencePadding
+from .detectors.logged import CollectiveTimeout, NetworkError, OutOfMemory, RankCrashed
 from .detectors.memory import GpuMemoryPressure, HostMemoryPressure
 from .detectors.nodes import NodeUnreachable
 from .detectors.numerics import LossSpike, NonfiniteLoss
@@ -24,7 +27,7 @@ from .detectors.stall import TrainingStalled
 from .detectors.thermal import ThermalInstability
 from .detectors.thermal_forecast import ThermalThrottleRisk
 from .detectors.throughput import GpuUnderutilization, ThroughputCollapse
-from .rootcause import gpu_failure, hang, hardware, nodes, numerics, ranks, residual, waits
+from .rootcause import failures, gpu_failure, hang, hardware, nodes, numerics, ranks, residual, waits
 from .vocabulary import Vocabulary
 
 DETECTORS: tuple[type, ...] = (
@@ -51,6 +54,10 @@ DETECTORS: tuple[type, ...] = (
     ThroughputCollapse,
     TokenizerStall,
     GpuUnderutilization,
+    CollectiveTimeout,
+    NetworkError,
+    OutOfMemory,
+    RankCrashed,
 )
 RULES = (
     nodes.NODES,
@@ -59,9 +66,11 @@ RULES = (
     hardware.POWER,
     hardware.GPU_MEMORY,
     hardware.HOST_MEMORY,
+    failures.NETWORK,
     hang.HANG,
     ranks.STRAGGLER,
     ranks.IMBALANCE,
+    failures.RANK_DIED,
     waits.INPUT_PIPELINE,
     waits.TOKENIZER,
     waits.COMMUNICATION,

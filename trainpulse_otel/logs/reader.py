@@ -86,8 +86,8 @@ class LogReader:
         stream = self._stream(line, prefixed)
         rank = stream.rank
         given = line.ts if line.ts is not None else own_ts
-        if given is not None:
-            stream.ts, stream.timed = max(stream.ts, given), True
+        if given is not None:  # the first time said replaces the start; later ones never go back
+            stream.ts, stream.timed = (max(stream.ts, given) if stream.timed else given), True
         failures = stream.failures.feed(text)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
@@ -110,16 +110,18 @@ class LogReader:
         key = (line.node, line.source, prefixed)
         stream = self._streams.get(key)
         if stream is None:
-            rank = (
-                prefixed
-                if prefixed is not None
-                else line.rank
-                if line.rank is not None
-                else rank_of_source(line.source)
-            )
+            rank = prefixed if prefixed is not None else line.rank
+            if rank is None:
+                rank = rank_of_source(line.source)
             parser = FRAMEWORKS[self.framework]() if self.framework is not None else None
-            stream = self._streams[key] = _Stream(parser, rank, self.start)
+            stream = self._streams[key] = _Stream(parser, rank, self._file_time(line))
         return stream
+
+    def _file_time(self, line: LogLine) -> float:
+        """Where a new stream's clock starts: its file's latest time (another rank's lines of the same file have
+        moved it), else the reader's start."""
+        times = [s.ts for (node, source, _), s in self._streams.items() if node == line.node and source == line.source]
+        return max(times, default=self.start)
 
     def _iterations(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
         if stream.parser is not None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from ...samples import GpuKey, gpu_label, gpu_order
 from ..correlate import Evidence
-from ..detectors.gpu_faults import FATAL_XIDS, GPU_HARDWARE_FAULT, GPU_MEMORY_DEGRADATION
+from ..detectors.gpu_faults import FATAL_XIDS, GPU_HARDWARE_FAULT
+from ..detectors.gpu_wear import GPU_MEMORY_DEGRADATION
 from ..detectors.ranks import RANK_STRAGGLER
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import HARDWARE, CauseSpec
@@ -128,7 +129,22 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
                 subject,
             )
         )
-    return out
+    return out + [_logged_failure(ev, s) for s in ev.active(GPU_HARDWARE_FAULT.name) if "pci_bus_id" in s.subject]
+
+
+def _logged_failure(ev: Evidence, fault: Signal) -> Candidate:
+    """A GPU known by its PCI address only (an XID line of the job's output): the job stopping is its doing."""
+    stalled = ev.job_signal(TRAINING_STALLED.name)
+    consequences = [stalled] if stalled is not None else []
+    host, pci = fault.subject.get("hostname", "its node"), fault.subject["pci_bus_id"]
+    codes = sorted(fault.evidence.get("xid_errors", ()))
+    remedy = REMEDY_FAILURE.format(
+        gpu=f"<index of PCI {pci}: nvidia-smi -q | grep -B2 {pci}>", host=host, xids=_xid_text(codes)
+    )
+    explains = consequences + (symptoms(ev) if consequences else [])
+    return Candidate(
+        GPU_HARDWARE_FAILURE.name, CONFIRMED, fault.message, remedy, [fault], explains, dict(fault.subject)
+    )
 
 
 def _summary(gpu: GpuKey, primary: list[Signal], consequences: list[Signal]) -> str:

@@ -14,8 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..correlate import Evidence
+from ..detectors.logged import COLLECTIVE_TIMEOUT
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import RANK, CauseSpec
+from ..types import Signal
 from .common import base_confidence
 from .ranking import Candidate, Rule
 
@@ -23,7 +25,7 @@ RANK_HANG = CauseSpec(
     "rank_hang",
     "one or a few ranks stopped while the others wait for them at a collective",
     RANK,
-    (TRAINING_STALLED.name,),
+    (TRAINING_STALLED.name, COLLECTIVE_TIMEOUT.name),
     "find where the stuck rank is (py-spy dump), dump the collectives (NCCL flight recorder), restart without it",
 )
 
@@ -42,10 +44,12 @@ RESTART = (
 
 
 def rank_hang(ev: Evidence) -> list[Candidate]:
-    """The job stalled: the ranks that lag, or an honest "unknown"."""
+    """The job stalled: the ranks that lag, or an honest "unknown"; or, seen only in the job's output, a
+    collective's watchdog timed out waiting for them."""
     stalled = ev.job_signal(TRAINING_STALLED.name)
+    timeouts = ev.active(COLLECTIVE_TIMEOUT.name)
     if stalled is None:
-        return []
+        return [_from_timeout(ev, s) for s in timeouts]
     lagging: Sequence[Mapping[str, Any]] = stalled.evidence.get("lagging") or ()
     host = _host(lagging) or ev.node.hostname
     return [
@@ -55,9 +59,36 @@ def rank_hang(ev: Evidence) -> list[Candidate]:
             _summary(stalled.message, lagging, stalled.evidence.get("inferred_from")),
             _remediation(lagging, host),
             [stalled],
+            timeouts,
             subject=_subject(lagging, host),
         )
     ]
+
+
+def _from_timeout(ev: Evidence, timeout: Signal) -> Candidate:
+    """A watchdog timeout without a stall seen: the ranks behind (or that never reported) are the stuck ones."""
+    evidence = timeout.evidence
+    stuck = evidence.get("behind_ranks") or evidence.get("missing_ranks") or []
+    lagging = [{"rank": r} for r in stuck]
+    host = ev.node.hostname
+    if stuck:
+        how = (
+            "their sequence numbers lag the others'" if evidence.get("behind_ranks") else "their watchdogs never fired"
+        )
+        summary = f"{timeout.message}. Rank(s) {', '.join(map(str, stuck))} are the stuck ones: {how}"
+    else:
+        summary = (
+            f"{timeout.message}. The stuck rank is unknown: no reporting rank is behind the others, and which of "
+            "the job's ranks never reported is not known (send rank heartbeats, or read every rank's log)"
+        )
+    return Candidate(
+        RANK_HANG.name,
+        base_confidence([timeout]),
+        summary,
+        _remediation(lagging, host),
+        [timeout],
+        subject=_subject(lagging, None),
+    )
 
 
 def _subject(lagging: Sequence[Mapping[str, Any]], host: str | None) -> dict[str, Any]:

@@ -7,8 +7,10 @@ from ..correlate import Evidence
 from ..detectors.comms import SYNC_IMBALANCE
 from ..detectors.forecast import OOM_RISK
 from ..detectors.llm import LOW_MFU
+from ..detectors.logged import COLLECTIVE_TIMEOUT, OUT_OF_MEMORY, RANK_CRASHED
 from ..detectors.memory import MEMORY_PRESSURE
 from ..detectors.ranks import RANK_STRAGGLER
+from ..detectors.stall import TRAINING_STALLED
 from ..detectors.thermal import THERMAL_INSTABILITY
 from ..detectors.thermal_forecast import THERMAL_THROTTLE_RISK
 from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
@@ -53,7 +55,16 @@ GPU_MEMORY_PRESSURE = CauseSpec(
     "gpu_memory_pressure",
     "GPU memory nearly full or forecast to run out",
     HARDWARE,
-    (MEMORY_PRESSURE.name, OOM_RISK.name, RANK_STRAGGLER.name, THROUGHPUT_COLLAPSE.name, SYNC_IMBALANCE.name),
+    (
+        MEMORY_PRESSURE.name,
+        OOM_RISK.name,
+        OUT_OF_MEMORY.name,
+        RANK_STRAGGLER.name,
+        RANK_CRASHED.name,
+        COLLECTIVE_TIMEOUT.name,
+        TRAINING_STALLED.name,
+        *SYMPTOMS,
+    ),
     "find what keeps tensors alive across steps, or give the allocator headroom",
 )
 HOST_MEMORY_PRESSURE = CauseSpec(
@@ -319,5 +330,35 @@ def host_memory(ev: Evidence) -> list[Candidate]:
 
 THERMAL = Rule(GPU_THERMAL_THROTTLING, thermal)
 POWER = Rule(GPU_POWER_THROTTLING, power)
-GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, gpu_memory)
+
+
+def out_of_memory(ev: Evidence) -> list[Candidate]:
+    """CUDA ran out of memory on a rank: its crash, and the job stopping for it, are this cause's consequences."""
+    out = []
+    for s in ev.active(OUT_OF_MEMORY.name):
+        rank, host = s.subject.get("rank"), s.subject.get("hostname")
+        crashed = [
+            c
+            for c in ev.active(RANK_CRASHED.name)
+            if c.subject.get("rank") == rank and c.subject.get("hostname") == host
+        ]
+        stalled = ev.job_signal(TRAINING_STALLED.name)
+        consequences = crashed + ev.active(COLLECTIVE_TIMEOUT.name) + ([stalled] if stalled is not None else [])
+        summary = s.message + ("; the rank died and the job stopped with it" if consequences else "")
+        leak = ev.gpu_signals(OOM_RISK.name)
+        remedy = REMEDY_GPU_LEAK.format(rank="?" if rank is None else rank) if leak else REMEDY_GPU_FULL
+        candidate = Candidate(
+            GPU_MEMORY_PRESSURE.name,
+            base_confidence([s], CORROBORATED, STRONG),
+            summary,
+            remedy,
+            [s],
+            consequences + (symptoms(ev) if consequences else []),
+            dict(s.subject),
+        )
+        out.append(candidate)
+    return out
+
+
+GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, lambda ev: gpu_memory(ev) + out_of_memory(ev))
 HOST_MEMORY = Rule(HOST_MEMORY_PRESSURE, host_memory)

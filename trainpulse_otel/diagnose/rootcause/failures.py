@@ -1,0 +1,103 @@
+"""``network_failure`` and ``rank_failure``: the transport between hosts failed, or a rank's process died.
+
+Both are read from the job's own output (:mod:`..detectors.logged`). A dead
+rank or a broken link stops the job at its next collective: the others' watchdog
+timeouts, the stall and a crash a transport error caused are their consequences,
+so these causes list them in ``explains`` and outrank them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..correlate import Evidence
+from ..detectors.logged import COLLECTIVE_TIMEOUT, NETWORK_ERROR, RANK_CRASHED
+from ..detectors.stall import TRAINING_STALLED
+from ..spec import HARDWARE, RANK, CauseSpec
+from ..types import Signal
+from .common import SYMPTOMS, base_confidence, symptoms
+from .ranking import Candidate, Rule
+
+NETWORK_FAILURE = CauseSpec(
+    "network_failure",
+    "the collective transport between hosts failed",
+    HARDWARE,
+    (NETWORK_ERROR.name, COLLECTIVE_TIMEOUT.name, RANK_CRASHED.name, TRAINING_STALLED.name, *SYMPTOMS),
+    "check the host's link (ibstat, the switch port, error counters), drain it and restart without it",
+)
+RANK_FAILURE = CauseSpec(
+    "rank_failure",
+    "a rank's process died",
+    RANK,
+    (RANK_CRASHED.name, COLLECTIVE_TIMEOUT.name, TRAINING_STALLED.name, *SYMPTOMS),
+    "read the rank's traceback, fix its cause, and restart from the last checkpoint",
+)
+REMEDY_NETWORK = (
+    "The collective transport on {host} failed ({what}). Check the link: `ibstat` / `ibv_devinfo` for the port "
+    "state, the HCA's error counters (`perfquery`, `ethtool -S`), the switch port and cable; NCCL_DEBUG=INFO "
+    "NCCL_DEBUG_SUBSYS=NET shows which interface and peer. Drain {host} (scontrol update nodename={host} "
+    'state=drain reason="network", or kubectl cordon {host}) and restart the job from its last checkpoint without '
+    "it; a link that flaps wants NCCL_IB_TIMEOUT/NCCL_IB_RETRY_CNT raised only once the hardware is known good."
+)
+REMEDY_RANK = (
+    "Rank {rank} on {host} died{why}. Its traceback ({where}) says where: fix that, then restart from the last "
+    "checkpoint. torchrun's error file (TORCHELASTIC_ERROR_FILE, --log-dir) keeps every rank's traceback; a "
+    "rank killed by a signal (SIGKILL: the OOM killer, `dmesg`; SIGSEGV/SIGABRT: a native crash, rerun with "
+    "CUDA_LAUNCH_BLOCKING=1 or under gdb) leaves none."
+)
+
+
+def _of_host_or_rank(signals: list[Signal], host: Any, rank: Any) -> list[Signal]:
+    return [
+        s for s in signals if s.subject.get("hostname") == host or (rank is not None and s.subject.get("rank") == rank)
+    ]
+
+
+def _waiting(ev: Evidence) -> list[Signal]:
+    """The signals of the job stopping: the others' watchdog timeouts, and the stall."""
+    stalled = ev.job_signal(TRAINING_STALLED.name)
+    return ev.active(COLLECTIVE_TIMEOUT.name) + ([stalled] if stalled is not None else [])
+
+
+def network_failure(ev: Evidence) -> list[Candidate]:
+    """One candidate per host (or rank) whose transport failed."""
+    out = []
+    for s in ev.active(NETWORK_ERROR.name):
+        host, rank = s.subject.get("hostname"), s.subject.get("rank")
+        consequences = _of_host_or_rank(ev.active(RANK_CRASHED.name), host, rank) + _waiting(ev)
+        what = "; ".join(str(v) for v in (s.evidence.get("transport"), s.evidence.get("error")) if v is not None)
+        summary = s.message + ("; the job stopped at its next collective" if consequences else "")
+        remedy = REMEDY_NETWORK.format(host=host or "the node", what=what or s.evidence.get("line", "see the line"))
+        explains = consequences + (symptoms(ev) if consequences else [])
+        out.append(
+            Candidate(NETWORK_FAILURE.name, base_confidence([s]), summary, remedy, [s], explains, dict(s.subject))
+        )
+    return out
+
+
+def rank_failure(ev: Evidence) -> list[Candidate]:
+    """One candidate per rank that died: the others wait for it at the next collective."""
+    out = []
+    for s in ev.active(RANK_CRASHED.name):
+        subject = dict(s.subject)
+        exception = s.evidence.get("exception")
+        if exception:
+            subject["exception"] = exception
+        consequences = _waiting(ev)
+        why = (
+            f" with {exception}"
+            if exception
+            else (f", exit code {s.evidence['exit_code']}" if "exit_code" in s.evidence else "")
+        )
+        where = ", ".join(s.evidence.get("lines", ())[:1]) or "its log"
+        remedy = REMEDY_RANK.format(
+            rank=subject.get("rank", "?"), host=subject.get("hostname", "its host"), why=why, where=where
+        )
+        summary = s.message + ("; the other ranks wait for it at the next collective" if consequences else "")
+        explains = consequences + (symptoms(ev) if consequences else [])
+        out.append(Candidate(RANK_FAILURE.name, base_confidence([s]), summary, remedy, [s], explains, subject))
+    return out
+
+
+NETWORK = Rule(NETWORK_FAILURE, network_failure)
+RANK_DIED = Rule(RANK_FAILURE, rank_failure)
