@@ -84,16 +84,19 @@ class LoggedFailure(BaseDetector):
         self._step: int | None = None
 
     def update(self, tick: Tick) -> list[Finding] | None:
-        mine = [e for e in tick.events if e.kind == self.kind]
-        if not mine and not self._episodes:
-            return None
-        for event in mine:
-            key = self.key(event)
-            episode = self._episodes.get(key)
-            if episode is None:
-                episode = self._episodes[key] = Episode(event, self._step)
-            episode.events.append(event)
-        self._forget(tick)
+        for event in tick.events:
+            if event.kind == self.kind:
+                key = self.key(event)
+                episode = self._episodes.get(key)
+                if episode is None:
+                    episode = self._episodes[key] = Episode(event, self._step)
+                episode.events.append(event)
+        if self._episodes:
+            self._forget(tick)
+        report = tick.report
+        if report is not None and report.global_step is not None:
+            self._step = report.global_step
+        # judged every tick: no episode is "all fine", so an ended episode's signal clears
         return [self.finding(key, episode, tick) for key, episode in self._episodes.items()]
 
     def _forget(self, tick: Tick) -> None:
@@ -101,16 +104,9 @@ class LoggedFailure(BaseDetector):
         report = tick.report
         step = report.global_step if report is not None else None
         for key, episode in list(self._episodes.items()):
-            moved_on = (
-                step is not None
-                and episode.step is not None
-                and step > episode.step
-                and (report is not None and (report.timestamp or tick.ts) > episode.last_ts)
-            )
-            if moved_on or tick.ts - episode.last_ts > self.hold_s:
+            resumed = step is not None and episode.step is not None and step > episode.step
+            if (resumed and (report.timestamp or tick.ts) > episode.last_ts) or tick.ts - episode.last_ts > self.hold_s:  # type: ignore[union-attr]
                 del self._episodes[key]
-        if step is not None:
-            self._step = step
 
     def key(self, event: LogEvent) -> tuple:
         """What one episode is of (a rank, a host)."""

@@ -1,0 +1,38 @@
+"""``trainpulse replay`` of training logs, as users run it: real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.logs.test_reader import WATCHDOG, iteration
+
+TRAINPULSE = [sys.executable, "-m", "trainpulse_otel"]
+
+
+def replay(*argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAINPULSE_", "OTEL_"))}
+    return subprocess.run([*TRAINPULSE, "replay", *argv], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_several_ranks_logs_are_read_in_time_order_and_a_watchdog_timeout_is_diagnosed(tmp_path):
+    stamps = [f"[2024-05-01 10:{s // 60:02d}:{s % 60:02d}] " for s in range(0, 300, 5)]
+    (tmp_path / "rank0.log").write_text("".join(iteration(i + 1, stamp) + "\n" for i, stamp in enumerate(stamps)))
+    stuck = "[2024-05-01 10:05:10] " + WATCHDOG.replace("[Rank 3]", "[Rank 1]")
+    (tmp_path / "rank1.log").write_text("NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n" + stuck + "\n")
+    proc = replay(str(tmp_path / "rank1.log"), str(tmp_path / "rank0.log"), "-json", "-interval", "5s")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    [raised] = [e for e in result["timeline"] if e["event"] == "raised" and e["signal"] == "collective_timeout"][:1]
+    assert raised["subject"] == {"ranks": [1]} and raised["ts"] == 1714557910.0
+    assert result["diagnosis"]["root_causes"][0]["cause"] == "rank_hang"
+    assert "read 62 log line(s): 60 report(s), 1 failure event(s), 1 not understood" in proc.stderr
+
+
+def test_a_framework_nobody_knows_is_one_line_and_exit_2(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(iteration(1) + "\n")
+    proc = replay(str(log), "-framework", "megatorn")
+    assert proc.returncode == 2 and proc.stderr.startswith("trainpulse: -framework: unknown framework 'megatorn'")

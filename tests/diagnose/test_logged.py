@@ -1,0 +1,134 @@
+"""Failures the job's output tells, judged: the four logged signals, and the causes that explain them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.diagnose.builders import T0, Harness, job
+from trainpulse_otel.diagnose.detectors.gpu_faults import GpuHardwareFault
+from trainpulse_otel.diagnose.detectors.logged import CollectiveTimeout, NetworkError, OutOfMemory, RankCrashed
+from trainpulse_otel.runtime import build_pipeline, discover
+from trainpulse_otel.samples import (
+    CUDA_OOM,
+    DRIVER_XID,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    LogEvent,
+)
+
+WATCHDOG = (
+    "[rank{rank}]:[E1203 10:00:00.000000 1234 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+    "for 600010 milliseconds before timing out."
+)
+
+
+def timeout(t: float, rank: int, seq: int = 5000) -> LogEvent:
+    details = {"op": "ALLREDUCE", "seq": seq, "timeout_ms": 600000, "ran_ms": 600010, "pg_rank": rank}
+    message = WATCHDOG.format(rank=rank, seq=seq)
+    return LogEvent(T0 + t, WATCHDOG_TIMEOUT, message, rank=rank, source=f"rank{rank}.log", line=7, details=details)
+
+
+def with_events(t: float, *events: LogEvent, **changes) -> object:
+    """A frame at ``t`` of a job stopped at step 100 (a failure stops it), with ``events``."""
+    return replace(job(t, training={"global_step": 100}, **changes), events=events)
+
+
+def test_a_watchdog_timeout_is_raised_at_once_naming_the_ranks_and_the_one_behind():
+    def frame(t):
+        if t == 5:  # ranks 0, 1 and 3 wait in collective 5000; rank 2 is stuck one before
+            return with_events(t, timeout(t, 0), timeout(t, 1), timeout(t, 3), timeout(t, 2, seq=4999))
+        return with_events(t)
+
+    h = Harness(CollectiveTimeout()).run(range(12), frame)
+    raised = h.raised("collective_timeout")  # at once, and critical on the next tick (the state machine's rule)
+    assert [r.ts - T0 for r in raised] == [5.0, 6.0] and raised[0].subject == {"ranks": (0, 1, 2, 3)}
+    [signal] = h.active()
+    assert signal.severity == "critical"
+    evidence = signal.evidence
+    assert evidence["behind_ranks"] == [2] and evidence["seq_by_rank"]["2"] == 4999
+    assert evidence["op"] == "ALLREDUCE" and evidence["count"] == 4 and evidence["lines"][0] == "rank0.log:7"
+    assert "ALLREDUCE #5000 timed out after 600 s" in signal.message and "rank(s) 2 behind" in signal.message
+    assert "missing_ranks" in evidence and evidence["missing_count"] == 4  # the job's 8 ranks: 4 never reported
+
+
+def test_a_logged_failure_holds_until_training_moves_past_it_then_clears():
+    steps = {t: 100 + t if t < 5 or t > 20 else 104 for t in range(30)}  # the job stops at 104, resumes at 21
+
+    def frame(t):
+        f = job(t, training={"global_step": steps[t]})
+        return replace(f, events=(timeout(t, 3),)) if t == 5 else f
+
+    h = Harness(CollectiveTimeout()).run(range(30), frame)
+    assert [e.ts - T0 for e in h.raised()] == [5.0, 6.0]
+    [cleared] = h.cleared()
+    assert 21 <= cleared.ts - T0 <= 27  # training moved past step 104: the episode ends, the signal clears soon
+
+
+def test_each_failure_kind_is_its_own_signal_with_its_subject():
+    events = (
+        LogEvent(T0 + 3, TRANSPORT_ERROR, "NCCL WARN NET/IB : Got completion …", 5, "node-007", details={"error": 12}),
+        LogEvent(T0 + 3, CUDA_OOM, "torch.OutOfMemoryError: CUDA out of memory.", 2, None, 2, details={}),
+        LogEvent(T0 + 3, PROCESS_FAILED, "RuntimeError: boom", 6, None, details={"exception": "RuntimeError"}),
+    )
+    subjects = {}
+    for detector in (NetworkError(), OutOfMemory(), RankCrashed()):
+        h = Harness(detector).run(range(6), lambda t: with_events(t, *events) if t == 3 else with_events(t))
+        [signal] = h.active()
+        subjects[signal.name] = (signal.subject, signal.message)
+    assert subjects["network_error"][0] == {"rank": 5, "hostname": "node-007"}
+    assert subjects["out_of_memory"][0] == {"rank": 2, "gpu_index": 2}
+    assert subjects["rank_crashed"][0] == {"rank": 6} and "RuntimeError" in subjects["rank_crashed"][1]
+
+
+def test_a_logged_fatal_xid_is_a_hardware_fault_by_its_pci_address():
+    xid = LogEvent(T0 + 2, DRIVER_XID, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+                   details={"xid": 79, "pci": "0000:3b:00"})  # fmt: skip
+    h = Harness(GpuHardwareFault()).run(range(5), lambda t: with_events(t, xid) if t == 2 else with_events(t))
+    [signal] = h.active()
+    assert signal.subject == {"pci_bus_id": "0000:3b:00", "hostname": "node-000"}
+    assert "the GPU at PCI 0000:3b:00 on node-000 is failing: XID 79" in signal.message
+
+
+def diagnose(frames) -> object:
+    pipeline = build_pipeline(discover(autoload=False))
+    for frame in frames:
+        result = pipeline.update(frame)
+    return result.diagnosis
+
+
+def test_a_dead_rank_explains_the_others_timing_out_and_a_broken_link_explains_both():
+    crash = LogEvent(T0 + 4, PROCESS_FAILED, "RuntimeError: CUDA error", 2, "node-001",
+                     details={"exception": "RuntimeError", "error": "CUDA error"})  # fmt: skip
+    waits = tuple(timeout(6, r) for r in (0, 1, 3))
+    plain = diagnose(with_events(t, *({4: (crash,), 6: waits}.get(t, ()))) for t in range(10))
+    assert [c.cause for c in plain.root_causes][:2] == ["rank_failure", "rank_hang"]
+    assert plain.root_causes[0].subject == {"rank": 2, "hostname": "node-001", "exception": "RuntimeError"}
+    link = LogEvent(T0 + 3, TRANSPORT_ERROR, "NCCL WARN NET/IB : Got completion from peer …", 2, "node-001",
+                    details={"transport": "IB", "error": 12})  # fmt: skip
+    events = {3: (link,), 4: (crash,), 6: waits}
+    deeper = diagnose(with_events(t, *events.get(t, ())) for t in range(10))
+    assert deeper.root_causes[0].cause == "network_failure"
+    assert deeper.root_causes[0].subject == {"rank": 2, "hostname": "node-001"}
+    assert {"rank_crashed", "collective_timeout"} <= set(deeper.root_causes[0].signals)
+
+
+def test_cuda_out_of_memory_is_gpu_memory_pressure_and_explains_the_crash_it_caused():
+    oom = LogEvent(T0 + 4, CUDA_OOM, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", 3,
+                   gpu_index=3, details={"requested_bytes": 2 << 30})  # fmt: skip
+    crash = LogEvent(T0 + 4, PROCESS_FAILED, "torch.OutOfMemoryError: CUDA out of memory.", 3,
+                     details={"exception": "torch.OutOfMemoryError"})  # fmt: skip
+    d = diagnose(with_events(t, *((oom, crash) if t == 4 else ())) for t in range(8))
+    top = d.root_causes[0]
+    assert top.cause == "gpu_memory_pressure" and top.subject == {"rank": 3, "gpu_index": 3}
+    assert "rank_crashed" in top.signals and "2.00 GiB" in top.summary
+    assert [c.cause for c in d.root_causes].index("rank_failure") > 0
+
+
+def test_a_watchdog_timeout_alone_is_a_rank_hang_of_the_rank_behind():
+    events = (timeout(5, 0), timeout(5, 1), timeout(5, 2, seq=4999), timeout(5, 3))
+    d = diagnose(with_events(t, *(events if t == 5 else ())) for t in range(9))
+    top = d.root_causes[0]
+    assert top.cause == "rank_hang" and top.subject == {"rank": 2}
+    assert "sequence numbers lag" in top.summary and "py-spy dump" in top.remediation
