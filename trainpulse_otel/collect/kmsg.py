@@ -1,8 +1,8 @@
 """XID lines from the kernel log, for hosts where NVML's event set is not there.
 
 The NVIDIA driver logs every XID as ``NVRM: Xid (PCI:0000:3b:00): 79, pid=…,
-GPU has fallen off the bus.``. :func:`parse_xid_line` reads one such line
-(pure, tested on recorded lines); :class:`KernelXidLog` reads ``/dev/kmsg``
+GPU has fallen off the bus.``. :func:`~trainpulse_otel.logs.xid.parse_xid_line` (the
+log reader's too) reads one such line; :class:`KernelXidLog` reads ``/dev/kmsg``
 without ever blocking: the device is opened ``O_NONBLOCK``, positioned at the
 end (XIDs from before the daemon started are history, not news), and each
 tick reads the records that arrived since, at most ``MAX_RECORDS_PER_TICK``.
@@ -17,10 +17,10 @@ import contextlib
 import errno
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..logs.xid import PciAddress, parse_xid_line
 from ..samples import GpuSample
 
 log = logging.getLogger(__name__)
@@ -29,35 +29,8 @@ DEFAULT_PATH = "/dev/kmsg"
 MAX_RECORDS_PER_TICK = 512
 _RECORD_BYTES = 8192  # a /dev/kmsg record is at most ~8 KiB; read() returns one record at a time
 
-#: ``NVRM: Xid (PCI:0000:3b:00): 79, …``; older drivers print ``(0000:3b:00)`` without ``PCI:``.
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (\d+)")
-
-PciAddress = tuple[int, int, int]
-"""(domain, bus, device) of a PCI address: the part the driver's Xid line and NVML's bus id share."""
-
 KernelLogFactory = Callable[[], "KernelXidLog"]
 """Opens the kernel log when a collector needs it (the composition root passes :class:`KernelXidLog`)."""
-
-
-def pci_address(bus_id: str) -> PciAddress | None:
-    """``00000000:3B:00.0`` (NVML, nvidia-smi) or ``0000:3b:00`` (the kernel log) → (domain, bus, device)."""
-    parts = bus_id.strip().split(":")
-    if len(parts) != 3:
-        return None
-    try:
-        return int(parts[0], 16), int(parts[1], 16), int(parts[2].split(".")[0], 16)
-    except ValueError:
-        return None
-
-
-def parse_xid_line(line: str) -> tuple[PciAddress, int] | None:
-    """The GPU's PCI address and the XID code of one kernel log line, or None if it is no XID line."""
-    match = _XID.search(line)
-    if match is None:
-        return None
-    address = pci_address(match.group(1))
-    code = int(match.group(2))
-    return (address, code) if address is not None and code > 0 else None
 
 
 def xids_by_gpu(lines: list[str], gpu_of: dict[PciAddress, int]) -> dict[int, list[int]]:

@@ -23,10 +23,11 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..logs.xid import PciAddress, pci_address
 from ..samples import GpuSample
 from ._nvml import GpuLost, NvmlSession, decode, decode_reasons
 from .base import Collected
-from .kmsg import KernelLogFactory, KernelXidLog, PciAddress, pci_address, xids_by_gpu
+from .kmsg import KernelLogFactory, KernelXidLog, xids_by_gpu
 from .xid_events import XidEvents
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,9 @@ import logging
 import subprocess
 from collections.abc import Callable
 
+from ..logs.xid import PciAddress, pci_address
 from ..samples import GpuSample
-from .kmsg import KernelLogFactory, KernelXidLog, PciAddress, pci_address, with_xids, xids_by_gpu
+from .kmsg import KernelLogFactory, KernelXidLog, with_xids, xids_by_gpu
 
 log = logging.getLogger(__name__)
 
