@@ -61,13 +61,28 @@ LOG_RULES: tuple[Rule, ...] = (
     Rule("actual seqlen", "max_seq_len"),
     Rule("number of skipped iterations", "skipped_steps"),
     Rule("loss scale", "loss_scale"),
+    # GPT-NeoX
+    Rule("lm_loss", "loss"),
+    Rule("approx flops per GPU", "tflops"),
+    Rule("samples/sec", "samples_per_sec"),
+    # ALCF's Megatron-DeepSpeed (``key=value``); the contract's own names (learning_rate, ...) need no rule
+    Rule("elapsed_time_per_iteration_ms", "step_time_ms"),
+    Rule("[LM]TFLOPs", "tflops"),
+    Rule("samples_per_second", "samples_per_sec"),
+    Rule("actual_seqlen", "max_seq_len"),
+    Rule("number_of_skipped_iterations", "skipped_steps"),
     *SEQUENCE_RULES,
 )
+#: Megatron-DeepSpeed's per-GPU token rate, as its releases spell it.
+TGS_KEYS = ("tokens per gpu per second (tgs)", "tokens per gpu per second(tgs)", "tokens_per_gpu_per_second_tgs")
 #: Megatron timer -> contract field (the largest rank's time).
 TIMER_FIELDS: tuple[tuple[str, str], ...] = (
     ("batch-generator", "data_wait_ms"),
+    ("batch generator", "data_wait_ms"),  # 2020 and GPT-NeoX
     ("all-grads-sync", "all_reduce_wait_ms"),
     ("backward-params-all-reduce", "all_reduce_wait_ms"),  # the same, before 2022
+    ("backward-allreduce", "all_reduce_wait_ms"),  # GPT-NeoX
+    ("allreduce", "all_reduce_wait_ms"),  # 2020
     ("save-checkpoint", "checkpoint_ms"),
     ("save-checkpoint-non-persistent", "checkpoint_ms"),
 )
@@ -107,13 +122,14 @@ def translate_record(record: Mapping[str, Any] | None, context: Mapping[str, Any
     _other_loss(fields)
     _timers(fields, lambda name: TIMER_PREFIX + name, 1.0)
     _rank_step_times(fields)
-    scaled_by_world(fields, "tokens per gpu per second (tgs)", "tokens_per_sec", "tokens/s")
+    for key in TGS_KEYS:
+        scaled_by_world(fields, key, "tokens_per_sec", "tokens/s")
     _derived_rates(fields)
     return fields.finish("megatron")
 
 
 def _other_loss(fields: Fields) -> None:
-    """Models without ``lm loss`` log their own loss keys (``<name> loss``)."""
+    """Models without ``lm loss`` log their own loss keys (``<name> loss``; ``total loss`` before 2021)."""
     set_from_first(fields, lambda k: k.endswith(" loss") and " vs " not in k, "loss")
 
 

@@ -2,9 +2,10 @@
 
 The iteration line (``training_log``, printed by the last rank every
 ``--log-interval`` iterations) in every release's form: with today's or 2024's
-time stamp, without one (2022 and earlier), with Megatron-DeepSpeed's or
-BigScience's extra segments. Each ``key: value |`` segment becomes a value
-under its own key; a line that does not end with ``|`` was cut off and is not used.
+time stamp, without one (2022 and earlier), with Megatron-DeepSpeed's, BigScience's,
+GPT-NeoX's (``lm_loss``, ``9.8TFLOPS``) or ALCF's (``key=value``) segments, and 2020's
+without colons (``learning rate 1.258E-04 | lm loss 4.799004E+00 |``). Each segment
+becomes a value under its own key; a line that does not end with ``|`` was cut off and is not used.
 
 Timer blocks (``megatron/core/timers.py``, often prefixed ``INFO:megatron.core.timers:``)
 follow the iteration line they belong to, in each ``--timing-log-option``:
@@ -25,10 +26,15 @@ from typing import Any
 
 from .base import log_lines
 
-ITERATION = re.compile(r"\biteration\s+(?P<it>\d+)\s*/\s*\d+\s*\|(?P<rest>.*)$")
+#: Not NeMo 2's ``Training epoch 0, iteration 120/149 | ...`` (Lightning's, read by the logs' Lightning parser).
+ITERATION = re.compile(r"(?<!, )\biteration(?:\s+|=\s*)(?P<it>\d+)\s*/\s*\d+\s*\|")
 SEGMENT = re.compile(
-    r"^\s*(?P<key>[^:|]+?):\s+(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))\s*$", re.IGNORECASE
+    r"^\s*(?P<key>[^:|=]*?[^:|=\s])(?:\s*[:=]\s*|\s+)"
+    r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf))(?P<unit>[KMGTP]?FLOPS)?\s*$",
+    re.IGNORECASE,
 )
+#: GPT-NeoX's ``approx flops per GPU: 112.9TFLOPS``: the unit's factor to TFLOP/s.
+FLOPS_UNITS = {"kflops": 1e-9, "mflops": 1e-6, "gflops": 1e-3, "tflops": 1.0, "pflops": 1e3, "flops": 1e-12}
 HEADERS = (
     ("(min, max) time across ranks (ms):", "minmax"),
     ("max time across ranks (ms):", "max"),
@@ -40,8 +46,10 @@ MINMAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: \(" + _NUM + 
 MAX_LINE = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*) \.*: " + _NUM + r"\s*$")
 ALL_NAME = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w/\-]*):\s*$")
 ALL_RANK = re.compile(r"\brank\s+(?P<rank>\d+): " + _NUM + r"\s*$")
-OLD_TIMERS = re.compile(r"time \(ms\)((?: \| [\w/\-]+: \d+(?:\.\d+)?)+)\s*$")
-OLD_PAIR = re.compile(r"([\w/\-]+): (\d+(?:\.\d+)?)")
+OLD_TIMERS = re.compile(r"time \(ms\)((?: \| [\w/\-][\w/\- ]*: \d+(?:\.\d+)?)+)\s*$")
+OLD_PAIR = re.compile(r"([\w/\-][\w/\- ]*): (\d+(?:\.\d+)?)")
+#: Lines of Megatron's that carry no value: the checkpoint save, the bad-gradient warning.
+NOTICES = ("saving checkpoint at iteration", "successfully saved checkpoint", "***WARNING*** Bad grad_norm")
 
 TIMER_PREFIX = "timer "
 PER_RANK_KEY = "times across ranks (ms)"
@@ -75,22 +83,28 @@ class RecordReader:
     def feed(self, line: str) -> tuple[bool, dict[str, Any] | None]:
         """``(whether the line is Megatron's, the record it completes)``: an iteration line completes the one
         before it (its timers end where the next iteration begins)."""
-        if match := ITERATION.search(line):
+        if "iteration" in line and (match := ITERATION.search(line)):
             done = self.flush()
             self.block = None
-            self.current = _Record(int(match["it"]), _segments(match["rest"])) if line.rstrip().endswith("|") else None
+            complete = line.rstrip().endswith("|")
+            self.current = _Record(int(match["it"]), _segments(line, match)) if complete else None
             return True, done
-        header = next((mode for marker, mode in HEADERS if marker in line), None)
-        if header is not None:
-            self.block, self.all_name = header, None
+        if ("checkpoint" in line or "***WARNING***" in line) and any(notice in line for notice in NOTICES):
             return True, None
+        if "across ranks" in line:
+            header = next((mode for marker, mode in HEADERS if marker in line), None)
+            if header is not None:
+                self.block, self.all_name = header, None
+                return True, None
         current = self.current
         if current is None:
             return False, None
-        if match := OLD_TIMERS.search(line):
+        if "time (ms)" in line and (match := OLD_TIMERS.search(line)):
             for name, value in OLD_PAIR.findall(match.group(1)):
                 current.timer(name, float(value))
             return True, None
+        if self.block is None:
+            return False, None
         self.block, self.all_name = _timer_line(current, line, self.block, self.all_name)
         return self.block is not None, None
 
@@ -110,13 +124,17 @@ def newest_record(text: str) -> dict[str, Any] | None:
     return reader.flush() or newest
 
 
-def _segments(rest: str) -> dict[str, Any]:
-    """``key: number`` segments of an iteration line (``NAN``/``INF`` included: ``{:.6E}`` of a diverged loss);
-    text segments are left out. Validation decides which fields may be non-finite."""
+def _segments(line: str, iteration: re.Match[str]) -> dict[str, Any]:
+    """``key: number`` (``key=number``, 2020's ``key number``) segments of an iteration line, before and after
+    ``iteration N/ M`` (``NAN``/``INF`` included: ``{:.6E}`` of a diverged loss); text segments are left out.
+    Validation decides which fields may be non-finite."""
     out: dict[str, Any] = {}
-    for segment in rest.split("|"):
+    for segment in (*line[: iteration.start()].split("|")[:-1], *line[iteration.end() :].split("|")):
         if match := SEGMENT.match(segment):
-            out[match["key"].strip()] = float(match["value"])
+            value = float(match["value"])
+            if match["unit"]:
+                value *= FLOPS_UNITS[match["unit"].lower()]
+            out[match["key"].strip()] = value
     return out
 
 
