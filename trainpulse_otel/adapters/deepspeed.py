@@ -24,7 +24,7 @@ from typing import Any
 
 from ..samples import SampleError
 from .base import Adapter, Fields, Rule, Translation, as_number, whole
-from .deepspeed_text import BREAKDOWN_PREFIX, LOSS_SCALE, MICRO_STEP, OVERFLOWS, newest_record
+from .deepspeed_text import BREAKDOWN_PREFIX, LOSS_SCALE, MICRO_STEP, OVERFLOWS, SKIPPED_TOTAL, newest_record
 
 MONITOR = "Train/Samples/"
 RULES: tuple[Rule, ...] = (
@@ -38,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     Rule("samples/sec", "samples_per_sec"),
     Rule("CurrSamplesPerSec", "samples_per_sec"),
     Rule("CurrSamplesPerSec" + MICRO_STEP, "samples_per_sec"),
+    Rule("SamplesPerSec" + MICRO_STEP, "samples_per_sec"),  # 2020-22: the running average, the only rate
     Rule("train_batch_size", "global_batch_size"),
     Rule("train_micro_batch_size_per_gpu", "micro_batch_size"),
 )
@@ -65,11 +66,17 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Map the newest step of DeepSpeed console output."""
+    return translate_record(newest_record(text), context)
+
+
+def translate_record(record: Mapping[str, Any] | None, context: Mapping[str, Any]) -> Translation:
+    """Map one record of :mod:`.deepspeed_text` (a step with its breakdown, or an overflow event)."""
     missing = "no DeepSpeed throughput, progress, pipeline or wall-clock breakdown line in the text"
-    return _finish(Fields.from_log(newest_record(text), context, missing))
+    return _finish(Fields.from_log(record, context, missing))
 
 
 def _finish(fields: Fields) -> Translation:
+    fields.raw(SKIPPED_TOTAL)  # the engine's running count: a reader of successive steps takes differences
     fields.apply(RULES)
     for names in BREAKDOWNS:
         _breakdown(fields, *names)
