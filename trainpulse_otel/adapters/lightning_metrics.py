@@ -14,6 +14,7 @@ with the stage (``train/``, ``validate/``, ``test/``, ``predict/``); Fabric's
 
 A "batch" is one micro-batch, so step time = gradient_accumulation_steps /
 device batches per second (gradient_accumulation_steps defaults to 1).
+:func:`translate_bar` maps a console progress bar's record (:mod:`.lightning_text`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .base import (
     whole,
     world_size,
 )
+from .lightning_text import SECONDS_PER_IT
 
 STAGE = "train/"
 OTHER_STAGES = ("validate/", "test/", "predict/", "sanity_check/")
@@ -49,6 +51,19 @@ CALLBACK_RULES: tuple[Rule, ...] = (
     Rule("grad_2.0_norm_total", "grad_norm"),
 )
 _LR_KEY = re.compile(r"^lr-[A-Za-z0-9_]+(/pg1)?$")
+#: The progress bar's postfix (``self.log(..., prog_bar=True)``): NeMo's names first, then Lightning's.
+BAR_RULES: tuple[Rule, ...] = (
+    Rule("reduced_train_loss", "loss"),
+    Rule("train_loss_step", "loss"),
+    Rule("train_loss", "loss"),
+    Rule("loss", "loss"),
+    Rule("gradient_norm", "grad_norm"),
+    Rule("grad_norm", "grad_norm"),
+    Rule("lr", "learning_rate"),
+    Rule("train_step_timing in s", "step_time_ms", 1000.0),
+    Rule("global_step", "global_step"),
+    Rule("global_batch_size", "global_batch_size"),
+)
 
 
 def translate(payload: Mapping[str, Any]) -> Translation:
@@ -63,6 +78,23 @@ def translate(payload: Mapping[str, Any]) -> Translation:
     _job_rate(fields, stage + "device/items_per_sec", "tokens_per_sec")
     set_from_first(fields, lambda k: bool(_LR_KEY.match(k)), "learning_rate")
     note_not_training(fields, OTHER_STAGES)
+    return fields.finish("lightning")
+
+
+def translate_bar(record: Mapping[str, Any], context: Mapping[str, Any]) -> Translation:
+    """Map one progress-bar draw (:mod:`.lightning_text`): its postfix metrics, and its speed as the step
+    time when NeMo's ``train_step_timing`` is absent (a bar counts micro-batches, hence the note)."""
+    fields = Fields.from_log(record, context, "no progress bar")
+    fields.apply(BAR_RULES)
+    if "global_step" in fields.out:
+        fields.out["global_step"] = int(fields.out["global_step"])  # exact: lightning_text keeps no rounded one
+    seconds = fields.number(SECONDS_PER_IT)
+    if seconds is not None and fields.wants("step_time_ms"):
+        accumulation = fields.data.get("gradient_accumulation_steps")
+        accumulation = 1.0 if accumulation is None else as_number("gradient_accumulation_steps", accumulation)
+        fields.set("step_time_ms", 1000.0 * seconds * accumulation, SECONDS_PER_IT)
+        fields.note(f"step_time_ms = the bar's seconds per batch x gradient_accumulation_steps ({accumulation:g})")
+    note_not_training(fields, ("val_",))
     return fields.finish("lightning")
 
 

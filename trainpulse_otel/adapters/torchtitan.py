@@ -66,27 +66,35 @@ def translate(payload: Mapping[str, Any]) -> Translation:
 
 def translate_text(text: str, context: Mapping[str, Any]) -> Translation:
     """Read the newest complete training line of torchtitan's console log."""
+    newest = next((v for line in reversed(list(log_lines(text))) if (v := line_values(line)) is not None), None)
+    return translate_record(newest, context)
+
+
+def translate_record(record: Mapping[str, Any] | None, context: Mapping[str, Any]) -> Translation:
+    """Map the values of one training line (:func:`line_values`)."""
     fields = Fields.from_log(
-        _newest_line_values(text),
-        context,
-        "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text",
+        record, context, "no complete torchtitan training line ('step: N  loss: ...  mfu: M%') in the text"
     )
     fields.apply(TEXT_RULES)
     scaled_by_world(fields, first_present(fields, ("tps", "wps")) or "tps", "tokens_per_sec", "tokens/s")
     return fields.finish("torchtitan")
 
 
-def _newest_line_values(text: str) -> dict[str, Any] | None:
-    for line in reversed(list(log_lines(text))):
-        line = _ANSI.sub("", line).rstrip()
-        step = _STEP.search(line)
-        if step is None or "validate step" in line or not line.endswith("%"):
-            continue  # not a training line, or cut off before its last field (mfu: N%)
-        values: dict[str, Any] = {"step": int(step.group(1))}
-        for key, number, _percent in _PAIR.findall(line):
-            values[key] = float(number.replace(",", ""))
-        return values
-    return None
+def line_values(line: str) -> dict[str, Any] | None:
+    """The values of one complete training line (``step: N  loss: ...  mfu: M%``), or None: not one, a
+    validation line, or a line cut off before its last field."""
+    if "step:" not in line or "loss:" not in line:
+        return None
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    line = line.rstrip()
+    step = _STEP.search(line)
+    if step is None or "validate step" in line or not line.endswith("%"):
+        return None
+    values: dict[str, Any] = {"step": int(step.group(1))}
+    for key, number, _percent in _PAIR.findall(line):
+        values[key] = float(number.replace(",", ""))
+    return values
 
 
 ADAPTER = Adapter(
