@@ -17,9 +17,10 @@ from datetime import datetime, timezone
 #: ``[rank3]:`` (torchrun ``--tee`` / ``--log-line-prefix-template``), ``[default3]:`` (its older default).
 RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default)(\d+)\]:\s?")
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
-#: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron); read as UTC when it names no zone.
+#: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron), torchtitan's ``[titan] 2025-06-16
+#: 22:30:50,322``; read as UTC when it names no zone.
 TIME_PREFIX = re.compile(
-    r"^\s*\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+    r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
 #: A rank in a file's name: ``rank3.log``, ``rank_3.out``; Slurm's ``job-1234-3.out`` (``%j-%t``); torchrun's
