@@ -46,6 +46,8 @@ class Engine:
 
     def feed(self, text: str, ts: float) -> list[Payload] | None:
         """The payloads this line completes, or None: not a DeepSpeed line."""
+        if not _engine_hint(text):
+            return None
         overflow, events = self._overflows.feed(text, ts)
         if overflow:
             return self._overflow_payloads(events, _own_time(text, ts))
@@ -82,6 +84,18 @@ class Engine:
                 payload["skipped_steps"] = skipped
             self._skipped = total
         return [] if payload is None else [payload]
+
+
+def _engine_hint(text: str) -> bool:
+    """Whether ``text`` may be a DeepSpeed line: each holds one of these (the cheap test on every line)."""
+    return (
+        "step" in text
+        or "[INFO]" in text
+        or "SamplesPerSec" in text
+        or "overflow" in text
+        or "loss scale" in text
+        or "config.py" in text
+    )
 
 
 def _own_time(text: str, ts: float) -> float:
