@@ -109,6 +109,13 @@ def test_the_framework_named_reads_the_same_reports(name):
     assert [r.global_step for r in forced] == [r.global_step for r in found]
 
 
+def test_a_framework_named_reads_no_other_framework_s_lines():
+    reader, reports = read("megatron/2024_stamped_moe.log", "torchtitan")
+    assert reports == [] and reader.stats.unknown == reader.stats.lines == 3
+    reader, reports = read("torchtitan/2026_rank_prefixed.log", "megatron")
+    assert reports == [] and reader.stats.unknown == 5
+
+
 def test_megatron_2020_lines_without_colons_and_their_one_line_timers():
     reader, reports = read("megatron/2020_no_colons.log")
     first = reports[0]
