@@ -4,48 +4,211 @@
 :class:`Failure` (an event kind of :mod:`trainpulse_otel.samples.events`, the
 details the line gives, the rank or GPU it names). One-line failures are told
 at their line; a multi-line report (a Python traceback, torchrun's failure
-table) at the line that ends it.
+table) at the line after it ends, quoting the line that says it (``text``).
+One failure is told once: the fatal and summary lines NCCL prints after a
+timeout, the ``what():`` that repeats it and the same error repeated by the
+exception that carries it are claimed and tell nothing. The forms read, each
+with its source, and what a traceback that is an OOM or a timeout becomes:
+docs/logs.md. Pure: a few substring checks per line before any regex.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..samples import WATCHDOG_TIMEOUT
+from ..samples import CUDA_OOM, DRIVER_XID, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
+from . import collectives as c
+from .oom import cuda_oom
+from .tracebacks import Told, TorchrunReport, Tracebacks
+from .xid import xid_details
+
+#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
+ECHOES = (
+    "detected by watchdog at work",
+    "Timeout at NCCL work",
+    "failure detected by watchdog",
+    "Some NCCL operations have failed or timed out",
+    "To avoid data inconsistency",
+    "Received a dump signal",
+    "preparing to dump debug info",
+)
+#: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
+MAX_REMEMBERED = 256
+#: NCCL's detail follows its ``ncclRemoteError`` line within this many lines (``Last error:`` not counted).
+REMOTE_LINES = 1
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """What a failure line says: its event kind, details, and the rank or GPU it names (beyond the prefix's)."""
+    """What a failure line says: its event kind, details, and the rank or GPU it names (beyond the prefix's).
+
+    ``text``: the line to quote when it is not the line that completed the failure (a traceback's exception
+    line, a torchrun entry's fields)."""
 
     kind: str
     details: Mapping[str, Any]
     rank: int | None = None
     gpu_index: int | None = None
-
-
-#: NCCL's watchdog (``ProcessGroupNCCL.cpp``): ``[Rank 3] Watchdog caught collective operation timeout:
-#: WorkNCCL(SeqNum=1234, OpType=ALLREDUCE, …, Timeout(ms)=1800000) ran for 1800349 milliseconds before timing out.``
-NCCL_WATCHDOG = re.compile(
-    r"(?:\[Rank (?P<rank>\d+)\]\s*)?Watchdog caught collective operation timeout: WorkNCCL\("
-    r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?P<rest>.*?)\) ran for (?P<ran>\d+) milliseconds"
-)
-TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
+    text: str | None = None
 
 
 class FailureScanner:
     """One stream's failure lines (a fresh instance per stream: multi-line reports keep state)."""
 
+    def __init__(self) -> None:
+        self._tracebacks = Tracebacks()
+        self._report = TorchrunReport()
+        self._seen: dict[tuple, None] = {}
+        self._timed_out = False  # a timeout was told: NCCL's fatal line after it is its echo
+        self._remote: str | None = None  # an 'ncclRemoteError' line waiting for its 'Last error:' detail
+        self._remote_wait = 0
+
     def feed(self, text: str) -> list[Failure] | None:
-        """The failures ``text`` completes, or None when it tells none."""
-        if "Watchdog caught collective operation timeout" in text and (match := NCCL_WATCHDOG.search(text)):
-            details: dict[str, Any] = {"op": match["op"], "seq": int(match["seq"]), "ran_ms": int(match["ran"])}
-            if timeout := TIMEOUT_MS.search(match["rest"]):
-                details["timeout_ms"] = int(timeout[1])
-            if match["rank"] is not None:  # the rank in its process group: the global one is the line's prefix's
-                details["pg_rank"] = int(match["rank"])
-            return [Failure(WATCHDOG_TIMEOUT, details)]
+        """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
+        the line is no failure report's."""
+        out: list[Failure] = []
+        claimed = self._reports(text, out)
+        pending = self._remote
+        one = self._one_line(text)
+        if pending is not None and self._remote is pending and "Last error:" not in text:
+            self._remote_wait -= 1
+            if self._remote_wait <= 0:  # the line after 'Last error:' was no transport's: tell the error as it is
+                out += self._remote_error()
+        if one is not None:
+            out += one
+            claimed = True
+        return out if claimed or out else None
+
+    def flush(self) -> list[Failure]:
+        """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
+        out = [self._crash(t) for t in self._tracebacks.flush() + self._report.flush()]
+        return out + self._remote_error()
+
+    def _reports(self, text: str, out: list[Failure]) -> bool:
+        """The multi-line reports: torchrun's table (while one is open, every line is its), tracebacks."""
+        if self._report.active:
+            claimed, told = self._report.feed(text)
+            out += [self._crash(t) for t in told]
+            if claimed:
+                return True
+            return self._traceback(text, out)  # the line that closed the table is someone else's
+        claimed = self._traceback(text, out)
+        return self._report.feed(text)[0] or claimed
+
+    def _traceback(self, text: str, out: list[Failure]) -> bool:
+        claimed, told = self._tracebacks.feed(text)
+        out += [self._crash(t) for t in told]
+        return claimed
+
+    def _crash(self, told: Told) -> Failure:
+        return Failure(PROCESS_FAILED, told.details, rank=told.rank, text=told.text)
+
+    def _one_line(self, text: str) -> list[Failure] | None:
+        """The failures one line tells by itself (first form that matches wins)."""
+        if "NCCL INFO" in text:
+            return None
+        for marks, handler in self._handlers:
+            if any(mark in text for mark in marks):
+                told = handler(self, text)
+                if told is not None:
+                    return told
+        if any(echo in text for echo in ECHOES):
+            return []
         return None
+
+    def _watchdog(self, text: str) -> list[Failure] | None:
+        details = c.watchdog(text)
+        if details is None:
+            return None
+        key = ("timeout", details.get("pg_rank"), details.get("seq"), details.get("op"))
+        return self._timeout(details, key)
+
+    def _heartbeat(self, text: str) -> list[Failure] | None:
+        details = c.heartbeat(text)
+        return None if details is None else self._timeout(details, ("heartbeat", details.get("pg_id")))
+
+    def _fatal(self, text: str) -> list[Failure] | None:
+        details = c.fatal_exit(text)
+        if details is None:
+            return None
+        return [] if self._timed_out else self._timeout(details, ("fatal", details.get("pg_id")))
+
+    def _gloo_timeout(self, text: str) -> list[Failure] | None:
+        details = c.gloo_timeout(text)
+        if details is None:
+            return None
+        return self._timeout(details, ("gloo", details.get("op"), details.get("timeout_ms")))
+
+    def _timeout(self, details: dict[str, Any], key: tuple) -> list[Failure]:
+        self._timed_out = True
+        return self._once(key, Failure(WATCHDOG_TIMEOUT, details))
+
+    def _oom(self, text: str) -> list[Failure] | None:
+        found = cuda_oom(text)
+        if found is None:
+            return None
+        details, gpu = found
+        key = ("oom", gpu, details.get("requested_bytes"), details.get("free_bytes"))
+        return self._once(key, Failure(CUDA_OOM, details, gpu_index=gpu))
+
+    def _transport(self, details: dict[str, Any] | None, text: str) -> list[Failure] | None:
+        if details is None:
+            return None
+        if self._remote is not None or "ncclRemoteError" in text:  # the 'Last error:' detail of an ncclRemoteError
+            details["nccl_error"], self._remote = "ncclRemoteError", None
+        key = tuple(details.get(name) for name in ("transport", "peer", "error", "status", "event"))
+        return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details))
+
+    def _nccl_remote(self, text: str) -> list[Failure] | None:
+        if "ncclRemoteError" in text:
+            self._remote, self._remote_wait = text.strip(), REMOTE_LINES
+            return []
+        return [] if self._remote is not None else None  # 'Last error:' of an ncclRemoteError
+
+    def _remote_error(self) -> list[Failure]:
+        """An ncclRemoteError no transport line detailed: the transport failed, or a peer died."""
+        held, self._remote = self._remote, None
+        if held is None:
+            return []
+        return self._once(("remote", held), Failure(TRANSPORT_ERROR, {"error": "ncclRemoteError"}, text=held))
+
+    def _xid(self, text: str) -> list[Failure] | None:
+        details = xid_details(text)
+        return None if details is None else [Failure(DRIVER_XID, details)]
+
+    def _once(self, key: tuple, failure: Failure) -> list[Failure]:
+        """``[failure]`` the first time ``key`` is told in this stream, then ``[]`` (claimed, nothing new)."""
+        if key in self._seen:
+            return []
+        self._seen[key] = None
+        if len(self._seen) > MAX_REMEMBERED:
+            del self._seen[next(iter(self._seen))]
+        return [failure]
+
+    #: (substrings one of which must be in the line, the form it may be), in the order they are tried.
+    _handlers: tuple[tuple[tuple[str, ...], Callable[[FailureScanner, str], list[Failure] | None]], ...] = (
+        (("Watchdog caught", "timed out in blocking wait"), _watchdog),
+        (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
+        (("Terminating the process after attempting",), _fatal),
+        (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
+        (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
+        (("out of memory",), _oom),
+        (
+            ("async event", "IBV_WC_"),
+            lambda self, text: self._transport(c.ib_event(text) if _warn(text) else None, text),
+        ),
+        (("gloo/transport/tcp/pair.cc",), lambda self, text: self._transport(c.gloo_error(text), text)),
+        (
+            ("Connection closed by remote peer", " failed : "),
+            lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
+        ),
+        (("ncclRemoteError", "Last error:"), _nccl_remote),
+        (("NVRM: Xid",), _xid),
+    )
+
+
+def _warn(text: str) -> bool:
+    """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
+    return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket"))

@@ -56,11 +56,12 @@ class ReadStats:
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
-    __slots__ = ("failures", "parser", "rank", "timed", "ts")
+    __slots__ = ("failures", "last", "parser", "rank", "timed", "ts")
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
+        self.last: LogLine | None = None  # its latest line: where what a flush completes was written
 
 
 class LogReader:
@@ -88,6 +89,7 @@ class LogReader:
         given = line.ts if line.ts is not None else own_ts
         if given is not None:  # the first time said replaces the start; later ones never go back
             stream.ts, stream.timed = (max(stream.ts, given) if stream.timed else given), True
+        stream.last = line
         failures = stream.failures.feed(text)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
@@ -103,6 +105,8 @@ class LogReader:
         for stream in self._streams.values():
             for payload in stream.parser.flush() if stream.parser is not None else ():
                 out.extend(self._report(payload, stream))
+            if stream.last is not None:  # a traceback's exception at the end of a stream, say
+                out.extend(self._event(f, stream.last, stream.rank, stream.ts) for f in stream.failures.flush())
         return out
 
     def _stream(self, line: LogLine, prefixed: int | None) -> _Stream:
@@ -159,7 +163,7 @@ class LogReader:
         return LogEvent(
             ts=ts,
             kind=failure.kind,
-            message=line.text.strip()[:2048],
+            message=(failure.text or line.text).strip()[:2048],
             rank=failure.rank if failure.rank is not None else rank,
             hostname=line.node,
             gpu_index=failure.gpu_index,

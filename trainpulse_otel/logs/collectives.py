@@ -1,0 +1,204 @@
+"""What a line says of a collective that timed out or a transport that failed: NCCL, gloo, PyTorch's watchdogs.
+
+Each function reads one line (its prefixes already cut) and returns the
+details it gives, or None when the line is not of its form. Callers check a
+cheap substring first (:mod:`.failures`); the forms and where each comes from
+are in docs/logs.md.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, …) ran for N milliseconds`` —
+#: the text of ProcessGroupNCCL's checkTimeout in every PyTorch since 1.8 (fields come and go).
+WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)\)(?: ran for (?P<ran>\d+) millisecond)?")
+#: One ``Key=value`` of a WorkNCCL: ``SeqNum=88``, ``Timeout(ms)=600000``, ``TensorShape=[1, 2]``.
+FIELD = re.compile(r"(\w+(?:\(ms\))?)=(\[[^\]]*\]|[^,)\s]+)")
+#: The global ``[Rank 3]`` of the watchdog's own prefix (the rank in the process group).
+WORK_RANK = re.compile(r"\[Rank (\d+)\]\s*(?:Watchdog caught|Work WorkNCCL)")
+#: A process group's log prefix, in each PyTorch's form: ``[PG 1 Rank 0]`` (2.3), ``[PG 0 (default_pg) Rank 7]``
+#: (2.4), ``[PG ID 0 PG GUID 0(default_pg) Rank 1]``, ``[PG ID 2 PG GUID 9 Rank 4]`` (2.5 on).
+PG_PREFIX = re.compile(
+    r"\[PG (?:ID (?P<id>\d+) PG GUID (?P<guid>[\w.:-]+)|(?P<uid>[\w.:-]+))\s*(?:\((?P<name>[^)]*)\))?\s*Rank (?P<rank>\d+)\]"
+)
+#: The heartbeat monitor's exit message (``…'s watchdog got stuck for 480 seconds without making progress``) and
+#: its first line (``Heartbeat monitor timed out! … workMetaList_.size()=1``).
+HEARTBEAT_STUCK = re.compile(r"watchdog got stuck for (\d+) seconds")
+HEARTBEAT_WORKS = re.compile(r"workMetaList_\.size\(\)\s*=\s*(\d+)")
+#: gloo's ``[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv
+#: operation to complete``.
+GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (\w+) operation to complete")
+#: NCCL's InfiniBand completion error, in each NCCL's form: ``with error 12, opcode 0, len 0, vendor err 129``
+#: (≤ 2.18), ``with status=12 opcode=0 len=0 vendor err 129 (Recv)`` (2.19 on),
+#: ``with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129 … hca mlx5_0`` (2.27 on).
+IB_COMPLETION = re.compile(
+    r"NET/IB\w*(?:/\w+)?\s*:\s*Got completion from peer (?P<peer>\S+?),? with (?:error|status)[= ]"
+    r"(?:(?P<status>\w+)\()?(?P<error>\d+)\)?"
+)
+IB_OPCODE = re.compile(r"opcode[= ](?:\w+\()?(\d+)")
+IB_LEN = re.compile(r"\blen[= ](\d+)")
+IB_VENDOR = re.compile(r"vendor[ _]err[= ](\d+)")
+IB_DIRECTION = re.compile(r"\((Send|Recv)\)")
+IB_HCA = re.compile(r"\bhca (\S+)")
+#: ``NET/IB : Got async event : port error`` and ``NET/IB : mlx5_3:1 Got non-fatal async event: port error(10)``.
+IB_ASYNC = re.compile(
+    r"NET/IB\w*\s*:\s*(?:(?P<dev>\S+) )?Got (?P<nonfatal>non-fatal )?async event\s*:\s*(?P<event>[^(]+)"
+)
+#: An ``ibv_wc_status`` name anywhere in a WARN line: ``IBV_WC_RETRY_EXC_ERR``.
+IBV_STATUS = re.compile(r"\b(IBV_WC_\w+_ERR)\b")
+#: NCCL's socket errors: ``Net : Connection closed by remote peer host<47861>``, ``socketProgress: Connection
+#: closed by remote peer node2<42830>``, ``socketProgressOpt: Call to recv from 172.…<33759> failed : Connection
+#: reset by peer``, ``Net : Call to recv from 10.…<58355> failed : Broken pipe``, ``socketStartConnect: Connect to
+#: 10.0.0.2<45763> failed : Software caused connection abort``.
+NCCL_SOCKET = re.compile(
+    r"(?P<where>Net|NET/Socket|socket\w*)\s*:\s*(?:Connection closed by remote peer (?P<closed>\S+)"
+    r"|Call to (?P<op>\w+) (?:from|to) (?P<peer>\S+) failed\s*:\s*(?P<reason>.+?)\s*$"
+    r"|Connect to (?P<target>\S+) failed\s*:\s*(?P<creason>.+?)\s*$)"
+)
+#: gloo's TCP pair: ``[…/gloo/transport/tcp/pair.cc:534] Connection closed by peer [127.0.0.1]:10895`` and
+#: ``[…/pair.cc:589] Read error [192.168.70.92]:25266: Connection reset by peer``.
+GLOO_PAIR = re.compile(
+    r"gloo/transport/tcp/pair\.cc:\d+\]\s*(?:(?P<closed>Connection closed by peer) \[(?P<host>[^\]]+)\]:(?P<port>\d+)"
+    r"|(?P<op>Read|Write) error \[(?P<host2>[^\]]+)\]:(?P<port2>\d+): (?P<reason>.+?)\s*$)"
+)
+
+
+def number(text: str) -> int | str:
+    """A field's value as an int when it is one."""
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def pg_details(text: str) -> dict[str, Any]:
+    """The process group a line's ``[PG …]`` prefix names: ``pg_id``, ``pg_name`` (its description) and, when no
+    watchdog ``[Rank N]`` says it, ``pg_rank``."""
+    match = PG_PREFIX.search(text)
+    if match is None:
+        return {}
+    details: dict[str, Any] = {"pg_id": number(match["id"] if match["id"] is not None else match["uid"])}
+    if match["guid"] is not None:
+        details["pg_guid"] = number(match["guid"])
+    if match["name"]:
+        details["pg_name"] = match["name"]
+    details["pg_rank"] = int(match["rank"])
+    return details
+
+
+def watchdog(text: str) -> dict[str, Any] | None:
+    """NCCL's watchdog timeout (and its ``Work WorkNCCL(…) timed out in blocking wait`` form): the op, ``seq``,
+    ``timeout_ms``, ``ran_ms``, ``numel_in``/``numel_out``, the rank in its process group, the group."""
+    match = WORK.search(text)
+    if match is None:
+        return None
+    fields = dict(FIELD.findall(match["body"]))
+    details: dict[str, Any] = {"backend": "nccl", **pg_details(text[: match.start()])}
+    if "OpType" in fields:
+        details["op"] = fields["OpType"]
+    for key, name in (("SeqNum", "seq"), ("Timeout(ms)", "timeout_ms"), ("NumelIn", "numel_in")):
+        if key in fields and fields[key].isdigit():
+            details[name] = int(fields[key])
+    if "NumelOut" in fields and fields["NumelOut"].isdigit():
+        details["numel_out"] = int(fields["NumelOut"])
+    if match["ran"] is not None:
+        details["ran_ms"] = int(match["ran"])
+    if "blocking wait" in text[match.end() :]:
+        details["blocking_wait"] = True
+    if (rank := WORK_RANK.search(text)) is not None:
+        details["pg_rank"] = int(rank[1])
+    return details
+
+
+def heartbeat(text: str) -> dict[str, Any] | None:
+    """ProcessGroupNCCL's heartbeat monitor gave up on a watchdog that made no progress: how long it waited
+    (``timeout_ms``), how many works were queued, the process group."""
+    stuck = HEARTBEAT_STUCK.search(text)
+    if stuck is None and "Heartbeat monitor timed out" not in text:
+        return None
+    details: dict[str, Any] = {"backend": "nccl", "monitor": "heartbeat", **pg_details(text)}
+    if stuck is not None:
+        details["timeout_ms"] = int(stuck[1]) * 1000
+    if (works := HEARTBEAT_WORKS.search(text)) is not None:
+        details["pending_works"] = int(works[1])
+    return details
+
+
+def fatal_exit(text: str) -> dict[str, Any] | None:
+    """ProcessGroupNCCL's ``[F…] … Terminating the process after attempting to dump debug info, due to …``: the
+    fatal line after a timeout (its cause: a collective's ``timeout`` or the watchdog's ``hang``)."""
+    if "Terminating the process after attempting to dump debug info" not in text:
+        return None
+    cause = "heartbeat" if "watchdog hang" in text else "timeout"
+    return {"backend": "nccl", "fatal": True, "cause": cause, **pg_details(text)}
+
+
+def gloo_timeout(text: str) -> dict[str, Any] | None:
+    """gloo's ``Timed out waiting 1800000ms for recv operation to complete`` (and ``Application timeout caused
+    pair closure``): the op and the timeout."""
+    match = GLOO_TIMEOUT.search(text)
+    if match is not None:
+        return {"backend": "gloo", "op": match[2], "timeout_ms": int(match[1])}
+    if "Application timeout caused pair closure" in text:
+        return {"backend": "gloo"}
+    return None
+
+
+def ib_error(text: str) -> dict[str, Any] | None:
+    """An InfiniBand completion error: ``transport`` IB, ``error`` (the ibv_wc_status code; 12 is
+    ``IBV_WC_RETRY_EXC_ERR``), ``vendor_err``, the ``peer``, the opcode, length, direction and HCA."""
+    match = IB_COMPLETION.search(text)
+    if match is None:
+        return None
+    details: dict[str, Any] = {"transport": "IB", "error": int(match["error"]), "peer": match["peer"]}
+    if match["status"]:
+        details["status"] = match["status"]
+    rest = text[match.end() :]
+    for pattern, name in ((IB_OPCODE, "opcode"), (IB_LEN, "len"), (IB_VENDOR, "vendor_err")):
+        if (found := pattern.search(rest)) is not None:
+            details[name] = int(found[1])
+    if (found := IB_DIRECTION.search(rest)) is not None:
+        details["direction"] = found[1]
+    if (found := IB_HCA.search(rest)) is not None:
+        details["hca"] = found[1]
+    return details
+
+
+def ib_event(text: str) -> dict[str, Any] | None:
+    """An InfiniBand async event (``port error``) or an ``IBV_WC_…_ERR`` status a WARN line names."""
+    match = IB_ASYNC.search(text)
+    if match is not None:
+        details: dict[str, Any] = {"transport": "IB", "event": match["event"].strip(), "fatal": not match["nonfatal"]}
+        if match["dev"]:
+            details["device"] = match["dev"]
+        return details
+    status = IBV_STATUS.search(text)
+    return None if status is None else {"transport": "IB", "status": status[1]}
+
+
+def socket_error(text: str) -> dict[str, Any] | None:
+    """NCCL's socket transport failed: ``transport`` Socket, the ``error`` (``Connection reset by peer``,
+    ``Connection closed by remote peer``, ``Broken pipe`` …) and the ``peer``."""
+    match = NCCL_SOCKET.search(text)
+    if match is None:
+        return None
+    if match["closed"] is not None:
+        return {"transport": "Socket", "error": "Connection closed by remote peer", "peer": match["closed"]}
+    if match["op"] is not None:
+        return {"transport": "Socket", "error": match["reason"], "peer": match["peer"], "op": match["op"]}
+    return {"transport": "Socket", "error": match["creason"], "peer": match["target"], "op": "connect"}
+
+
+def gloo_error(text: str) -> dict[str, Any] | None:
+    """gloo's TCP pair lost its peer: ``Connection closed by peer`` or a read/write error such as ``Connection
+    reset by peer``."""
+    match = GLOO_PAIR.search(text)
+    if match is None:
+        return None
+    if match["closed"] is not None:
+        peer, error = f"{match['host']}:{match['port']}", match["closed"]
+    else:
+        peer, error = f"{match['host2']}:{match['port2']}", match["reason"]
+    details: dict[str, Any] = {"transport": "TCP", "backend": "gloo", "error": error, "peer": peer}
+    if match["op"] is not None:
+        details["op"] = match["op"].lower()
+    return details

@@ -1,0 +1,63 @@
+"""CUDA out of memory, as PyTorch's caching allocator words it in each era; sizes in bytes.
+
+- PyTorch ≥ 2.1: ``CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of
+  which 1.02 GiB is free. [Process 123 has … memory in use.] [Including non-PyTorch memory, this process has
+  78.10 GiB memory in use.] Of the allocated memory 75.2 GiB is allocated by PyTorch, and 1.3 GiB is reserved by
+  PyTorch but unallocated.`` (2.1 wrote ``capacty``).
+- PyTorch 1.4–2.0: ``Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already allocated;
+  3.03 GiB free; 1.24 GiB reserved in total by PyTorch)``; before 1.4 ``… 4.68 MiB cached)``.
+- The CUDA runtime's own ``CUDA error: out of memory`` (no sizes).
+
+Pure: :func:`cuda_oom` reads one line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB|PiB)"
+UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
+REQUESTED = re.compile(r"Tried to allocate " + SIZE)
+NEW_GPU = re.compile(r"GPU (\d+) has a total capac(?:i)?ty of " + SIZE + r" of which " + SIZE + " is free")
+IN_USE = re.compile(r"this process has " + SIZE + " memory in use")
+ALLOCATED = re.compile(r"Of the allocated memory " + SIZE + r" is allocated by PyTorch, and " + SIZE + " is reserved")
+OLD = re.compile(
+    r"\(GPU (\d+); " + SIZE + r" total capacity; " + SIZE + r" already allocated; " + SIZE + r" free;"
+    r"(?: " + SIZE + r" (?:reserved in total by PyTorch|cached))?"
+)
+
+
+def size(number: str, unit: str) -> int:
+    """``"2.00", "GiB"`` → bytes (the message rounds to two decimals; so does this)."""
+    return round(float(number) * UNITS[unit])
+
+
+def cuda_oom(text: str) -> tuple[dict[str, Any], int | None] | None:
+    """The sizes an out-of-memory line gives (``requested_bytes``, ``total_bytes``, ``free_bytes``,
+    ``allocated_bytes``, ``reserved_bytes`` — reserved by PyTorch in all —, and where given ``in_use_bytes``,
+    ``reserved_unallocated_bytes``) and the GPU it names; None if it is none."""
+    if "CUDA out of memory" not in text:
+        if "CUDA error: out of memory" in text:
+            return {"error": "CUDA error: out of memory"}, None
+        return None
+    details: dict[str, Any] = {}
+    if (found := REQUESTED.search(text)) is not None:
+        details["requested_bytes"] = size(*found.groups())
+    gpu: int | None = None
+    if (new := NEW_GPU.search(text)) is not None:
+        gpu = int(new[1])
+        details["total_bytes"], details["free_bytes"] = size(new[2], new[3]), size(new[4], new[5])
+        if (in_use := IN_USE.search(text)) is not None:
+            details["in_use_bytes"] = size(*in_use.groups())
+        if (held := ALLOCATED.search(text)) is not None:
+            allocated, unallocated = size(held[1], held[2]), size(held[3], held[4])
+            details["allocated_bytes"], details["reserved_unallocated_bytes"] = allocated, unallocated
+            details["reserved_bytes"] = allocated + unallocated
+    elif (old := OLD.search(text)) is not None:
+        gpu = int(old[1])
+        details["total_bytes"], details["allocated_bytes"] = size(old[2], old[3]), size(old[4], old[5])
+        details["free_bytes"] = size(old[6], old[7])
+        if old[8] is not None:
+            details["reserved_bytes"] = size(old[8], old[9])
+    return details, gpu

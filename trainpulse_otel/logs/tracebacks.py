@@ -1,0 +1,242 @@
+"""Multi-line reports of a dead process: a Python traceback, torchrun's ``ChildFailedError`` table.
+
+:class:`Tracebacks` follows one stream's traceback from ``Traceback (most recent call last):`` through its frames
+to the exception line, and holds that exception until the next line says whether a chained traceback follows
+(``During handling of the above exception…``, ``The above exception was the direct cause…``): a chain is told
+once, by its last exception. :class:`TorchrunReport` reads the agent's table (``Failures:`` / ``Root Cause
+(first observed failure):``, entries ``[N]:`` with ``rank``, ``exitcode``, ``error_file``, ``traceback``) and
+tells each failed rank once, at the line after its entry. Both hand back :class:`Told` records; :mod:`.failures`
+makes them failure events. Pure: lines in.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as signals
+from dataclasses import dataclass, field
+from typing import Any
+
+TRACEBACK = "Traceback (most recent call last)"
+CHAINS = ("During handling of the above exception", "The above exception was the direct cause")
+#: A frame: ``  File "/x/train.py", line 12, in step`` (classic) or ``│ /x/train.py:12 in step`` (rich).
+FRAME = re.compile(
+    r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?|^[│|]\s+(?P<rfile>\S+?\.py):(?P<rline>\d+) in (?P<rfunc>\w+)'
+)
+#: The exception line: a dotted class name that reads as an exception, then ``: message`` or nothing.
+EXCEPTION = re.compile(
+    r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Iteration|Failure|Warning))"
+    r"(?::\s?(?P<message>.*))?$"
+)
+#: Stray lines a traceback tolerates (another thread's output) before it is given up.
+MAX_STRAY = 8
+#: A ``Told`` error message is its first sentence, at most this long.
+MAX_ERROR = 300
+#: Exceptions that are another report's news, not a crash of their own: a collective's timeout (the watchdog's
+#: event tells it), torchrun's ChildFailedError (its table tells each rank).
+NOT_A_CRASH = ("Watchdog caught collective operation timeout", "Timed out waiting", "watchdog got stuck")
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """A report completed: its details, the global rank it names (None: the stream's), and the line to quote."""
+
+    details: dict[str, Any]
+    rank: int | None = None
+    text: str | None = None
+
+
+def exception_details(line: str) -> dict[str, Any] | None:
+    """``exception`` and ``error`` (the message's first sentence) of an exception line, or None."""
+    match = EXCEPTION.match(line.strip())
+    if match is None:
+        return None
+    message = (match["message"] or "").strip()
+    return {"exception": match["name"], "error": message.split(". ", 1)[0][:MAX_ERROR]}
+
+
+class Tracebacks:
+    """One stream's Python tracebacks: ``feed`` says whether a line was the traceback's and what it completed."""
+
+    def __init__(self) -> None:
+        self.state = "idle"  # idle | frames | ended (exception held) | chained (a cause printed, its effect next)
+        self.frames = 0
+        self.last: dict[str, Any] = {}
+        self.stray = 0
+        self.held: Told | None = None
+
+    def feed(self, text: str) -> tuple[bool, list[Told]]:
+        """(whether ``text`` belongs to a traceback, the crashes it completed)."""
+        if self.state == "idle":
+            if TRACEBACK in text:
+                self._begin()
+                return True, []
+            return False, []
+        if self.state == "ended":
+            if not text.strip():
+                return True, []
+            if any(chain in text for chain in CHAINS):
+                self.held, self.state = None, "chained"
+                return True, []
+            told = self.flush()
+            claimed, more = self.feed(text)
+            return claimed, told + more
+        if TRACEBACK in text:
+            self._begin()
+            return True, []
+        if self.state == "chained":
+            if not text.strip():
+                return True, []
+            self.state = "idle"
+            return False, []
+        return self._frame(text)
+
+    def flush(self) -> list[Told]:
+        """The exception held (the end of a stream, or a line that is no chain)."""
+        held, self.held, self.state = self.held, None, "idle"
+        return [] if held is None else [held]
+
+    def _begin(self) -> None:
+        self.state, self.frames, self.last, self.stray, self.held = "frames", 0, {}, 0, None
+
+    def _frame(self, text: str) -> tuple[bool, list[Told]]:
+        if not text.strip():
+            return True, []
+        if text[0] in " \t│╭╰|":
+            if (frame := FRAME.search(text)) is not None:
+                self.frames += 1
+                self.last = {
+                    "file": frame["file"] or frame["rfile"],
+                    "line": int(frame["line"] or frame["rline"]),
+                    "function": frame["func"] or frame["rfunc"] or "",
+                }
+            return True, []
+        details = exception_details(text)
+        if details is None:
+            self.stray += 1
+            if self.stray > MAX_STRAY:
+                self.state = "idle"
+            return False, []
+        self.state = "ended"
+        if not any(news in text for news in NOT_A_CRASH) and not details["exception"].endswith("ChildFailedError"):
+            self.held = Told({**details, "frames": self.frames, **self.last}, text=text.strip())
+        return True, []
+
+
+#: A field of a torchrun failure entry: ``  rank      : 3 (local_rank: 3)``, ``  exitcode  : -6 (pid: 1234)``.
+ENTRY_FIELD = re.compile(r"^\s+(time|host|rank|exitcode|error_file|traceback|msg)\s*:\s?(.*)$")
+ENTRY = re.compile(r"^\[(\d+)\]:\s*$")
+RANK = re.compile(r"(-?\d+)\s*\(local_rank:\s*(\d+)\)")
+EXITCODE = re.compile(r"(-?\d+)\s*\(pid:\s*(\d+)\)(?:\s*(\w+))?")
+SIGNAL = re.compile(r"Signal (\d+) \((\w+)\) received by PID")
+SECTIONS = ("Failures:", "Root Cause", "Other Failures:", "<NO_OTHER_FAILURES>")
+#: The agent's own line when a worker dies: ``failed (exitcode: -6) local_rank: 6 (pid: 1246013) of binary: …``.
+AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+
+
+@dataclass
+class _Entry:
+    fields: dict[str, str] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    exception: dict[str, Any] | None = None
+    root: bool = False
+
+
+class TorchrunReport:
+    """torchrun's failure report, one stream's: each failed rank told once (by rank and pid)."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.root = False
+        self.entry: _Entry | None = None
+        self.told: set[tuple[int | None, int | None]] = set()
+        self.agent: dict[int, Told] = {}  # the agent's 'failed (exitcode…)' lines by pid, until the table says them
+
+    def feed(self, text: str) -> tuple[bool, list[Told]]:
+        """(whether ``text`` is the report's, the ranks its entries completed)."""
+        if not self.active:
+            if ("ChildFailedError:" in text and text[:1] not in " \t") or text.startswith(SECTIONS[:3]):
+                self.active, self.root = True, text.startswith("Root Cause")
+                return True, []
+            if ENTRY.match(text) is not None:  # a table whose head was cut off
+                self.active, self.entry = True, _Entry()
+                return True, []
+            if "failed (exitcode:" in text and (agent := AGENT_FAILED.search(text)) is not None:
+                self._agent(agent, text)
+                return True, []
+            return False, []
+        stripped = text.strip()
+        if (field_match := ENTRY_FIELD.match(text)) is not None and self.entry is not None:
+            self.entry.fields.setdefault(field_match[1], field_match[2].strip())
+            self.entry.lines.append(stripped)
+            return True, []
+        if self.entry is not None and text[:1] in " \t" and stripped:
+            if (details := exception_details(stripped)) is not None:  # the root cause's own traceback, indented
+                self.entry.exception = details
+            return True, []
+        told = self._close()
+        if ENTRY.match(stripped) is not None:
+            self.entry = _Entry(root=self.root)
+        elif (
+            stripped.startswith(SECTIONS) or not stripped or set(stripped) <= {"=", "-"} or stripped.endswith("FAILED")
+        ):
+            self.root = self.root or stripped.startswith("Root Cause")
+        else:  # the table ended: the line may begin another (a second node's agent reports next)
+            self.active, self.root = False, False
+            claimed, more = self.feed(text)
+            return claimed, told + more
+        return True, told
+
+    def flush(self) -> list[Told]:
+        """An entry not yet closed, and the agent's lines no table followed."""
+        told = self._close()
+        told += [t for pid, t in sorted(self.agent.items()) if (None, pid) not in self.told]
+        self.agent.clear()
+        return told
+
+    def _agent(self, match: re.Match[str], text: str) -> None:
+        code, local, pid = int(match[1]), int(match[2]), int(match[3])
+        details: dict[str, Any] = {"exit_code": code, "local_rank": local, "pid": pid}
+        if code < 0:
+            details["signal"] = signal_name(-code)
+        self.agent[pid] = Told(details, text=text.strip())
+
+    def _close(self) -> list[Told]:
+        entry, self.entry = self.entry, None
+        if entry is None or "rank" not in entry.fields:
+            return []
+        details: dict[str, Any] = {"root_cause": entry.root}
+        rank = None
+        if (found := RANK.match(entry.fields["rank"])) is not None:
+            rank, details["local_rank"] = int(found[1]), int(found[2])
+        pid = None
+        if (found := EXITCODE.match(entry.fields.get("exitcode", ""))) is not None:
+            details["exit_code"], pid = int(found[1]), int(found[2])
+            details["pid"] = pid
+            if details["exit_code"] < 0:
+                details["signal"] = (
+                    found[3] if found[3] and found[3].startswith("SIG") else signal_name(-details["exit_code"])
+                )
+        message = entry.fields.get("traceback", entry.fields.get("msg", ""))
+        if (found := SIGNAL.search(message)) is not None:
+            details["signal"] = found[2]
+        if entry.fields.get("host"):
+            details["host"] = entry.fields["host"]
+        if entry.fields.get("error_file", "<N/A>") not in ("<N/A>", ""):
+            details["error_file"] = entry.fields["error_file"]
+        if entry.exception is not None:
+            details.update(entry.exception)
+        if (rank, pid) in self.told:
+            return []
+        self.told.add((rank, pid))
+        if pid is not None:
+            self.told.add((None, pid))
+            self.agent.pop(pid, None)
+        return [Told(details, rank=rank if rank is not None and rank >= 0 else None, text=" | ".join(entry.lines))]
+
+
+def signal_name(number: int) -> str:
+    """``6`` → ``SIGABRT`` (``SIG6`` for a number this platform does not name)."""
+    try:
+        return signals.Signals(number).name
+    except ValueError:
+        return f"SIG{number}"
