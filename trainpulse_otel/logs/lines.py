@@ -14,13 +14,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-#: ``[rank3]:`` (torchrun ``--tee`` / ``--log-line-prefix-template``), ``[default3]:`` (its older default).
-RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default)(\d+)\]:\s?")
+#: ``[rank3]:`` (torchrun ``--tee`` / ``--log-line-prefix-template``), ``[default3]:`` (its older default); a
+#: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
+#: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``). A host label has a digit (``RuntimeError:`` is none).
+RANK_PREFIX = re.compile(r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+\))\s+)?\[(?:rank|default)(\d+)\]:\s?")
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
 #: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron), torchtitan's ``[titan] 2025-06-16
-#: 22:30:50,322``; read as UTC when it names no zone.
+#: 22:30:50,322``, a collector's stamp without seconds (``2025-02-18 12:54``); read as UTC when it names no zone.
 TIME_PREFIX = re.compile(
-    r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
+    r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
 #: A rank in a file's name: ``rank3.log``, ``rank_3.out``; Slurm's ``job-1234-3.out`` (``%j-%t``); torchrun's
@@ -78,7 +80,8 @@ def _unix_time(match: re.Match[str]) -> float | None:
     if zone != "Z" and ":" not in zone:
         zone = f"{zone[:3]}:{zone[3:]}"
     try:
-        when = datetime.fromisoformat(f"{match['date']}T{match['time']}.{frac}{'+00:00' if zone == 'Z' else zone}")
+        clock = match["time"] if match["time"].count(":") == 2 else f"{match['time']}:00"
+        when = datetime.fromisoformat(f"{match['date']}T{clock}.{frac}{'+00:00' if zone == 'Z' else zone}")
     except ValueError:
         return None
     return when.astimezone(timezone.utc).timestamp()
