@@ -181,6 +181,9 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
             {"exception": "torch.OutOfMemoryError", "frames": 16, "line": 864, "function": "flatten_tensors"},
         ),
     ],
+    "2023_ignored_at_exit_then_spawn_child.txt": [  # a destructor's at exit is no crash; the child's was cut off
+        (PROCESS_FAILED, None, {"exception": "torch.multiprocessing.spawn.ProcessRaisedException", "process": 0})
+    ],
     "2022_import_error_traceback.txt": [
         (PROCESS_FAILED, None, {"exception": "ImportError", "frames": 3, "line": 202, "function": "<module>"})
     ],
@@ -287,6 +290,17 @@ def test_a_chained_traceback_is_told_once_by_its_last_exception():
     assert [(f.kind, f.details.get("exception")) for f in out] == [
         (CUDA_OOM, None),
         (PROCESS_FAILED, "torch.OutOfMemoryError"),
+    ]
+
+
+def test_a_spawned_child_s_traceback_replaces_its_parent_s_re_raise():
+    # The parent's re-raise from vits_chinese#88, then a real child traceback in its place (the paste cut the child's).
+    parent = (FAILURES / "2023_ignored_at_exit_then_spawn_child.txt").read_text().splitlines()[7:21]
+    child = (FAILURES / "2025_fsdp_valueerror_then_oom_tracebacks.txt").read_text().splitlines()[:38]
+    scanner = FailureScanner()
+    out = [f for text in parent + child for f in scanner.feed(split_prefixes(text)[2]) or ()] + scanner.flush()
+    assert [(f.kind, f.details["exception"], f.details["process"], f.details["frames"]) for f in out] == [
+        (PROCESS_FAILED, "ValueError", 0, 15)
     ]
 
 

@@ -27,6 +27,9 @@ EXCEPTION = re.compile(
     r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Iteration|Failure|Warning))"
     r"(?::\s?(?P<message>.*))?$"
 )
+#: ``Exception in thread Thread-9:`` and ``-- Process 0 terminated with the following error:`` (mp.spawn).
+THREAD = re.compile(r"^Exception in thread (.+?):\s*$")
+SPAWNED = re.compile(r"^-- Process (\d+) terminated with the following error:")
 #: Stray lines a traceback tolerates (another thread's output) before it is given up.
 MAX_STRAY = 8
 #: A ``Told`` error message is its first sentence, at most this long.
@@ -55,7 +58,12 @@ def exception_details(line: str) -> dict[str, Any] | None:
 
 
 class Tracebacks:
-    """One stream's Python tracebacks: ``feed`` says whether a line was the traceback's and what it completed."""
+    """One stream's Python tracebacks: ``feed`` says whether a line was the traceback's and what it completed.
+
+    Not crashes: a traceback after ``Exception ignored in:`` (a destructor's, at exit). Told with where it ran: a
+    thread's (``Exception in thread Thread-9:``); a ``torch.multiprocessing.spawn`` child's (``-- Process 0
+    terminated with the following error:``), whose own traceback replaces the parent's re-raise.
+    """
 
     def __init__(self) -> None:
         self.state = "idle"  # idle | frames | ended (exception held) | chained (a cause printed, its effect next)
@@ -63,19 +71,25 @@ class Tracebacks:
         self.last: dict[str, Any] = {}
         self.stray = 0
         self.held: Told | None = None
+        self.context: dict[str, Any] = {}  # what the line before a traceback said of it (ignored, thread)
+        self.where: dict[str, Any] = {}  # the current traceback's context
+        self.fallback: Told | None = None  # a spawn parent's re-raise, until its child's traceback ends
 
     def feed(self, text: str) -> tuple[bool, list[Told]]:
         """(whether ``text`` belongs to a traceback, the crashes it completed)."""
         if self.state == "idle":
-            if TRACEBACK in text:
-                self._begin()
-                return True, []
-            return False, []
+            return self._idle(text)
         if self.state == "ended":
             if not text.strip():
                 return True, []
             if any(chain in text for chain in CHAINS):
                 self.held, self.state = None, "chained"
+                return True, []
+            if (spawned := SPAWNED.match(text)) is not None:  # the child's own traceback follows
+                process = int(spawned[1])
+                held, self.held, self.state = self.held, None, "idle"
+                self.fallback = None if held is None else Told({**held.details, "process": process}, text=held.text)
+                self.context = {"process": process}
                 return True, []
             told = self.flush()
             claimed, more = self.feed(text)
@@ -91,12 +105,29 @@ class Tracebacks:
         return self._frame(text)
 
     def flush(self) -> list[Told]:
-        """The exception held (the end of a stream, or a line that is no chain)."""
-        held, self.held, self.state = self.held, None, "idle"
+        """The exception held (the end of a stream, or a line that is no chain), or a spawn parent's re-raise
+        whose child's traceback never ended."""
+        held = self.held or self.fallback
+        self.held, self.fallback, self.state = None, None, "idle"
         return [] if held is None else [held]
+
+    def _idle(self, text: str) -> tuple[bool, list[Told]]:
+        if TRACEBACK in text:
+            self._begin()
+            return True, []
+        if "Exception ignored in" in text:
+            self.context = {"ignored": True}
+            return True, []
+        if (thread := THREAD.match(text)) is not None:
+            self.context = {"thread": thread[1]}
+            return True, []
+        if "process" not in self.context or text.strip():
+            self.context = {}
+        return False, []
 
     def _begin(self) -> None:
         self.state, self.frames, self.last, self.stray, self.held = "frames", 0, {}, 0, None
+        self.where, self.context = self.context, {}
 
     def _frame(self, text: str) -> tuple[bool, list[Told]]:
         if not text.strip():
@@ -117,8 +148,12 @@ class Tracebacks:
                 self.state = "idle"
             return False, []
         self.state = "ended"
-        if not any(news in text for news in NOT_A_CRASH) and not details["exception"].endswith("ChildFailedError"):
-            self.held = Told({**details, "frames": self.frames, **self.last}, text=text.strip())
+        crash = not any(news in text for news in NOT_A_CRASH) and not details["exception"].endswith("ChildFailedError")
+        if crash and not self.where.get("ignored"):
+            where = {k: v for k, v in self.where.items() if k in ("thread", "process")}
+            self.held = Told({**details, "frames": self.frames, **self.last, **where}, text=text.strip())
+            if "process" in where:
+                self.fallback = None  # the child's traceback says it: the parent's re-raise only repeats it
         return True, []
 
 
