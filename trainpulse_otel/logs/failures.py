@@ -7,9 +7,12 @@ at their line; a multi-line report (a Python traceback, torchrun's failure
 table) at the line after it ends, quoting the line that says it (``text``).
 One failure is told once: the fatal and summary lines NCCL prints after a
 timeout, the ``what():`` that repeats it and the same error repeated by the
-exception that carries it are claimed and tell nothing. The forms read, each
-with its source, and what a traceback that is an OOM or a timeout becomes:
-docs/logs.md. Pure: a few substring checks per line before any regex.
+exception that carries it are claimed and tell nothing. A traceback is a crash
+(``process_failed``) unless its exception is a timeout's (the timeout is the
+news) or torchrun's ChildFailedError (its table tells each rank); one that ends
+in a CUDA OOM or a transport error is both: the allocation or the link, and the
+crash. Pure: a few substring checks per line before any regex; the forms read
+and their sources: tests/fixtures/logs/SOURCES.md.
 """
 
 from __future__ import annotations
