@@ -184,6 +184,9 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
     "2023_ignored_at_exit_then_spawn_child.txt": [  # a destructor's at exit is no crash; the child's was cut off
         (PROCESS_FAILED, None, {"exception": "torch.multiprocessing.spawn.ProcessRaisedException", "process": 0})
     ],
+    "2025_agent_glog_spawn_traceback.txt": [  # every line behind the agent logger's glog prefix
+        (PROCESS_FAILED, None, {"exception": "torch.multiprocessing.spawn.ProcessRaisedException", "frames": 2})
+    ],
     "2022_import_error_traceback.txt": [
         (PROCESS_FAILED, None, {"exception": "ImportError", "frames": 3, "line": 202, "function": "<module>"})
     ],
@@ -343,11 +346,13 @@ def test_noise_tells_nothing_and_costs_little():
     assert time.perf_counter() - started < 2.5  # ≥ 20,000 lines/s even on a loaded CI core (measured: ~300,000)
 
 
-def test_launchers_labels_before_the_rank_prefix_are_cut_with_it():
+def test_launchers_labels_before_the_rank_prefix_and_glog_prefixes_are_cut():
     assert split_prefixes('worker-5: [rank22]:   File "x.py", line 3, in main')[:2] == (22, None)
     assert split_prefixes("(WorkerDict pid=231421) [rank1]:[E314 14:33:45.172185860 x.cpp:1]")[0] == 1
     assert split_prefixes(" 2025-02-18 12:54 [rank13]:[E218 x]")[:2] == (13, 1739883240.0)
     assert split_prefixes("RuntimeError: [rank1]: no")[0] is None
+    glog = "I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] [Rank 0] NCCL watchdog thread started!"
+    assert split_prefixes(glog) == (None, None, "[Rank 0] NCCL watchdog thread started!")  # glog has no year
 
 
 def test_one_xid_parser_serves_the_kernel_log_and_the_log_reader():

@@ -25,6 +25,9 @@ TIME_PREFIX = re.compile(
     r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
+#: glog's prefix, as torch.distributed.elastic's logger and c10 write it unbracketed: ``E0228 00:35:58.954000 724855
+#: …/multiprocessing/api.py:732] ``. Cut, not read as a time: glog writes no year.
+GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [\w./-]+:\d+\] ?")
 #: A rank in a file's name: ``rank3.log``, ``rank_3.out``; Slurm's ``job-1234-3.out`` (``%j-%t``); torchrun's
 #: ``--log-dir`` layout ``…/attempt_0/3/stdout.log`` (the local rank).
 FILE_RANKS = (
@@ -54,13 +57,15 @@ class LogLine:
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
-    either order; each None when absent."""
+    either order, then a glog prefix; each None when absent."""
     rank = when = None
     for _ in range(2):
         if rank is None and (match := RANK_PREFIX.match(text)):
             rank, text = int(match[1]), text[match.end() :]
         elif when is None and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
+    if text[:1] in "IWEF" and (match := GLOG_PREFIX.match(text)):
+        text = text[match.end() :]
     return rank, when, text
 
 
