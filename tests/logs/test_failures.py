@@ -190,6 +190,13 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
     "2022_import_error_traceback.txt": [
         (PROCESS_FAILED, None, {"exception": "ImportError", "frames": 3, "line": 202, "function": "<module>"})
     ],
+    "2021_report_root_cause_first_msg_json.txt": [  # PyTorch 1.9's table: the error file's JSON names the exception
+        (
+            PROCESS_FAILED,
+            0,
+            {"exit_code": 1, "pid": 8045, "exception": "ValueError", "error": "Test", "root_cause": True},
+        )
+    ],
     "2023_two_node_reports.txt": [
         (PROCESS_FAILED, 3, {"exit_code": 1, "pid": 19418, "local_rank": 3, "root_cause": False}),
         (PROCESS_FAILED, 0, {"exit_code": 1, "pid": 19414, "root_cause": True, "host": "gpu187.cluster.local"}),

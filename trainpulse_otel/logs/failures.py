@@ -74,7 +74,8 @@ class FailureScanner:
         out: list[Failure] = []
         claimed = self._reports(text, out)
         pending = self._remote
-        one = self._one_line(text)
+        # a torchrun table's lines quote a rank's error (its error_file): the rank's own lines told it
+        one = None if claimed and self._report.active else self._one_line(text)
         if pending is not None and self._remote is pending and "Last error:" not in text:
             self._remote_wait -= 1
             if self._remote_wait <= 0:  # the line after 'Last error:' was no transport's: tell the error as it is

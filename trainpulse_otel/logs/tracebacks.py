@@ -163,6 +163,7 @@ ENTRY = re.compile(r"^\[(\d+)\]:\s*$")
 RANK = re.compile(r"(-?\d+)\s*\(local_rank:\s*(\d+)\)")
 EXITCODE = re.compile(r"(-?\d+)\s*\(pid:\s*(\d+)\)(?:\s*(\w+))?")
 SIGNAL = re.compile(r"Signal (\d+) \((\w+)\) received by PID")
+JSON_MESSAGE = re.compile(r'^"message":\s*"(.*)",?$')
 SECTIONS = ("Failures:", "Root Cause", "Other Failures:", "<NO_OTHER_FAILURES>")
 #: The agent's own line when a worker dies: ``failed (exitcode: -6) local_rank: 6 (pid: 1246013) of binary: …``.
 AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
@@ -205,7 +206,9 @@ class TorchrunReport:
             self.entry.lines.append(stripped)
             return True, []
         if self.entry is not None and text[:1] in " \t" and stripped:
-            if (details := exception_details(stripped)) is not None:  # the root cause's own traceback, indented
+            quoted = JSON_MESSAGE.search(stripped)  # the error file's JSON (PyTorch 1.9-1.10)
+            details = exception_details(quoted[1] if quoted is not None else stripped)
+            if details is not None:  # the root cause's own traceback, indented
                 self.entry.exception = details
             return True, []
         told = self._close()
