@@ -16,7 +16,9 @@ from typing import Any
 WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)\)(?: ran for (?P<ran>\d+) millisecond)?")
 #: One ``Key=value`` of a WorkNCCL: ``SeqNum=88``, ``Timeout(ms)=600000``, ``TensorShape=[1, 2]``.
 FIELD = re.compile(r"(\w+(?:\(ms\))?)=(\[[^\]]*\]|[^,)\s]+)")
-#: The global ``[Rank 3]`` of the watchdog's own prefix (the rank in the process group).
+#: The ``[Rank 3]`` of the watchdog's own message: the rank in the process group — of the first group whose work
+#: logged in the process, since PyTorch 2.2 keeps WorkNCCL's prefix in a function-local static; the ``[PG … Rank r]``
+#: prefix, where a line has one, is the group's own.
 WORK_RANK = re.compile(r"\[Rank (\d+)\]\s*(?:Watchdog caught|Work WorkNCCL)")
 #: A process group's log prefix, in each PyTorch's form: ``[PG 1 Rank 0]`` (2.3), ``[PG 0 (default_pg) Rank 7]``
 #: (2.4), ``[PG ID 0 PG GUID 0(default_pg) Rank 1]``, ``[PG ID 2 PG GUID 9 Rank 4]`` (2.5 on).
@@ -104,8 +106,8 @@ def watchdog(text: str) -> dict[str, Any] | None:
         details["ran_ms"] = int(match["ran"])
     if "blocking wait" in text[match.end() :]:
         details["blocking_wait"] = True
-    if (rank := WORK_RANK.search(text)) is not None:
-        details["pg_rank"] = int(rank[1])
+    if "pg_rank" not in details and (rank := WORK_RANK.search(text)) is not None:
+        details["pg_rank"] = int(rank[1])  # the group prefix's, when there is one: WorkNCCL's may be stale
     return details
 
 

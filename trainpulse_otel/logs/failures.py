@@ -126,7 +126,8 @@ class FailureScanner:
         details = c.watchdog(text)
         if details is None:
             return None
-        key = ("timeout", details.get("pg_rank"), details.get("seq"), details.get("op"))
+        work = c.WORK_RANK.search(text)  # the text the re-throw repeats word for word, so its key
+        key = ("timeout", int(work[1]) if work else details.get("pg_rank"), details.get("seq"), details.get("op"))
         return self._timeout(details, key)
 
     def _heartbeat(self, text: str) -> list[Failure] | None:
