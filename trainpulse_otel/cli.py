@@ -44,6 +44,7 @@ COLLECT_FLAGS = (
     "warmup",
     "smi_timeout",
     "detectors",
+    "follow",
 )
 #: Only the daemon serves an API: these flags are its own.
 SERVER_FLAGS = (

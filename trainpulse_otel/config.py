@@ -197,6 +197,21 @@ def _scenario(value: Any) -> str:
     return _text(r"[a-z0-9_]+(,[a-z0-9_]+)*", "a scenario name (several joined by commas)")(value)
 
 
+def _paths(value: Any) -> tuple[str, ...]:
+    """Paths or globs: a comma-separated string, or a JSON list (config file; a string starting with ``[``)."""
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be a JSON list: {exc.msg}") from None
+    elif isinstance(value, str):
+        value = value.split(",")
+    paths = value if isinstance(value, (list, tuple)) else [None]
+    if not all(isinstance(p, str) and p.strip() and "\0" not in p for p in paths):
+        raise ValueError(f"must be paths or globs, comma-separated or a JSON list, none empty; got {value!r}")
+    return tuple(p.strip() for p in value)
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("addr", _addr, "127.0.0.1:9876", "HTTP API listen address", "HOST:PORT"),
     Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
@@ -261,6 +276,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
     Option("detectors", _optional(_thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
+    Option("follow", _optional(_paths), None, "read these log files as they are written (paths or globs)", "PATHS"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 
@@ -293,6 +309,7 @@ class Settings:
     warmup: float = 0.0
     smi_timeout: float = 5.0
     detectors: dict[str, dict[str, float]] | None = None
+    follow: tuple[str, ...] | None = None
 
     @property
     def host(self) -> str:

@@ -3,7 +3,8 @@
 ``auto`` tries NVML, then nvidia-smi, then host-only, and says which it chose.
 ``none`` collects nothing (the daemon then only serves ingest). The mode
 chooses among the built-in collectors (``nvml``, ``nvidia-smi``, ``host``,
-``sim``); third-party collectors run beside them in every mode but ``none``.
+``sim``); third-party collectors run beside them in every mode but ``none``,
+the log follower (:func:`open_follow`, ``-follow``) in every mode.
 Hardware modules are imported only when their mode is considered.
 """
 
@@ -18,6 +19,7 @@ from ..config import Settings
 from .base import Collector, CollectorFactory
 
 if TYPE_CHECKING:
+    from .follow import ReadCounter
     from .sim import RealReports, SimCollector
 
 log = logging.getLogger(__name__)
@@ -103,6 +105,14 @@ def open_host(settings: Settings) -> Collector:
     from .host import HostCollector
 
     return HostCollector()
+
+
+def open_follow(settings: Settings, on_read: ReadCounter | None = None) -> Collector:
+    """The ``follow`` collector: the log files ``-follow`` names, read as they are written. Not chosen by a mode:
+    the composition root opens it beside any mode's collectors (``none`` too) when ``follow`` is set."""
+    from .follow import FollowCollector
+
+    return FollowCollector(settings.follow or (), on_read=on_read)
 
 
 def open_sim(settings: Settings, reports: RealReports | None = None) -> SimCollector:

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..collect.base import Collector
-from ..collect.modes import build_collectors
+from ..collect.modes import build_collectors, open_follow
 from ..collect.sim.combine import check_scenario
 from ..collect.sim.handover import RealReports
 from ..collect.sim.placement import node_hostname
@@ -96,7 +96,8 @@ def open_engine(
     daemon and the in-process monitor push, ``snapshot`` and ``top`` only
     serve pull endpoints. ``collectors``: instead of those ``-mode`` picks
     (tests, and a ``mode`` name to report with them); ``extra_collectors`` go
-    first, beside the mode's (the monitor's own report queue).
+    first, beside the mode's (the monitor's own report queue); the log
+    follower last, when ``follow`` is set.
     """
     plugins = plugins or discover()
     check_scenario(settings.scenario)  # in every mode, as every other setting is checked at start-up
@@ -115,10 +116,13 @@ def open_engine(
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
     stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detectors))
+    ops = OperationalMetrics(telemetry.meter, settings.metrics_namespace)
+    if settings.follow:  # the job's own logs, read beside any mode's collectors (``-mode none`` too)
+        collectors = [*collectors, open_follow(settings, on_read=ops.logs_read)]
     outputs = Outputs(
         telemetry=telemetry,
         exports=exports,
-        ops=OperationalMetrics(telemetry.meter, settings.metrics_namespace),
+        ops=ops,
         publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace, plugins.vocabulary),
         recorder=TraceWriter(settings.record) if settings.record else None,
     )

@@ -79,6 +79,22 @@ OTLP_POINTS = OperationalSpec(
 )
 #: ``outcome`` of an OTLP point: taken; refused (counted in the answer's partial_success); not a metric TrainPulse reads.
 OTLP_OUTCOMES = ("accepted", "rejected", "ignored")
+#: ``source`` of a log line: a file ``-follow`` reads.
+FOLLOW = "follow"
+LOG_LINES = OperationalSpec(
+    "logs.lines",
+    "counter",
+    "{line}",
+    ("source", "outcome"),
+    "Console lines read, by source (follow) and outcome: understood (a parser knew it), unknown (none did).",
+)
+LOG_RECORDS = OperationalSpec(
+    "logs.records",
+    "counter",
+    "{record}",
+    ("source", "kind"),
+    "What the lines read became, by source and kind: report (a training report), event (a failure event).",
+)
 OPERATIONAL: tuple[OperationalSpec, ...] = (
     INGEST_SAMPLES,
     INGEST_ERRORS,
@@ -86,6 +102,8 @@ OPERATIONAL: tuple[OperationalSpec, ...] = (
     STEP_DURATION,
     TICK_DURATION,
     COLLECTOR_ERRORS,
+    LOG_LINES,
+    LOG_RECORDS,
 )
 
 
@@ -103,6 +121,8 @@ class OperationalMetrics:
         self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
         self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
         self._collector_errors = create(COLLECTOR_ERRORS)
+        self._log_lines = create(LOG_LINES)
+        self._log_records = create(LOG_RECORDS)
         # Bounded: if ticks ever stopped, memory would not grow (the oldest notes go first).
         self._pending: deque[tuple[str, str | None]] = deque(maxlen=PENDING_LIMIT)
         self._otlp_pending: deque[tuple[int, int, int]] = deque(maxlen=PENDING_LIMIT)
@@ -163,3 +183,12 @@ class OperationalMetrics:
     def collector_failed(self, collector: str) -> None:
         """Count one collection that raised."""
         self._collector_errors.add(1, {"collector": collector})
+
+    def logs_read(self, lines: int, unknown: int, reports: int, events: int, source: str = FOLLOW) -> None:
+        """Count what one collection of log lines read (on the tick's thread: a few adds a tick)."""
+        for outcome, n in (("understood", lines - unknown), ("unknown", unknown)):
+            if n:
+                self._log_lines.add(n, {"source": source, "outcome": outcome})
+        for kind, n in (("report", reports), ("event", events)):
+            if n:
+                self._log_records.add(n, {"source": source, "kind": kind})
