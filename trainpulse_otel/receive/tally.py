@@ -67,12 +67,11 @@ class Tally:
             self.unlisted_messages += 1
 
     def decoded(self, reports: Sequence[NodeReport]) -> Decoded:
-        more = f"; and {self.unlisted_messages} more" if self.unlisted_messages else ""
         return Decoded(
-            tuple(reports),
-            self.accepted,
-            self.rejected,
-            self.ignored,
-            dict(self.ignored_metrics),
-            "; ".join(self.messages) + more,
+            tuple(reports), self.accepted, self.rejected, self.ignored, dict(self.ignored_metrics), self.message()
         )
+
+    def message(self) -> str:
+        """The answer's ``error_message``: the messages noted, and how many more there were."""
+        more = f"; and {self.unlisted_messages} more" if self.unlisted_messages else ""
+        return "; ".join(self.messages) + more
