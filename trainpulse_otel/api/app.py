@@ -36,12 +36,13 @@ from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
-from .otlp_ingest import PATH, OtlpIngest
+from .otlp_ingest import PATHS, OtlpIngest
 
 if TYPE_CHECKING:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-    from ..receive import Decoded
+    from ..receive import Decoded, DecodedLogs
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class ApiBackend(Protocol):
     def ingest_nodes(self, reports: Sequence[NodeReport]) -> None: ...
 
     def ingest_otlp(self, request: ExportMetricsServiceRequest) -> Decoded: ...
+
+    def ingest_otlp_logs(self, request: ExportLogsServiceRequest) -> DecodedLogs: ...
 
 
 def create_app(
@@ -129,9 +132,10 @@ def create_app(
         return jsonify(_accepted(adapter, translation, sample)), 202
 
     register_metrics_routes(app, backend)
-    # POST /v1/metrics is answered in front of Flask (see .otlp_ingest); its rule stays in the map, with no view
-    # (never dispatched), so that a 405 or an OPTIONS at /v1/metrics lists POST among the methods it takes.
-    app.url_map.add(UrlRule(PATH, methods=["POST"], endpoint="otlp_ingest"))
+    # POST /v1/metrics and /v1/logs are answered in front of Flask (see .otlp_ingest); their rules stay in the map,
+    # with no view (never dispatched), so that a 405 or an OPTIONS there lists POST among the methods it takes.
+    for path in PATHS:
+        app.url_map.add(UrlRule(path, methods=["POST"], endpoint=f"otlp_ingest{path}"))
     app.wsgi_app = OtlpIngest(app.wsgi_app, backend, max_body_bytes, auth_token)  # type: ignore[method-assign]
     return app
 

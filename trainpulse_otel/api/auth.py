@@ -1,7 +1,7 @@
 """Bearer-token authentication for the API.
 
 With ``auth_token`` set, ingest (``POST /v1/training``, ``POST /v1/framework``,
-OTLP's ``POST /v1/metrics``, and the gRPC receiver's ``authorization`` metadata)
+OTLP's ``POST /v1/metrics`` and ``POST /v1/logs``, and the gRPC receiver's ``authorization`` metadata)
 requires ``Authorization: Bearer <token>``; with ``auth_scope`` ``all``, every
 endpoint does. Tokens are compared in constant time and never logged.
 """
@@ -14,7 +14,8 @@ from flask import Flask, request
 
 from .errors import ApiError
 
-INGEST_PATHS = frozenset({"/v1/training", "/v1/framework", "/v1/metrics"})  # POST only: GET /v1/metrics is a read
+#: POST only: GET /v1/metrics is a read.
+INGEST_PATHS = frozenset({"/v1/training", "/v1/framework", "/v1/metrics", "/v1/logs"})
 SCOPES = ("ingest", "all")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -28,18 +29,20 @@ from ..collect.base import Collected, Collector
 from ..collect.trace import TraceWriter, earlier_losses
 from ..config import Settings
 from ..diagnose import DiagnosticPipeline, PipelineResult
+from ..logs import LogLine, LogReader
 from ..publish.otel import DiagnosisPublisher
 from ..publish.snapshot import Snapshot, build_snapshot
-from ..receive import Decoded, OtlpReceiver
-from ..samples import Frame, NodeReport, TrainingSample
+from ..receive import Decoded, DecodedLogs, OtlpReceiver, decode_logs
+from ..samples import Frame, LogEvent, NodeReport, TrainingSample
 from ..samples.builder import field_replacer
 from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
-from ..telemetry.operational import REST, OperationalMetrics
+from ..telemetry.operational import OTLP, REST, OperationalMetrics
 from ..telemetry.providers import Telemetry
 from .window import Window
 
 if TYPE_CHECKING:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
     from ..collect.sim.handover import RealReports
@@ -130,6 +133,9 @@ class Engine:
         self.clock = clock
         self.reports = reports
         self.otlp = OtlpReceiver(settings.metrics_namespace)  # delta totals between OTLP requests
+        self.log_reader = LogReader()  # every OTLP log stream's, keyed by node and file
+        self.hostnames = _own_hostnames(outputs.telemetry)  # a log record from one of these is this node's
+        self._unreadable_logged = False
         self.started_at = clock()
         self.ticks = 0
         self._last_progress: float | None = None  # monotonic; set while the run loop is live
@@ -175,6 +181,39 @@ class Engine:
                 self.ingest_nodes(decoded.reports)
         self.ops.otlp_received(decoded.accepted, decoded.rejected, decoded.ignored)
         return decoded
+
+    def ingest_otlp_logs(self, request: ExportLogsServiceRequest) -> DecodedLogs:
+        """Take one OTLP logs export (HTTP or gRPC): its records as console lines, and the count of them."""
+        decoded = decode_logs(request, self.clock(), self.hostnames)
+        if decoded.lines:
+            self.ingest_log_lines(decoded.lines)
+        self.ops.otlp_logs_received(decoded.accepted, decoded.rejected)
+        return decoded
+
+    def ingest_log_lines(self, lines: Sequence[LogLine]) -> None:
+        """Read console lines (in order) and put the training reports and failure events they tell, as a
+        collector's collection is put. Between ticks (the tick lock); the reader is flushed after each call, so
+        an iteration held for the timer lines after it is not held until the next request."""
+        with self._tick_lock:
+            now, unknown = self.clock(), self.log_reader.stats.unknown
+            told = [item for line in lines for item in self._read_line(line)]
+            told += self.log_reader.flush()
+            reports = tuple(item for item in told if isinstance(item, TrainingSample))
+            events = tuple(item for item in told if isinstance(item, LogEvent))
+            if reports or events:
+                self.latest.put(Collected(reports=reports, events=events), now)
+            unknown = self.log_reader.stats.unknown - unknown
+        self.ops.logs_read(len(lines), unknown, len(reports), len(events), source=OTLP)
+
+    def _read_line(self, line: LogLine) -> list[TrainingSample | LogEvent]:
+        """What one line tells; a parser's bug costs that line (logged in full the first time), never the request."""
+        try:
+            return self.log_reader.feed(line)
+        except Exception:
+            level = logging.DEBUG if self._unreadable_logged else logging.ERROR
+            log.log(level, "a log line of %s could not be read; going on", line.source, exc_info=True)
+            self._unreadable_logged = True
+            return []
 
     # ------------------------------------------------------------------- ticks
 
@@ -315,3 +354,10 @@ class Engine:
             self.recorder.close()
         self.ops.flush()
         self.telemetry.shutdown()
+
+
+def _own_hostnames(telemetry: Telemetry) -> frozenset[str]:
+    """This daemon's names: the machine's, and the ``host.name`` it publishes (``OTEL_RESOURCE_ATTRIBUTES`` may
+    set another; a simulated node of a job has its own)."""
+    published = telemetry.logger_provider.resource.attributes.get("host.name")
+    return frozenset(name for name in (socket.gethostname(), published) if isinstance(name, str) and name)

@@ -79,14 +79,21 @@ OTLP_POINTS = OperationalSpec(
 )
 #: ``outcome`` of an OTLP point: taken; refused (counted in the answer's partial_success); not a metric TrainPulse reads.
 OTLP_OUTCOMES = ("accepted", "rejected", "ignored")
-#: ``source`` of a log line: a file ``-follow`` reads.
-FOLLOW = "follow"
+OTLP_LOG_RECORDS = OperationalSpec(
+    "otlp.log_records",
+    "counter",
+    "{record}",
+    ("outcome",),
+    "OTLP log records received (POST /v1/logs, gRPC), by outcome: accepted (read as console lines), rejected.",
+)
+#: ``source`` of a log line: a file ``-follow`` reads; a record of an OTLP logs export (``POST /v1/logs``, gRPC).
+FOLLOW, OTLP = "follow", "otlp"
 LOG_LINES = OperationalSpec(
     "logs.lines",
     "counter",
     "{line}",
     ("source", "outcome"),
-    "Console lines read, by source (follow) and outcome: understood (a parser knew it), unknown (none did).",
+    "Console lines read, by source (follow, otlp) and outcome: understood (a parser knew it), unknown (none did).",
 )
 LOG_RECORDS = OperationalSpec(
     "logs.records",
@@ -99,6 +106,7 @@ OPERATIONAL: tuple[OperationalSpec, ...] = (
     INGEST_SAMPLES,
     INGEST_ERRORS,
     OTLP_POINTS,
+    OTLP_LOG_RECORDS,
     STEP_DURATION,
     TICK_DURATION,
     COLLECTOR_ERRORS,
@@ -118,6 +126,7 @@ class OperationalMetrics:
         self._samples = create(INGEST_SAMPLES)
         self._errors = create(INGEST_ERRORS)
         self._otlp_points = create(OTLP_POINTS)
+        self._otlp_log_records = create(OTLP_LOG_RECORDS)
         self._step = create(STEP_DURATION, explicit_bucket_boundaries_advisory=STEP_DURATION_BUCKETS_S)
         self._tick = create(TICK_DURATION, explicit_bucket_boundaries_advisory=TICK_DURATION_BUCKETS_S)
         self._collector_errors = create(COLLECTOR_ERRORS)
@@ -175,6 +184,13 @@ class OperationalMetrics:
         """Note the points of one OTLP request by outcome, counted at the next flush (the next tick: a 64-node
         job sends 64 requests a second, and an SDK counter add costs as much as the rest of the note)."""
         self._otlp_pending.append((accepted, rejected, ignored))
+
+    def otlp_logs_received(self, accepted: int, rejected: int) -> None:
+        """Count the log records of one OTLP request by outcome, at once: a shipper batches its lines (a request a
+        second per node), so these adds are few beside the metrics' points."""
+        for outcome, n in (("accepted", accepted), ("rejected", rejected)):
+            if n:
+                self._otlp_log_records.add(n, {"outcome": outcome})
 
     def ticked(self, seconds: float) -> None:
         """Record how long one tick took."""
