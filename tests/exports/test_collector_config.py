@@ -126,7 +126,7 @@ def test_job_gateway_sends_node_metrics_to_the_job_daemon_as_otlp_protobuf():
     assert exporter["metrics_endpoint"].startswith("http://") and exporter["metrics_endpoint"].endswith("/v1/metrics")
     assert ":9876" in exporter["metrics_endpoint"]  # the daemon's default port
     assert exporter["encoding"] == "proto" and exporter["compression"] == "gzip"
-    assert "endpoint" not in exporter  # a base endpoint would also post logs to /v1/logs, which the daemon lacks
+    assert "endpoint" not in exporter  # a base endpoint would post the gateway's events to /v1/logs as console lines
     carrying = [name for name, p in pipelines.items() if "otlphttp/job_daemon" in p["exporters"]]
     assert carrying and all(name.startswith("metrics") for name in carrying)
 
