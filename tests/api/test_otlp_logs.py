@@ -257,3 +257,15 @@ def test_a_parsers_bug_costs_its_line_not_the_request(served, monkeypatch, caplo
     status, _, _ = post(served, log_request([WATCHDOG_RANK3, NAN_ITERATION]).SerializeToString(), PROTOBUF)
     assert status == 200 and signal(served, "nonfinite_loss") is not None
     assert any("could not be read" in r.getMessage() for r in caplog.records)
+
+
+def test_a_node_daemons_own_events_are_no_console_lines(served):
+    provider = LoggerProvider(resource=Resource.create({"host.name": "gpu-node-3"}))
+    memory = InMemoryLogRecordExporter()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(memory))
+    event = f"collective_timeout raised: {WATCHDOG_RANK3}"  # even one that quotes a failure line
+    provider.get_logger("trainpulse_otel").emit(body=event, event_name="trainpulse.signal.raised")
+    exporter = HttpLogExporter(endpoint=served.url + "/v1/logs", timeout=5)
+    assert exporter.export(memory.get_finished_logs()) is LogRecordExportResult.SUCCESS
+    assert signal(served, "collective_timeout") is None
+    assert counted(served, "otlp.log_records", "outcome") == {"outcome:ignored": 1}

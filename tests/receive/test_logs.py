@@ -107,3 +107,13 @@ def test_the_answer_has_partial_success_only_when_something_was_rejected():
     assert not logs_response().HasField("partial_success")
     answer = logs_response(2, "why")
     assert (answer.partial_success.rejected_log_records, answer.partial_success.error_message) == (2, "why")
+
+
+def test_trainpulses_own_events_are_ignored_and_counted():
+    request = log_request(["a job's line"])
+    own = request.resource_logs[0].scope_logs.add()
+    own.scope.name = "trainpulse_otel"
+    own.log_records.add(event_name="trainpulse.signal.raised").body.string_value = "rank 5 is 38% slower"
+    decoded = decode_logs(request, NOW)
+    assert (decoded.accepted, decoded.rejected, decoded.ignored) == (1, 0, 1)
+    assert [line.text for line in decoded.lines] == ["a job's line"]

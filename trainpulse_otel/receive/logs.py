@@ -10,7 +10,9 @@ and through its name the rank), ``log.file.record_number`` the line's number;
 ``time_unix_nano``, else ``observed_time_unix_nano``, else ``now`` is when
 the line arrived. A record with no line in it (a number, a list, no body) or
 whose resource names no node is rejected: counted in the answer's
-``partial_success``, saying why. Pure: the request and the time in, lines out.
+``partial_success``, saying why. TrainPulse's own events (a node daemon's
+signals, scope ``trainpulse_otel``) are no job's output: ignored, counted.
+Pure: the request and the time in, lines out.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
 
 from ..logs import LogLine
+from ..telemetry.instruments import METER_NAME
 from .points import HOST_NAME, AttributeValue, attribute_dict
 from .tally import Tally
 from .wire import parse_request
@@ -35,15 +38,19 @@ from .wire import parse_request
 FILE_PATH, FILE_NAME, RECORD_NUMBER = "log.file.path", "log.file.name", "log.file.record_number"
 #: Keys of a map body that hold the line: Fluent Bit's tail input (``log``), Vector's file source (``message``).
 BODY_KEYS = ("log", "message")
+#: What TrainPulse's own events are counted as when ignored.
+OWN_EVENTS = "trainpulse events"
 
 
 @dataclass(frozen=True, slots=True)
 class DecodedLogs:
-    """The lines of one request, and the account of its records (``accepted``: read into lines)."""
+    """The lines of one request, and the account of its records (``accepted``: read into lines; ``ignored``:
+    TrainPulse's own events)."""
 
     lines: tuple[LogLine, ...]
     accepted: int = 0
     rejected: int = 0
+    ignored: int = 0
     error_message: str = ""
 
 
@@ -65,6 +72,9 @@ def decode_logs(request: ExportLogsServiceRequest, now: float, local_hosts: Coll
             continue
         node = None if host in local_hosts else host
         for scope_logs in resource_logs.scope_logs:
+            if scope_logs.scope.name == METER_NAME:  # a TrainPulse daemon's events (signal raised, …)
+                tally.ignore(OWN_EVENTS, len(scope_logs.log_records))
+                continue
             for record in scope_logs.log_records:
                 found = record_lines(record, node, resource, now)
                 if isinstance(found, str):
@@ -72,7 +82,7 @@ def decode_logs(request: ExportLogsServiceRequest, now: float, local_hosts: Coll
                 else:
                     tally.accept()
                     lines.extend(found)
-    return DecodedLogs(tuple(lines), tally.accepted, tally.rejected, tally.message())
+    return DecodedLogs(tuple(lines), tally.accepted, tally.rejected, tally.ignored, tally.message())
 
 
 def record_lines(

@@ -187,7 +187,7 @@ class Engine:
         decoded = decode_logs(request, self.clock(), self.hostnames)
         if decoded.lines:
             self.ingest_log_lines(decoded.lines)
-        self.ops.otlp_logs_received(decoded.accepted, decoded.rejected)
+        self.ops.otlp_logs_received(decoded.accepted, decoded.rejected, decoded.ignored)
         return decoded
 
     def ingest_log_lines(self, lines: Sequence[LogLine]) -> None:

@@ -84,7 +84,7 @@ OTLP_LOG_RECORDS = OperationalSpec(
     "counter",
     "{record}",
     ("outcome",),
-    "OTLP log records received (POST /v1/logs, gRPC), by outcome: accepted (read as console lines), rejected.",
+    "OTLP log records received (POST /v1/logs, gRPC), by outcome: accepted (read as lines), rejected, ignored.",
 )
 #: ``source`` of a log line: a file ``-follow`` reads; a record of an OTLP logs export (``POST /v1/logs``, gRPC).
 FOLLOW, OTLP = "follow", "otlp"
@@ -185,10 +185,10 @@ class OperationalMetrics:
         job sends 64 requests a second, and an SDK counter add costs as much as the rest of the note)."""
         self._otlp_pending.append((accepted, rejected, ignored))
 
-    def otlp_logs_received(self, accepted: int, rejected: int) -> None:
+    def otlp_logs_received(self, accepted: int, rejected: int, ignored: int = 0) -> None:
         """Count the log records of one OTLP request by outcome, at once: a shipper batches its lines (a request a
         second per node), so these adds are few beside the metrics' points."""
-        for outcome, n in (("accepted", accepted), ("rejected", rejected)):
+        for outcome, n in zip(OTLP_OUTCOMES, (accepted, rejected, ignored), strict=True):
             if n:
                 self._otlp_log_records.add(n, {"outcome": outcome})
 
