@@ -360,8 +360,10 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-#: TRAINPULSE_* variables that are not settings keys (read by other parts).
+#: TRAINPULSE_* variables that are not settings keys: read by other parts, or by the Collector configs in
+#: collector_config/otelcol/ (a node may start one from the same environment as its daemon).
 NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"})
+NON_SETTING_ENV |= {"TRAINPULSE_JOB_DAEMON", "TRAINPULSE_LOG_GLOB", "TRAINPULSE_NODE_NAME"}
 
 
 def load_settings(

@@ -11,7 +11,7 @@ import opentelemetry.sdk.environment_variables as otel_variables
 import pytest
 import yaml
 
-from trainpulse_otel.config import ENV_PREFIX, OPTIONS_BY_KEY
+from trainpulse_otel.config import ENV_PREFIX, NON_SETTING_ENV, OPTIONS_BY_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "deployment.md"
@@ -26,8 +26,15 @@ KINDS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 }
-#: Variables read by the job-gateway config, the in-process client or the CLI, not settings keys.
-OTHER_TRAINPULSE_VARIABLES = {"TRAINPULSE_ENDPOINT", "TRAINPULSE_CONFIG", "TRAINPULSE_JOB_DAEMON"}
+#: Variables read by the Collector configs (job-gateway.yaml, logs.yaml), the in-process client or the CLI, not
+#: settings keys: the daemon ignores them (config.NON_SETTING_ENV).
+OTHER_TRAINPULSE_VARIABLES = {
+    "TRAINPULSE_ENDPOINT",
+    "TRAINPULSE_CONFIG",
+    "TRAINPULSE_JOB_DAEMON",
+    "TRAINPULSE_LOG_GLOB",
+    "TRAINPULSE_NODE_NAME",
+}
 VARIABLE = re.compile(r"\b((?:OTEL|TRAINPULSE)_[A-Z_]+[A-Z])\b")
 REFERENCE = re.compile(r"\$\(([A-Z_]+)\)")
 
@@ -101,6 +108,10 @@ def test_the_sbatch_script_parses_and_runs_one_node_daemon_per_node():
     (on_each_node,) = re.findall(r"bash -c '(.*?)'", script, re.DOTALL)  # single quotes: expanded on the node
     assert "host.name=$(hostname)" in on_each_node and "exec trainpulse daemon" in on_each_node
     assert "-mode none" in script and "slurm.job.id=$SLURM_JOB_ID" in script
+
+
+def test_the_daemon_ignores_the_variables_other_parts_read():
+    assert OTHER_TRAINPULSE_VARIABLES <= NON_SETTING_ENV  # else a daemon started beside a collector refuses them
 
 
 def test_every_variable_named_is_one_trainpulse_or_the_sdk_reads():
