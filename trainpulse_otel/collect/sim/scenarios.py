@@ -21,79 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-#: Knobs that apply to the whole job (an Effect on them must not name GPUs).
-JOB_KNOBS: Mapping[str, str] = {
-    "data_wait_frac": "share of the step spent waiting for the data loader",
-    "tokenizer_frac": "share of the step spent in on-the-fly tokenization",
-    "kernel_density": "share of compute time the GPU actually runs kernels (launch-bound < 1)",
-    "flop_efficiency": "achieved FLOP rate relative to a well-tuned bf16 step (unfused/fp32 < 1)",
-    "imbalance_cv": "per-rank, per-step spread of work (coefficient of variation)",
-    "allreduce_factor": "multiplier on the gradient all-reduce time (degraded interconnect)",
-    "power_cap_w": "software power limit on every GPU, watts",
-    "checkpoint_every_s": "seconds of training between checkpoint saves",
-    "checkpoint_save_s": "typical length of one blocking checkpoint save, seconds",
-    "host_cpu_percent": "extra host CPU busy percentage points (input workers, launch threads)",
-    "host_memory_leak": "share of the host's available memory leaked; 1 = exhausted (OOM kill)",
-    "loss_factor": "multiplier on the training loss (a bad batch, or the start of a divergence)",
-    "divergence": "a diverging model: the loss grows to 3x as it goes 0 -> 1, and at 1 it and the gradient norm are NaN",
-    "peer_lost": "1 while another node of the job (JobConfig.lost_peer) sends nothing: its ranks are gone, no step completes",
-}
+from .knobs import GPU_KNOBS, JOB_KNOBS, LEAK_KNOBS, Effect
 
-#: Knobs set per GPU (and per the rank on that GPU); ``gpus=None`` means every local GPU.
-GPU_KNOBS: Mapping[str, str] = {
-    "cooling_loss": "multiplier on the GPU's thermal resistance (failing fan or cold plate)",
-    "rank_slowdown": "multiplier on the rank's busy time with the GPU starved, not throttled",
-    "gpu_memory_frac": "GPU memory in use as a fraction of total",
-    "gpu_memory_leak": "share of the GPU's free memory leaked; 1 = exhausted (CUDA OOM)",
-    "gpu_lost": "1 once the GPU has fallen off the bus (XID 79): gone from NVML's list, its rank stops",
-    "ecc_corrected_rate": "corrected (single-bit) ECC errors per second in the GPU's memory",
-    "row_remap_pending": "1 once a row remap is recorded (XID 63) and waits for a GPU reset",
-    "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
-}
+__all__ = ["GPU_KNOBS", "JOB_KNOBS", "SCENARIOS", "Effect", "Scenario", "get_scenario"]
 
 #: The contract's shortest stall: ``training_stalled`` exists only once no step has completed for this long.
 STALL_DEFINED_AFTER_S = 30.0
-
-#: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
-LEAK_KNOBS = frozenset({"host_memory_leak", "gpu_memory_leak"})
-
-
-@dataclass(frozen=True, slots=True)
-class Effect:
-    """One knob moving from the model's healthy value to ``level``.
-
-    The move starts at ``onset_s`` (the scenario's onset when None) and is
-    linear over ``ramp_s`` seconds — a step when ``ramp_s`` is 0. ``gpus``
-    restricts a per-GPU knob to those local GPU indices (rank i runs on GPU i).
-    """
-
-    knob: str
-    level: float
-    gpus: tuple[int, ...] | None = None
-    onset_s: float | None = None
-    ramp_s: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.knob not in JOB_KNOBS and self.knob not in GPU_KNOBS:
-            known = ", ".join([*JOB_KNOBS, *GPU_KNOBS])
-            raise ValueError(f"unknown knob {self.knob!r}; known: {known}")
-        if self.gpus is not None and self.knob in JOB_KNOBS:
-            raise ValueError(f"knob {self.knob!r} applies to the whole job; it takes no gpus")
-        if self.ramp_s < 0:
-            raise ValueError(f"ramp_s must be >= 0, got {self.ramp_s!r}")
-
-    def start(self, scenario_onset_s: float) -> float:
-        """When this effect begins, given the scenario's onset."""
-        return scenario_onset_s if self.onset_s is None else self.onset_s
-
-    def progress(self, t: float, scenario_onset_s: float) -> float:
-        """How far (0..1) the knob has moved toward ``level`` at ``t`` seconds."""
-        elapsed = t - self.start(scenario_onset_s)
-        if elapsed < 0:
-            return 0.0
-        if self.ramp_s <= 0:
-            return 1.0
-        return min(1.0, elapsed / self.ramp_s)
 
 
 @dataclass(frozen=True)
