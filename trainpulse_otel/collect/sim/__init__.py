@@ -14,7 +14,8 @@ The modules, from the bottom up: :mod:`.physics` (the GPU's constants and pure
 functions), :mod:`.job` (what is trained, and the shape that follows),
 :mod:`.scenarios`, :mod:`.combine` and :mod:`.knobs` (the faults, alone or
 together), :mod:`.gpus`, :mod:`.faults`, :mod:`.host` and :mod:`.training` (the
-layers), :mod:`.node` (them composed), :mod:`.placement` and :mod:`.peers` (the
+layers), :mod:`.crashes` and :mod:`.console` (ranks that die, and the lines the
+job prints), :mod:`.node` (them composed), :mod:`.placement` and :mod:`.peers` (the
 node in a job across nodes), :mod:`.collector` (the ``sim`` collector) and
 :mod:`.handover` (real training reports win over simulated ones).
 """

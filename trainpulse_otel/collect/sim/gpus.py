@@ -165,9 +165,15 @@ SPIN_POWER_W = 125.0
 
 
 def hung_gpus(
-    rng: random.Random, gpus: list[GpuState], k: Knobs, hung: tuple[int, ...], heat: Heat
+    rng: random.Random,
+    gpus: list[GpuState],
+    k: Knobs,
+    hung: tuple[int, ...],
+    heat: Heat,
+    released: tuple[int, ...] = (),
 ) -> tuple[GpuSample, ...]:
-    """A job stuck on the ranks of ``hung``: their GPUs idle, the others spin inside the all-reduce."""
+    """A job stuck on the ranks of ``hung``: their GPUs idle, the others spin inside the all-reduce. The GPUs
+    of ``released`` (of ``hung``) lost their process: its memory is freed."""
     out = []
     for gpu in gpus:
         stuck = gpu.index in hung
@@ -181,7 +187,7 @@ def hung_gpus(
                 len(gpus),
                 util=0.0 if stuck else 100.0,
                 mem_bw=0.0 if stuck else 2.0,
-                used=k.memory_frac[gpu.index] * GPU_MEMORY_BYTES,
+                used=GPU_RESERVED_BYTES if gpu.index in released else k.memory_frac[gpu.index] * GPU_MEMORY_BYTES,
                 power=(IDLE_POWER_W if stuck else SPIN_POWER_W) + rng.gauss(0.0, 3.0),
                 clock=IDLE_SM_CLOCK_MHZ if stuck else MAX_SM_CLOCK_MHZ,
                 reasons=("gpu_idle",) if stuck else (),

@@ -30,6 +30,10 @@ CHECKPOINT_EVERY_S = 1200.0
 CHECKPOINT_SAVE_S = 5.0
 BYTES_PER_PARAM_CHECKPOINT = 14  # bf16 weights + fp32 master + Adam m, v
 
+#: NCCL's InfiniBand transport gives up on a peer after NCCL_IB_RETRY_CNT (7) retries beyond the first try, each
+#: waiting 4.096 us x 2^NCCL_IB_TIMEOUT (18): ~8.6 s from a link's failure to its completion error.
+IB_GIVE_UP_S = 4.096e-6 * 2**18 * (7 + 1)
+
 # Rare healthy glitches (probability per tick).
 P_GC_PAUSE = 1 / 400
 P_DATA_SPIKE = 1 / 500
@@ -65,6 +69,18 @@ class JobConfig:
     heartbeats: bool = False  # ranks send TrainPulse heartbeats (global_step, phase, phase_since, pid)
     peer_nodes: int = 0  # other nodes of the job this simulated daemon also hears, as its job daemon (peers.py)
     lost_peer: int = 2  # the one of them that goes silent while the ``peer_lost`` knob is on
+    nodes: int = 1  # nodes the job spans when the simulator is not given its ranks (the rest on node-001…)
+    #: The daemon reads the job's console output (``-follow``): what a failure prints reaches it as events (console.py).
+    logs: bool = False
+    #: How the ranks were started: ``torchrun`` (``[rankN]:`` before each line; a rank that dies takes the node's
+    #: job down, its agent reports it) or ``srun`` (a task per GPU, each writing its own file; the others live on).
+    launcher: str = "torchrun"
+    #: The process group's timeout (``init_process_group(timeout=...)``): NCCL's watchdog fires after it. 10 min is
+    #: PyTorch's default.
+    collective_timeout_s: float = 600.0
+    #: TORCH_NCCL_ASYNC_ERROR_HANDLING: True (3, the default) takes a rank's process down on a collective's error or
+    #: timeout; False (0) only reports it and leaves the process up.
+    watchdog_teardown: bool = True
 
 
 @dataclass(frozen=True, slots=True)

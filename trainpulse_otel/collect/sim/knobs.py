@@ -45,6 +45,8 @@ GPU_KNOBS: Mapping[str, str] = {
     "ecc_corrected_rate": "corrected (single-bit) ECC errors per second in the GPU's memory",
     "row_remap_pending": "1 once a row remap is recorded (XID 63) and waits for a GPU reset",
     "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
+    "link_error": "1 once the GPU's InfiniBand NIC (its rail to the other nodes) has failed: its rank's transfers fail",
+    "rank_exit": "1 once the rank on the GPU has died of an exception (its process exited with an error)",
 }
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
@@ -116,6 +118,8 @@ GPU_HEALTHY: dict[str, float] = {
     "ecc_corrected_rate": 0.0,
     "row_remap_pending": 0.0,
     "rank_hang": 0.0,
+    "link_error": 0.0,
+    "rank_exit": 0.0,
 }
 
 
@@ -146,10 +150,20 @@ class Knobs:
     ecc_corrected_rate: list[float]  # per local GPU, errors per second
     row_remap_pending: list[float]  # per local GPU: >= 0.5 once a remap waits for a reset
     rank_hang: list[float]  # per local GPU (and the rank on it): >= 0.5 while the rank is stuck
+    link_error: list[float]  # per local GPU: >= 0.5 once its InfiniBand NIC has failed
+    rank_exit: list[float]  # per local GPU (and the rank on it): >= 0.5 once the rank has died of an exception
 
     def hung(self) -> tuple[int, ...]:
         """The local GPUs whose ranks are stuck now."""
         return tuple(g for g, level in enumerate(self.rank_hang) if level >= 0.5)
+
+    def links_down(self) -> tuple[int, ...]:
+        """The local GPUs whose NICs have failed."""
+        return tuple(g for g, level in enumerate(self.link_error) if level >= 0.5)
+
+    def exited(self) -> tuple[int, ...]:
+        """The local GPUs whose ranks have died of an exception."""
+        return tuple(g for g, level in enumerate(self.rank_exit) if level >= 0.5)
 
     @classmethod
     def healthy(cls, memory_frac: list[float]) -> Knobs:

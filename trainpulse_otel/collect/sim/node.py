@@ -13,9 +13,11 @@ no step finishes, so ``training`` is None; the step that ends a save reports
 the save's length in ``checkpoint_ms``. While a rank is hung (the ``rank_hang``
 knob) no step finishes either: its GPU idles, the others spin inside the
 all-reduce, and ``training`` carries only the ranks' heartbeats (None for a job
-without them); the step that finally completes includes the hang in its time. ``global_step`` advances with the
-simulated wall time, so with steps longer than the interval two reports may
-carry the same step number.
+without them); the step that finally completes includes the hang in its time. A
+rank that dies (:mod:`.crashes`) ends the job or leaves the others waiting, as
+its launcher does; ``events`` carries what the job printed (:mod:`.console`),
+for a job whose output is read. ``global_step`` advances with the simulated wall
+time, so with steps longer than the interval two reports may carry the same step number.
 """
 
 from __future__ import annotations
@@ -24,15 +26,18 @@ import math
 import random
 from dataclasses import replace
 
+from ...samples import LogEvent
 from ..base import Collected
 from .combine import scenario_named
+from .console import Console
+from .crashes import Crashes
 from .faults import HardwareFaults, spinning_gpus
 from .gpus import Heat, busy_gpus, governed_clock, hung_gpus, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
 from .job import NODE_GPUS, RANK_SPREAD, JobConfig, JobShape
 from .knobs import Knobs
 from .peers import job_view
-from .physics import THERMAL_TAU_S, approach
+from .physics import GPU_MEMORY_BYTES, GPU_RESERVED_BYTES, THERMAL_TAU_S, approach
 from .placement import Placement
 from .scenarios import Scenario
 from .training import Checkpointing, LossState, RankNames, Reporter, Step, StepModel
@@ -58,8 +63,7 @@ class SimulatedNode:
         self.job = replace(JobConfig(), **self.scenario.job)
         self.placement = placement = Placement(gpus, nodes, node_rank)
         self.gpus = gpus
-        peers = self.job.peer_nodes
-        self.ranks = placement.job_ranks(gpus * (peers + 1) if peers and ranks is None else ranks)
+        self.ranks = placement.job_ranks(_job_ranks(self.job, gpus, ranks, placement.nodes))
         self.interval_s = interval_s
         self.start_ts = start_ts
         self.hostname = hostname = hostname or placement.hostname
@@ -71,7 +75,10 @@ class SimulatedNode:
         self._phase = rng.uniform(0.0, 2 * math.pi)
         self._host = HostModel(rng, self._phase, self.shape)
         self._step = StepModel(rng, self.shape, rank_speed)
-        self._reporter = Reporter(rng, self.job, self.shape, hostname, self._rank_names(hostname))
+        names = self._rank_names(hostname)
+        self._reporter = Reporter(rng, self.job, self.shape, hostname, names)
+        console = Console(self.job, hostname, names.rank, gpus) if self.job.logs else None
+        self._crashes = Crashes(self.job, console, gpus, GPU_MEMORY_BYTES - GPU_RESERVED_BYTES)
         self._checkpoint = Checkpointing()
         self._t: float | None = None
         self._settle = True
@@ -81,6 +88,7 @@ class SimulatedNode:
         self._last_step: Step | None = None
         self._hung_since: float | None = None  # when the current hang began (seconds since start)
         self._hung_s = 0.0  # how long the step in progress has been hung
+        self._stalled_since: float | None = None  # when a GPU fell off the bus (seconds since start)
 
     def _rank_names(self, hostname: str) -> RankNames:
         """The job's number and host of every internal rank, and which of them this node reports."""
@@ -97,7 +105,8 @@ class SimulatedNode:
         dt = self.interval_s if self._settle else max(0.0, t - self._t)
         self._t = t
         k = self._healthy.at(self.scenario, t)
-        collected = self._stalled(t, dt, k) if self._faults.any_lost(k) else self._sample(t, dt, k)
+        lost = self._faults.any_lost(k) and not self._crashed
+        collected = self._stalled(t, dt, k) if lost else self._sample(t, dt, k)
         faulted = replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
         if not self.job.peer_nodes:
             return faulted
@@ -107,13 +116,15 @@ class SimulatedNode:
         return replace(peers, gpus=faulted.gpus)
 
     def _sample(self, t: float, dt: float, k: Knobs) -> Collected:
-        if k.host_memory_leak >= 1.0 or max(k.memory_frac) >= 1.0:
-            self._crashed = True  # the OOM killer, or a CUDA OOM tearing the job down
+        now = self.start_ts + t
+        printed = self._crashes.reports(now) if self._crashed else self._crashes.tick(now, k)
+        if self._crashes.job_down or k.host_memory_leak >= 1.0:
+            self._crashed = True  # the OOM killer, or a dead rank (a CUDA OOM, an exception) tearing the job down
         if self._crashed:
-            return self._idle(t, dt, k, saving=False)
-        hung = k.hung()
-        if (hung or k.peer_lost >= 0.5) and self._last_step is not None:  # a stuck rank, or a node gone
-            return self._stuck(t, dt, k, hung, self._last_step)
+            return _printing(self._idle(t, dt, k, saving=False), printed)
+        hung, gone = k.hung(), tuple(self._crashes.dead)  # stuck ranks; dead ones the others wait for (srun)
+        if (hung or gone or k.links_down() or k.peer_lost >= 0.5) and self._last_step is not None:
+            return _printing(self._stuck(t, dt, k, hung, self._last_step, gone), printed)
         self._hung_since = None
         if self._checkpoint.saving(dt):
             return self._idle(t, dt, k, saving=True)
@@ -137,18 +148,23 @@ class SimulatedNode:
         training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms, loss, stalled_ms)
         return Collected(gpus=gpus, host=host, training=training)
 
-    def _stuck(self, t: float, dt: float, k: Knobs, hung: tuple[int, ...], last: Step) -> Collected:
-        """A tick with the ranks of ``hung`` stuck before the all-reduce: no step, only heartbeats."""
+    def _stuck(
+        self, t: float, dt: float, k: Knobs, hung: tuple[int, ...], last: Step, gone: tuple[int, ...] = ()
+    ) -> Collected:
+        """A tick with the ranks of ``hung`` stuck before the all-reduce (or ``gone``: dead) and the others
+        waiting inside it: no step, only heartbeats, and the waiting ranks' watchdogs."""
         if self._hung_since is None:
             self._hung_since = t
         self._hung_s += dt
-        gpus = hung_gpus(self._rng, self._gpu, k, hung, self._heat(dt))
+        gpus = hung_gpus(self._rng, self._gpu, k, hung + gone, self._heat(dt), released=gone)
         cpu = HOST_CPU_PERCENT + k.host_cpu_percent
         host = self._host.sample(t, dt, cpu, k.host_memory_leak, 0.0, None, self._settle)
         global_step = self.job.first_step + int(self._steps)
-        start = self.start_ts
-        training = self._reporter.stuck(start + t, global_step, hung, start + self._hung_since, last)
-        return Collected(gpus=gpus, host=host, training=training)
+        start, since = self.start_ts, self.start_ts + self._hung_since
+        training = self._reporter.stuck(start + t, global_step, hung, since, last, gone)
+        waiting = [r for r in range(self.gpus) if r not in hung and r not in gone]
+        printed = self._crashes.watchdog(start + t, since, last.compute, waiting, global_step)
+        return _printing(Collected(gpus=gpus, host=host, training=training), printed)
 
     def _idle(self, t: float, dt: float, k: Knobs, saving: bool) -> Collected:
         """A tick with no step: a checkpoint save blocks training, or the job is dead."""
@@ -165,9 +181,36 @@ class SimulatedNode:
         """A GPU is off the bus: its rank cannot step, the others spin in the all-reduce; no step finishes."""
         gpus = spinning_gpus(self._rng, idle_gpus(self._rng, self._gpu, k, True, self._heat(dt)))
         host = self._host.sample(t, dt, HOST_CPU_PERCENT, k.host_memory_leak, 0.0, None, self._settle)
-        return Collected(gpus=gpus, host=host, training=None)
+        collected = Collected(gpus=gpus, host=host, training=None)
+        if self._last_step is None:
+            return collected
+        if self._stalled_since is None:
+            self._stalled_since = t
+        now, since = self.start_ts + t, self.start_ts + self._stalled_since
+        waiting = [r for r in range(self.gpus) if k.gpu_lost[r] < 0.5 and r not in self._crashes.dead]
+        step = self.job.first_step + int(self._steps)
+        printed = self._crashes.watchdog(now, since, self._last_step.compute, waiting, step) + self._crashes.reports(
+            now
+        )
+        self._crashed = self._crashes.job_down  # a watchdog's teardown ended the job
+        return _printing(collected, printed)
 
     def _heat(self, dt: float) -> Heat:
         """This tick's inlet drift (+-1.2 C over ~30 min) and how far temperatures move toward target."""
         drift = 1.2 * math.sin(2 * math.pi * (self._t or 0.0) / 1800.0 + self._phase)
         return Heat(drift, approach(dt, THERMAL_TAU_S, self._settle), self._settle)
+
+
+def _printing(collected: Collected, printed: list[LogEvent]) -> Collected:
+    """``collected`` with the lines the job printed this tick (none: as it was)."""
+    return replace(collected, events=tuple(printed)) if printed else collected
+
+
+def _job_ranks(job: JobConfig, gpus: int, ranks: int | None, nodes: int) -> int | None:
+    """The ranks to simulate when not given: every rank of a job whose other nodes this daemon hears
+    (``peer_nodes``), or of a job across ``JobConfig.nodes`` (on a one-node placement)."""
+    if ranks is not None:
+        return ranks
+    if job.peer_nodes:
+        return gpus * (job.peer_nodes + 1)
+    return gpus * job.nodes if job.nodes > 1 and nodes == 1 else None

@@ -274,16 +274,19 @@ class Reporter:
         return math.nan if numerics.diverged else norm
 
     def stuck(
-        self, ts: float, global_step: int, hung: tuple[int, ...], since: float, step: Step
+        self, ts: float, global_step: int, hung: tuple[int, ...], since: float, step: Step, gone: tuple[int, ...] = ()
     ) -> TrainingSample | None:
         """The heartbeats at ``ts`` of a job stuck on the ranks of ``hung`` since ``since`` (None without
         heartbeats): those ranks in their data loader, every other one inside the all-reduce since its compute
-        ended. Only ranks and the time: no step completed, so the report measures nothing."""
+        ended; ``gone`` (local ranks whose process died) send none. Only ranks and the time: no step completed,
+        so the report measures nothing."""
         if not self.job.heartbeats:
             return None
         ranks, names = [], self.names
         for r in names.reported:
             local = r < self.shape.gpus
+            if local and r in gone:
+                continue
             if local and r in hung:
                 fields = self._heartbeat(global_step, "data", since)(r)
             else:
