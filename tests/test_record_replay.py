@@ -198,3 +198,34 @@ def test_frames_built_ahead_of_the_pipeline_change_no_result(monkeypatch):
     monkeypatch.setattr(replay_module, "FRAMES_AHEAD", 1)
     assert run() == ahead
     assert len(ahead[1]) == 150 and ahead[0]["timeline"]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "ticks"),
+    [("collective_timeout", 80), ("network_error", 30), ("out_of_memory", 262), ("rank_crashed", 20)],
+)
+def test_a_recorded_failure_the_job_printed_replays_to_the_same_timeline(tmp_path, scenario, ticks):
+    """A daemon in ``-mode sim -record`` writes what the job printed as ``event`` lines; replay raises and clears
+    the same signals at the same times (each fault from 10 s in, so the run stays short)."""
+    from trainpulse_otel.collect.sim import SimCollector
+
+    path, clock = tmp_path / "trace.jsonl", [1_764_400_000.0]
+    engine = parts.engine(
+        Settings(record=str(path)),
+        collectors=[SimCollector(scenario, onset_s=10.0)],
+        mode="sim",
+        clock=lambda: clock[0],
+    )
+    live = []
+    for _ in range(ticks):
+        live += engine.tick().transitions
+        clock[0] += 1.0
+    engine.close()
+    with open(path, "rb") as fh:
+        lines = [json.loads(line) for line in fh]
+    events = [line["event"] for line in lines if "event" in line]
+    assert events and all(e["hostname"] == "node-000" and e["message"] for e in events)
+    with open(path, "rb") as fh:
+        result = replay(read_trace(fh, []), parts.stepper())
+    assert [(t.ts, t.event, t.signal) for t in result.timeline] == [(t.ts, t.event, t.signal) for t in live]
+    assert scenario in {t.signal for t in live if t.event == "raised"}

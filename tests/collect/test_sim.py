@@ -105,8 +105,9 @@ def without_heartbeats(c: Collected) -> Collected:
     return replace(c, training=replace(c.training, ranks=ranks))
 
 
-#: Scenarios of another job's shape (node_unreachable's spans 4 nodes): not the same job as healthy's before onset.
-OTHER_JOBS = frozenset(n for n, s in SCENARIOS.items() if s.job.get("peer_nodes"))
+#: Scenarios of another job's shape (node_unreachable's spans 4 nodes, network_error's 2): not the same job as
+#: healthy's before onset.
+OTHER_JOBS = frozenset(n for n, s in SCENARIOS.items() if s.job.get("peer_nodes") or s.job.get("nodes", 1) > 1)
 
 
 @pytest.mark.parametrize(

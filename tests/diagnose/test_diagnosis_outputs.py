@@ -27,6 +27,8 @@ SHORT = {
     "gpu_memory_degradation": 170,
     "training_stalled": 150,  # a stall exists only after 30 s without a step
     "training_stalled_no_heartbeat": 150,
+    "collective_timeout": 160,  # the watchdog gives up after 60 s
+    "out_of_memory": 340,  # the GPU's memory runs out at 330 s
 }
 FAULTS = [n for n in SCENARIOS if n != "healthy"]
 

@@ -79,3 +79,21 @@ def test_a_duty_cycled_gpu_still_owes_its_forecast():
     scenario = combine(SCENARIOS["checkpoint_stall"], SCENARIOS["thermal_throttle_risk"])
     # 36-s busy spells between 26-s saves: minutes of load in all, so the forecast itself is due
     assert fault_presence(scenario, 0, None, 1.0)["thermal_throttle_risk"] == Presence(True, True, "")
+
+
+def test_a_fault_the_jobs_processes_make_is_excused_once_torchrun_has_ended_them():
+    # the IB link fails at 90 s and the job is down at 99 s: GPU memory never fills, the link's cause is scored
+    result = run_pair(("memory_pressure", "network_error"))
+    assert result.absent == {"memory_pressure": "the job's processes are gone within a minute of it"}
+    assert (
+        result.expected_causes == ["network_failure"] and result.causes_ok and "memory_pressure" not in result.latency_s
+    )
+
+
+def test_a_logged_fault_is_there_when_its_line_was_printed_and_due_while_its_signal_holds():
+    long = fault_presence(combine(SCENARIOS["oom_risk"], SCENARIOS["collective_timeout"]), 0, None, 1.0)
+    timeout = long["collective_timeout"]  # printed at ~152 s, judged at 779 s: past the 600 s a logged failure holds
+    assert timeout.ever and not timeout.at_judge and "older than the 600 s it holds" in timeout.reason
+    stalled = fault_presence(combine(SCENARIOS["gpu_hardware_fault"], SCENARIOS["rank_crashed"]), 0, None, 1.0)
+    assert stalled["rank_crashed"] == Presence(False, False, "the job prints no crash line of rank 1 after the onset")
+    assert stalled["gpu_hardware_fault"] == Presence(True, True, "")

@@ -11,9 +11,11 @@ listed with the reason::
     # '' while rank 5 is slower at the judging time; else 'rank 5 is no slower than the others'
 
 Checks exist for the faults a partner can remove; any other fault is present as long as the job
-steps. A forecast is present when what it forecasts comes true within its horizon, and due only
-where the GPU drew load long enough to forecast from (``FORECAST_LOAD_S``). Pure: records in,
-reasons out. The checks, one by one: docs/simulation.md ("trainpulse eval -pairs").
+steps (or, for a fault the job's processes make, as long as they live). A fault the job's output
+tells is present when its line was printed (the trace's ``event`` lines). A forecast is present
+when what it forecasts comes true within its horizon, and due only where the GPU drew load long
+enough to forecast from (``FORECAST_LOAD_S``). Pure: records in, reasons out. The checks, one by
+one: docs/simulation.md ("trainpulse eval -pairs").
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from ..collect.trace import TraceRecord
+from ..diagnose.detectors.logged import COLLECTIVE_TIMEOUT, HOLD, NETWORK_ERROR, OUT_OF_MEMORY, RANK_CRASHED
 from ..diagnose.stats import sorted_median
-from ..samples import GpuSample, TrainingSample
+from ..samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, GpuSample, LogEvent, TrainingSample
 
 #: NVML's throttle reasons that mean heat.
 THERMAL = frozenset({"sw_thermal", "hw_thermal"})
@@ -50,9 +53,32 @@ STALL_S = 30.0
 SPIKE = 1.10
 #: Steps a fault needs after its onset to show in them at all.
 MIN_STEPS = 5
+#: Faults the job's output tells: the kind of line each prints, and whether it is the fault's own rank that prints
+#: it (a watchdog's timeout is printed by the ranks that wait, not by the one they wait for).
+LOGGED = {
+    COLLECTIVE_TIMEOUT.name: (WATCHDOG_TIMEOUT, False),
+    NETWORK_ERROR.name: (TRANSPORT_ERROR, True),
+    OUT_OF_MEMORY.name: (CUDA_OOM, True),
+    RANK_CRASHED.name: (PROCESS_FAILED, True),
+}
+#: How long a logged failure's signal holds after its last line (the detectors' declared ``hold_s``).
+HOLD_S = HOLD.value
+#: What a line of each kind is, in the reasons.
+LINE_WORDS = {
+    WATCHDOG_TIMEOUT: "watchdog timeout",
+    TRANSPORT_ERROR: "transport error",
+    CUDA_OOM: "CUDA out-of-memory",
+    PROCESS_FAILED: "crash",
+}
+#: Faults there whether or not the job's processes live (a GPU's hardware, another node, the job's own lines);
+#: every other one is there only while they do. A job whose ranks were all ended (a crash torchrun tore down, a
+#: watchdog's teardown) holds a GPU's few hundred MiB of driver memory, no more.
+JOB_FREE = frozenset(LOGGED) | frozenset({"gpu_hardware_fault", "gpu_memory_degradation", "node_unreachable"})
+#: A GPU holding more than this share of its memory has a live process of the job on it.
+LIVE_MEMORY_SHARE = 0.10
 #: Faults whose evidence is not the training steps (GPUs, the host's memory, the stall itself, heat with its
-#: own check): they are there whether or not the job steps.
-NOT_IN_STEPS = frozenset(
+#: own check, the job's own lines): they are there whether or not the job steps.
+NOT_IN_STEPS = frozenset(LOGGED) | frozenset(
     {
         "gpu_hardware_fault",
         "gpu_memory_degradation",
@@ -240,6 +266,45 @@ def loss_spiking(records: Sequence[TraceRecord], onset: float, judge: float) -> 
     return Presence(bool(high), at_judge, reason)
 
 
+def logged(records: Sequence[TraceRecord], kind: str, onset: float, judge: float, rank: int | None = None) -> Presence:
+    """Whether the job printed a line of ``kind`` (``rank``'s, when given) after the onset and by the judging time,
+    and within the ``HOLD_S`` before it (a logged failure's signal holds that long: its cause is due)."""
+    printed = [
+        r.ts
+        for r in records
+        if r.kind == "event" and onset <= r.ts <= judge and _is(r.payload, kind, rank)  # type: ignore[arg-type]
+    ]
+    at_judge = bool(printed) and judge - max(printed) <= HOLD_S
+    whose = "" if rank is None else f" of rank {rank}"
+    if not printed:
+        reason = f"the job prints no {LINE_WORDS[kind]} line{whose} after the onset"
+    else:
+        reason = "" if at_judge else f"its last {LINE_WORDS[kind]} line is older than the {HOLD_S:.0f} s it holds"
+    return Presence(bool(printed), at_judge, reason)
+
+
+def _is(event: LogEvent, kind: str, rank: int | None) -> bool:
+    return event.kind == kind and (rank is None or event.rank == rank)
+
+
+def running(records: Sequence[TraceRecord], onset: float, judge: float) -> Presence:
+    """Whether the job's processes live (some GPU holds more than ``LIVE_MEMORY_SHARE`` of its memory) through the
+    ``SPAN_S`` after the onset (or to the judging time, if sooner), and at the judging time (its last GPU reading)."""
+    readings = [(ts, any(_held(g) for g in gpus)) for ts, gpus in _gpus(records, onset, judge)]
+    last = max((ts for ts, alive in readings if alive), default=None)
+    at_judge = bool(readings) and readings[-1][1]
+    ever = last is not None and (last - onset >= SPAN_S or at_judge)
+    reason = "" if at_judge else "the job's processes are gone" + ("" if ever else " within a minute of it")
+    return Presence(ever, at_judge, reason)
+
+
+def _held(g: GpuSample) -> bool:
+    return (
+        bool(g.memory_used_bytes and g.memory_total_bytes)
+        and g.memory_used_bytes > LIVE_MEMORY_SHARE * g.memory_total_bytes
+    )  # type: ignore[operator]
+
+
 Partner = Callable[[], Sequence[TraceRecord]]
 
 
@@ -272,6 +337,14 @@ CHECKS: dict[str, Callable[[Sequence[TraceRecord], Partner, float, float, dict],
     "training_stalled": lambda records, _, onset, judge, __: stalled(records, onset, judge),
     "training_stalled_no_heartbeat": lambda records, _, onset, judge, __: stalled(records, onset, judge),
     "loss_spike": lambda records, _, onset, judge, __: loss_spiking(records, onset, judge),
+    **{
+        name: (
+            lambda records, _, onset, judge, subject, kind=kind, own=own: logged(
+                records, kind, onset, judge, subject.get("rank") if own else None
+            )
+        )
+        for name, (kind, own) in LOGGED.items()
+    },
 }
 
 
@@ -282,6 +355,8 @@ def presence_of(
     found = [CHECKS[name](records, alone, onset, judge, subject)] if name in CHECKS else []
     if name not in NOT_IN_STEPS:
         found.append(stepping(records, onset, judge))
+    if name not in JOB_FREE:
+        found.append(running(records, onset, judge))
     return Presence(
         all(p.ever for p in found),
         all(p.at_judge for p in found),

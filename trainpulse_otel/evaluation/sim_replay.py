@@ -55,7 +55,7 @@ class SimRun:
 def sim_records(
     scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
 ) -> Iterator[TraceRecord]:
-    """The trace a daemon would record for this scenario: gpus, host and (new) training lines per tick."""
+    """The trace a daemon would record for this scenario: events, gpus, host and (new) training lines per tick."""
     if variant.job:
         scenario = replace(scenario, job={**variant.job, **scenario.job})
     node = SimulatedNode(scenario, seed=seed, ranks=variant.ranks, interval_s=interval_s, start_ts=START_TS)
@@ -63,6 +63,8 @@ def sim_records(
         t = i * interval_s
         got = node.sample(t)
         ts = START_TS + t
+        for event in got.events or ():  # what the job printed, before the tick's samples (as a daemon records it)
+            yield TraceRecord(0, event.ts, "event", event)
         if got.gpus is not None:
             yield TraceRecord(0, ts, "gpus", got.gpus)
         if got.host is not None:
@@ -97,9 +99,10 @@ def replay_sim(
 
 
 def judge_at(scenario: Scenario, duration_s: float, interval_s: float) -> float:
-    """When the diagnosis is judged: the end, or one tick before a leak's memory runs out (then the job is dead)."""
+    """When the diagnosis is judged: the end, or one tick before a leak's memory runs out (then the job is dead),
+    unless the kill is the fault (``after_kill``)."""
     exhaust = scenario.exhaust_s
-    return min(duration_s, exhaust) - interval_s if exhaust is not None else duration_s
+    return min(duration_s, exhaust) - interval_s if exhaust is not None and not scenario.after_kill else duration_s
 
 
 def replay_scenario(

@@ -69,6 +69,7 @@ def combine(*scenarios: Scenario) -> Scenario:
         effects=_effects(parts),
         job=_job(parts),
         parts=parts,
+        after_kill=any(p.after_kill for p in parts),
     )
 
 

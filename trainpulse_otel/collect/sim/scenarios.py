@@ -21,12 +21,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .job import IB_GIVE_UP_S
 from .knobs import GPU_KNOBS, JOB_KNOBS, LEAK_KNOBS, Effect
 
 __all__ = ["GPU_KNOBS", "JOB_KNOBS", "SCENARIOS", "Effect", "Scenario", "get_scenario"]
 
 #: The contract's shortest stall: ``training_stalled`` exists only once no step has completed for this long.
 STALL_DEFINED_AFTER_S = 30.0
+#: The NCCL watchdog's timeout of the ``collective_timeout`` job. Real jobs wait 10-30 minutes (PyTorch's default
+#: is 10); a minute keeps the scenario a few minutes long, and nothing the diagnosis reads depends on the length.
+SHORT_WATCHDOG_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,9 @@ class Scenario:
     #: How long the fault must last before its signal is defined to exist (``training_stalled``: the contract's
     #: 30 s without a step); the evaluation's latency figures count from then.
     defined_after_s: float = 0.0
+    #: A leak scenario whose fault is the kill itself (``out_of_memory``): judged at the end, after it, not one
+    #: tick before the memory runs out as the forecasts are.
+    after_kill: bool = False
 
     @property
     def expected_causes(self) -> tuple[str, ...]:
@@ -89,6 +96,7 @@ def _scenario(
     subject: dict[str, int | str] | None = None,
     job: Mapping[str, Any] | None = None,
     defined_after_s: float = 0.0,
+    after_kill: bool = False,
 ) -> Scenario:
     """Build a catalogue entry; a scenario named after a signal expects that signal."""
     return Scenario(
@@ -103,6 +111,7 @@ def _scenario(
         effects=effects,
         job=dict(job or {}),
         defined_after_s=defined_after_s,
+        after_kill=after_kill,
     )
 
 
@@ -314,6 +323,54 @@ _CATALOGUE: tuple[Scenario, ...] = (
         Effect("divergence", 1.0, ramp_s=15.0),
         cause="numerical_instability",
         allowed=("loss_spike",),
+    ),
+    _scenario(
+        "collective_timeout",
+        "Rank 6's data loader deadlocks before its all-reduce; a minute later the NCCL watchdog of each of the "
+        "other 7 ranks gives up on the collective they wait in (the same SeqNum) and says so; rank 6 says nothing.",
+        Effect("rank_hang", 1.0, gpus=(6,)),
+        cause="rank_hang",
+        duration_s=200.0,
+        expected=("collective_timeout", "training_stalled"),
+        subject={"rank": 6, "gpu_index": 6},
+        job={"logs": True, "collective_timeout_s": SHORT_WATCHDOG_S, "watchdog_teardown": False},
+        defined_after_s=SHORT_WATCHDOG_S,
+    ),
+    _scenario(
+        "network_error",
+        "A 2-node job: the InfiniBand NIC of node-000's GPU 2 fails; ~9 s of NCCL retries later rank 2 prints the "
+        "NET/IB completion error, its process group takes it down (SIGABRT), and torchrun ends the node's job.",
+        Effect("link_error", 1.0, gpus=(2,)),
+        cause="network_failure",
+        duration_s=200.0,
+        allowed=("rank_crashed", "collective_timeout", "training_stalled"),
+        subject={"rank": 2, "hostname": "node-000"},
+        job={"logs": True, "nodes": 2},
+        defined_after_s=IB_GIVE_UP_S,
+    ),
+    _scenario(
+        "out_of_memory",
+        "Rank 3 keeps references to old activations: GPU 3's memory fills in 4 minutes until the step's logits no "
+        "longer fit; rank 3 dies of torch.OutOfMemoryError and torchrun ends the job (judged after the kill).",
+        Effect("gpu_memory_leak", 1.0, gpus=(3,), ramp_s=240.0),
+        cause="gpu_memory_pressure",
+        duration_s=360.0,
+        allowed=("oom_risk", "memory_pressure", "rank_crashed", "rank_straggler", "sync_imbalance"),
+        subject={"rank": 3, "gpu_index": 3},
+        job={"logs": True},
+        defined_after_s=240.0,
+        after_kill=True,
+    ),
+    _scenario(
+        "rank_crashed",
+        "A job started by srun, a task per GPU: a worker of rank 1's data loader dies (a bus error, /dev/shm full), "
+        "rank 1 raises RuntimeError and exits; the other ranks wait for it in the next all-reduce.",
+        Effect("rank_exit", 1.0, gpus=(1,)),
+        cause="rank_failure",
+        duration_s=200.0,
+        allowed=("training_stalled",),
+        subject={"rank": 1, "hostname": "node-000"},
+        job={"logs": True, "launcher": "srun"},
     ),
 )
 
