@@ -30,7 +30,7 @@ _BARE_PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)+$")
 _LOSS_KEYS = ("lm loss", "lm_loss", "loss")
 
 
-class Engine:
+class DeepSpeedEngineLines:
     """DeepSpeed's own lines in any stream (the engine under Megatron-DeepSpeed, GPT-NeoX, the Trainer,
     Lightning): its numbered steps (``steps``) and its fp16 overflow events (``overflows``), each reported only
     when the trainer above does not report it itself. A step's ``skipped_steps`` is the engine's count since
@@ -114,16 +114,16 @@ class _Trainer:
     engine_steps, engine_overflows = False, True
 
     def __init__(self) -> None:
-        self._engine: Engine | None = None  # made on first use: detection makes a parser per unknown line
+        self._engine: DeepSpeedEngineLines | None = None  # made on first use: detection makes a parser per unknown line
         self.seen = False
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> DeepSpeedEngineLines:
         if self._engine is None:
-            self._engine = Engine(self.engine_steps, self.engine_overflows)
+            self._engine = DeepSpeedEngineLines(self.engine_steps, self.engine_overflows)
         return self._engine
 
-    def adopt(self, engine: Engine) -> None:
+    def adopt(self, engine: DeepSpeedEngineLines) -> None:
         """Take over a DeepSpeed stream's engine (its loss scale, its counts) on this framework's terms."""
         engine.overflows = self.engine_overflows
         if not self.engine_steps:
@@ -318,7 +318,7 @@ class LightningLines(_Trainer):
 
 
 class DeepSpeedLines:
-    """DeepSpeed's engine lines (:class:`Engine`) in a stream of its own; when a trainer's own line follows (a
+    """DeepSpeed's engine lines (:class:`DeepSpeedEngineLines`) in a stream of its own; when a trainer's own line follows (a
     Megatron-DeepSpeed iteration, a Trainer dict, a Lightning bar), the stream is that trainer's from then on,
     and it takes over the engine."""
 
@@ -327,7 +327,7 @@ class DeepSpeedLines:
     HOSTS: tuple[type[_Trainer], ...] = (MegatronLines, HuggingFaceLines, LightningLines)
 
     def __init__(self) -> None:
-        self.engine = Engine()
+        self.engine = DeepSpeedEngineLines()
         self.host: _Trainer | None = None
         self._candidates: tuple[_Trainer, ...] = ()
 

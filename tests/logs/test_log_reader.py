@@ -112,3 +112,34 @@ def test_prefixes_give_the_rank_and_the_time(text, expected):
 )  # fmt: skip
 def test_a_file_name_may_say_the_rank(path, rank):
     assert rank_of_source(path) == rank
+
+
+def test_a_quiet_file_is_flushed_alone_and_a_busy_one_keeps_its_held_iteration():
+    reader = LogReader()
+    reader.feed(LogLine(iteration(10, "[2024-05-01 10:00:00] "), "a.log", 1))
+    reader.feed(LogLine(iteration(30, "[2024-05-01 10:00:00] "), "b.log", 1))
+    [report] = reader.flush(["a.log"])
+    assert report.global_step == 10  # b.log's iteration may still get its timer lines
+    [report] = reader.flush()
+    assert report.global_step == 30
+
+
+def test_a_stream_is_flushed_after_one_period_without_lines_not_while_lines_come():
+    reader = LogReader()
+    reader.feed(LogLine(iteration(10, "[2024-05-01 10:00:00] "), "a.log", 1))
+    assert reader.flush_quiet() == []  # a line came in this period
+    [report] = reader.flush_quiet()  # none in the next: what it holds is complete
+    assert report.global_step == 10
+    assert reader.flush_quiet() == []  # flushed once, not every quiet period
+
+
+def test_streams_beyond_the_cap_are_flushed_and_forgotten_longest_quiet_first(monkeypatch):
+    monkeypatch.setattr("trainpulse_otel.logs.reader.MAX_STREAMS", 2)
+    reader = LogReader()
+    reader.feed(LogLine(iteration(10, "[2024-05-01 10:00:00] "), "old.log", 1))
+    reader.flush_quiet()
+    reader.flush_quiet()  # old.log quiet for two periods
+    reader.feed(LogLine(WATCHDOG, "b.log", 1))
+    reader.feed(LogLine(WATCHDOG, "c.log", 1))
+    reader.flush_quiet()
+    assert reader.sources == {"b.log", "c.log"}
