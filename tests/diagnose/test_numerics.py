@@ -114,13 +114,21 @@ def test_fp16_overflows_now_and_then_are_normal_but_many_in_a_row_are_a_fault():
         range(300), lambda t: frame(t, skipped_steps=1 if int(t) % 50 == 0 else 0, loss_scale=65536.0)
     )
     assert occasional.raised() == []
-    in_a_row = Harness(NonfiniteLoss()).run(range(8), lambda t: frame(t, skipped_steps=1))
+    in_a_row = Harness(NonfiniteLoss()).run(range(12), lambda t: frame(t, skipped_steps=1 if t >= 4 else 0))
     raised = in_a_row.raised("nonfinite_loss")
-    assert raised and raised[0].ts - T0 == 7  # the 8th skipped step in a row
+    assert raised and raised[0].ts - T0 == 11  # the 8th skipped step in a row after steps went through
     (signal,) = in_a_row.active()
     assert signal.evidence["field"] == "skipped_steps" and signal.evidence["skipped_in_a_row"] == 8
     collapsed = Harness(NonfiniteLoss()).run(range(5), lambda t: frame(t, loss_scale=2.0 ** (16 - 8 * t)))
     assert collapsed.active()[0].evidence["field"] == "loss_scale"  # 65536, 256, then at its floor of 1
+
+
+def test_a_fresh_fp16_scaler_calibrating_is_no_fault():
+    # DeepSpeed from an initial scale of 2**32 skips ~17 steps at the start until a scale fits (tests/fixtures/logs)
+    warmup = Harness(NonfiniteLoss()).run(
+        range(40), lambda t: frame(t, skipped_steps=1 if t < 17 else 0, loss_scale=2.0 ** (32 - min(t, 17)))
+    )
+    assert warmup.raised() == []
 
 
 def test_a_loss_scale_that_was_never_dynamic_is_no_collapse():

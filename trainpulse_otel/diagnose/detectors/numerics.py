@@ -307,6 +307,9 @@ class NonfiniteLoss(BaseDetector):
         #: Whether the loss scale was ever above its floor: a dynamic (fp16) scaler that can collapse. bf16 jobs
         #: log a constant loss scale of 1.0 (Megatron's iteration line does), which is no collapse.
         self._scaled = False
+        #: Whether any step went through (a report whose steps were not all skipped): until then a run of skips is
+        #: the scaler calibrating (DeepSpeed from 2**32 skips ~17 steps; Megatron logs "skipped 10 of 10").
+        self._stepped = False
         self._skipped_in_a_row = 0
         self._skipped_total = 0
         self._last_step: int | None = None
@@ -349,7 +352,8 @@ class NonfiniteLoss(BaseDetector):
 
     def _skipped_run(self, point: LossPoint) -> bool:
         """Count steps skipped in a row: a report whose every step since the previous was skipped extends
-        the run, any other resets it. True while the run is ``skipped_in_a_row`` or longer."""
+        the run, any other resets it. True while the run is ``skipped_in_a_row`` or longer, once a step has gone
+        through."""
         step, last = point.global_step, self._last_step
         if step is not None:
             self._last_step = step
@@ -358,6 +362,10 @@ class NonfiniteLoss(BaseDetector):
             return False
         self._skipped_total += skipped
         advance = step - last if step is not None and last is not None and step > last else 1
+        if skipped < advance:
+            self._stepped = True  # a step went through: the loss scaler had found a scale that fits
+        if not self._stepped:
+            return False  # a fresh fp16 scaler halves its scale, skipping step after step, until one fits
         self._skipped_in_a_row = self._skipped_in_a_row + advance if skipped >= advance else 0
         return self._skipped_in_a_row >= self.thresholds.skipped_in_a_row
 
