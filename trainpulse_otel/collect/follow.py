@@ -3,7 +3,7 @@
 Each tick's new lines (:mod:`.tail`: globs, new files, rotation, lines still being written, bounds) go through
 one :class:`~trainpulse_otel.logs.LogReader` — each file its own stream, a line's rank from its ``[rankN]:``
 prefix or its file's name — stamped with the tick's time; what they complete comes back as
-``Collected(reports=…, events=…)``. When a file goes quiet the reader is flushed, so an iteration held for the
+``Collected(reports=…, events=…)``. When a file goes quiet its streams are flushed, so an iteration held for the
 timer lines that may follow it (Megatron's) is reported about a second after its line. What was read is
 counted through ``on_read`` (the daemon's ``trainpulse.logs.*`` counters). docs/logs.md says it for users.
 """
@@ -57,8 +57,8 @@ class FollowCollector:
         items: list[TrainingSample | LogEvent] = []
         for line in polled.lines:
             items.extend(self._feed(LogLine(line.text, source=line.path, number=line.number, ts=now)))
-        if polled.quiet:  # a file went quiet: what its stream holds is complete
-            items.extend(self.reader.flush())
+        if polled.quiet:  # a file went quiet: what its streams hold is complete
+            items.extend(self.reader.flush(polled.quiet))
         self._count()
         reports = tuple(item for item in items if isinstance(item, TrainingSample))
         events = tuple(item for item in items if isinstance(item, LogEvent))

@@ -13,7 +13,7 @@ reported is not reported again. Pure: lines in, samples out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +25,12 @@ from .lines import LogLine, rank_of_source, split_prefixes
 #: A report's time advances by its step time times the steps it stands for, at most this much (s): a bogus
 #: step time cannot throw a log without time stamps hours ahead.
 MAX_ADVANCE_S = 3600.0
+#: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun.
+REPEAT_WINDOW_S = 60.0
+#: Steps remembered for that (the newest).
+MAX_REMEMBERED_STEPS = 4096
+#: Streams kept (a node, file and rank each); beyond it the longest quiet are flushed and forgotten.
+MAX_STREAMS = 4096
 
 
 class IterationParser(Protocol):
@@ -56,12 +62,15 @@ class ReadStats:
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
-    __slots__ = ("failures", "last", "parser", "rank", "timed", "ts")
+    __slots__ = ("failures", "fed", "last", "last_step", "parser", "quiet", "rank", "timed", "ts")
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
+        self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
+        self.fed = False  # a line came since the last quiet flush
+        self.quiet = 0  # quiet flushes in a row that found no line since the one before
 
 
 class LogReader:
@@ -78,7 +87,12 @@ class LogReader:
         self.start = start
         self.stats = ReadStats()
         self._streams: dict[tuple[str | None, str | None, int | None], _Stream] = {}
-        self._last_step: int | None = None
+        self._reported: dict[int, float] = {}  # step -> when it was first reported, the newest steps
+
+    @property
+    def sources(self) -> set[str | None]:
+        """The sources (files) whose streams it holds."""
+        return {source for _, source, _ in self._streams}
 
     def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
@@ -89,7 +103,7 @@ class LogReader:
         given = line.ts if line.ts is not None else own_ts
         if given is not None:  # the first time said replaces the start; later ones never go back
             stream.ts, stream.timed = (max(stream.ts, given) if stream.timed else given), True
-        stream.last = line
+        stream.last, stream.fed = line, True
         failures = stream.failures.feed(text)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
@@ -99,14 +113,39 @@ class LogReader:
             out.extend(self._report(payload, stream))
         return out
 
-    def flush(self) -> list[TrainingSample | LogEvent]:
-        """What every stream still holds (call at the end of a file, or when a followed file goes quiet)."""
+    def flush(self, sources: Collection[str | None] | None = None) -> list[TrainingSample | LogEvent]:
+        """What the streams of ``sources`` (every stream when None) still hold: call at the end of a file, or when
+        a followed file goes quiet."""
+        out: list[TrainingSample | LogEvent] = []
+        for (_, source, _), stream in self._streams.items():
+            if sources is None or source in sources:
+                out.extend(self._flush_stream(stream))
+        return out
+
+    def flush_quiet(self) -> list[TrainingSample | LogEvent]:
+        """What the streams that no line reached since the previous call still hold (call once a period: a stream
+        is flushed after one to two periods of quiet). Beyond :data:`MAX_STREAMS`, the longest quiet are
+        forgotten."""
         out: list[TrainingSample | LogEvent] = []
         for stream in self._streams.values():
-            for payload in stream.parser.flush() if stream.parser is not None else ():
-                out.extend(self._report(payload, stream))
-            if stream.last is not None:  # a traceback's exception at the end of a stream, say
-                out.extend(self._event(f, stream.last, stream.rank, stream.ts) for f in stream.failures.flush())
+            if stream.fed:
+                stream.fed, stream.quiet = False, 0
+            else:
+                stream.quiet += 1
+                if stream.quiet == 1:
+                    out.extend(self._flush_stream(stream))
+        excess = len(self._streams) - MAX_STREAMS
+        if excess > 0:
+            for key in sorted(self._streams, key=lambda k: self._streams[k].quiet, reverse=True)[:excess]:
+                out.extend(self._flush_stream(self._streams.pop(key)))
+        return out
+
+    def _flush_stream(self, stream: _Stream) -> list[TrainingSample | LogEvent]:
+        out: list[TrainingSample | LogEvent] = []
+        for payload in stream.parser.flush() if stream.parser is not None else ():
+            out.extend(self._report(payload, stream))
+        if stream.last is not None:  # a traceback's exception at the end of a stream, say
+            out.extend(self._event(f, stream.last, stream.rank, stream.ts) for f in stream.failures.flush())
         return out
 
     def _stream(self, line: LogLine, prefixed: int | None) -> _Stream:
@@ -142,21 +181,32 @@ class LogReader:
         """A payload as a validated report: its own line's time, or — in a stream whose lines say no time — its
         stream's time advanced by its steps."""
         step = payload.get("global_step")
-        if isinstance(step, int) and self._last_step is not None and step <= self._last_step:
+        if not stream.timed:
+            stream.ts += _advance_s(payload, step, stream.last_step)
+        if isinstance(step, int):
+            stream.last_step = step
+        ts = stream.ts if not stream.timed else payload.get("timestamp", stream.ts)
+        if isinstance(step, int) and self._repeats(step, ts):
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
             return []
-        if not stream.timed:
-            stream.ts += _advance_s(payload, step, self._last_step)
-        ts = stream.ts if not stream.timed else payload.get("timestamp", stream.ts)
         try:
             sample = parse_training({**payload, "timestamp": ts})
         except SampleError:
             self.stats.invalid += 1
             return []
-        if isinstance(step, int):
-            self._last_step = step
         self.stats.reports += 1
         return [sample]
+
+    def _repeats(self, step: int, ts: float) -> bool:
+        """Whether ``step`` was reported already, within :data:`REPEAT_WINDOW_S` (a job restarted from a checkpoint
+        reports its steps again, later: those are new)."""
+        first = self._reported.get(step)
+        if first is not None and abs(ts - first) <= REPEAT_WINDOW_S:
+            return True
+        self._reported[step] = ts
+        if len(self._reported) > MAX_REMEMBERED_STEPS:
+            del self._reported[next(iter(self._reported))]
+        return False
 
     def _event(self, failure: Failure, line: LogLine, rank: int | None, ts: float) -> LogEvent:
         self.stats.events += 1

@@ -192,18 +192,21 @@ class Engine:
 
     def ingest_log_lines(self, lines: Sequence[LogLine]) -> None:
         """Read console lines (in order) and put the training reports and failure events they tell, as a
-        collector's collection is put. Between ticks (the tick lock); the reader is flushed after each call, so
-        an iteration held for the timer lines after it is not held until the next request."""
+        collector's collection is put. Between ticks (the tick lock); what a stream still holds (an iteration
+        waiting for its timer lines, a traceback's end) is put once the stream is quiet for a tick."""
         with self._tick_lock:
-            now, unknown = self.clock(), self.log_reader.stats.unknown
-            told = [item for line in lines for item in self._read_line(line)]
-            told += self.log_reader.flush()
-            reports = tuple(item for item in told if isinstance(item, TrainingSample))
-            events = tuple(item for item in told if isinstance(item, LogEvent))
-            if reports or events:
-                self.latest.put(Collected(reports=reports, events=events), now)
+            unknown = self.log_reader.stats.unknown
+            reports, events = self._put_log_items([item for line in lines for item in self._read_line(line)])
             unknown = self.log_reader.stats.unknown - unknown
-        self.ops.logs_read(len(lines), unknown, len(reports), len(events), source=OTLP)
+        self.ops.logs_read(len(lines), unknown, reports, events, source=OTLP)
+
+    def _put_log_items(self, told: Sequence[TrainingSample | LogEvent]) -> tuple[int, int]:
+        """Put what log lines told as one collection; the count of reports and of events."""
+        reports = tuple(item for item in told if isinstance(item, TrainingSample))
+        events = tuple(item for item in told if isinstance(item, LogEvent))
+        if reports or events:
+            self.latest.put(Collected(reports=reports, events=events), self.clock())
+        return len(reports), len(events)
 
     def _read_line(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What one line tells; a parser's bug costs that line (logged in full the first time), never the request."""
@@ -222,6 +225,9 @@ class Engine:
         with self._tick_lock:
             started = time.perf_counter()
             now = self.clock() if now is None else now
+            reports, events = self._put_log_items(self.log_reader.flush_quiet())
+            if reports or events:
+                self.ops.logs_read(0, 0, reports, events, source=OTLP)
             for collector in self.collectors:
                 self.latest.put(self._collect(collector, now), now)
             self.ops.flush()
