@@ -144,6 +144,16 @@ class LoggedFailure(BaseDetector):
         return Finding(self.signal, FAILURE_SCORE, CRITICAL, self.words(episode), episode.subject, evidence)
 
 
+def _watchdog_rank(event: LogEvent) -> int | None:
+    """The rank a watchdog line is of: its ``[rankN]:`` prefix or file, else the watchdog's own ``[Rank N]``
+    (its rank in the process group: the global rank in the default group, where unprefixed logs of old
+    PyTorch wrote it)."""
+    if event.rank is not None:
+        return event.rank
+    pg_rank = event.details.get("pg_rank")
+    return pg_rank if isinstance(pg_rank, int) else None
+
+
 def _who(episode: Episode) -> str:
     first = episode.first
     rank = f"rank {first.rank}" if first.rank is not None else "a rank"
@@ -166,19 +176,23 @@ class CollectiveTimeout(LoggedFailure):
         return ()
 
     def subject(self, episode: Episode) -> dict[str, Any]:
-        ranks = tuple(sorted({e.rank for e in episode.events if e.rank is not None}))
+        ranks = tuple(sorted({r for r in map(_watchdog_rank, episode.events) if r is not None}))
         return {"ranks": ranks} if ranks else {}
 
     def details(self, episode: Episode, tick: Tick | None = None) -> dict[str, Any]:
         details = dict(episode.first.details)
-        seqs = {e.rank: e.details["seq"] for e in episode.events if e.rank is not None and "seq" in e.details}
+        seqs = {
+            rank: e.details["seq"]
+            for e in episode.events
+            if (rank := _watchdog_rank(e)) is not None and "seq" in e.details
+        }
         if len(set(seqs.values())) > 1:
             lowest = min(seqs.values())
             details["behind_ranks"] = sorted(r for r, s in seqs.items() if s == lowest)
             details["seq_by_rank"] = {str(r): s for r, s in sorted(seqs.items())}
         training = tick.training if tick is not None else None
         known = {r.rank for r in training.ranks} if training is not None else set()
-        reported = set(seqs) | {e.rank for e in episode.events if e.rank is not None}
+        reported = set(seqs) | {r for r in map(_watchdog_rank, episode.events) if r is not None}
         if reported and known > reported:  # the job's ranks whose watchdog said nothing: perhaps never got there
             missing = sorted(known - reported)
             details["missing_ranks"], details["missing_count"] = missing[:MAX_LISTED], len(missing)

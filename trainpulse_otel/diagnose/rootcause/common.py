@@ -9,6 +9,7 @@ job-wide consequences a deeper cause may account for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..correlate import Evidence
 from ..detectors.comms import SYNC_IMBALANCE
@@ -65,3 +66,8 @@ def symptoms(ev: Evidence, *names: str) -> list[Signal]:
 def pct(x: float | None) -> str:
     """``0.234`` → ``"23%"``; None → ``"?"``."""
     return "?" if x is None else f"{100 * x:.0f}%"
+
+
+def of_host_and_rank(signals: list[Signal], host: Any, rank: Any) -> list[Signal]:
+    """The signals whose subject is this host and rank (a rank's crash beside its own failure line)."""
+    return [s for s in signals if s.subject.get("hostname") == host and s.subject.get("rank") == rank]

@@ -3,7 +3,10 @@
 Both are read from the job's own output (:mod:`..detectors.logged`). A dead
 rank or a broken link stops the job at its next collective: the others' watchdog
 timeouts, the stall and a crash a transport error caused are their consequences,
-so these causes list them in ``explains`` and outrank them.
+so these causes list them in ``explains`` and outrank them. A rank aborted
+(SIGABRT) while a collective timed out or the transport failed was killed by its
+own watchdog (NCCL's async error handling tears the process down): that crash is
+a consequence too (:func:`aborted`), not a rank failure.
 """
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..correlate import Evidence
-from ..detectors.logged import COLLECTIVE_TIMEOUT, NETWORK_ERROR, RANK_CRASHED
+from ..detectors.logged import COLLECTIVE_TIMEOUT, NETWORK_ERROR, OUT_OF_MEMORY, RANK_CRASHED
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import HARDWARE, RANK, CauseSpec
 from ..types import Signal
-from .common import SYMPTOMS, base_confidence, symptoms
+from .common import SYMPTOMS, base_confidence, of_host_and_rank, symptoms
 from .ranking import Candidate, Rule
 
 NETWORK_FAILURE = CauseSpec(
@@ -47,6 +50,32 @@ REMEDY_RANK = (
 )
 
 
+#: How torchrun reports a process the watchdog aborted: killed by SIGABRT (exit code -6; 134 from a shell).
+ABORT_SIGNAL, ABORT_EXIT_CODES = "SIGABRT", (-6, 134)
+
+
+def aborted(ev: Evidence) -> list[Signal]:
+    """The crashes that are an abort while a collective timed out or the transport failed: the watchdog's
+    teardown, a consequence of the hang or the broken link."""
+    if not (ev.active(COLLECTIVE_TIMEOUT.name) or ev.active(NETWORK_ERROR.name)):
+        return []
+    return [
+        s
+        for s in ev.active(RANK_CRASHED.name)
+        if s.evidence.get("signal") == ABORT_SIGNAL or s.evidence.get("exit_code") in ABORT_EXIT_CODES
+    ]
+
+
+def caused(ev: Evidence) -> list[Signal]:
+    """The crashes another failure the job logged explains: :func:`aborted`, and a rank's crash beside its own
+    out-of-memory or transport error line (those causes name the crash as their consequence)."""
+    out = aborted(ev)
+    for failure in ev.active(OUT_OF_MEMORY.name) + ev.active(NETWORK_ERROR.name):
+        host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
+        out += [c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if c not in out]
+    return out
+
+
 def _of_host_or_rank(signals: list[Signal], host: Any, rank: Any) -> list[Signal]:
     return [
         s for s in signals if s.subject.get("hostname") == host or (rank is not None and s.subject.get("rank") == rank)
@@ -64,7 +93,8 @@ def network_failure(ev: Evidence) -> list[Candidate]:
     out = []
     for s in ev.active(NETWORK_ERROR.name):
         host, rank = s.subject.get("hostname"), s.subject.get("rank")
-        consequences = _of_host_or_rank(ev.active(RANK_CRASHED.name), host, rank) + _waiting(ev)
+        crashed = _of_host_or_rank(ev.active(RANK_CRASHED.name), host, rank)
+        consequences = crashed + [c for c in aborted(ev) if c not in crashed] + _waiting(ev)
         what = "; ".join(str(v) for v in (s.evidence.get("transport"), s.evidence.get("error")) if v is not None)
         summary = s.message + ("; the job stopped at its next collective" if consequences else "")
         remedy = REMEDY_NETWORK.format(host=host or "the node", what=what or s.evidence.get("line", "see the line"))
@@ -76,9 +106,13 @@ def network_failure(ev: Evidence) -> list[Candidate]:
 
 
 def rank_failure(ev: Evidence) -> list[Candidate]:
-    """One candidate per rank that died: the others wait for it at the next collective."""
+    """One candidate per rank that died of its own accord (not :func:`caused`): the others wait for it at the next
+    collective."""
     out = []
+    consequence = caused(ev)
     for s in ev.active(RANK_CRASHED.name):
+        if s in consequence:
+            continue
         subject = dict(s.subject)
         exception = s.evidence.get("exception")
         if exception:

@@ -14,18 +14,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..correlate import Evidence
-from ..detectors.logged import COLLECTIVE_TIMEOUT
+from ..detectors.logged import COLLECTIVE_TIMEOUT, RANK_CRASHED
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import RANK, CauseSpec
 from ..types import Signal
 from .common import base_confidence
+from .failures import aborted
 from .ranking import Candidate, Rule
 
 RANK_HANG = CauseSpec(
     "rank_hang",
     "one or a few ranks stopped while the others wait for them at a collective",
     RANK,
-    (TRAINING_STALLED.name, COLLECTIVE_TIMEOUT.name),
+    (TRAINING_STALLED.name, COLLECTIVE_TIMEOUT.name, RANK_CRASHED.name),
     "find where the stuck rank is (py-spy dump), dump the collectives (NCCL flight recorder), restart without it",
 )
 
@@ -50,6 +51,8 @@ def rank_hang(ev: Evidence) -> list[Candidate]:
     timeouts = ev.active(COLLECTIVE_TIMEOUT.name)
     if stalled is None:
         return [_from_timeout(ev, s) for s in timeouts]
+    if timeouts:
+        timeouts = timeouts + aborted(ev)  # the watchdog's teardown of the ranks that waited
     lagging: Sequence[Mapping[str, Any]] = stalled.evidence.get("lagging") or ()
     host = _host(lagging) or ev.node.hostname
     return [
@@ -87,6 +90,7 @@ def _from_timeout(ev: Evidence, timeout: Signal) -> Candidate:
         summary,
         _remediation(lagging, host),
         [timeout],
+        aborted(ev),  # the watchdog's teardown of the ranks that waited
         subject=_subject(lagging, None),
     )
 

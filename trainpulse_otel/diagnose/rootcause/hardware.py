@@ -25,6 +25,7 @@ from .common import (
     SYMPTOMS,
     WARNED,
     base_confidence,
+    of_host_and_rank,
     pct,
     symptoms,
 )
@@ -337,11 +338,7 @@ def out_of_memory(ev: Evidence) -> list[Candidate]:
     out = []
     for s in ev.active(OUT_OF_MEMORY.name):
         rank, host = s.subject.get("rank"), s.subject.get("hostname")
-        crashed = [
-            c
-            for c in ev.active(RANK_CRASHED.name)
-            if c.subject.get("rank") == rank and c.subject.get("hostname") == host
-        ]
+        crashed = of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank)
         stalled = ev.job_signal(TRAINING_STALLED.name)
         consequences = crashed + ev.active(COLLECTIVE_TIMEOUT.name) + ([stalled] if stalled is not None else [])
         summary = s.message + ("; the rank died and the job stopped with it" if consequences else "")
@@ -360,5 +357,30 @@ def out_of_memory(ev: Evidence) -> list[Candidate]:
     return out
 
 
-GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, lambda ev: gpu_memory(ev) + out_of_memory(ev))
+def gpu_memory_causes(ev: Evidence) -> list[Candidate]:
+    """``gpu_memory_pressure`` from the GPUs' memory and from the job's out-of-memory lines: one cause per GPU,
+    an OOM line on a GPU whose memory ran full (or was forecast to) joining that GPU's cause."""
+    measured, logged = gpu_memory(ev), out_of_memory(ev)
+    if not measured:
+        return logged
+    telemetry = measured[0]
+    gpus = set(ev.gpu_signals(MEMORY_PRESSURE.name, OOM_RISK.name))
+    for oom in logged:
+        if ev.subject_gpu(oom.subject) in gpus:
+            return [_joined(oom, telemetry)] + [c for c in logged if c is not oom]
+    return measured + logged
+
+
+def _joined(oom: Candidate, telemetry: Candidate) -> Candidate:
+    """One cause from the OOM line and the memory measured on its GPU: the line's subject, both evidences."""
+    primary = oom.primary + [s for s in telemetry.primary if s not in oom.primary]
+    explains = oom.explains + [s for s in telemetry.explains if s not in oom.explains and s not in primary]
+    summary = f"{oom.summary}; {telemetry.summary}"
+    base = max(oom.base, telemetry.base)
+    return Candidate(
+        oom.cause, base, summary, telemetry.remediation, primary, explains, {**telemetry.subject, **oom.subject}
+    )
+
+
+GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, gpu_memory_causes)
 HOST_MEMORY = Rule(HOST_MEMORY_PRESSURE, host_memory)
