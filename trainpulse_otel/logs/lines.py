@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-#: ``[rank3]:`` (torchrun ``--tee`` / ``--log-line-prefix-template``), ``[default3]:`` (its older default); a
+#: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
 #: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``). A host label has a digit (``RuntimeError:`` is none).
 RANK_PREFIX = re.compile(r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+\))\s+)?\[(?:rank|default)(\d+)\]:\s?")
@@ -25,6 +25,9 @@ TIME_PREFIX = re.compile(
     r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
+#: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
+#: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
+CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
 #: glog's prefix, as torch.distributed.elastic's logger and c10 write it unbracketed: ``E0228 00:35:58.954000 724855
 #: …/multiprocessing/api.py:732] ``. Cut, not read as a time: glog writes no year.
 GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [\w./-]+:\d+\] ?")
@@ -64,6 +67,8 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             rank, text = int(match[1]), text[match.end() :]
         elif when is None and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
+            if text[:1] == " " and (tag := CRI_TAG.match(text)):
+                text = text[tag.end() :]
     if text[:1] in "IWEF" and (match := GLOG_PREFIX.match(text)):
         text = text[match.end() :]
     return rank, when, text
