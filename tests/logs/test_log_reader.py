@@ -102,7 +102,10 @@ def test_a_framework_named_that_does_not_exist_is_refused_by_name():
         # the CRI format kubelet writes to /var/log/pods (kubernetes pkg/kubelet/kuberuntime/logs: "2016-10-06T00:17:09
         # .669794202Z stdout F log content"): the stream and tag are cut, a torchrun prefix after them read
         ("2016-10-06T00:17:09.669794202Z stdout F [rank3]:x", (3, 1475713029.669794, "x")),
-        ("2016-10-06T00:17:09.669794202Z stderr P part of a long line", (None, 1475713029.669794, "part of a long line")),
+        (
+            "2016-10-06T00:17:09.669794202Z stderr P part of a long line",
+            (None, 1475713029.669794, "part of a long line"),
+        ),
     ],
 )
 def test_prefixes_give_the_rank_and_the_time(text, expected):
