@@ -271,3 +271,14 @@ def test_a_node_daemons_own_events_are_no_console_lines(served):
     assert exporter.export(memory.get_finished_logs()) is LogRecordExportResult.SUCCESS
     assert signal(served, "collective_timeout") is None
     assert counted(served, "otlp.log_records", "outcome") == {"outcome:ignored": 1}
+
+
+def test_a_nan_line_beside_the_nan_loss_the_sdk_reported_is_one_nonfinite_loss(served):
+    """Logs and telemetry meet: the SDK's report of step 9 with a NaN loss and the job's own NaN iteration line of
+    step 9 (shipped by a Collector) are one job-level signal, not two."""
+    sdk = b'{"global_step": 9, "loss": NaN, "step_time_ms": 1979.2, "framework": "megatron"}'
+    status, _, _ = post(served, sdk, {"Content-Type": "application/json"}, path="/v1/training")
+    assert status in (200, 202)
+    assert post(served, log_request([NAN_ITERATION]).SerializeToString(), PROTOBUF)[0] == 200
+    found = [s for s in diagnosis(served)["signals"] if s["name"] == "nonfinite_loss"]
+    assert len(found) == 1 and found[0]["subject"] == {}

@@ -8,6 +8,7 @@ from functools import cache
 from tests import parts
 from tests.diagnose.builders import T0, Harness, job
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
+from trainpulse_otel.collect.trace import TraceRecord
 from trainpulse_otel.diagnose import VOCABULARY
 from trainpulse_otel.diagnose.correlate import Evidence
 from trainpulse_otel.diagnose.detectors.stall import TrainingStalled
@@ -18,7 +19,7 @@ from trainpulse_otel.diagnose.tick import NodeState
 from trainpulse_otel.diagnose.types import CRITICAL, RootCause, Signal
 from trainpulse_otel.evaluation.sim_replay import START_TS, replay_sim, sim_records
 from trainpulse_otel.runtime.replay import ReplayResult
-from trainpulse_otel.samples import Frame, RankSample, TrainingSample
+from trainpulse_otel.samples import WATCHDOG_TIMEOUT, Frame, LogEvent, RankSample, TrainingSample
 
 ONSET, RESUME, HUNG_S = 90.0, 270.0, 180.0
 
@@ -255,3 +256,28 @@ def test_without_ranks_or_power_readings_a_one_rank_per_gpu_job_is_taken_to_run_
     (entry,) = signal.evidence["lagging"]
     assert (entry["gpu_index"], entry["rank"], entry["rank_assumed"]) == (3, 3, True)
     assert signal.evidence["inferred_from"] == "gpus"
+
+
+def test_the_others_watchdog_lines_beside_the_heartbeats_are_one_rank_hang_of_the_rank_they_name():
+    """Logs and telemetry meet: the heartbeats put rank 3 in ``data`` while the others wait; the others' NCCL
+    watchdogs then time out (their lines, shipped or followed). One ``rank_hang`` of rank 3 explains both."""
+    at = START_TS + ONSET + 45
+
+    def records():
+        for record in sim_records(SCENARIOS["training_stalled"], 0, ONSET + 60):
+            if record.kind == "training" and record.ts == at:
+                for rank in (0, 1, 2, 4, 5, 6, 7):
+                    line = f"[rank{rank}]:[E] [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(…)"
+                    details = {"op": "ALLREDUCE", "seq": 24000, "timeout_ms": 30000, "pg_rank": rank}
+                    event = LogEvent(
+                        at, WATCHDOG_TIMEOUT, line, rank, source=f"rank{rank}.log", line=9, details=details
+                    )
+                    yield TraceRecord(0, at, "event", event)
+            yield record
+
+    diagnosis = replay_sim(records(), 1.0, parts.builtins()).diagnosis.to_dict()
+    hangs = [c for c in diagnosis["root_causes"] if c["cause"] == "rank_hang"]
+    assert len(hangs) == 1
+    assert hangs[0]["subject"]["rank"] == 3 and hangs[0]["subject"]["phase"] == "data"
+    assert {"training_stalled", "collective_timeout"} <= set(hangs[0]["signals"])
+    assert diagnosis["root_causes"][0]["cause"] == "rank_hang"
