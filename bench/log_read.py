@@ -4,7 +4,8 @@ Builds the log from real lines (tests/fixtures/logs: a 2025 Megatron-LM run's st
 its ``(min, max)`` timer and ``save-checkpoint`` blocks, ``NCCL_DEBUG=INFO`` lines of a 2022 Megatron run),
 renumbering the iterations and their stamps: per iteration, its line and ``--noise`` NCCL lines, a timer block
 every 10th, a save every 100th. Then reads it ``--runs`` times through :class:`~trainpulse_otel.logs.LogReader`
-(the reader alone: a ``LogLine`` per line, ``feed``, ``flush``) and prints the median lines/s, and replays it
+(the reader alone: a ``LogLine`` per line, ``feed``, ``flush``) and prints the median lines/s against a baseline
+in the same run — the least any reader does per line: cut its prefixes (``split_prefixes``) — and replays it
 once as ``trainpulse replay`` does (``read_logs`` and the full diagnostic pipeline) and prints its time.
 
     python bench/log_read.py [--lines 100000] [--noise 8] [--runs 5]
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from trainpulse_otel.collect.logfile import read_logs
 from trainpulse_otel.config import Settings
-from trainpulse_otel.logs import LogLine, LogReader
+from trainpulse_otel.logs import LogLine, LogReader, split_prefixes
 from trainpulse_otel.runtime import discover, open_replay
 from trainpulse_otel.runtime.replay import replay
 
@@ -69,6 +70,14 @@ def read_once(lines: list[str]) -> tuple[float, LogReader]:
     return time.perf_counter() - begin, reader
 
 
+def split_once(lines: list[str]) -> float:
+    """The baseline: each line's prefixes cut, nothing parsed."""
+    begin = time.perf_counter()
+    for text in lines:
+        split_prefixes(text)
+    return time.perf_counter() - begin
+
+
 def replay_once(path: str) -> tuple[float, int, LogReader]:
     reader = LogReader(start=float(START))
     stepper = open_replay(Settings(), discover(autoload=False))
@@ -89,9 +98,14 @@ def main() -> None:
         seconds, reader = read_once(lines)
         times.append(seconds)
     median = statistics.median(times)
+    baseline = statistics.median(split_once(lines) for _ in range(args.runs))
     s = reader.stats
     print(
         f"reader: {len(lines)} lines, median {median:.3f} s over {args.runs} runs = {len(lines) / median:,.0f} lines/s"
+    )
+    print(
+        f"baseline (prefixes cut only): median {baseline:.3f} s = {len(lines) / baseline:,.0f} lines/s; "
+        f"reader / baseline = {median / baseline:.1f}x"
     )
     print(f"        {s.reports} reports, {s.unknown} lines not understood, {s.events} failure events")
     with tempfile.TemporaryDirectory() as tmp:
