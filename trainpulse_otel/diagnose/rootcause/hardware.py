@@ -372,14 +372,14 @@ def gpu_memory_causes(ev: Evidence) -> list[Candidate]:
 
 
 def _joined(oom: Candidate, telemetry: Candidate) -> Candidate:
-    """One cause from the OOM line and the memory measured on its GPU: the line's subject, both evidences."""
-    primary = oom.primary + [s for s in telemetry.primary if s not in oom.primary]
-    explains = oom.explains + [s for s in telemetry.explains if s not in oom.explains and s not in primary]
+    """One cause from the OOM line and the memory measured on its GPU: the measurement (the fill, or the leak
+    forecast that came true) is its evidence and ranks it as before; the line and what it killed are what it
+    explains; the line's subject names the rank."""
+    explains = [*oom.primary, *oom.explains]
+    explains += [s for s in telemetry.explains if s not in explains]
+    subject = {**telemetry.subject, **oom.subject}
     summary = f"{oom.summary}; {telemetry.summary}"
-    base = max(oom.base, telemetry.base)
-    return Candidate(
-        oom.cause, base, summary, telemetry.remediation, primary, explains, {**telemetry.subject, **oom.subject}
-    )
+    return Candidate(oom.cause, telemetry.base, summary, telemetry.remediation, telemetry.primary, explains, subject)
 
 
 GPU_MEMORY = Rule(GPU_MEMORY_PRESSURE, gpu_memory_causes)
