@@ -55,6 +55,7 @@ SERVER_FLAGS = (
     "otlp_grpc_addr",
     "max_body_bytes",
     "max_ranks",
+    "server",
 )
 #: Flags each command takes beyond COLLECT_FLAGS. ``top`` reads a daemon with the token;
 #: ``-addr`` is accepted by ``top`` and ``snapshot`` as the contract's "same flags", but has no effect there.
@@ -173,7 +174,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     plugins = discover()
     engine = open_engine(settings, push=True, plugins=plugins)
     try:
-        server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port)
+        server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port, settings.server)
     except OSError as exc:
         engine.close()
         raise UsageError(f"cannot listen on {settings.addr}: {exc.strerror or exc}") from None
@@ -269,6 +270,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     for path, found in errors.items():
         for error in found:
             print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
+    if result.ticks == 0:  # every line bad, or no line any reader understood: nothing was diagnosed
+        print(f"trainpulse: no valid trace line or known log line in {' '.join(args.files)}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .durations import format_duration, parse_duration
+from .server_limits import ServerLimits, parse_server_limits
 
 ENV_PREFIX = "TRAINPULSE_"
 MODES = ("auto", "nvml", "nvidia-smi", "sim", "none")
@@ -266,12 +267,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("otlp_grpc_addr", _optional(_addr), None, "also receive OTLP over gRPC on this address (off)", "HOST:PORT"),
     Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
     Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
+    Option("server", parse_server_limits, ServerLimits(), "API server limits (JSON object)", "JSON"),
     Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
     Option(
         "warmup",
         _duration(0.0),
         0.0,
-        "collect this long before the first answer (snapshot, top; in sim also the daemon, in virtual time, default 3m)",
+        "collect this long before the first answer (snapshot, top); -mode sim back-fills it in virtual time, 3m at 0s",
         "DURATION",
     ),
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
@@ -302,6 +304,7 @@ class Settings:
     otlp_grpc_addr: str | None = None
     max_body_bytes: int = 1 << 20
     max_ranks: int = 8192
+    server: ServerLimits = field(default_factory=ServerLimits)
     stale_after: float = 300.0
     onset: float | None = None
     sim_nodes: int = 1

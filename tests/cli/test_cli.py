@@ -140,6 +140,14 @@ def test_replay_prints_timeline_and_reports_bad_lines(tmp_path, capsys):
     assert "line 2" in out.err
 
 
+def test_a_replay_that_read_no_valid_line_exits_1_saying_so(tmp_path, capsys):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"ts": 1, "host": {"cpu_percent": "x"}}\n{"ts": "later", "gpus": []}\n')
+    assert main(["replay", str(trace), "-json"]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and "no valid trace line or known log line in" in out.err
+
+
 def test_replay_missing_file_is_one_line(capsys, tmp_path):
     assert main(["replay", str(tmp_path / "nope.jsonl")]) == 2
     err = capsys.readouterr().err.strip().splitlines()

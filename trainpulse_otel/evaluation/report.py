@@ -274,7 +274,8 @@ def format_report(report: EvalReport) -> str:
         f"max {_secs(s['max_latency_s'])}; top cause {s['top_cause_right']}/{s['runs']}; "
         f"healthy {s['healthy_seconds']:.0f} s: {s['healthy_false_alarms']} false alarm(s); "
         f"early alarms {s['early_false_alarms']}; runs with extra signals {s['runs_with_extra_signals']}; "
-        f"min oom lead {_secs(s['min_oom_lead_s'])} — "
+        + _oom_lead(s)
+        + " — "
         + (
             "all figures met"
             if all(s["figures"].values())
@@ -284,6 +285,13 @@ def format_report(report: EvalReport) -> str:
     if report.pairs:
         lines.append(pairs_line(s["pairs"]))
     return "\n".join(lines)
+
+
+def _oom_lead(s: dict) -> str:
+    """The OOM forecasts' shortest lead, missed, or that no run had a memory leak to forecast."""
+    if s["min_oom_lead_s"] is None and s["figures"]["oom_lead"]:
+        return "no OOM to forecast"
+    return f"min oom lead {_secs(s['min_oom_lead_s'])}"
 
 
 def _secs(x: float | None) -> str:
