@@ -42,6 +42,8 @@ def test_scope_all_guards_every_endpoint(serve_app):
     for path in ("/healthz", "/v1/snapshot", "/v1/history", "/metrics", "/v1/metrics"):
         assert served.request("GET", path)[0] == 401
         assert served.request("GET", path, headers={"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    status, headers, _ = served.request("OPTIONS", "/v1/training")  # as api.md says: 200 and what it allows
+    assert status == 200 and "POST" in {k.lower(): v for k, v in headers.items()}["allow"]
 
 
 def test_the_token_never_reaches_the_logs(guarded, caplog):

@@ -3,7 +3,7 @@
 With ``auth_token`` set, ingest (``POST /v1/training``, ``POST /v1/framework``,
 OTLP's ``POST /v1/metrics`` and ``POST /v1/logs``, and the gRPC receiver's ``authorization`` metadata)
 requires ``Authorization: Bearer <token>``; with ``auth_scope`` ``all``, every
-endpoint does. Tokens are compared in constant time and never logged.
+endpoint does (``OPTIONS`` never: it answers only what a path allows). Tokens are compared in constant time and never logged.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ def require_bearer_token(app: Flask, token: str, scope: str = "ingest") -> None:
 
     @app.before_request
     def check_token() -> None:
+        if request.method == "OPTIONS":  # what a path allows is no secret; browsers ask it without credentials
+            return
         if scope != "all" and not (request.method == "POST" and request.path in INGEST_PATHS):
             return
         if not token_matches(request.headers.get("Authorization", ""), expected):
