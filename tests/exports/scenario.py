@@ -99,6 +99,8 @@ def exercise_every_instrument(engine: Engine) -> None:
     if gpus:  # one XID, so the XID counter has a series
         engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
     engine.ingest(parse_training(FULL_TRAINING), source="framework")
+    heartbeat = {"ranks": [{"rank": 0, "global_step": 7, "phase": "compute", "phase_since": engine.clock()}]}
+    engine.ingest(parse_training(heartbeat), source="rest")  # counted as a heartbeat, not a training sample
     if gpus:  # another node of the job, twice (its report interval needs two arrivals): the node series
         host = engine.latest.current().host
         node = NodeReport("node-021", gpus=gpus[:1], host=host, xid_counts=(XidCount(0, 79, 1),))

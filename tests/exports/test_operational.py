@@ -77,3 +77,14 @@ def test_ingest_sources_are_told_apart(make_engine):
     engine.ops.flush()  # noted on the request path, recorded at the next tick or metrics read
     counted = {tuple(sorted(p.attributes.items())): p.value for _, p in points(engine, "trainpulse.ingest.samples")}
     assert counted == {(("source", "rest"),): 1, (("framework", "pytorch"), ("source", "sdk")): 1}
+
+
+def test_a_report_of_heartbeats_alone_is_a_heartbeat_not_a_training_sample(make_engine):
+    engine = make_engine()
+    for rank in range(4):  # what each rank's monitor posts every 2 s: its heartbeat, and nothing measured
+        engine.ingest(parse_training({"ranks": [{"rank": rank, "global_step": 9, "phase": "data", "pid": 40 + rank}]}))
+    engine.ingest(parse_training({"ranks": [{"rank": 0, "step_time_ms": 99.0, "global_step": 9}]}))  # a measurement
+    engine.ops.flush()
+    beats = {tuple(sorted(p.attributes.items())): p.value for _, p in points(engine, "trainpulse.ingest.heartbeats")}
+    samples = {tuple(sorted(p.attributes.items())): p.value for _, p in points(engine, "trainpulse.ingest.samples")}
+    assert beats == {(("source", "rest"),): 4} and samples == {(("source", "rest"),): 1}

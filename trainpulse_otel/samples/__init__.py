@@ -45,7 +45,7 @@ from .model import (
     own_gpus,
     to_dict,
 )
-from .parts import RANK_PARTS, carried_parts, merged_rank
+from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank
 from .rules import (
     GPU_RULES,
     HOST_RULES,
@@ -108,6 +108,7 @@ __all__ = [
     "gpu_order",
     "gpu_subject",
     "has_job_measurement",
+    "heartbeats_only",
     "history_record",
     "loss_points",
     "merged_rank",

@@ -13,11 +13,11 @@ need a merge at all.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from itertools import compress, repeat
 from operator import attrgetter, is_, ne
 
-from .model import RANK_HEARTBEAT, RANK_IDENTITY, RANK_MEASUREMENTS, RankSample
+from .model import RANK_HEARTBEAT, RANK_IDENTITY, RANK_MEASUREMENTS, RankSample, TrainingSample
 
 #: The parts of a rank's entry by name, and their fields.
 RANK_PARTS: dict[str, tuple[str, ...]] = {
@@ -63,3 +63,17 @@ def carried_parts(ranks: Sequence[RankSample]) -> tuple[frozenset[str], frozense
     )
     some = frozenset(name for name, _, read, unknown in _CARRIED if any(map(ne, map(read, ranks), repeat(unknown))))
     return every, some
+
+
+#: A report's own fields that say something beyond when and where it was sent.
+_REPORT_FIELDS = attrgetter(
+    *(f.name for f in fields(TrainingSample) if f.name not in ("timestamp", "hostname", "ranks"))
+)
+
+
+def heartbeats_only(sample: TrainingSample) -> bool:
+    """Whether a report carries nothing but rank heartbeats (and the ranks' identities): a rank saying what it
+    does now, not a step measured."""
+    if not sample.ranks or any(v is not None for v in _REPORT_FIELDS(sample)):
+        return False
+    return carried_parts(sample.ranks)[1] <= {"heartbeat", "identity"}

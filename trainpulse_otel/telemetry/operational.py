@@ -18,7 +18,7 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..samples import TrainingSample
+from ..samples import TrainingSample, heartbeats_only
 from .conversion import training_attributes
 
 REST, FRAMEWORK, SDK = "rest", "framework", "sdk"
@@ -49,6 +49,15 @@ INGEST_SAMPLES = OperationalSpec(
     "{sample}",
     ("source", "framework"),
     "Training reports accepted (REST, framework adapters, SDK), by source and framework.",
+)
+#: What a noted report of heartbeats alone is counted under (no framework is named this).
+HEARTBEATS = "\0heartbeats"
+INGEST_HEARTBEATS = OperationalSpec(
+    "ingest.heartbeats",
+    "counter",
+    "{report}",
+    ("source",),
+    "Reports that carried only rank heartbeats (no step measured), by source; not counted in ingest.samples.",
 )
 INGEST_ERRORS = OperationalSpec(
     "ingest.errors",
@@ -104,6 +113,7 @@ LOG_RECORDS = OperationalSpec(
 )
 OPERATIONAL: tuple[OperationalSpec, ...] = (
     INGEST_SAMPLES,
+    INGEST_HEARTBEATS,
     INGEST_ERRORS,
     OTLP_POINTS,
     OTLP_LOG_RECORDS,
@@ -124,6 +134,7 @@ class OperationalMetrics:
             return make(f"{namespace}.{spec.suffix}", unit=spec.unit, description=spec.description, **advice)
 
         self._samples = create(INGEST_SAMPLES)
+        self._heartbeats = create(INGEST_HEARTBEATS)
         self._errors = create(INGEST_ERRORS)
         self._otlp_points = create(OTLP_POINTS)
         self._otlp_log_records = create(OTLP_LOG_RECORDS)
@@ -138,7 +149,11 @@ class OperationalMetrics:
         self._job_attributes: dict[tuple[str | None, str | None], dict[str, str]] = {}
 
     def ingested(self, sample: TrainingSample, source: str = REST) -> None:
-        """Note one accepted training report: its step time now, its count at the next flush."""
+        """Note one accepted training report: its step time now, its count at the next flush (a report of rank
+        heartbeats alone is counted apart: it measured no step)."""
+        if heartbeats_only(sample):
+            self._pending.append((source, HEARTBEATS))
+            return
         self._pending.append((source, sample.framework))
         if sample.step_time_ms is not None:
             self._step.record(sample.step_time_ms / 1000.0, self._job(sample.model_name, sample.framework))
@@ -155,7 +170,10 @@ class OperationalMetrics:
             except IndexError:  # another thread flushed the last one
                 break
         for (source, framework), n in counts.items():
-            self._samples.add(n, {"source": source, **({"framework": framework} if framework else {})})
+            if framework == HEARTBEATS:
+                self._heartbeats.add(n, {"source": source})
+            else:
+                self._samples.add(n, {"source": source, **({"framework": framework} if framework else {})})
         points = [0, 0, 0]
         while self._otlp_pending:
             try:
