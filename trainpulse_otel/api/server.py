@@ -18,6 +18,10 @@ its throughput), and requests are read up to ``RECV_BYTES`` a ``recv()``
 serving loop); the measurements are in docs/performance.md. waitress marks
 ``send_bytes`` deprecated: while it exists it is used, and when it goes the
 server runs with waitress's default.
+
+Connections, idle time and workers follow the ``server`` settings (sized for 1,024 ranks;
+waitress polls, no ``select()`` cap): reads go ahead of ingest, and ingest past the queue
+limit gets a 503 (:mod:`.front_door`). ``limits=None`` is waitress as it comes (a baseline).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 from waitress.task import ErrorTask
 
+from ..server_limits import ServerLimits
+from .front_door import RETRY_AFTER_S, FrontDoorDispatcher, Overloaded, fit_open_files
+
 log = logging.getLogger(__name__)
 
 #: waitress's own body cap, as a multiple of the app's limit (see the module docstring).
@@ -44,6 +51,8 @@ SERVER_BODY_FACTOR = 8
 SEND_BYTES = 65536
 #: What one read of a connection takes at most (see the module docstring).
 RECV_BYTES = 65536
+#: The ``server`` settings' defaults.
+DEFAULT_LIMITS = ServerLimits()
 
 
 class JsonErrorTask(ErrorTask):
@@ -60,7 +69,11 @@ class JsonErrorTask(ErrorTask):
         body = json.dumps({"error": message, "field": None}).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
-        self.set_close_on_finish()
+        if isinstance(error, Overloaded):  # the request was read whole: the connection stays usable
+            message = error.body
+            self.response_headers.append(("Retry-After", str(RETRY_AFTER_S)))
+        else:
+            self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
 
@@ -74,15 +87,22 @@ class JsonErrorChannel(HTTPChannel):
 class ApiServer:
     """A waitress server on ``host:port`` running in a daemon thread."""
 
-    def __init__(self, app: Flask, host: str, port: int, threads: int = 4) -> None:
+    def __init__(self, app: Flask, host: str, port: int, limits: ServerLimits | None = DEFAULT_LIMITS) -> None:
         adjustments: dict[str, Any] = {"recv_bytes": RECV_BYTES}
         if app.config.get("MAX_CONTENT_LENGTH"):
             adjustments["max_request_body_size"] = SERVER_BODY_FACTOR * int(app.config["MAX_CONTENT_LENGTH"])
         if hasattr(Adjustments, "send_bytes"):
             adjustments["send_bytes"] = SEND_BYTES
+        self.dispatcher: FrontDoorDispatcher | None = None
+        if limits is not None:
+            adjustments.update(_tuned(limits))
+            self.dispatcher = FrontDoorDispatcher(limits.queue_limit)
+            self.dispatcher.set_thread_count(limits.threads)
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "send_bytes", DeprecationWarning)
-            self._server = create_server(app, host=host, port=port, threads=threads, ident="trainpulse", **adjustments)
+            self._server = create_server(
+                app, host=host, port=port, ident="trainpulse", _dispatcher=self.dispatcher, **adjustments
+            )
         self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
         self._thread = threading.Thread(target=self._serve, name="trainpulse-api", daemon=True)
 
@@ -120,3 +140,16 @@ class ApiServer:
             self._thread.join(timeout=5)
         else:
             self._server.close()
+
+
+def _tuned(limits: ServerLimits) -> dict[str, Any]:
+    """waitress's adjustments for ``limits``: poll, the limits, and idle connections checked often enough."""
+    idle_s = max(1, round(limits.idle_timeout))
+    return {
+        "asyncore_use_poll": True,
+        "connection_limit": fit_open_files(limits.connection_limit),
+        "channel_timeout": idle_s,
+        "cleanup_interval": max(1, min(10, idle_s // 3)),
+        "threads": limits.threads,
+        "backlog": limits.backlog,
+    }
