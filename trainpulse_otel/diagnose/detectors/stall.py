@@ -3,9 +3,13 @@
 A hung job looks healthy to every other detector: no report is new, so they hold their
 judgement. This one watches progress instead — ``global_step`` advancing in the job's report or
 in any rank's heartbeat — and raises when none came for max(``min_stall_s``, ``step_multiple`` ×
-the median step time). "Expected to run": some rank's heartbeat is in a phase other than ``idle``,
-or, without heartbeats, some GPU is busy; a rank in a reported ``checkpoint`` phase, a job that
-ended and a pause with every GPU idle are not stalls.
+the median step time), or for the shorter max(``min_stall_with_peers_waiting_s``,
+``step_multiple_with_peers_waiting`` × the median step) where the heartbeats show it plainly: most
+ranks waiting in a collective all that time, the few others stuck elsewhere (not in an evaluation,
+a save or idle), and a median step from ``min_step_reports`` reports. "Expected to run": some
+rank's heartbeat is in a phase other than ``idle``, or, without heartbeats, some GPU is busy; a
+rank in a reported ``checkpoint`` phase, a job that ended and a pause with every GPU idle are not
+stalls.
 
 Who is stuck is worked out here, where the heartbeats are (``rank_hang`` reads it from the
 evidence): the ranks behind in ``global_step``; else the ranks outside the collective the others
@@ -22,7 +26,7 @@ from typing import Any
 from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, TrainingSample
 from ..spec import JOB, SignalSpec
 from ..stats import RecentMedian
-from ..thresholds import CONVENTION, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
+from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import BaseDetector
@@ -40,10 +44,14 @@ TRAINING_STALLED = SignalSpec(
 MEDIAN_REPORTS = 31
 #: At most this many lagging ranks are listed in the evidence.
 MAX_LISTED = 16
+#: A rank in one of these phases is not stuck, however long its peers wait for it: its own evaluation,
+#: a save, a closed monitor. The faster threshold never applies while one is.
+NOT_STUCK_PHASES = frozenset(("eval", "checkpoint", "idle"))
 
 
 class TrainingStalled(BaseDetector):
-    """``training_stalled`` (critical): no completed step for max(30 s, 10 x the median step).
+    """``training_stalled`` (critical): no completed step for max(30 s, 10 x the median step), or for
+    max(15 s, 5 x the median step) where the heartbeats plainly show the peers waiting in a collective.
 
     Raised on the second tick past the threshold; cleared two seconds after
     steps resume. Evidence: the stall's length and threshold, the last step,
@@ -64,6 +72,43 @@ class TrainingStalled(BaseDetector):
             1,
         ),
         Knob("step_multiple", 10.0, TIMES, CONVENTION, "a stall is at least this many median steps", 1),
+        Knob(
+            "min_stall_with_peers_waiting_s",
+            15.0,
+            SECONDS,
+            CONVENTION,
+            "the shortest stall where heartbeats show the peers waiting in a collective: the contract's max(15 s, "
+            "5 x the median step); Mycroft (ByteDance, 2025) detects hangs within 15 s in 90 % of cases",
+            1,
+        ),
+        Knob(
+            "step_multiple_with_peers_waiting",
+            5.0,
+            TIMES,
+            CONVENTION,
+            "with the peers seen waiting, a stall is at least this many median steps (the contract)",
+            1,
+        ),
+        Knob(
+            "min_step_reports",
+            10,
+            COUNT,
+            CONVENTION,
+            "the faster threshold waits for a median step of this many reports: a long first step (compilation, "
+            "warm-up) is not a hang",
+            1,
+            MEDIAN_REPORTS,
+        ),
+        Knob(
+            "max_elsewhere_share",
+            0.25,
+            SHARE,
+            CONVENTION,
+            "plain evidence: the ranks elsewhere are at most this share of those heartbeating (one always may be), "
+            "the waiting ranks a majority",
+            0,
+            1,
+        ),
         Knob(
             "spin_util",
             90.0,
@@ -102,7 +147,7 @@ class TrainingStalled(BaseDetector):
         if self._progress_ts is None:
             return None  # no step seen yet: a job still starting up is not judged
         self.stalled_s = stalled = ts - self._progress_ts
-        threshold = self.threshold_s
+        threshold = self._threshold_now(ts, training, stalled)
         score = stalled / threshold
         if score < self.report_floor:
             return []  # (whether it should run is only asked of a gap worth judging: healthy ticks stay cheap)
@@ -121,13 +166,40 @@ class TrainingStalled(BaseDetector):
             "last_global_step": self._last_step,
             **lag,
         }
+        if threshold < self.threshold_s:
+            evidence["peers_waiting"] = True
         return [Finding(TRAINING_STALLED.name, score, CRITICAL, _message(stalled, threshold, lag), {}, evidence)]
 
     @property
     def threshold_s(self) -> float:
-        """How long without a completed step counts as stalled."""
-        median_ms, t = self._steps.value, self.thresholds
-        return max(t.min_stall_s, t.step_multiple * median_ms / 1000.0) if median_ms else t.min_stall_s
+        """How long without a completed step counts as stalled, without plain evidence of where."""
+        t = self.thresholds
+        return self._multiple_of_step(t.min_stall_s, t.step_multiple)
+
+    @property
+    def peers_waiting_threshold_s(self) -> float | None:
+        """The shorter threshold where heartbeats show the peers waiting; None until the median step rests on
+        ``min_step_reports`` reports (a long first step has no median to be a multiple of)."""
+        t = self.thresholds
+        if len(self._steps) < t.min_step_reports:
+            return None
+        return self._multiple_of_step(t.min_stall_with_peers_waiting_s, t.step_multiple_with_peers_waiting)
+
+    def _multiple_of_step(self, floor_s: float, multiple: float) -> float:
+        median_ms = self._steps.value
+        return max(floor_s, multiple * median_ms / 1000.0) if median_ms else floor_s
+
+    def _threshold_now(self, ts: float, training: TrainingSample, stalled: float) -> float:
+        """The faster threshold once it is passed and the heartbeats plainly show a hang; else the usual one.
+
+        Every rank must have stayed in its phase for the faster threshold less one median step: the peers
+        reach the collective up to a step after the last one completed, and have waited there since."""
+        usual, faster = self.threshold_s, self.peers_waiting_threshold_s
+        if faster is None or faster >= usual or stalled < faster:
+            return usual
+        step_s = (self._steps.value or 0.0) / 1000.0
+        plain = _peers_wait_plainly(ts - faster + step_s, training.ranks, self.thresholds.max_elsewhere_share)
+        return faster if plain else usual
 
     def _observe(self, tick: Tick, training: TrainingSample) -> None:
         """Note progress: a higher step anywhere (report or heartbeat), or a new report without step numbers."""
@@ -165,6 +237,26 @@ def _expected_to_run(tick: Tick, training: TrainingSample, write_surge: float) -
     if surge is not None and surge >= write_surge:
         return None
     return any((g.utilization_percent or 0.0) >= BUSY_UTIL for g in tick.gpus)
+
+
+def _peers_wait_plainly(since: float, ranks: tuple[RankSample, ...], max_elsewhere_share: float) -> bool:
+    """Whether the heartbeats plainly show a hang since ``since``: every heartbeating rank has stayed in its
+    phase since then; a majority wait in a collective at the furthest step; the rest — at least one, at most
+    ``max_elsewhere_share`` of them (one always may be) — are stuck elsewhere or behind, none in a phase of
+    :data:`NOT_STUCK_PHASES`. A rank whose phase moved since, or that does not say since when, is no plain
+    evidence (a merely slow rank changes phase with every step it completes)."""
+    beating = [r for r in ranks if r.phase is not None]
+    steps = [r.global_step for r in beating if r.global_step is not None]
+    top = max(steps) if steps else None
+    waiting = 0
+    for r in beating:
+        if r.phase_since is None or r.phase_since > since or r.phase in NOT_STUCK_PHASES:
+            return False
+        behind = top is not None and r.global_step is not None and r.global_step < top
+        if r.phase in COLLECTIVE_PHASES and not behind:
+            waiting += 1
+    elsewhere = len(beating) - waiting
+    return 1 <= elsewhere <= max(1.0, max_elsewhere_share * len(beating)) and 2 * waiting > len(beating)
 
 
 def _lagging(tick: Tick, training: TrainingSample, t: Thresholds) -> dict[str, Any]:
