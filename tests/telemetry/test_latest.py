@@ -1,4 +1,4 @@
-"""Latest samples: job reports replace, ranks merge by rank, both expire."""
+"""Latest samples: job reports replace (their description holds until changed), ranks merge by rank, both expire."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,6 +22,16 @@ def test_job_report_replaces_the_previous_one_whole():
     latest.put_training(TrainingSample(step_time_ms=5.0, checkpoint_ms=30_000.0), now=1.0)
     latest.put_training(TrainingSample(step_time_ms=6.0), now=2.0)
     assert latest.current().training.checkpoint_ms is None  # a one-off field does not linger
+
+
+def test_the_job_s_description_holds_until_a_report_changes_it():
+    latest = LatestSamples()
+    latest.put_training(TrainingSample(step_time_ms=5.0, model_name="llama-3-8b", precision="bf16", world_size=8), 1.0)
+    latest.put_training(TrainingSample(step_time_ms=6.0, loss=2.1), now=2.0)  # a later report that says less
+    held = latest.current().training
+    assert (held.model_name, held.precision, held.world_size, held.loss) == ("llama-3-8b", "bf16", 8, 2.1)
+    latest.put_training(TrainingSample(step_time_ms=6.0, model_name="llama-3-70b"), now=3.0)  # a new name wins
+    assert latest.current().training.model_name == "llama-3-70b"
 
 
 def test_ranks_merge_across_reports_and_rank_only_reports_keep_the_job_view():

@@ -45,7 +45,7 @@ from .model import (
     own_gpus,
     to_dict,
 )
-from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank
+from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank, with_job_description
 from .rules import (
     GPU_RULES,
     HOST_RULES,
@@ -122,4 +122,5 @@ __all__ = [
     "parse_training",
     "to_dict",
     "type_name",
+    "with_job_description",
 ]

@@ -18,6 +18,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_, ne
 
 from .model import RANK_HEARTBEAT, RANK_IDENTITY, RANK_MEASUREMENTS, RankSample, TrainingSample
+from .rules import TRAINING_IDENTITY_FIELDS
 
 #: The parts of a rank's entry by name, and their fields.
 RANK_PARTS: dict[str, tuple[str, ...]] = {
@@ -77,3 +78,21 @@ def heartbeats_only(sample: TrainingSample) -> bool:
     if not sample.ranks or any(v is not None for v in _REPORT_FIELDS(sample)):
         return False
     return carried_parts(sample.ranks)[1] <= {"heartbeat", "identity"}
+
+
+#: What describes the job rather than where it is in its run (model, framework, precision, parallel sizes …).
+_DESCRIPTION = tuple(sorted(TRAINING_IDENTITY_FIELDS - {"timestamp", "global_step"}))
+_READ_DESCRIPTION = attrgetter(*_DESCRIPTION)
+
+
+def with_job_description(new: TrainingSample, old: TrainingSample | None) -> TrainingSample:
+    """``new`` with each descriptive field it leaves out taken from ``old``: a job's description holds until a
+    report changes it (a later report without ``model_name`` does not rename the job's series)."""
+    if old is None:
+        return new
+    kept = {
+        name: held
+        for name, held, given in zip(_DESCRIPTION, _READ_DESCRIPTION(old), _READ_DESCRIPTION(new), strict=True)
+        if given is None and held is not None
+    }
+    return replace(new, **kept) if kept else new

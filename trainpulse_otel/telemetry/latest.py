@@ -37,6 +37,7 @@ from ..samples import (
     has_job_measurement,
     loss_points,
     merged_rank,
+    with_job_description,
 )
 from ..samples.builder import field_replacer
 from .conversion import Observations, observe
@@ -146,7 +147,7 @@ class LatestSamples:
             if len(self._ranks) > self.max_ranks:
                 self._forget_oldest_ranks()
             if self._job is None or has_job_measurement(sample):
-                self._job = sample
+                self._job = with_job_description(sample, self._job)
                 self._job_at = now
             self._losses.extend(loss_points(sample, now))
             self._training_changes += 1
