@@ -3,8 +3,8 @@
 waitress queues every complete request for its workers in arrival order. :class:`FrontDoorDispatcher` keeps
 that queue but puts reads (``GET``/``HEAD``: ``/healthz``, ``/v1/snapshot``, ``/metrics``) ahead of every
 queued write, so a thousand ranks' heartbeats never make a liveness probe wait behind them; and once
-``queue_limit`` requests are waiting, a further write is answered at once (ahead of the queue, by waitress's
-error path, without the app) with a 503 and ``Retry-After`` that name the limit, its connection kept open.
+``queue_limit`` requests are waiting, a further write is answered at once (by waitress's error path in the
+serving loop, no worker, no app) with a 503 and ``Retry-After`` that name the limit, its connection kept open.
 :func:`fit_open_files` raises the process's open-file limit to fit the connection limit (or lowers the
 connection limit to fit the hard limit, with a warning). The bounds: docs/operations.md.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from waitress.task import ThreadedTaskDispatcher
@@ -38,12 +39,17 @@ class Overloaded(Error):
 
 
 class FrontDoorDispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
-    """waitress's worker pool with reads first and writes past ``queue_limit`` refused (see the module)."""
+    """waitress's worker pool with reads first and writes past ``queue_limit`` refused (see the module).
+
+    ``run_in_loop`` (the server's trigger) answers a refusal in the serving loop, so it never waits for a
+    worker; without it, or with a response still unsent on that connection, the refusal goes first in line.
+    """
 
     def __init__(self, queue_limit: int) -> None:
         super().__init__()
         self.queue_limit = queue_limit
         self.refused = 0
+        self.run_in_loop: Callable[[Callable[[], None]], None] | None = None
         self._logged_at = -LOG_EVERY_S
 
     def add_task(self, task: Any) -> None:
@@ -52,6 +58,9 @@ class FrontDoorDispatcher(ThreadedTaskDispatcher):  # type: ignore[misc]
             queue = self.queue
             if request is not None and request.command not in READS and len(queue) >= self.queue_limit:
                 self._refuse(request, len(queue))
+                if self.run_in_loop is not None and task.total_outbufs_len < task.adj.outbuf_high_watermark:
+                    self.run_in_loop(task.service)  # the loop runs it once received() has let the channel go
+                    return
             if request is not None and (request.command in READS or request.error is not None):
                 at = 0
                 while at < len(queue) and _ahead(queue[at]):

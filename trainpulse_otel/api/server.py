@@ -104,6 +104,8 @@ class ApiServer:
                 app, host=host, port=port, ident="trainpulse", _dispatcher=self.dispatcher, **adjustments
             )
         self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
+        if self.dispatcher is not None:
+            self.dispatcher.run_in_loop = self._server.trigger.pull_trigger  # type: ignore[union-attr]
         self._thread = threading.Thread(target=self._serve, name="trainpulse-api", daemon=True)
 
     @property
