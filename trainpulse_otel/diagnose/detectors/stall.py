@@ -250,7 +250,7 @@ def _peers_wait_plainly(since: float, ranks: tuple[RankSample, ...], max_elsewhe
     top = max(steps) if steps else None
     waiting = 0
     for r in beating:
-        if r.phase_since is None or r.phase_since > since or r.phase in NOT_STUCK_PHASES:
+        if r.phase_since is None or not r.phase_since <= since or r.phase in NOT_STUCK_PHASES:
             return False
         behind = top is not None and r.global_step is not None and r.global_step < top
         if r.phase in COLLECTIVE_PHASES and not behind:
