@@ -174,7 +174,7 @@ class Fields:
             if rule.scale is None:
                 self.set(rule.field, self.raw(rule.key), rule.key)
             else:
-                self.set(rule.field, self.number(rule.key) * rule.scale, rule.key)  # type: ignore[operator]
+                self.set(rule.field, converted(self.number(rule.key) * rule.scale), rule.key)  # type: ignore[operator]
 
     def finish(self, framework: str | None) -> Translation:
         """Apply the common names, stamp the framework, and account for every key."""
@@ -215,6 +215,12 @@ def first_present(fields: Fields, keys: Iterable[str]) -> str | None:
     return next((k for k in keys if fields.has(k)), None)
 
 
+def converted(value: float) -> float:
+    """A number a unit conversion made, to 12 significant digits: ``39.89 × 0.01`` is 0.3989, not
+    0.39890000000000003 (the input's own digits are never that many)."""
+    return float(f"{value:.12g}") if math.isfinite(value) else value
+
+
 def scaled_by_world(fields: Fields, key: str, field_name: str, what: str) -> None:
     """Scale a per-device rate under ``key`` to the whole job, when the world size is known.
 
@@ -228,7 +234,7 @@ def scaled_by_world(fields: Fields, key: str, field_name: str, what: str) -> Non
     if world is None:
         fields.note(f"{key} is {what} per device; {field_name} needs world_size, which this payload does not give")
         return
-    fields.set(field_name, per_device * world, key)
+    fields.set(field_name, converted(per_device * world), key)
     fields.note(f"{field_name} = {key} x world_size {world:g}")
 
 

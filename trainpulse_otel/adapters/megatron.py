@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import Adapter, Fields, Rule, Translation, numeric_out, scaled_by_world, set_from_first
+from .base import Adapter, Fields, Rule, Translation, converted, numeric_out, scaled_by_world, set_from_first
 from .megatron_text import PER_RANK_KEY, TIMER_PREFIX, newest_record
 
 #: Megatron's ``--seq-length`` (or the contract's name), for deriving tokens/s.
@@ -172,11 +172,11 @@ def _derived_rates(fields: Fields) -> None:
     """samples/s = global batch / step time; tokens/s = samples/s x sequence length."""
     batch, step_ms = numeric_out(fields, "global_batch_size"), numeric_out(fields, "step_time_ms")
     if fields.wants("samples_per_sec") and batch and step_ms:
-        fields.set("samples_per_sec", batch * 1000.0 / step_ms, fields.mapped["global_batch_size"])
+        fields.set("samples_per_sec", converted(batch * 1000.0 / step_ms), fields.mapped["global_batch_size"])
         fields.note("samples_per_sec = global batch size / step time")
     samples, seq_len = numeric_out(fields, "samples_per_sec"), numeric_out(fields, "max_seq_len")
     if fields.wants("tokens_per_sec") and samples and seq_len:
-        fields.set("tokens_per_sec", samples * seq_len, fields.mapped["max_seq_len"])
+        fields.set("tokens_per_sec", converted(samples * seq_len), fields.mapped["max_seq_len"])
         fields.note(f"tokens_per_sec = samples_per_sec x sequence length {seq_len:g} (the padded length)")
 
 
