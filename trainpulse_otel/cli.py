@@ -45,6 +45,7 @@ COLLECT_FLAGS = (
     "smi_timeout",
     "detectors",
     "follow",
+    "flight_recorder",
 )
 #: Only the daemon serves an API: these flags are its own.
 SERVER_FLAGS = (

@@ -279,6 +279,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
     Option("detectors", _optional(_thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
     Option("follow", _optional(_paths), None, "read these log files as they are written (paths or globs)", "PATHS"),
+    Option("flight_recorder", _optional(_text()), None, "read Flight Recorder dumps PREFIX<rank>", "PREFIX"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 
@@ -313,6 +314,7 @@ class Settings:
     smi_timeout: float = 5.0
     detectors: dict[str, dict[str, float]] | None = None
     follow: tuple[str, ...] | None = None
+    flight_recorder: str | None = None
 
     @property
     def host(self) -> str:

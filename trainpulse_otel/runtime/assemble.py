@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..collect.base import Collector
+from ..collect.flight_recorder import open_flight_recorder
 from ..collect.modes import build_collectors, open_follow
 from ..collect.sim.combine import check_scenario
 from ..collect.sim.handover import RealReports
@@ -119,6 +120,8 @@ def open_engine(
     ops = OperationalMetrics(telemetry.meter, settings.metrics_namespace)
     if settings.follow:  # the job's own logs, read beside any mode's collectors (``-mode none`` too)
         collectors = [*collectors, open_follow(settings, on_read=ops.logs_read)]
+    if settings.flight_recorder:  # the job's Flight Recorder dumps, beside any mode's collectors
+        collectors = [*collectors, open_flight_recorder(settings.flight_recorder)]
     outputs = Outputs(
         telemetry=telemetry,
         exports=exports,

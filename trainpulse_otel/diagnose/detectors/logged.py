@@ -165,7 +165,8 @@ class CollectiveTimeout(LoggedFailure):
 
     Subject: the ranks that reported it; evidence: the op, its sequence number, the timeout and how long it ran,
     and — where several ranks' lines disagree on the sequence number — the ranks behind (the lowest number: they
-    never reached the collective the others wait in), and the job's ranks that reported nothing.
+    never reached the collective the others wait in), and the ranks missing: those a Flight Recorder event names,
+    else the job's ranks that reported nothing.
     """
 
     name = "collective_timeout"
@@ -184,8 +185,12 @@ class CollectiveTimeout(LoggedFailure):
         seqs = {
             rank: e.details["seq"]
             for e in episode.events
-            if (rank := _watchdog_rank(e)) is not None and "seq" in e.details
+            if (rank := _watchdog_rank(e)) is not None and "seq" in e.details and not e.details.get("flight_recorder")
         }
+        dumps = next((e.details for e in episode.events if e.details.get("flight_recorder")), {})
+        for key in ("flight_recorder", "missing_ranks", "missing_count", "call_site"):
+            if key in dumps:  # the dumps name the ranks missing, whichever line came first
+                details.setdefault(key, dumps[key])
         if len(set(seqs.values())) > 1:
             lowest = min(seqs.values())
             details["behind_ranks"] = sorted(r for r, s in seqs.items() if s == lowest)
@@ -193,7 +198,7 @@ class CollectiveTimeout(LoggedFailure):
         training = tick.training if tick is not None else None
         known = {r.rank for r in training.ranks} if training is not None else set()
         reported = set(seqs) | {r for r in map(_watchdog_rank, episode.events) if r is not None}
-        if reported and known > reported:  # the job's ranks whose watchdog said nothing: perhaps never got there
+        if "missing_ranks" not in details and reported and known > reported:  # watchdogs that said nothing
             missing = sorted(known - reported)
             details["missing_ranks"], details["missing_count"] = missing[:MAX_LISTED], len(missing)
         return details
@@ -207,6 +212,8 @@ class CollectiveTimeout(LoggedFailure):
         text = f"{op} timed out{ran}: its watchdog fired on {who}"
         if d.get("behind_ranks"):
             text += f"; rank(s) {', '.join(map(str, d['behind_ranks']))} behind at an earlier collective"
+        elif d.get("flight_recorder") and d.get("missing_ranks"):  # the dumps say who never called it
+            text += f"; rank(s) {', '.join(map(str, d['missing_ranks']))} never joined it (Flight Recorder)"
         return text
 
 

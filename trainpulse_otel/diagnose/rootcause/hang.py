@@ -75,9 +75,11 @@ def _from_timeout(ev: Evidence, timeout: Signal) -> Candidate:
     lagging = [{"rank": r} for r in stuck]
     host = ev.node.hostname
     if stuck:
-        how = (
-            "their sequence numbers lag the others'" if evidence.get("behind_ranks") else "their watchdogs never fired"
-        )
+        how = "their watchdogs never fired"
+        if evidence.get("behind_ranks"):
+            how = "their sequence numbers lag the others'"
+        elif evidence.get("flight_recorder"):
+            how = "the Flight Recorder dumps show they never called the collective the others wait in"
         summary = f"{timeout.message}. Rank(s) {', '.join(map(str, stuck))} are the stuck ones: {how}"
     else:
         summary = (
