@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from trainpulse_otel.cli import main
+from trainpulse_otel.collect.flight_recorder import SCAN_S, FlightRecorderCollector, is_dump
 from trainpulse_otel.logs import flight_recorder
 from trainpulse_otel.logs.flight_analysis import analyse, details, events, message, ranges, when
 from trainpulse_otel.logs.flight_recorder import DumpError, parse_dump, rank_of
@@ -166,3 +168,49 @@ def test_a_truncated_or_oversized_real_dump_is_a_clear_error(real, monkeypatch):
 
 def test_ranges_are_short():
     assert ranges([8, 0, 1, 2, 3, 5]) == "0-3, 5, 8" and ranges([]) == ""
+
+
+def write(directory: Path, blobs: list[bytes], prefix: str = "rank_") -> list[str]:
+    paths = []
+    for rank, blob in enumerate(blobs):
+        (directory / f"{prefix}{rank}").write_bytes(blob)
+        paths.append(str(directory / f"{prefix}{rank}"))
+    return paths
+
+
+def test_replay_of_the_dumps_is_collective_timeout_and_rank_hang_naming_the_missing_rank(real, tmp_path, capsys):
+    paths = write(tmp_path, job(real, 3, cut={2: 1}))
+    assert main(["replay", *paths, "-json"]) == 0
+    diagnosis = json.loads(capsys.readouterr().out)["diagnosis"]
+    (signal,) = diagnosis["signals"]
+    assert signal["name"] == "collective_timeout" and signal["subject"] == {"ranks": [0, 1]}
+    assert signal["evidence"]["missing_ranks"] == [2] and signal["evidence"]["lines"] == paths[:2]
+    hang = diagnosis["root_causes"][0]
+    assert hang["cause"] == "rank_hang" and hang["subject"] == {"rank": 2} and "torchfrtrace" in hang["remediation"]
+    assert "enable PyTorch's NCCL flight recorder" not in hang["remediation"]  # it is on: the dumps were read
+
+
+def test_the_collector_reads_new_dumps_once_they_settle_and_tells_each_mismatch_once(real, tmp_path):
+    now = [0.0]
+    write(tmp_path, job(real, 3, cut={1: 1}), prefix="old_")  # another prefix: never looked at
+    (tmp_path / "rank_0").write_bytes(b"an old dump from yesterday")  # there before start-up: history, not news
+    collector = FlightRecorderCollector(str(tmp_path / "rank_"), clock=lambda: now[0])
+    paths = write(tmp_path, job(real, 3, cut={2: 1}))
+
+    def look() -> tuple:
+        now[0] += SCAN_S
+        return collector.collect(1000.0 + now[0]).events or ()
+
+    assert look() == ()  # changed since the last look: wait for it to settle
+    told = look()
+    assert [(e.rank, e.source, e.details["missing_ranks"]) for e in told] == [(0, paths[0], [2]), (1, paths[1], [2])]
+    assert told[0].ts == 1000.0 + now[0]
+    assert look() == () and look() == ()  # told once
+    (tmp_path / "rank_1").write_bytes(b"\x80\x02garbage")  # a rank's dump rewritten as garbage: logged, skipped
+    assert look() == () and look() == ()
+
+
+def test_a_file_that_is_no_dump_is_not_taken_for_one(tmp_path):
+    log = tmp_path / "rank_3"
+    log.write_text('{"ts": 1, "training": {}}\n')
+    assert not is_dump(str(log)) and not is_dump(str(tmp_path / "x"))

@@ -5,7 +5,8 @@ its first lines; :func:`read_logs` reads one or more log files through one
 :class:`~trainpulse_otel.logs.LogReader` (several files: several ranks' or
 nodes' logs, merged in time order) and yields their reports and failure events
 as :class:`~.trace.TraceRecord` s of kind ``training`` and ``event``, which
-replay diagnoses as it does a trace's.
+replay diagnoses as it does a trace's. Flight Recorder dumps among them
+(``PREFIX<rank>``) are compared, not read as lines (:mod:`.flight_recorder`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import IO
 
 from ..logs import LogLine, LogReader
 from ..samples import LogEvent
+from .flight_recorder import dump_events, is_dump
 from .trace import KINDS, TraceRecord, bounded_lines
 
 #: Lines looked at to tell a trace from a log.
@@ -46,7 +48,11 @@ def is_trace(fh: IO[bytes]) -> bool:
 
 def read_logs(paths: Iterable[str], reader: LogReader) -> Iterator[TraceRecord]:
     """Every report and event of the log files at ``paths``, merged in time order."""
-    streams = [_records(path, reader) for path in paths]
+    paths = list(paths)
+    dumps = [path for path in paths if is_dump(path)]  # Flight Recorder dumps: compared, not read as lines
+    streams = [_records(path, reader) for path in paths if path not in dumps]
+    if dumps:
+        streams.append(iter(sorted((_record(e) for e in dump_events(dumps)), key=lambda r: r.ts)))
     yield from heapq.merge(*streams, key=lambda r: r.ts)
     yield from (_record(item) for item in reader.flush())
 

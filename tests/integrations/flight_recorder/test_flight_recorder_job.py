@@ -82,5 +82,5 @@ def test_a_real_hung_gloo_job_s_dumps_name_the_rank_that_never_joined(tmp_path):
     finally:
         daemon.proc.terminate()
         daemon.proc.wait(timeout=30)
-    assert any("flight recorder:" in line and "rank(s) 2 never joined it" in line for line in daemon.lines)
+    assert any("Flight Recorder: all_reduce" in line and "rank(s) 2 never joined it" in line for line in daemon.lines)
     assert not json.dumps(snap).count("Traceback")

@@ -37,6 +37,10 @@ FLIGHT_RECORDER = (
     "PyTorch); each rank dumps its ring buffer when the watchdog times out, and `torchfrtrace /shared/fr -p rank_` "
     "names the ranks missing from the collective."
 )
+FROM_DUMPS = (
+    "The Flight Recorder dumps named the ranks; `torchfrtrace DIR -p PREFIX -j` prints every rank's entries, and "
+    "each entry's stack shows where the waiting ranks called the collective."
+)
 RESTART = (
     "Then restart from the last checkpoint; if the rank's GPU is at fault (Xid errors in dmesg, ECC errors, "
     "nvidia-smi -q showing it degraded), drain that node first (scontrol update nodename={host} state=drain "
@@ -86,11 +90,14 @@ def _from_timeout(ev: Evidence, timeout: Signal) -> Candidate:
             f"{timeout.message}. The stuck rank is unknown: no reporting rank is behind the others, and which of "
             "the job's ranks never reported is not known (send rank heartbeats, or read every rank's log)"
         )
+    remediation = _remediation(lagging, host)
+    if evidence.get("flight_recorder"):  # it is on already: say what else the dumps hold
+        remediation = remediation.replace(FLIGHT_RECORDER, FROM_DUMPS)
     return Candidate(
         RANK_HANG.name,
         base_confidence([timeout]),
         summary,
-        _remediation(lagging, host),
+        remediation,
         [timeout],
         aborted(ev),  # the watchdog's teardown of the ranks that waited
         subject=_subject(lagging, None),
