@@ -125,20 +125,32 @@ def test_two_ranks_behind_are_both_missing_from_the_first_short_collective(real)
     assert (m.seq, m.missing, m.joined) == (3, (1,), (0, 2, 3))  # rank 1 stopped first, at #3
 
 
-def test_a_pickle_that_would_run_code_is_refused_naming_the_file(tmp_path):
+class Evil:
+    """What a hostile "dump" holds: unpickling it would run a shell command."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_pickle_that_would_run_code_is_refused_naming_the_file(tmp_path, protocol):
     marker = tmp_path / "owned"
-
-    class Evil:
-        def __reduce__(self):
-            return (os.system, (f"touch {marker}",))
-
-    blob = pickle.dumps({"version": "2.10", "entries": [Evil()]})
+    blob = pickle.dumps({"version": "2.10", "entries": [Evil(marker)]}, protocol=protocol)
     with pytest.raises(DumpError) as err:
         parse_dump(blob, "/fr/rank_5", 5)
     assert "/fr/rank_5" in str(err.value) and "system" in str(err.value) and "refused" in str(err.value)
     assert not marker.exists()
     with pytest.raises(DumpError, match="refused"):  # any global at all, even a harmless one
         parse_dump(pickle.dumps({"entries": [], "when": __import__("datetime").date(2024, 1, 1)}), "f", 0)
+
+
+def test_plain_data_of_every_protocol_is_read():
+    plain = {"version": "2.10", "entries": [], "pg_config": {}, "blob": b"\x00\x01", "t": (1, 2.5, None, True)}
+    for protocol in range(3, pickle.HIGHEST_PROTOCOL + 1):  # bytes need no global from protocol 3 on
+        assert flight_recorder.load(pickle.dumps(plain, protocol=protocol), "f") == plain
 
 
 @pytest.mark.parametrize(
@@ -199,15 +211,20 @@ def test_the_collector_reads_new_dumps_once_they_settle_and_tells_each_mismatch_
 
     def look() -> tuple:
         now[0] += SCAN_S
-        return collector.collect(1000.0 + now[0]).events or ()
+        found = collector.collect(1000.0 + now[0]).events or ()
+        if collector._reading is not None:  # the read submitted now: told on the next tick, once it is done
+            collector._reading.result(timeout=30)
+        return found
 
     assert look() == ()  # changed since the last look: wait for it to settle
-    told = look()
+    assert look() == ()  # settled: read on the collector's own thread
+    told = collector.collect(1000.0 + now[0]).events  # the tick after: told, before the next look
     assert [(e.rank, e.source, e.details["missing_ranks"]) for e in told] == [(0, paths[0], [2]), (1, paths[1], [2])]
     assert told[0].ts == 1000.0 + now[0]
     assert look() == () and look() == ()  # told once
     (tmp_path / "rank_1").write_bytes(b"\x80\x02garbage")  # a rank's dump rewritten as garbage: logged, skipped
-    assert look() == () and look() == ()
+    assert look() == () and look() == () and look() == ()
+    collector.close()
 
 
 def test_a_file_that_is_no_dump_is_not_taken_for_one(tmp_path):

@@ -2,10 +2,11 @@
 
 Every 2 s it lists the files ``flight_recorder`` names (the job's ``TORCH_FR_DUMP_TEMP_FILE`` /
 ``TORCH_NCCL_DEBUG_INFO_TEMP_FILE``, one file per rank). Dumps already there at start-up are history, not news
-(``trainpulse replay`` reads them); once new or rewritten dumps have stopped changing for one look, it reads every
-dump written since start-up (:mod:`trainpulse_otel.logs.flight_recorder`: a safe unpickler, a size cap),
-compares them (:mod:`trainpulse_otel.logs.flight_analysis`) and returns each collective some ranks never joined
-as ``watchdog_timeout`` events naming them, once. A file that is no dump is logged once and skipped.
+(``trainpulse replay`` reads them). Once new or rewritten dumps have stopped changing for one look, a thread of
+its own (never the tick's: a thousand ranks' dumps take seconds) reads every dump written since start-up
+(:mod:`trainpulse_otel.logs.flight_recorder`: a safe unpickler, a size cap) and compares them
+(:mod:`trainpulse_otel.logs.flight_analysis`); the next tick returns each collective some ranks never joined as
+``watchdog_timeout`` events naming them, once. A file that is no dump is logged once and skipped.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from ..logs.flight_analysis import analyse, events, when
+from ..logs.flight_analysis import Mismatch, analyse, events, when
 from ..logs.flight_recorder import JSON_START, MAX_DUMP_BYTES, Dump, DumpError, parse_dump, rank_of
 from ..samples import LogEvent
 from ._once import LogOnce
@@ -53,6 +55,8 @@ class FlightRecorderCollector:
         self._pending = False
         self._told: dict[tuple, set[tuple[str, Stat]]] = {}  # what was told: each mismatch's waiting dumps
         self._once = LogOnce(log)
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="flight-recorder")
+        self._reading: Future | None = None
         log.info(
             "flight recorder: reading the dumps %s<rank> written from now on (%d there already)",
             self.prefix,
@@ -63,24 +67,25 @@ class FlightRecorderCollector:
         return f"flight_recorder: {self.prefix}<rank>"
 
     def collect(self, now: float) -> Collected:
-        """The collectives the newly written dumps show some ranks never joined, as events stamped ``now``."""
+        """The collectives the newly written dumps show some ranks never joined, as events stamped ``now``: read
+        and compared off the tick's thread, told on the tick after."""
+        found = self._told_now(now)
         if self.clock() - self._looked < SCAN_S:
-            return Collected()
+            return Collected(events=found or None)
         self._looked = self.clock()
         files = self._scan()
-        settled = files == self._last
-        if not settled:
+        if files != self._last:  # still being written: wait until two looks agree
             self._pending = self._pending or any(self._history.get(p) != s for p, s in files.items())
             self._last = files
-            return Collected()
-        if not self._pending:
-            return Collected()
-        self._pending = False
-        found = self._read({p: s for p, s in files.items() if self._history.get(p) != s}, now)
-        return Collected(events=tuple(found) or None)
+        elif self._pending and self._reading is None:
+            self._pending = False
+            fresh = {p: s for p, s in files.items() if self._history.get(p) != s}
+            self._reading = self._worker.submit(self._compare, fresh)
+        return Collected(events=found or None)
 
     def close(self) -> None:
-        """Nothing held open."""
+        """Stop the reader thread (a read under way is abandoned)."""
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
     def _scan(self) -> dict[str, Stat]:
         files: dict[str, Stat] = {}
@@ -94,19 +99,31 @@ class FlightRecorderCollector:
             files[path] = (st.st_mtime_ns, st.st_size)
         return files
 
-    def _read(self, files: dict[str, Stat], now: float) -> list[LogEvent]:
+    def _compare(self, files: dict[str, Stat]) -> list[tuple[Mismatch, dict[int, str], set[tuple[str, Stat]]]]:
+        """On the reader thread: the dumps read and compared; each mismatch with its files and their stats."""
         dumps = [d for path, stat in files.items() if (d := self._dump(path, stat)) is not None]
-        out: list[LogEvent] = []
         sources = {d.rank: d.source for d in dumps}
-        for mismatch in analyse(dumps):
+        return [(m, sources, {(sources[r], files[sources[r]]) for r in m.joined}) for m in analyse(dumps)]
+
+    def _told_now(self, now: float) -> tuple[LogEvent, ...]:
+        """What a finished read found that was not told yet, as events at ``now``."""
+        if self._reading is None or not self._reading.done():
+            return ()
+        reading, self._reading = self._reading, None
+        try:
+            found = reading.result()
+        except Exception:  # a bug costs this read, never the daemon
+            log.exception("flight recorder: the dumps of %s could not be compared", self.prefix)
+            return ()
+        out: list[LogEvent] = []
+        for mismatch, sources, stamps in found:
             key = (mismatch.pg_name, mismatch.pg_desc, mismatch.seq, mismatch.missing)
-            stamps = {(sources[r], files[sources[r]]) for r in mismatch.joined}
             if not stamps <= self._told.get(key, set()):  # told unless a waiting rank's dump is new
                 self._told.setdefault(key, set()).update(stamps)
                 told = events(mismatch, now, sources)
                 log.warning("%s", told[0].message)
                 out.extend(told)
-        return out
+        return tuple(out)
 
     def _dump(self, path: str, stat: Stat) -> Dump | None:
         try:

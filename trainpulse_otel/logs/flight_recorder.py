@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The largest dump read (bytes): 20,000 entries with their stack frames take about 40 MiB.
+#: The largest dump read (bytes): 20,000 entries with their stack frames take about 20 MiB (bench/flight_recorder.py).
 MAX_DUMP_BYTES = 128 << 20
 #: A dump written as JSON (``_dump_fr_trace_json()``) starts with an object; a pickle never does.
 JSON_START = re.compile(rb"\s*\{")
@@ -31,7 +31,8 @@ class DumpError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One collective (or point-to-point op) a rank called, as its ring buffer kept it."""
+    """One collective (or point-to-point op) a rank called, as its ring buffer kept it; what only a finding
+    needs (sizes, times, the stack) is read from ``raw`` when asked."""
 
     pg_name: str
     pg_desc: str
@@ -39,12 +40,28 @@ class Entry:
     op: str  # profiling_name: ``nccl:all_reduce``, ``gloo:all_reduce``
     state: str  # scheduled, started or completed
     p2p: bool = False
-    retired: bool = False
-    input_sizes: tuple = ()
-    output_sizes: tuple = ()
-    created_ns: int | None = None
-    timeout_ms: int | None = None
-    call_site: str | None = None  # the innermost frame outside torch: ``train.py:88 (step)``
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def input_sizes(self) -> tuple[tuple[int, ...], ...]:
+        return _sizes(self.raw.get("input_sizes"))
+
+    @property
+    def output_sizes(self) -> tuple[tuple[int, ...], ...]:
+        return _sizes(self.raw.get("output_sizes"))
+
+    @property
+    def created_ns(self) -> int | None:
+        return _int(self.raw.get("time_created_ns"))
+
+    @property
+    def timeout_ms(self) -> int | None:
+        return _int(self.raw.get("timeout_ms"))
+
+    @property
+    def call_site(self) -> str | None:
+        """The innermost frame outside torch: ``train.py:88 (step)``, where the job called it."""
+        return _call_site(self.raw.get("frames"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +142,7 @@ def _entry(item: Mapping[str, Any]) -> Entry:
         op,
         str(item.get("state") or ""),
         p2p,
-        item.get("retired") is True,
-        _sizes(item.get("input_sizes")),
-        _sizes(item.get("output_sizes")),
-        _int(item.get("time_created_ns")),
-        _int(item.get("timeout_ms")),
-        _call_site(item.get("frames")),
+        item,
     )
 
 
@@ -154,7 +166,7 @@ def _groups(raw: Mapping[str, Any]) -> dict[str, tuple[str, tuple[int, ...]]]:
     return groups
 
 
-def _sizes(value: Any) -> tuple:
+def _sizes(value: Any) -> tuple[tuple[int, ...], ...]:
     if not isinstance(value, (list, tuple)):
         return ()
     return tuple(tuple(d for d in s if isinstance(d, int)) for s in value if isinstance(s, (list, tuple)))
