@@ -141,7 +141,7 @@ def test_slow_daemon_never_blocks_submit():
             assert sender.stats["dropped"] >= 7  # at most one in flight and two queued
         finally:
             release.set()
-        assert submit_s < 0.1
+        assert submit_s < 1.0  # blocking would take the daemon's 5 s: well apart from a loaded machine's jitter
         assert sender.wait_idle(5)
         sender.close()
         sent = [r["json"]["step_time_ms"] for r in daemon.requests]
