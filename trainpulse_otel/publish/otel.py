@@ -1,7 +1,9 @@
 """Publish the diagnosis back out as OTel metrics and events.
 
-``trainpulse.health.score`` and ``trainpulse.signal.active{signal,severity}``
-are observable gauges over the latest diagnosis; raised/cleared signals and
+``trainpulse.health.score``, ``trainpulse.signal.active{signal,severity}`` and
+``trainpulse.signal.subject{signal,severity,hostname,rank,gpu_index}`` (the active
+signals' subjects: as many series as subjects, for alert routing) are observable
+gauges over the latest diagnosis; raised/cleared signals and
 changes of the top root cause are OTel events (log records with an event name).
 These instruments are not in the measurement catalogue, so the diagnostic
 reader ignores them: outputs never feed back into inputs.
@@ -25,6 +27,24 @@ log = logging.getLogger(__name__)
 EVENT_RAISED = "trainpulse.signal.raised"
 EVENT_CLEARED = "trainpulse.signal.cleared"
 EVENT_ROOT_CAUSE = "trainpulse.root_cause"
+
+
+#: Ranks of one signal's subject given a series each at most (a collective timeout may name thousands).
+MAX_SUBJECT_RANKS = 16
+
+
+def subject_labels(subject: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A signal's subject as metric labels: ``hostname``, ``rank``, ``gpu_index``, one label set per rank it names
+    (at most :data:`MAX_SUBJECT_RANKS`); one empty set for a job-level signal."""
+    base: dict[str, str] = {}
+    host = subject.get("hostname")
+    if isinstance(host, str):
+        base["hostname"] = host
+    if isinstance(subject.get("gpu_index"), int):
+        base["gpu_index"] = str(subject["gpu_index"])
+    ranks = [subject["rank"]] if isinstance(subject.get("rank"), int) else list(subject.get("ranks") or ())
+    ranks = [r for r in ranks if isinstance(r, int)][:MAX_SUBJECT_RANKS]
+    return [{**base, "rank": str(r)} for r in ranks] or [base]
 
 
 class DiagnosisPublisher:
@@ -52,6 +72,12 @@ class DiagnosisPublisher:
             callbacks=[self._observe_signals],
             unit="1",
             description="1 while the signal is active at this severity, 0 otherwise.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.signal.subject",
+            callbacks=[self._observe_subjects],
+            unit="1",
+            description="1 for each subject (host, rank, GPU) of an active signal; absent when none is active.",
         )
         meter.create_observable_gauge(
             f"{namespace}.root_cause.confidence",
@@ -109,6 +135,13 @@ class DiagnosisPublisher:
             Observation(1 if active.get(name) == severity else 0, {"signal": name, "severity": severity})
             for name in self._signal_names
             for severity in SEVERITIES
+        ]
+
+    def _observe_subjects(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(1, {"signal": signal.name, "severity": signal.severity, **labels})
+            for signal in self._diagnosis.signals
+            for labels in subject_labels(signal.subject)
         ]
 
     def _observe_causes(self, _options: CallbackOptions) -> Iterable[Observation]:
