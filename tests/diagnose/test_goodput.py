@@ -76,6 +76,15 @@ def test_checkpoint_seconds_are_the_saves_own_time_counted_once():
     assert account.goodput(ts).badput_s["checkpoint_io_bound"] == pytest.approx(55.0, rel=0.01)
 
 
+def test_a_save_before_the_ideal_step_is_known_is_still_the_saves_time():
+    # a job that saves early (the real gloo run's first save lands before the ideal step is learned)
+    saves = {3: 20_000.0, 400: 35_000.0}
+    _, account, ts = run(
+        600, fault=lambda s: {"checkpoint_ms": saves[s], "step_time_ms": STEP_MS + saves[s]} if s in saves else {}
+    )
+    assert account.goodput(ts).badput_s["checkpoint_io_bound"] == pytest.approx(55.0, rel=0.01)
+
+
 def test_a_wait_every_rank_pays_is_baseline_and_its_growth_is_the_loss():
     _, account, ts = run(
         600, fault=lambda s: {"all_reduce_wait_ms": 260.0, "step_time_ms": STEP_MS + 200.0} if s >= 300 else {}

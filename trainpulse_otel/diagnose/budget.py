@@ -92,6 +92,13 @@ class StepCounter:
         return 1 if last is None else max(0, step - last)
 
 
+def saved_ms(report: TrainingSample, steps: int = 1) -> float:
+    """The time the report's save took (its ``checkpoint_ms``), at most the ``steps`` steps' own time."""
+    step = report.step_time_ms
+    saved = report.checkpoint_ms or 0.0
+    return min(max(1, steps) * step, saved) if step is not None and step > 0 else 0.0
+
+
 class BudgetBuilder:
     """Learns the ideal step and each wait's baseline from reports; decomposes each new report."""
 
@@ -127,7 +134,7 @@ class BudgetBuilder:
                 return None
             return StepBudget(step, ideal, dict.fromkeys(COMPONENTS, 0.0) | {"stall": max(0.0, step - ideal)})
         steps = max(1, steps)
-        checkpoint = min(steps * step, report.checkpoint_ms or 0.0) / steps
+        checkpoint = saved_ms(report, steps) / steps
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
         clean = step - checkpoint - bubble
         waits = _waits(report, all_reduce)

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from ..samples import TrainingSample
-from .budget import StepBudget
+from .budget import StepBudget, saved_ms
 from .detectors.stall import TRAINING_STALLED
 from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
 from .spec import NUMERICS
@@ -104,6 +104,9 @@ class GoodputAccount:
                     for cause, part in self._causes_of(component, causes, straggler_share):
                         self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s * part
                     rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
+        elif report.checkpoint_ms:  # before the ideal step is known, a reported save's time is still the save's
+            for cause, part in self._causes_of("checkpoint", causes, straggler_share):
+                self.badput_s[cause] = self.badput_s.get(cause, 0.0) + saved_ms(report, steps) / 1000.0 * part
         self._loss_rates = rates
         self._settle_unattributed(ts)
 
