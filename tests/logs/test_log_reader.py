@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,14 @@ def test_streams_beyond_the_cap_are_flushed_and_forgotten_longest_quiet_first(mo
     reader.feed(LogLine(WATCHDOG, "c.log", 1))
     reader.flush_quiet()
     assert reader.sources == {"b.log", "c.log"}
+
+
+def test_a_framework_that_prints_no_step_time_gets_the_one_its_lines_stamps_give():
+    # torchtitan prints no step time; its logger stamps every line (tests/fixtures/logs/torchtitan, PR #3393)
+    lines = (Path(__file__).parents[1] / "fixtures/logs/torchtitan/2026_rank_prefixed.log").read_text().splitlines()
+    reports = read(LogReader(), *(LogLine(text, "train.log", n) for n, text in enumerate(lines, 1)))
+    assert reports[0].step_time_ms is None  # nothing before it to measure from
+    assert [round(r.step_time_ms) for r in reports[1:]] == [1118, 1121, 1125, 1119]  # 16:04:46,338 → 47,456 …
+    followed = LogReader()  # a followed line's time is when it was read: no step time is made up from that
+    reports = read(followed, *(LogLine(text, "train.log", n, ts=100.0 + n) for n, text in enumerate(lines, 1)))
+    assert all(r.step_time_ms is None for r in reports)

@@ -62,7 +62,19 @@ class ReadStats:
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
-    __slots__ = ("failures", "fed", "last", "last_step", "parser", "quiet", "rank", "timed", "ts")
+    __slots__ = (
+        "failures",
+        "fed",
+        "last",
+        "last_stamped",
+        "last_step",
+        "parser",
+        "quiet",
+        "rank",
+        "stamped",
+        "timed",
+        "ts",
+    )
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
@@ -70,6 +82,8 @@ class _Stream:
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
         self.fed = False  # a line came since the last quiet flush
+        self.stamped = False  # its latest time was written in the line itself (not when it was read)
+        self.last_stamped: tuple[int, float] | None = None  # the step and own time of its latest stamped report
         self.quiet = 0  # quiet flushes in a row that found no line since the one before
 
 
@@ -103,6 +117,7 @@ class LogReader:
         given = line.ts if line.ts is not None else own_ts
         if given is not None:  # the first time said replaces the start; later ones never go back
             stream.ts, stream.timed = (max(stream.ts, given) if stream.timed else given), True
+            stream.stamped = line.ts is None
         stream.last, stream.fed = line, True
         failures = stream.failures.feed(text)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
@@ -186,6 +201,9 @@ class LogReader:
         if isinstance(step, int):
             stream.last_step = step
         ts = stream.ts if not stream.timed else payload.get("timestamp", stream.ts)
+        if isinstance(step, int) and stream.stamped:
+            payload = _with_stamped_step_time(payload, step, ts, stream.last_stamped)
+            stream.last_stamped = (step, ts)
         if isinstance(step, int) and self._repeats(step, ts):
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
             return []
@@ -221,6 +239,17 @@ class LogReader:
             line=line.number,
             details=dict(failure.details),
         )
+
+
+def _with_stamped_step_time(
+    payload: dict[str, Any], step: int, ts: float, last: tuple[int, float] | None
+) -> dict[str, Any]:
+    """A report that gives no step time, with the one its lines' own time stamps give: the time since the
+    previous stamped report over the steps since (torchtitan, the Trainer's dicts print none)."""
+    if "step_time_ms" in payload or last is None or step <= last[0] or ts <= last[1]:
+        return payload
+    step_ms = (ts - last[1]) / (step - last[0]) * 1000.0
+    return {**payload, "step_time_ms": step_ms} if step_ms <= MAX_ADVANCE_S * 1000.0 else payload
 
 
 def _advance_s(payload: Mapping[str, Any], step: Any, last: int | None) -> float:
