@@ -78,7 +78,10 @@ def test_heartbeats_keep_arriving_from_the_ranks_blocked_in_the_collective(resul
 def test_nothing_before_the_block_and_the_signal_clears_when_the_rank_resumes(result):
     block = result["hang_from_s"]
     (stalled, *_) = events(result, "raised", "training_stalled")
-    assert not [e for e in result["timeline"] if e["event"] == "raised" and e["t"] < block]
+    early = [
+        (e["t"], e["signal"], e.get("subject")) for e in result["timeline"] if e["event"] == "raised" and e["t"] < block
+    ]
+    assert not early, early  # which signal, and when: the timeline's entries print truncated
     cleared = [e for e in events(result, "cleared", "training_stalled") if e["t"] > stalled["t"]]
     assert cleared and cleared[0]["t"] <= block + HANG_S + 10, cleared
     assert result["steps"] > result["hang_from_step"] + 10  # training went on
