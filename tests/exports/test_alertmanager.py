@@ -64,7 +64,7 @@ class Webhook:
 def test_the_shipped_routes_pass_amtool():
     amtool = shutil.which("amtool")
     if amtool is None:
-        pytest.skip("amtool is not installed (it comes with Debian's prometheus-alertmanager)")
+        pytest.skip(reason="amtool is not installed (it comes with Debian's prometheus-alertmanager)")
     done = subprocess.run([amtool, "check-config", str(ROUTES)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
 
