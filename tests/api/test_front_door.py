@@ -151,3 +151,19 @@ def test_reads_are_served_ahead_of_queued_ingest(one_worker):
 def test_bad_input_still_gets_its_4xx_with_the_limits_on(served):
     status, _, body = served.request("POST", "/v1/training", b'{"ranks": [{"rank": -1}]}', JSON)
     assert status == 400 and json.loads(body)["field"].startswith("ranks[0]")
+
+
+def test_an_idle_connection_is_closed_after_idle_timeout():
+    engine = parts.engine()
+    server = ApiServer(parts.app(engine), "127.0.0.1", 0, ServerLimits(idle_timeout=1))
+    server.start()
+    try:
+        idle = socket.create_connection(("127.0.0.1", server.port), timeout=6)
+        started = time.monotonic()
+        assert idle.recv(1) == b""  # the server closed it
+        assert 0.9 < time.monotonic() - started < 6
+        assert get(server.port, "/healthz", timeout=1.0) == 200
+        idle.close()
+    finally:
+        server.close()
+        engine.close()

@@ -21,7 +21,8 @@ server runs with waitress's default.
 
 Connections, idle time and workers follow the ``server`` settings (sized for 1,024 ranks;
 waitress polls, no ``select()`` cap): reads go ahead of ingest, and ingest past the queue
-limit gets a 503 (:mod:`.front_door`). ``limits=None`` is waitress as it comes (a baseline).
+limit gets a 503 (:mod:`.front_door`); the loop runs on epoll (:mod:`.event_loop`).
+``limits=None`` is waitress as it comes (a baseline).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from waitress.server import create_server
 from waitress.task import ErrorTask
 
 from ..server_limits import ServerLimits
+from . import event_loop
 from .front_door import RETRY_AFTER_S, FrontDoorDispatcher, Overloaded, fit_open_files
 
 log = logging.getLogger(__name__)
@@ -87,13 +89,18 @@ class JsonErrorChannel(HTTPChannel):
 class ApiServer:
     """A waitress server on ``host:port`` running in a daemon thread."""
 
-    def __init__(self, app: Flask, host: str, port: int, limits: ServerLimits | None = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, app: Flask, host: str, port: int, limits: ServerLimits | None = DEFAULT_LIMITS, epoll: bool = True
+    ) -> None:
         adjustments: dict[str, Any] = {"recv_bytes": RECV_BYTES}
         if app.config.get("MAX_CONTENT_LENGTH"):
             adjustments["max_request_body_size"] = SERVER_BODY_FACTOR * int(app.config["MAX_CONTENT_LENGTH"])
         if hasattr(Adjustments, "send_bytes"):
             adjustments["send_bytes"] = SEND_BYTES
         self.dispatcher: FrontDoorDispatcher | None = None
+        epoll = epoll and limits is not None and event_loop.AVAILABLE
+        if epoll:
+            adjustments["map"] = event_loop.TrackedMap()
         if limits is not None:
             adjustments.update(_tuned(limits))
             self.dispatcher = FrontDoorDispatcher(limits.queue_limit)
@@ -104,6 +111,8 @@ class ApiServer:
                 app, host=host, port=port, ident="trainpulse", _dispatcher=self.dispatcher, **adjustments
             )
         self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
+        if epoll:
+            self._server.asyncore = event_loop  # type: ignore[union-attr]  # waitress calls its .loop()
         if self.dispatcher is not None:
             self.dispatcher.run_in_loop = self._server.trigger.pull_trigger  # type: ignore[union-attr]
         self._thread = threading.Thread(target=self._serve, name="trainpulse-api", daemon=True)
