@@ -8,6 +8,8 @@ phase (ranks' monitors start at different moments). A supervisor meanwhile asks 
 
   tuned     the daemon as it ships (the ``server`` settings' defaults: poll, 4,096 connections, idle
             connections closed after 30 s, 8 workers, reads ahead of ingest, 503 past the queue limit)
+  poll      tuned, but on waitress's own poll() loop, which asks every connection each turn
+            (``--servers tuned,poll,untuned``; the shipped loop asks only the active ones)
   untuned   the same daemon on waitress as it comes (100 connections, select(), 4 workers, FIFO)
 
 Prints, per case, the posts answered 2xx, refused (503), failed (timeout, reset), their median and p99
@@ -46,8 +48,8 @@ def serve(kind: str, port: int) -> None:
     settings = load_settings(flags={"mode": "none", "addr": f"127.0.0.1:{port}", "log_level": "error"}, environ={})
     plugins = discover()
     engine = open_engine(settings, push=True, plugins=plugins)
-    limits = settings.server if kind == "tuned" else None
-    server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port, limits)
+    limits = None if kind == "untuned" else settings.server
+    server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port, limits, kind == "tuned")
     server.start()
     engine.run(threading.Event())
 
@@ -211,7 +213,7 @@ def main() -> int:
     parser.add_argument("--period", type=float, default=2.0, help="heartbeat period of each rank, seconds")
     parser.add_argument("--servers", default="tuned,untuned")
     parser.add_argument("--json", action="store_true", help="one JSON line per case")
-    parser.add_argument("--serve", choices=("tuned", "untuned"), help=argparse.SUPPRESS)
+    parser.add_argument("--serve", choices=("tuned", "poll", "untuned"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
