@@ -19,10 +19,9 @@ serving loop); the measurements are in docs/performance.md. waitress marks
 ``send_bytes`` deprecated: while it exists it is used, and when it goes the
 server runs with waitress's default.
 
-Connections, idle time and workers follow the ``server`` settings (sized for 1,024 ranks;
-waitress polls, no ``select()`` cap): reads go ahead of ingest, and ingest past the queue
-limit gets a 503 (:mod:`.front_door`); the loop runs on epoll (:mod:`.event_loop`).
-``limits=None`` is waitress as it comes (a baseline).
+Connections, idle time and workers follow the ``server`` settings (1,024 ranks): reads go ahead
+of ingest, ingest past the queue limit gets a 503 (:mod:`.front_door`), the loop runs on epoll
+(:mod:`.event_loop`). ``limits=None`` is waitress as it comes (a baseline).
 """
 
 from __future__ import annotations
