@@ -220,6 +220,29 @@ def test_nan_the_diverged_loss_is_nonfinite_loss_and_numerical_instability():
     assert final["root_causes"][0]["cause"] == "numerical_instability"
 
 
+@functools.cache
+def final_goodput(name: str) -> tuple[Any, float, float]:
+    """The replay's final goodput block, the first training report's time and the last step report's."""
+    settings = load_settings(flags={"interval": REPLAY_INTERVAL}, environ={})
+    with trace_path(name).open("rb") as fh:
+        records = list(read_trace(bounded_lines(fh), []))
+    first = next(r.ts for r in records if r.kind == "training")  # rank 0's first heartbeat, before any step
+    last = [r.ts for r in records if r.kind == "training" and r.payload.step_time_ms is not None][-1]
+    diagnosis = replay(records, open_replay(settings), interval_s=settings.interval).diagnosis
+    return diagnosis.goodput, first, last
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_badput_adds_up_to_the_time_not_productive(name):
+    # the contract: badput by cause, unattributed included, sums to (1 - ratio) x the wall time since the first
+    # report, within 1 % (the block's wall time is to the tick that saw the last report: within a tick of it)
+    goodput, first, last = final_goodput(name)
+    badput, lost = sum(goodput.badput_s.values()), 1.0 - goodput.ratio
+    assert badput == pytest.approx(lost * goodput.wall_s, rel=1e-9)
+    assert badput == pytest.approx(lost * (last - first), abs=0.01 * (last - first))
+    assert goodput.wall_s == pytest.approx(last - first, abs=0.2)
+
+
 # ------------------------------------------------------------------ regenerating the expectations
 
 

@@ -143,7 +143,8 @@ class BudgetBuilder:
             self.waits[name].add(ts, value)
         excess = {name: max(0.0, value - usual[name]) if name in usual else 0.0 for name, value in waits.items()}
         ideal = self.ideal_ms
-        self.ideal.add(ts, clean)
+        if clean > 0:  # a step that was all save (the save longer than the steps it is spread over) has no pace
+            self.ideal.add(ts, clean)
         if ideal is None:
             return None
         lost = _nest_tokenizer(excess, report)

@@ -1,19 +1,22 @@
 """Goodput: how much of the job's wall time went into productive steps, and where the rest went.
 
-Productive time is steps × the job's ideal step (:mod:`.budget`); goodput is that over the wall
-time since the first training report (``ratio``) and over the last ``WINDOW_S``
-(``window_ratio``). The seconds lost are *badput*, attributed to root-cause names as Google's
-ml-goodput-measurement attributes badput to categories:
+One ledger (:mod:`.ledger`): each report *claims* its steps' productive time (steps × the job's ideal
+step, :mod:`.budget`) and its losses by cause, and the ledger books the claims against the wall time
+since the first training report, each second once — so the badput by cause, ``unattributed``
+included, sums to the wall time not counted as productive. A report's claims, most certain first:
 
-- a step budget's component to the cause that books it (its :class:`~.spec.CauseSpec`
-  ``books``: a checkpoint's time is ``checkpoint_io_bound``'s), ``compute`` and ``sync`` to the
-  highest-ranked active cause behind them (a straggler's part and ``load_imbalance``'s split);
-- every step of a report with a non-finite loss or gradient norm, whole, to ``numerical_instability``;
-- wall time while ``training_stalled`` is raised to the cause that names it, as it passes;
-- the rest to ``unattributed``.
+- the part of a stall not yet counted, then its save (``checkpoint_ms``, whole), to their causes;
+- every step of a report with a non-finite loss or gradient norm, whole, to ``numerical_instability``
+  (none of it productive);
+- its steps' productive time;
+- its step budget's other components, to the cause that books each (:class:`~.spec.CauseSpec`
+  ``books``), ``sync`` and ``compute`` to the highest-ranked active cause behind them (a straggler's
+  part and ``load_imbalance``'s split), ``compute`` — the residual — last.
 
-Every badput figure only grows (they are exported as counters). Pure: the clock is the reports'.
-The attribution and its reasons: docs/signals.md ("Goodput").
+Wall time while ``training_stalled`` is raised is booked to the cause that names it as it passes; wall
+time no claim takes is ``unattributed``. Goodput is productive time over that wall time (``ratio``) and
+over the last ``WINDOW_S`` (``window_ratio``). Every badput figure only grows (they are exported as
+counters). Pure: the clock is the reports'. The attribution and its reasons: docs/signals.md ("Goodput").
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from ..samples import TrainingSample
 from .budget import StepBudget, saved_ms
 from .detectors.stall import TRAINING_STALLED
+from .ledger import PRODUCTIVE, UNATTRIBUTED, WallLedger
 from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
 from .spec import NUMERICS
 from .stats import decay
@@ -35,12 +39,17 @@ from .vocabulary import Vocabulary
 WINDOW_S = 600.0
 #: The memory (seconds) of the recent loss rates root causes are ranked by.
 RECENT_TAU_S = 120.0
-UNATTRIBUTED = "unattributed"
+#: How long claims and unclaimed wall time wait for each other, in ideal steps: a report's steps may have
+#: begun before the previous report (steps end and reports are sent at different times).
+CARRY_STEPS = 2.0
+#: The order a report's claims are booked in (the components not named come between productive and compute).
+_FIRST = ("stall", "checkpoint", NUMERICS)
+_LAST = "compute"
 
 
 class GoodputAccount:
-    """Accumulates productive and lost time report by report; which cause a component's loss goes to comes from
-    the causes' specs (``books``, ``wait``) in ``vocabulary``."""
+    """Books each report's productive time and losses in one wall-time ledger; which cause a component's loss
+    goes to comes from the causes' specs (``books``, ``wait``) in ``vocabulary``."""
 
     def __init__(self, vocabulary: Vocabulary | None = None, window_s: float = WINDOW_S) -> None:
         if vocabulary is None:
@@ -50,18 +59,29 @@ class GoodputAccount:
         self._booked: Mapping[str, str] = vocabulary.booked
         self._waits = vocabulary.waits
         self.window_s = window_s
-        self.first_ts: float | None = None
-        self.productive_s = 0.0
-        self.badput_s: dict[str, float] = {}
+        self.ledger = WallLedger()
         self._ideal_ms: float | None = None
         self._waiting_steps = 0  # steps seen before the ideal step was known
-        self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds) per report
+        self._recent: deque[tuple[float, float]] = deque()  # (ts, productive seconds booked) per report
         self._recent_s = 0.0
         self._loss_rates: dict[str, float] = {}  # per budget component: seconds lost per second, recently
         self._loss_ts: float | None = None
         self._last_report_ts: float | None = None
-        self._stall_counted_s = 0.0  # stall seconds since the last report already in the badput
-        self._stall_pending_s = 0.0  # counted by stall(), not yet attributed to a cause
+        self._stall_counted_s = 0.0  # stall seconds since the last report already counted
+        self._stall_ts: float | None = None  # counted by stall() up to here, not yet booked to a cause
+
+    @property
+    def first_ts(self) -> float | None:
+        """When the first training report came (the wall time is counted from it)."""
+        return self.ledger.start
+
+    @property
+    def productive_s(self) -> float:
+        return self.ledger.productive_s
+
+    @property
+    def badput_s(self) -> dict[str, float]:
+        return self.ledger.booked
 
     def add(
         self,
@@ -76,58 +96,84 @@ class GoodputAccount:
         """Account for one new training report at ``ts`` standing for ``steps`` steps, with their budget;
         ``straggler_share``: the share of the ranks' wait for slower peers the raised stragglers explain (none
         without one), the rest being ``load_imbalance``'s."""
-        if self.first_ts is None:
-            self.first_ts = ts
         self._last_report_ts = ts
-        stall_counted, self._stall_counted_s = self._stall_counted_s, 0.0
+        stall_counted, self._stall_counted_s, self._stall_ts = self._stall_counted_s, 0.0, None
+        if ideal_ms is not None:
+            self._ideal_ms = ideal_ms
+        rates = self.recent_losses(ts)
         if _diverged(report):
-            self._add_diverged(ts, report, steps)
-            return
+            claims = self._diverged_claims(report, steps, rates)
+        else:
+            claims = self._claims(report, budget, ideal_ms, causes, straggler_share, steps, stall_counted, rates)
+        self._loss_rates = rates
+        before = self.ledger.productive_s
+        self.ledger.advance(ts, claims, self._carry_s())
+        productive = self.ledger.productive_s - before
+        self._recent.append((ts, productive))
+        self._recent_s += productive
+
+    def _claims(
+        self,
+        report: TrainingSample,
+        budget: StepBudget | None,
+        ideal_ms: float | None,
+        causes: Sequence[RootCause],
+        straggler_share: float,
+        steps: int,
+        stall_counted: float,
+        rates: dict[str, float],
+    ) -> list[tuple[str, float]]:
+        """A report's claims, in booking order (``rates`` gain its losses)."""
         productive = 0.0
         if ideal_ms is not None:
             productive = (steps + self._waiting_steps) * ideal_ms / 1000.0
             self._waiting_steps = 0
-            self._ideal_ms = ideal_ms
-        else:
+        elif self.ledger.start is not None:  # the first report's steps ended before the wall time is counted from
             self._waiting_steps += steps
-        self.productive_s += productive
-        self._recent.append((ts, productive))
-        self._recent_s += productive
-        rates = self.recent_losses(ts)
-        if budget is not None:
-            for component, ms in budget.lost_ms.items():
-                times = budget.steps if component == "checkpoint" else steps  # a reported save counts whole
-                if ms > 0 and times:
-                    lost_s = times * ms / 1000.0
-                    if component == "stall":  # the seconds stall() counted as they passed are in already
-                        lost_s, stall_counted = max(0.0, lost_s - stall_counted), max(0.0, stall_counted - lost_s)
-                    for cause, part in self._causes_of(component, causes, straggler_share):
-                        self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s * part
-                    rates[component] = rates.get(component, 0.0) + lost_s / RECENT_TAU_S
-        elif report.checkpoint_ms:  # before the ideal step is known, a reported save's time is still the save's
-            for cause, part in self._causes_of("checkpoint", causes, straggler_share):
-                self.badput_s[cause] = self.badput_s.get(cause, 0.0) + saved_ms(report, steps) / 1000.0 * part
-        self._loss_rates = rates
-        self._settle_unattributed(ts)
+        if budget is None:  # no step time, or the ideal not known yet: a reported save is still the save's time
+            saved = saved_ms(report, steps) / 1000.0
+            return [(self._cause_of("checkpoint", causes), saved), (PRODUCTIVE, productive)]
+        lost: dict[str, float] = {}
+        for component, ms in budget.lost_ms.items():
+            times = budget.steps if component == "checkpoint" else steps  # a reported save counts whole
+            if ms > 0 and times:
+                lost[component] = times * ms / 1000.0
+                rates[component] = rates.get(component, 0.0) + lost[component] / RECENT_TAU_S
+        if "stall" in lost:  # the seconds stall() counted as they passed are booked already
+            lost["stall"] = max(0.0, lost["stall"] - stall_counted)
+        order = [c for c in _FIRST if c in lost] + [PRODUCTIVE]
+        order += [c for c in lost if c not in _FIRST and c != _LAST] + ([_LAST] if _LAST in lost else [])
+        claims: list[tuple[str, float]] = []
+        for component in order:
+            if component == PRODUCTIVE:
+                claims.append((PRODUCTIVE, productive))
+                continue
+            claims += [
+                (cause, lost[component] * part) for cause, part in self._causes_of(component, causes, straggler_share)
+            ]
+        return claims
 
-    def _add_diverged(self, ts: float, report: TrainingSample, steps: int) -> None:
+    def _diverged_claims(self, report: TrainingSample, steps: int, rates: dict[str, float]) -> list[tuple[str, float]]:
         """A report whose loss is not finite: its steps' whole wall time is badput, none of it productive."""
         step_ms = report.step_time_ms or self._ideal_ms or 0.0
         lost_s = steps * step_ms / 1000.0
-        rates = self.recent_losses(ts)
-        if lost_s > 0:
-            cause = self._booked.get(NUMERICS, UNATTRIBUTED)
-            self.badput_s[cause] = self.badput_s.get(cause, 0.0) + lost_s
-            rates[NUMERICS] = rates.get(NUMERICS, 0.0) + lost_s / RECENT_TAU_S
-        self._loss_rates = rates
-        self._recent.append((ts, 0.0))
-        self._settle_unattributed(ts)
+        if lost_s <= 0:
+            return []
+        rates[NUMERICS] = rates.get(NUMERICS, 0.0) + lost_s / RECENT_TAU_S
+        return [(self._booked.get(NUMERICS, UNATTRIBUTED), lost_s)]
+
+    def _carry_s(self) -> float | None:
+        """How long claims and open wall time may wait (None before the ideal step is known: the warm-up's
+        steps claim their time once it is)."""
+        if self._ideal_ms is None:
+            return None
+        return CARRY_STEPS * self._ideal_ms / 1000.0
 
     def stall(self, ts: float) -> None:
         """Count the time since the last report as stalled, up to ``ts`` (each tick ``training_stalled`` is raised).
 
         The seconds go into the recent losses at once — so the ranking sees them on the tick the stall is
-        raised — and into the badput with :meth:`attribute_stall`, once the causes are known.
+        raised — and into the ledger with :meth:`attribute_stall`, once the causes are known.
         """
         if self._last_report_ts is None or self._ideal_ms is None:
             return
@@ -135,17 +181,16 @@ class GoodputAccount:
         if new <= 0:
             return
         self._stall_counted_s += new
-        self._stall_pending_s += new
+        self._stall_ts = ts
         rates = self.recent_losses(ts)
         rates["stall"] = rates.get("stall", 0.0) + new / RECENT_TAU_S
         self._loss_rates = rates
 
     def attribute_stall(self, causes: Sequence[RootCause]) -> None:
-        """The stalled seconds :meth:`stall` counted, to the cause of the stall."""
-        if self._stall_pending_s > 0:
-            cause = self._cause_of("stall", causes)
-            self.badput_s[cause] = self.badput_s.get(cause, 0.0) + self._stall_pending_s
-            self._stall_pending_s = 0.0
+        """The wall time :meth:`stall` counted, booked to the cause of the stall."""
+        if self._stall_ts is not None:
+            self.ledger.book_now(self._stall_ts, self._cause_of("stall", causes))
+            self._stall_ts = None
 
     def recent_losses(self, ts: float) -> dict[str, float]:
         """Each budget component's recent loss, as a share of wall time (a leaky sum over ~2 minutes)."""
@@ -159,18 +204,19 @@ class GoodputAccount:
 
     def goodput(self, ts: float, ranks: tuple[RankLoss, ...] = ()) -> Goodput | None:
         """The goodput at ``ts`` (None before the ideal step is known), listing ``ranks`` (:mod:`.rank_budget`)."""
-        if self._ideal_ms is None or self.first_ts is None or ts <= self.first_ts:
+        wall = self.ledger.wall_s
+        if self._ideal_ms is None or wall <= 0:
             return None
         while self._recent and self._recent[0][0] <= ts - self.window_s:
             self._recent_s -= self._recent.popleft()[1]
-        wall = ts - self.first_ts
         window = min(wall, self.window_s)
-        return Goodput(
-            ratio=min(1.0, self.productive_s / wall),
+        return Goodput(  # open time — at most two steps no report has claimed yet — counts as productive till one does
+            ratio=min(1.0, (self.ledger.productive_s + self.ledger.open_s) / wall),
             window_ratio=min(1.0, max(0.0, self._recent_s) / window),
             ideal_step_time_ms=self._ideal_ms,
-            badput_s=dict(sorted(self.badput_s.items())),
+            badput_s=dict(sorted(self.ledger.booked.items())),
             ranks=ranks,
+            wall_s=wall,
         )
 
     def _causes_of(
@@ -194,15 +240,6 @@ class GoodputAccount:
         if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
             return deeper or STRAGGLER_RANK.name
         return deeper or UNATTRIBUTED
-
-    def _settle_unattributed(self, ts: float) -> None:
-        """Wall time neither productive nor attributed becomes ``unattributed`` (it never shrinks)."""
-        if self.first_ts is None or self._ideal_ms is None:
-            return
-        attributed = sum(s for cause, s in self.badput_s.items() if cause != UNATTRIBUTED)
-        left = ts - self.first_ts - self.productive_s - attributed
-        if left > self.badput_s.get(UNATTRIBUTED, 0.0):
-            self.badput_s[UNATTRIBUTED] = left
 
 
 def _diverged(report: TrainingSample) -> bool:

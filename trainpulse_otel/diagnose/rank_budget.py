@@ -70,9 +70,11 @@ class RankBudgets:
         self._sampled = False  # a report was sampled since the worst ranks were worked out
 
     def add(self, ts: float, report: TrainingSample, budget: StepBudget | None, stalled: bool = False) -> None:
-        """Sample the report's ranks at ``ts`` if one is due (``budget``: the job's budget of that report)."""
+        """Sample the report's ranks at ``ts`` if one is due (``budget``: the job's budget of that report). A report
+        that ends a stall or carries a save is not sampled: the time the job spent in either is the job's, never a
+        rank's own loss (the ranks waiting for the saving or stuck rank would read as late)."""
         ranks = report.ranks
-        if len(ranks) < 2 or budget is None or stalled or ts - self._ts < SAMPLE_S:
+        if len(ranks) < 2 or budget is None or stalled or report.checkpoint_ms or ts - self._ts < SAMPLE_S:
             return
         self._ts, self._ranks, self._ideal_ms, self._sampled = ts, ranks, budget.ideal_ms, True
         data = _values(_DATA, ranks)

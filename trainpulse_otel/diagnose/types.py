@@ -164,6 +164,9 @@ class Goodput:
     """The contract's ``goodput`` block: productive time over wall time, and the seconds lost by cause.
 
     ``ranks`` (TrainPulse's addition): the few ranks whose own lateness costs the job the most, worst first.
+    ``wall_s`` (TrainPulse's addition): the wall time ``ratio`` and ``badput_s`` are over, from the first
+    report to the last instant accounted for, so that ``sum(badput_s) == (1 - ratio) * wall_s`` (None: not
+    given, as from an older daemon).
     """
 
     ratio: float
@@ -171,15 +174,19 @@ class Goodput:
     ideal_step_time_ms: float
     badput_s: Mapping[str, float] = field(default_factory=dict)
     ranks: tuple[RankLoss, ...] = ()
+    wall_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "ratio": round(self.ratio, 4),
             "window_ratio": round(self.window_ratio, 4),
             "ideal_step_time_ms": round(self.ideal_step_time_ms, 3),
             "badput_s": {cause: round(s, 3) for cause, s in self.badput_s.items()},
             "ranks": [r.to_dict() for r in self.ranks],
         }
+        if self.wall_s is not None:
+            out["wall_s"] = round(self.wall_s, 3)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "goodput") -> Goodput:
@@ -192,6 +199,7 @@ class Goodput:
             ideal_step_time_ms=_field(data, "ideal_step_time_ms", float, where),
             badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()},
             ranks=tuple(RankLoss.from_dict(r, f"{where}.ranks[{i}]") for i, r in enumerate(ranks)),
+            wall_s=_field(data, "wall_s", float, where, None),  # absent from a daemon older than the field
         )
 
 
