@@ -38,7 +38,9 @@ def test_eval_json(capsys):
         "top_cause",
         "healthy_silent",
         "oom_lead",
+        "goodput_adds_up",
     }
+    assert run["goodput_gap"] <= 0.01 and report["summary"]["goodput_adds_up"] == 1
 
 
 def test_eval_rejects_unknown_names(capsys):
@@ -107,9 +109,23 @@ def test_a_masked_pair_fails_its_figures_and_says_what_was_missed():
     assert "y (b), cause cb" in text
     assert text.splitlines()[-1] == (
         "pairs: 1/2 detected (every signal of both faults); both causes in the top two 1/2; "
-        "0 fault(s) excused, absent from the samples; 0 forecast(s) scored as the fact or the forecast"
+        "0 fault(s) excused, absent from the samples; 0 forecast(s) scored as the fact or the forecast; "
+        "goodput adds up 2/2"
     )
     assert "missed: pairs_detected, pairs_causes_in_top_two" in text
+
+
+def test_badput_that_does_not_add_up_is_a_missed_figure_and_says_by_how_much():
+    off = ScenarioResult("low_mfu", 0, "default", 0.0, [], {}, [], [], "c", "c", {}, True, True, goodput_gap=0.05)
+    pair = _pair(True, [])
+    pair.goodput_gap = 0.02
+    report = EvalReport([off], [], [pair])
+    summary = report.summary()
+    assert summary["goodput_adds_up"] == 0 and not summary["figures"]["goodput_adds_up"]
+    assert summary["pairs"]["goodput_adds_up"] == 0 and not summary["figures"]["pairs_goodput_adds_up"]
+    text = format_report(report)
+    assert "[goodput off by 5.0% of wall time]" in text and "goodput off by 2.0% of wall time" in text
+    assert "missed: goodput_adds_up, pairs_goodput_adds_up" in text
 
 
 def test_eval_pairs_on_the_command_line(capsys):

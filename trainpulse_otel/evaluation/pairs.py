@@ -29,7 +29,17 @@ from ..collect.sim.combine import combine
 from ..collect.sim.scenarios import SCENARIOS, Scenario
 from ..runtime import Plugins
 from .ground_truth import CHECKS, FORECAST_HORIZON_S, FORECASTS, NOT_IN_STEPS, Presence, presence_of
-from .sim_replay import START_TS, VARIANTS, Timeline, extra_and_early, judge_at, latency, replay_scenario, sim_records
+from .sim_replay import (
+    MAX_GOODPUT_GAP,
+    START_TS,
+    VARIANTS,
+    Timeline,
+    extra_and_early,
+    judge_at,
+    latency,
+    replay_scenario,
+    sim_records,
+)
 
 #: Root causes a pair's expected causes must be among.
 TOP = 2
@@ -54,6 +64,11 @@ class PairResult:
     ticks: int = 0
     absent: dict[str, str] = field(default_factory=dict)  # part -> why its fault is not in the samples
     scored_instead: dict[str, str] = field(default_factory=dict)  # part -> why other signals stand for its own
+    goodput_gap: float | None = None  # how far the badput misses the time lost, as a share of wall time
+
+    @property
+    def goodput_adds_up(self) -> bool:
+        return self.goodput_gap is None or self.goodput_gap <= MAX_GOODPUT_GAP
 
     @property
     def missed_signals(self) -> list[str]:
@@ -135,6 +150,7 @@ def run_pair(
         ticks=run.ticks,
         absent={name: p.reason for name, p in presence.items() if p.reason},
         scored_instead={name: p.instead.reason for name, p in presence.items() if p.instead is not None},
+        goodput_gap=None if run.goodput_gap is None else round(run.goodput_gap, 6),
     )
 
 
@@ -179,6 +195,7 @@ def pairs_summary(pairs: Sequence[PairResult]) -> dict[str, Any]:
         "scored_instead": sum(len(p.scored_instead) for p in pairs),
         "max_latency_s": max(latencies, default=None),
         "runs_with_extra_signals": sum(bool(p.extra) for p in pairs),
+        "goodput_adds_up": sum(p.goodput_adds_up for p in pairs),
     }
 
 
@@ -187,6 +204,7 @@ def pair_figures(summary: dict[str, Any]) -> dict[str, bool]:
     return {
         "pairs_detected": summary["detected"] == summary["runs"],
         "pairs_causes_in_top_two": summary["causes_in_top_two"] == summary["runs"],
+        "pairs_goodput_adds_up": summary["goodput_adds_up"] == summary["runs"],
     }
 
 
@@ -197,6 +215,7 @@ def format_pairs(pairs: Sequence[PairResult]) -> list[str]:
         ok = "✓" if p.detected and p.causes_ok else "✗"
         lat = "missed" if p.latency is None else f"{p.latency:.0f} s"
         missed = [*p.missed_signals, *(f"cause {c}" for c in p.missing_causes)]
+        missed += [] if p.goodput_adds_up else [f"goodput off by {p.goodput_gap:.1%} of wall time"]
         notes = ", ".join(missed) + (" / " + ", ".join(p.extra) if p.extra else "")
         notes += "".join(f" [{part} excused: {why}]" for part, why in p.absent.items())
         notes += "".join(f" [{part}: {why}]" for part, why in p.scored_instead.items())
@@ -211,5 +230,6 @@ def pairs_line(summary: dict[str, Any]) -> str:
         f"pairs: {summary['detected']}/{summary['runs']} detected (every signal of both faults); "
         f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}; "
         f"{summary['faults_absent']} fault(s) excused, absent from the samples; "
-        f"{summary['scored_instead']} forecast(s) scored as the fact or the forecast"
+        f"{summary['scored_instead']} forecast(s) scored as the fact or the forecast; "
+        f"goodput adds up {summary['goodput_adds_up']}/{summary['runs']}"
     )

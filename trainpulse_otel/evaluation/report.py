@@ -24,7 +24,17 @@ from typing import Any
 from ..collect.sim.scenarios import SCENARIOS
 from ..runtime import Plugins, discover
 from .pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
-from .sim_replay import START_TS, VARIANTS, Variant, extra_and_early, latency, replay_scenario, replay_sim, sim_records
+from .sim_replay import (
+    MAX_GOODPUT_GAP,
+    START_TS,
+    VARIANTS,
+    Variant,
+    extra_and_early,
+    latency,
+    replay_scenario,
+    replay_sim,
+    sim_records,
+)
 
 HEALTHY = "healthy"
 
@@ -54,6 +64,7 @@ class ScenarioResult:
     oom_lead_s: float | None = None
     ticks: int = 0
     defined_after_s: float = 0.0
+    goodput_gap: float | None = None  # how far the badput misses the time lost, as a share of wall time
 
     @property
     def detected(self) -> bool:
@@ -105,6 +116,7 @@ class EvalReport:
             "healthy_seconds": sum(h.duration_s for h in self.healthy),
             "healthy_false_alarms": false_alarms,
             "min_oom_lead_s": min(leads) if leads else None,
+            "goodput_adds_up": sum(adds_up(r.goodput_gap) for r in runs),
         }
         out["figures"] = {
             "every_signal_detected": out["detected"] == len(runs),
@@ -113,6 +125,7 @@ class EvalReport:
             "top_cause": out["top_cause_right"] == len(runs),
             "healthy_silent": false_alarms == 0,
             "oom_lead": missing_leads == 0 and all(v >= MIN_OOM_LEAD_S for v in leads),
+            "goodput_adds_up": out["goodput_adds_up"] == len(runs),
         }
         if self.pairs:
             out["pairs"] = pairs_summary(self.pairs)
@@ -131,6 +144,12 @@ class EvalReport:
             **pairs,
             "summary": self.summary(),
         }
+
+
+def adds_up(gap: float | None) -> bool:
+    """Whether a run's badput adds up to the time it lost, within :data:`MAX_GOODPUT_GAP` (a run without a
+    goodput block has nothing to add up)."""
+    return gap is None or gap <= MAX_GOODPUT_GAP
 
 
 def _exhaust(result: ScenarioResult) -> float | None:
@@ -177,6 +196,7 @@ def run_scenario(
         oom_lead_s=lead,
         ticks=run.ticks,
         defined_after_s=scenario.defined_after_s,
+        goodput_gap=None if run.goodput_gap is None else round(run.goodput_gap, 6),
     )
 
 
@@ -259,6 +279,8 @@ def format_report(report: EvalReport) -> str:
         elif r.top_subject:
             cause += f" ({len(next(iter(r.top_subject.values())))} {next(iter(r.top_subject))})"
         noise = ", ".join(r.extra) + (" / " + ", ".join(r.early) if r.early else "")
+        if not adds_up(r.goodput_gap):
+            noise += f" [goodput off by {r.goodput_gap:.1%} of wall time]"
         lines.append(f"{r.scenario:<31}{r.variant:<12}{r.seed:>4}  {lat:<36}{cause:<46}{ok:<3}{noise}".rstrip())
     lines.extend(
         f"healthy {h.duration_s:.0f} s ({h.variant}, seed {h.seed}): {len(h.raised)} signal(s) raised"
@@ -274,6 +296,7 @@ def format_report(report: EvalReport) -> str:
         f"max {_secs(s['max_latency_s'])}; top cause {s['top_cause_right']}/{s['runs']}; "
         f"healthy {s['healthy_seconds']:.0f} s: {s['healthy_false_alarms']} false alarm(s); "
         f"early alarms {s['early_false_alarms']}; runs with extra signals {s['runs_with_extra_signals']}; "
+        f"goodput adds up {s['goodput_adds_up']}/{s['runs']}; "
         + _oom_lead(s)
         + " — "
         + (

@@ -22,6 +22,8 @@ from ..runtime import Plugins, open_replay
 from ..runtime.replay import ReplayResult, replay
 
 START_TS = 1764400000.0
+#: The most the goodput's badput may miss the wall time not counted as productive by, as a share of the wall time.
+MAX_GOODPUT_GAP = 0.01
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,13 @@ Timeline = list[tuple[float, Transition]]
 
 @dataclass(frozen=True)
 class SimRun:
-    """A replayed scenario: its transitions, the diagnosis it is judged on, and how many ticks it took."""
+    """A replayed scenario: its transitions, the diagnosis it is judged on, how many ticks it took, and how far
+    that diagnosis's goodput is from adding up (:func:`goodput_gap`)."""
 
     timeline: Timeline
     diagnosis: Diagnosis
     ticks: int
+    goodput_gap: float | None = None
 
 
 def sim_records(
@@ -116,9 +120,40 @@ def replay_scenario(
     """Run ``scenario`` for ``duration_s`` (its own when None) and keep what scoring needs."""
     duration = scenario.duration_s if duration_s is None else duration_s
     capture = _Capture(START_TS + judge_at(scenario, duration, interval_s))
-    result = replay_sim(sim_records(scenario, seed, duration, variant, interval_s), interval_s, plugins, capture)
+    reports: list[float] = []  # the times of the training reports with a step time
+    records = _noting_reports(sim_records(scenario, seed, duration, variant, interval_s), reports)
+    result = replay_sim(records, interval_s, plugins, capture)
     timeline = [(t.ts - START_TS, t) for t in result.timeline]
-    return SimRun(timeline, capture.diagnosis or result.diagnosis, result.ticks)
+    diagnosis = capture.diagnosis or result.diagnosis
+    return SimRun(timeline, diagnosis, result.ticks, goodput_gap(diagnosis, reports))
+
+
+def _noting_reports(records: Iterator[TraceRecord], reports: list[float]) -> Iterator[TraceRecord]:
+    """The records, as they are; the time of each training report with a step time is appended to ``reports``."""
+    for record in records:
+        if record.kind == "training" and record.payload.step_time_ms is not None:
+            reports.append(record.ts)
+        yield record
+
+
+def goodput_gap(diagnosis: Diagnosis, reports: list[float]) -> float | None:
+    """How far the diagnosis's goodput is from adding up, as a share of wall time (None without a goodput).
+
+    The badput must sum to ``(1 - ratio) ×`` the wall time: the wall time the block says it is over
+    (``wall_s``), and at least the wall time from the first training report to the last one the diagnosis
+    saw (``reports``: their times) — so a ledger that stopped counting time cannot add up by counting
+    less — and ``wall_s`` may not exceed the time that has passed. The largest miss, at most
+    :data:`MAX_GOODPUT_GAP` by the contract.
+    """
+    goodput = diagnosis.goodput
+    seen = [ts for ts in reports if ts <= diagnosis.ts]
+    if goodput is None or goodput.wall_s is None or goodput.wall_s <= 0 or len(seen) < 2:
+        return None
+    badput, lost = sum(goodput.badput_s.values()), 1.0 - goodput.ratio
+    covered = max(goodput.wall_s, seen[-1] - seen[0])  # a stall's time is counted past the last report
+    misses = [abs(badput - lost * wall) / wall for wall in (goodput.wall_s, covered)]
+    misses.append(max(0.0, goodput.wall_s - (diagnosis.ts - seen[0])) / goodput.wall_s)
+    return max(misses)
 
 
 def latency(timeline: Timeline, signal: str, onset: float) -> float | None:

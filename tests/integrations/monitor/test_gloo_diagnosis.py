@@ -64,7 +64,12 @@ def test_real_checkpoint_saves_are_the_top_cause_and_their_badput_is_the_time_th
     assert len(saves) >= 5
     diagnosis = result["diagnosis"]
     assert diagnosis["root_causes"][0]["cause"] == "checkpoint_io_bound"
-    assert diagnosis["goodput"]["badput_s"]["checkpoint_io_bound"] == pytest.approx(sum(saves), rel=0.10)
+    goodput = diagnosis["goodput"]
+    badput = goodput["badput_s"]
+    assert badput["checkpoint_io_bound"] == pytest.approx(sum(saves), rel=0.10)
+    assert max(badput, key=badput.get) == "checkpoint_io_bound"
+    assert badput.get("compute_inefficiency", 0.0) < 0.05 * sum(saves)  # a save is never also a compute loss
+    assert sum(badput.values()) == pytest.approx((1.0 - goodput["ratio"]) * goodput["wall_s"], rel=0.01)
     stall = next(s for s in diagnosis["signals"] if s["name"] == "checkpoint_stall")
     # the detector's share is over at least its 60 s minimum; the run's own share is over its 40 s
     expected = recent_save_share(result) * result["seconds"] / max(60.0, result["seconds"])
