@@ -140,13 +140,15 @@ def test_no_private_name_is_imported_across_packages():
 
 def test_settings_import_nothing_else_of_the_package_but_leaves():
     # Settings are read before any part exists: they parse syntax, and the parts check names at start-up. What they
-    # import of the package (Go durations, the API server's limits) imports nothing of it in turn but Go durations.
+    # import of the package (Go durations, value parsers, the API server's limits) imports nothing of it in turn but
+    # those leaves.
     found = modules()
+    leaves = {"trainpulse_otel.durations", "trainpulse_otel.config_values"}
     uses = {m for m in imported("trainpulse_otel.config", found["trainpulse_otel.config"]) if m in found}
-    assert uses == {"trainpulse_otel.durations", "trainpulse_otel.server_limits"}
+    assert uses == {"trainpulse_otel.config_values", "trainpulse_otel.server_limits"}
     for leaf in uses:
         inner = {m for m in imported(leaf, found[leaf]) if m.startswith("trainpulse_otel") and m in found}
-        assert inner <= {"trainpulse_otel.durations"} - {leaf}, leaf
+        assert inner <= leaves - {leaf}, leaf
 
 
 def test_telemetry_imports_nothing_from_collection():

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from trainpulse_otel.config import ConfigError, load_settings, parse_duration
+from trainpulse_otel.config import ConfigError, load_settings
+from trainpulse_otel.durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,7 @@ import logging
 import signal
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -23,7 +22,7 @@ from .config import OPTIONS, ConfigError, Settings, load_settings
 from .diagnose.vocabulary import SpecError
 
 if TYPE_CHECKING:
-    from .runtime.replay import ReplayResult
+    pass
 
 log = logging.getLogger("trainpulse_otel.cli")
 
@@ -77,7 +76,7 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} -h')")
 
 
-def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str], hidden: Sequence[str] = ()) -> None:
+def add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str], hidden: Sequence[str] = ()) -> None:
     parser.add_argument("-config", "--config", metavar="FILE", help="JSON config file")
     for option in OPTIONS:
         if option.key not in keys and option.key not in hidden:
@@ -98,7 +97,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser, keys: Sequence[str], hid
 
 def _show_default(value: Any) -> str:
     if isinstance(value, float):
-        from .config import format_duration
+        from .durations import format_duration
 
         return format_duration(value)
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
@@ -120,28 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("snapshot", "collect for the warm-up window and print the snapshot JSON"),
     ):
         sub = commands.add_parser(name, help=help_text, description=help_text, allow_abbrev=False)
-        _add_setting_flags(sub, COLLECT_FLAGS + COMMAND_FLAGS[name], HIDDEN_FLAGS.get(name, ()))
+        add_setting_flags(sub, COLLECT_FLAGS + COMMAND_FLAGS[name], HIDDEN_FLAGS.get(name, ()))
         if name == "top":
             sub.add_argument("-remote", "--remote", metavar="URL", help="follow a running daemon's API")
             sub.add_argument("-once", "--once", action="store_true", help="print one frame and exit")
-    rep = commands.add_parser(
-        "replay",
-        help="diagnose a recorded trace or a training log",
-        allow_abbrev=False,
-        description="Run the diagnostic pipeline over a JSONL trace or a job's console log, without sleeping.",
-    )
-    rep.add_argument(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="a trace recorded with -record (JSON Lines; rotated pieces oldest first, as one trace), or training "
-        "logs (several: several ranks' or nodes' logs, merged in time order)",
-    )
-    rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
-    rep.add_argument(
-        "-framework", "--framework", metavar="NAME", help="read the files as this framework's logs (default: detect)"
-    )
-    _add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
+    from .replay_command import add_replay_parser
+
+    add_replay_parser(commands)
     thr = commands.add_parser(
         "thresholds",
         help="list every detector's thresholds: value, unit, basis, reason",
@@ -150,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
         "config's 'detectors' key applied and checked.",
     )
     thr.add_argument("-json", "--json", action="store_true", help="print a JSON list, one object per knob")
-    _add_setting_flags(thr, ("detectors", "log_level"))
+    add_setting_flags(thr, ("detectors", "log_level"))
     from .evaluation.command import add_eval_parser
 
     add_eval_parser(commands)
@@ -160,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------ commands
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def settings_of(args: argparse.Namespace) -> Settings:
     flags = {o.key: getattr(args, o.key, None) for o in OPTIONS}
     return load_settings(flags=flags, config_path=args.config)
 
@@ -169,8 +153,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     from .api import ApiServer
     from .runtime import PacedCollection, create_api, discover, open_engine, open_otlp_grpc, warm_up
 
-    settings = _settings(args)
-    _configure(settings)
+    settings = settings_of(args)
+    configure(settings)
     _check_exposure(settings)
     plugins = discover()
     engine = open_engine(settings, push=True, plugins=plugins)
@@ -219,8 +203,8 @@ def _check_exposure(settings: Settings) -> None:
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from .runtime import open_engine, warm_up
 
-    settings = _settings(args)
-    _configure(settings)
+    settings = settings_of(args)
+    configure(settings)
     engine = open_engine(settings)
     try:
         warm_up(engine)
@@ -234,8 +218,8 @@ def cmd_top(args: argparse.Namespace) -> int:
     from .dashboard.app import run_top
     from .dashboard.sources import LocalSource, RemoteSource, Source
 
-    settings = _settings(args)
-    _configure(settings, quiet=True)
+    settings = settings_of(args)
+    configure(settings, quiet=True)
     source: Source
     if args.remote:
         source = RemoteSource(args.remote, settings.auth_token, timeout_s=max(1.0, settings.interval))
@@ -247,65 +231,9 @@ def cmd_top(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from .collect.trace import bounded_lines, read_trace
-    from .runtime import open_replay
-    from .runtime.replay import replay
+    from .replay_command import run_replay
 
-    settings = _settings(args)
-    _configure(settings)
-    errors: dict[str, list] = {}
-
-    def records() -> Iterator[Any]:
-        logs = [path for path in args.files if args.framework or not _is_trace(path)]
-        if logs:
-            yield from _log_records(logs, args.framework)
-        for path in args.files:
-            if path not in logs:
-                with open(path, "rb") as fh:
-                    yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
-
-    try:
-        result = replay(records(), open_replay(settings), interval_s=settings.interval)
-    except OSError as exc:
-        raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
-    for path, found in errors.items():
-        for error in found:
-            print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
-    if result.ticks == 0:  # every line bad, or no line any reader understood: nothing was diagnosed
-        print(f"trainpulse: no valid trace line or known log line in {' '.join(args.files)}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        _print_timeline(result)
-    return 0
-
-
-def _is_trace(path: str) -> bool:
-    from .collect.logfile import is_trace
-
-    with open(path, "rb") as fh:
-        return is_trace(fh)
-
-
-def _log_records(paths: list[str], framework: str | None) -> Iterator[Any]:
-    """The logs' reports and events; a line count and what became of the lines on stderr."""
-    import os
-
-    from .collect.logfile import read_logs
-    from .logs import LogReader
-
-    try:
-        reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
-    except ValueError as exc:
-        raise UsageError(f"-framework: {exc}") from None
-    yield from read_logs(paths, reader)
-    s = reader.stats
-    print(
-        f"trainpulse: read {s.lines} log line(s): {s.reports} report(s), {s.events} failure event(s), "
-        f"{s.unknown} not understood" + (f", {s.invalid} invalid report(s)" if s.invalid else ""),
-        file=sys.stderr,
-    )
+    return run_replay(args)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -321,8 +249,8 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     from .publish.thresholds import format_thresholds, threshold_rows
     from .runtime import discover, knob_overrides
 
-    settings = _settings(args)
-    _configure(settings, quiet=True)
+    settings = settings_of(args)
+    configure(settings, quiet=True)
     plugins = discover()
     values = plugins.vocabulary.knob_values(knob_overrides(plugins, settings.detectors))
     rows = threshold_rows(plugins.vocabulary, values)
@@ -330,36 +258,10 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_timeline(result: ReplayResult) -> None:
-    for t in result.timeline:
-        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t.ts))
-        subject = " ".join(f"{k}={v}" for k, v in t.subject.items())
-        print(f"{stamp}Z  {t.event:<7}  {t.signal:<22} {t.severity:<8} {subject}".rstrip())
-    d = result.diagnosis
-    print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); {len(d.signals)} active signal(s)")
-    for cause in d.root_causes:
-        print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
-        if cause.remediation:
-            print(f"    → {cause.remediation}")
-    if d.goodput is not None:
-        g = d.goodput
-        lost = ", ".join(
-            f"{cause} {s:.0f} s" for cause, s in sorted(g.badput_s.items(), key=lambda x: -x[1]) if s >= 0.5
-        )
-        print(
-            f"goodput {g.ratio:.1%} (last 10 min {g.window_ratio:.1%}), ideal step {g.ideal_step_time_ms:.0f} ms"
-            + (f"; lost: {lost}" if lost else "")
-        )
-        for r in g.ranks:
-            where = f" on {r.hostname}" if r.hostname else ""
-            parts = ", ".join(f"{component} {ms:.0f} ms" for component, ms in r.lost_ms.items())
-            print(f"  rank {r.rank}{where} costs {r.lost_ms_per_step:.0f} ms a step ({parts})")
-
-
 # ------------------------------------------------------------------ plumbing
 
 
-def _configure(settings: Settings, quiet: bool = False) -> None:
+def configure(settings: Settings, quiet: bool = False) -> None:
     from .runtime.logs import configure_logging
 
     configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level, settings.log_format)

@@ -9,14 +9,26 @@ line and exits 2. Durations are Go-style (:mod:`.durations`).
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .durations import format_duration, parse_duration
+from .config_values import (
+    address,
+    boolean,
+    choice,
+    duration,
+    headers,
+    integer,
+    json_object,
+    optional,
+    paths,
+    scenario_names,
+    secret,
+    text,
+    thresholds,
+)
 from .server_limits import ServerLimits, parse_server_limits
 
 ENV_PREFIX = "TRAINPULSE_"
@@ -32,150 +44,19 @@ class ConfigError(ValueError):
         self.key = key
 
 
-# -------------------------------------------------------------------- parsers
-
-
-def _duration(minimum: float) -> Callable[[Any], float]:
-    def parse(value: Any) -> float:
-        if isinstance(value, bool):
-            raise ValueError(f"must be a duration like 1s, got {value!r}")
-        seconds = float(value) if isinstance(value, (int, float)) else parse_duration(str(value))
-        if not math.isfinite(seconds) or seconds < minimum:
-            raise ValueError(f"must be at least {format_duration(minimum)}, got {value!r}")
-        return seconds
-
-    return parse
-
-
-def _int(minimum: int, maximum: int) -> Callable[[Any], int]:
-    def parse(value: Any) -> int:
-        if isinstance(value, bool):
-            raise ValueError(f"must be an integer, got {value!r}")
-        try:
-            number = int(value) if not isinstance(value, float) or value.is_integer() else None
-        except (TypeError, ValueError):
-            number = None
-        if number is None:
-            raise ValueError(f"must be an integer, got {value!r}")
-        if not minimum <= number <= maximum:
-            raise ValueError(f"must be between {minimum} and {maximum}, got {number}")
-        return number
-
-    return parse
-
-
-def _choice(*choices: str) -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        text = str(value).strip().lower()
-        if text not in choices:
-            raise ValueError(f"must be one of {', '.join(choices)}; got {value!r}")
-        return text
-
-    return parse
-
-
-def _text(pattern: str | None = None, what: str = "") -> Callable[[Any], str]:
-    def parse(value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"must be a string, got {value!r}")
-        if pattern is not None and not re.fullmatch(pattern, value):
-            raise ValueError(f"must be {what}, got {value!r}")
-        return value
-
-    return parse
-
-
-def _secret(value: Any) -> str:
-    """A token: long enough to resist guessing; the error never repeats the value."""
-    if not isinstance(value, str) or not re.fullmatch(r"\S{16,}", value):
-        raise ValueError("must be at least 16 characters without spaces (value not shown)")
-    return value
-
-
-def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda value: None if value in (None, "") else parse(value)
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"must be true or false, got {value!r}")
-
-
-def _addr(value: Any) -> str:
-    text = _text()(value)
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"must be HOST:PORT, got {value!r}")
-    return text
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    """An object, or a JSON string of one (env and flags)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON object: {exc.msg}") from None
-    if not isinstance(value, Mapping):
-        raise ValueError(f"must be an object, got {value!r}")
-    return value
-
-
-def _object(keys: Mapping[str, Callable[[Any], Any]]) -> Callable[[Any], dict[str, Any]]:
-    """An object with known keys, each parsed."""
-
-    def parse(value: Any) -> dict[str, Any]:
-        value = _mapping(value)
-        out = {}
-        for key, item in value.items():
-            if key not in keys:
-                raise ValueError(f"unknown key {key!r}; known: {', '.join(sorted(keys))}")
-            try:
-                out[key] = keys[key](item)
-            except ValueError as exc:
-                raise ValueError(f"{key}: {exc}") from None
-        return out
-
-    return parse
-
-
-def _headers(value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError("must be an object of strings")
-    return dict(value)
-
-
-def _thresholds(value: Any) -> dict[str, dict[str, Any]]:
-    """``{"SIGNAL": {"KNOB": number}}``, its shape only: the signals, knobs and values are checked at start-up
-    against the detectors found (an error naming ``detectors.SIGNAL.KNOB``)."""
-    out = {}
-    for signal, knobs in _mapping(value).items():
-        try:
-            out[signal] = dict(_mapping(knobs))
-        except ValueError as exc:
-            raise ValueError(f"{signal}: {exc}") from None
-    return out
-
-
 OTLP_KEYS: dict[str, Callable[[Any], Any]] = {
-    "endpoint": _text(),
-    "protocol": _choice("grpc", "http/protobuf"),
-    "headers": _headers,
-    "insecure": _bool,
-    "timeout": _duration(0.001),
-    "export_interval": _duration(0.1),
-    "temporality": _choice("cumulative", "delta", "lowmemory"),
-    "profile": _choice("default", "datadog"),
-    "logs": _bool,
-    "compression": _choice("none", "gzip"),
+    "endpoint": text(),
+    "protocol": choice("grpc", "http/protobuf"),
+    "headers": headers,
+    "insecure": boolean,
+    "timeout": duration(0.001),
+    "export_interval": duration(0.1),
+    "temporality": choice("cumulative", "delta", "lowmemory"),
+    "profile": choice("default", "datadog"),
+    "logs": boolean,
+    "compression": choice("none", "gzip"),
 }
-PROMETHEUS_KEYS: dict[str, Callable[[Any], Any]] = {"enabled": _bool}
+PROMETHEUS_KEYS: dict[str, Callable[[Any], Any]] = {"enabled": boolean}
 
 
 # --------------------------------------------------------------------- table
@@ -192,94 +73,101 @@ class Option:
     metavar: str = "VALUE"
 
 
-def _scenario(value: Any) -> str:
-    """A scenario name, or several joined by commas: the syntax only. Whether the simulator knows them and they
-    can run at once is checked at start-up (``trainpulse_otel.collect.sim.combine.check_scenario``)."""
-    return _text(r"[a-z0-9_]+(,[a-z0-9_]+)*", "a scenario name (several joined by commas)")(value)
-
-
-def _paths(value: Any) -> tuple[str, ...]:
-    """Paths or globs: a comma-separated string, or a JSON list (config file; a string starting with ``[``)."""
-    if isinstance(value, str) and value.lstrip().startswith("["):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON list: {exc.msg}") from None
-    elif isinstance(value, str):
-        value = value.split(",")
-    paths = value if isinstance(value, (list, tuple)) else [None]
-    if not all(isinstance(p, str) and p.strip() and "\0" not in p for p in paths):
-        raise ValueError(f"must be paths or globs, comma-separated or a JSON list, none empty; got {value!r}")
-    return tuple(p.strip() for p in value)
-
-
 OPTIONS: tuple[Option, ...] = (
-    Option("addr", _addr, "127.0.0.1:9876", "HTTP API listen address", "HOST:PORT"),
-    Option("interval", _duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
-    Option("mode", _choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
+    Option("addr", address, "127.0.0.1:9876", "HTTP API listen address", "HOST:PORT"),
+    Option("interval", duration(0.01), 1.0, "collection and diagnosis interval", "DURATION"),
+    Option("mode", choice(*MODES), "auto", "collection mode: " + "|".join(MODES), "MODE"),
     Option(
         "scenario",
-        _scenario,
+        scenario_names,
         "healthy",
         "simulation scenario: healthy or a signal name; several joined by commas run at once",
         "NAME",
     ),
     Option(
         "onset",
-        _optional(_duration(0.0)),
+        optional(duration(0.0)),
         None,
         "simulation: when the -scenario fault begins, from the start of the simulated run; "
         "unset, the scenario's own (docs/simulation.md)",
         "DURATION",
     ),
-    Option("sim_nodes", _int(1, 4096 // 8), 1, "simulation: the job spans N nodes of 8 GPUs (docs/simulation.md)", "N"),
-    Option("sim_node_rank", _int(0, 4095), 0, "simulation: this daemon is node I (0 … sim_nodes-1) of the job", "I"),
-    Option("history_size", _int(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
-    Option("log_level", _choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
-    Option("log_format", _choice("text", "json"), "text", "log format: text|json", "FORMAT"),
+    Option(
+        "sim_nodes",
+        integer(1, 4096 // 8),
+        1,
+        "simulation: the job spans N nodes of 8 GPUs (docs/simulation.md)",
+        "N",
+    ),
+    Option(
+        "sim_node_rank",
+        integer(0, 4095),
+        0,
+        "simulation: this daemon is node I (0 … sim_nodes-1) of the job",
+        "I",
+    ),
+    Option("history_size", integer(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
+    Option("log_level", choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
+    Option("log_format", choice("text", "json"), "text", "log format: text|json", "FORMAT"),
     Option(
         "metrics_namespace",
-        _text(r"[a-zA-Z_][a-zA-Z0-9_]*", "an identifier"),
+        text(r"[a-zA-Z_][a-zA-Z0-9_]*", "an identifier"),
         "trainpulse",
         "prefix of every metric name",
         "NAME",
     ),
-    Option("record", _optional(_text()), None, "write a JSONL trace of every tick to FILE", "FILE"),
-    Option("otlp", _optional(_object(OTLP_KEYS)), None, "OTLP export settings (JSON object)", "JSON"),
+    Option("record", optional(text()), None, "write a JSONL trace of every tick to FILE", "FILE"),
+    Option("otlp", optional(json_object(OTLP_KEYS)), None, "OTLP export settings (JSON object)", "JSON"),
     Option(
-        "prometheus", _object(PROMETHEUS_KEYS), {"enabled": True}, "Prometheus /metrics settings (JSON object)", "JSON"
+        "prometheus",
+        json_object(PROMETHEUS_KEYS),
+        {"enabled": True},
+        "Prometheus /metrics settings (JSON object)",
+        "JSON",
     ),
     Option(
         "auth_token",
-        _optional(_secret),
+        optional(secret),
         None,
         "Bearer token the API requires (prefer TRAINPULSE_AUTH_TOKEN: flags show in ps)",
         "TOKEN",
     ),
-    Option("auth_scope", _choice("ingest", "all"), "ingest", "what the token guards: ingest|all endpoints", "SCOPE"),
+    Option("auth_scope", choice("ingest", "all"), "ingest", "what the token guards: ingest|all endpoints", "SCOPE"),
     Option(
         "allow_insecure_bind",
-        _bool,
+        boolean,
         False,
         "listen on a non-loopback address without auth_token (not recommended)",
         "BOOL",
     ),
-    Option("otlp_grpc_addr", _optional(_addr), None, "also receive OTLP over gRPC on this address (off)", "HOST:PORT"),
-    Option("max_body_bytes", _int(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
-    Option("max_ranks", _int(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
+    Option(
+        "otlp_grpc_addr",
+        optional(address),
+        None,
+        "also receive OTLP over gRPC on this address (off)",
+        "HOST:PORT",
+    ),
+    Option("max_body_bytes", integer(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
+    Option("max_ranks", integer(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
     Option("server", parse_server_limits, ServerLimits(), "API server limits (JSON object)", "JSON"),
-    Option("stale_after", _duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
+    Option("stale_after", duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
     Option(
         "warmup",
-        _duration(0.0),
+        duration(0.0),
         0.0,
         "collect this long before the first answer (snapshot, top); -mode sim back-fills it in virtual time, 3m at 0s",
         "DURATION",
     ),
-    Option("smi_timeout", _duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
-    Option("detectors", _optional(_thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
-    Option("follow", _optional(_paths), None, "read these log files as they are written (paths or globs)", "PATHS"),
-    Option("flight_recorder", _optional(_text()), None, "read Flight Recorder dumps PREFIX<rank>", "PREFIX"),
+    Option("smi_timeout", duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
+    Option("detectors", optional(thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
+    Option(
+        "follow",
+        optional(paths),
+        None,
+        "read these log files as they are written (paths or globs)",
+        "PATHS",
+    ),
+    Option("flight_recorder", optional(text()), None, "read Flight Recorder dumps PREFIX<rank>", "PREFIX"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 

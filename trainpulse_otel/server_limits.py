@@ -5,7 +5,7 @@ defaults, which are sized for 1,024 ranks posting heartbeats to one daemon::
 
     {"connection_limit": 4096, "idle_timeout": "30s", "threads": 8, "backlog": 2048, "queue_limit": 1024}
 
-A leaf beside :mod:`.durations`: settings read it before any part exists. What each limit does to a client
+A leaf beside :mod:`.config_values`: settings read it before any part exists. What each limit does to a client
 past it is in docs/operations.md ("Bounds: the front door").
 """
 
@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .config_values import mapping
 from .durations import parse_duration
 
 
@@ -45,15 +46,7 @@ def parse_server_limits(value: Any) -> ServerLimits:
     """A :class:`ServerLimits` from an object (or a JSON string of one, env and flags); ValueError names the key."""
     if isinstance(value, ServerLimits):
         return value
-    if isinstance(value, str):
-        import json
-
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"must be a JSON object: {exc.msg}") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"must be an object, got {value!r}")
+    value = mapping(value)
     known = {f.name for f in fields(ServerLimits)}
     out = {}
     for key, item in value.items():

@@ -1,0 +1,144 @@
+"""``trainpulse replay FILE…``: a recorded trace or a job's console logs run through the pipeline, no sleeping.
+
+What the files hold is told by their first line (:func:`~.collect.logfile.is_trace`); logs go through one
+:class:`~.logs.LogReader`, merged in time order. :func:`records` is shared by every command that reads such files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .cli import UsageError, add_setting_flags, configure, settings_of
+
+if TYPE_CHECKING:
+    from .runtime.replay import ReplayResult
+
+
+def add_replay_parser(commands: Any) -> None:
+    """The ``replay`` subcommand's parser."""
+    rep = commands.add_parser(
+        "replay",
+        help="diagnose a recorded trace or a training log",
+        allow_abbrev=False,
+        description="Run the diagnostic pipeline over a JSONL trace or a job's console log, without sleeping.",
+    )
+    rep.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a trace recorded with -record (JSON Lines; rotated pieces oldest first, as one trace), or training "
+        "logs (several: several ranks' or nodes' logs, merged in time order)",
+    )
+    rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
+    rep.add_argument(
+        "-framework", "--framework", metavar="NAME", help="read the files as this framework's logs (default: detect)"
+    )
+    add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``trainpulse replay``: the timeline and the diagnosis of a trace or logs."""
+    result = replay_files(args)
+    if result is None:
+        return 1
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print_timeline(result)
+    return 0
+
+
+def replay_files(args: argparse.Namespace) -> ReplayResult | None:
+    """``args.files`` (``args.framework``: how to read logs) through the pipeline, the bad lines said on stderr;
+    None, said on stderr, when nothing in them could be diagnosed."""
+    from .runtime import open_replay
+    from .runtime.replay import replay
+
+    settings = settings_of(args)
+    configure(settings)
+    errors: dict[str, list] = {}
+    try:
+        result = replay(
+            records(args.files, args.framework, errors), open_replay(settings), interval_s=settings.interval
+        )
+    except OSError as exc:
+        raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
+    for path, found in errors.items():
+        for error in found:
+            print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
+    if result.ticks == 0:  # every line bad, or no line any reader understood: nothing was diagnosed
+        print(f"trainpulse: no valid trace line or known log line in {' '.join(args.files)}", file=sys.stderr)
+        return None
+    return result
+
+
+def records(files: list[str], framework: str | None, errors: dict[str, list]) -> Iterator[Any]:
+    """The files' records in order: logs (every file, with ``framework``; else those that are not traces) first,
+    then each trace's; a trace's bad lines go to ``errors[path]``."""
+    from .collect.trace import bounded_lines, read_trace
+
+    logs = [path for path in files if framework or not is_trace_file(path)]
+    if logs:
+        yield from log_records(logs, framework)
+    for path in files:
+        if path not in logs:
+            with open(path, "rb") as fh:
+                yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
+
+
+def is_trace_file(path: str) -> bool:
+    from .collect.logfile import is_trace
+
+    with open(path, "rb") as fh:
+        return is_trace(fh)
+
+
+def log_records(paths: list[str], framework: str | None) -> Iterator[Any]:
+    """The logs' reports and events; a line count and what became of the lines on stderr."""
+    import os
+
+    from .collect.logfile import read_logs
+    from .logs import LogReader
+
+    try:
+        reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
+    except ValueError as exc:
+        raise UsageError(f"-framework: {exc}") from None
+    yield from read_logs(paths, reader)
+    s = reader.stats
+    print(
+        f"trainpulse: read {s.lines} log line(s): {s.reports} report(s), {s.events} failure event(s), "
+        f"{s.unknown} not understood" + (f", {s.invalid} invalid report(s)" if s.invalid else ""),
+        file=sys.stderr,
+    )
+
+
+def print_timeline(result: ReplayResult) -> None:
+    for t in result.timeline:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t.ts))
+        subject = " ".join(f"{k}={v}" for k, v in t.subject.items())
+        print(f"{stamp}Z  {t.event:<7}  {t.signal:<22} {t.severity:<8} {subject}".rstrip())
+    d = result.diagnosis
+    print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); {len(d.signals)} active signal(s)")
+    for cause in d.root_causes:
+        print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
+        if cause.remediation:
+            print(f"    → {cause.remediation}")
+    if d.goodput is not None:
+        g = d.goodput
+        lost = ", ".join(
+            f"{cause} {s:.0f} s" for cause, s in sorted(g.badput_s.items(), key=lambda x: -x[1]) if s >= 0.5
+        )
+        print(
+            f"goodput {g.ratio:.1%} (last 10 min {g.window_ratio:.1%}), ideal step {g.ideal_step_time_ms:.0f} ms"
+            + (f"; lost: {lost}" if lost else "")
+        )
+        for r in g.ranks:
+            where = f" on {r.hostname}" if r.hostname else ""
+            parts = ", ".join(f"{component} {ms:.0f} ms" for component, ms in r.lost_ms.items())
+            print(f"  rank {r.rank}{where} costs {r.lost_ms_per_step:.0f} ms a step ({parts})")
