@@ -125,7 +125,9 @@ class AllreduceWait(StepShareDetector):
     when ranks report it: where a framework's all-reduce timer also counts the
     wait for a straggler, the fastest ranks' time is the communication alone.
     Warning at 15 %, critical at 30 %; from 8 % when that is 1.5x the job's
-    baseline and 6 sigmas above it.
+    baseline and 6 sigmas above it. A fresh job's warm-up (its first 50 steps
+    and 10 s, :class:`~.base.JobWarmup`) is neither judged nor learnt from: its
+    first collectives pay connection set-up and the other ranks' start.
 
     And against its own past, so another fault cannot hide it: a share of the
     step shrinks when something else makes the step longer (a power cap, low
@@ -209,11 +211,14 @@ class AllreduceWait(StepShareDetector):
         self._usual_ms, self._usual_step_ms = Pace(), Pace()
         self._recent_ms = RecentMedian(WINDOW)
         self._spread_ms = RecentSpread(2 * PACE_STEPS)
+        self._warmup = JobWarmup()
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
         if report is None or not report.step_time_ms:
             return None
+        if not self._warmup.over(tick.ts, report.global_step):
+            return None  # warm-up: no evidence either way, and no baseline to learn
         wait = tick.all_reduce_ms
         if wait is None:
             return None
