@@ -148,7 +148,14 @@ OPTIONS: tuple[Option, ...] = (
         "HOST:PORT",
     ),
     Option("max_body_bytes", integer(1024, 1 << 30), 1 << 20, "largest request body accepted", "BYTES"),
-    Option("max_ranks", integer(1, 1 << 20), 8192, "most ranks accepted in one payload", "N"),
+    Option("max_ranks", integer(1, 1 << 20), 16384, "most ranks accepted in one payload, and held", "N"),
+    Option(
+        "node_series",
+        choice("owner", "all"),
+        "owner",
+        "a job daemon exports the series it owns and each node's summary (owner), or every node's too (all)",
+        "POLICY",
+    ),
     Option("server", parse_server_limits, ServerLimits(), "API server limits (JSON object)", "JSON"),
     Option("stale_after", duration(0.1), 300.0, "forget training reports and ranks older than this", "DURATION"),
     Option(
@@ -192,7 +199,8 @@ class Settings:
     allow_insecure_bind: bool = False
     otlp_grpc_addr: str | None = None
     max_body_bytes: int = 1 << 20
-    max_ranks: int = 8192
+    max_ranks: int = 16384
+    node_series: str = "owner"
     server: ServerLimits = field(default_factory=ServerLimits)
     stale_after: float = 300.0
     onset: float | None = None

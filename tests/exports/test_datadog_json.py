@@ -49,8 +49,9 @@ def test_tags_name_the_service_host_gpu_rank_signal_and_job(serve, monkeypatch):
     gpus = entries(points, "trainpulse.gpu.utilization")
     own = [p for p in gpus if not any(t.startswith("hostname:") for t in p["tags"])]
     assert sorted(t for p in own for t in p["tags"] if t.startswith("gpu:")) == sorted(f"gpu:{i}" for i in range(8))
-    [remote] = [p for p in gpus if "hostname:node-021" in p["tags"]]  # another node of the job: its host named
-    assert "gpu:0" in remote["tags"]
+    assert not [p for p in gpus if "hostname:node-021" in p["tags"]]  # another node's GPUs: its daemon's series
+    [seen] = entries(points, "trainpulse.node.last_seen")  # its summary is the job daemon's: its host named
+    assert "hostname:node-021" in seen["tags"]
     straggler = [
         p
         for p in entries(points, "trainpulse.signal.active")

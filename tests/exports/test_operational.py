@@ -7,7 +7,8 @@ from opentelemetry.sdk.metrics.export import Histogram, Sum
 from tests.exports.scenario import exercise_every_instrument
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.runtime.assemble import SDK_FRAME_MAX_RANKS
-from trainpulse_otel.samples import parse_training
+from trainpulse_otel.samples import NodeReport, parse_training
+from trainpulse_otel.telemetry.latest import ALL
 from trainpulse_otel.telemetry.read_back import frame_from_samples
 
 
@@ -32,6 +33,7 @@ def points(engine, name: str) -> list:
 
 def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engine):
     engine = make_engine("sim")
+    engine.latest.node_series = ALL  # the SDK then reports every node's series: the frame it reads is whole
     engine.tick()
     for _ in range(3):
         exercise_every_instrument(engine)
@@ -45,6 +47,25 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
     assert frame == engine.telemetry.frame_reader.read(ts)  # what the in-process OTel reader collects
     assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too
     assert points(engine, "trainpulse.ingest.samples")[0][1].value == 3  # while the counters did count
+
+
+def test_a_job_daemon_exports_only_the_series_it_owns_and_the_nodes_summaries(make_engine):
+    engine = make_engine("sim")
+    engine.tick()
+    for _ in range(3):
+        exercise_every_instrument(engine)
+    ranks = parse_training({"ranks": [{"rank": 96, "step_time_ms": 980.0, "hostname": "node-012"}]})
+    engine.latest.put_node(NodeReport("node-012", training=ranks), engine.clock())
+    ts = engine.clock()
+    frame, exported = engine.stepper.frames.read(ts), engine.telemetry.frame_reader.read(ts)
+    others = {node.hostname for node in frame.nodes}
+    assert others and any(g.node in others for g in frame.gpus)  # the diagnosis sees the other node's GPUs
+    assert [g for g in exported.gpus if g.node is not None] == []  # the export leaves them to their daemon
+    assert [n.hostname for n in exported.nodes] == sorted(others)  # each node's summary stays
+    assert all(n.host is None for n in exported.nodes)
+    remote = [r.rank for r in frame.training.ranks if r.hostname in others]
+    assert remote and not [r for r in exported.training.ranks if r.hostname in others]
+    assert exported.gpus == tuple(g for g in frame.gpus if g.node is None)
 
 
 def test_a_daemon_told_of_many_ranks_reads_its_frame_back_and_it_is_what_the_sdk_collects(make_engine):

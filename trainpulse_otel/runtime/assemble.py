@@ -113,7 +113,7 @@ def open_engine(
         log_processors=exports.log_processors,
         resource=build_resource(resource_attributes(settings, mode)),
     )
-    latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
+    latest = LatestSamples(settings.stale_after, settings.max_ranks, settings.node_series)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
     stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detectors))

@@ -22,7 +22,7 @@ THROTTLE_REASONS: tuple[str, ...] = (
     "hw_power_brake",
 )
 
-DEFAULT_MAX_RANKS = 8192
+DEFAULT_MAX_RANKS = 16384
 
 #: What a rank can be doing now (its heartbeat's ``phase``): the contract's names.
 RANK_PHASES: tuple[str, ...] = (

@@ -127,14 +127,15 @@ def observe(
     training: TrainingSample | None = None,
     xid_counts: Iterable[XidCount] = (),
     nodes: Iterable[NodeSample] = (),
+    node_hosts: bool = True,
 ) -> Observations:
-    """Every measurement point for these samples (and the XID totals, and the job's other nodes),
-    keyed by instrument suffix."""
+    """Every measurement point for these samples (and the XID totals, and the job's other nodes: their
+    summaries, and their hosts unless ``node_hosts`` is False), keyed by instrument suffix."""
     out: Observations = {spec.suffix: [] for spec in ALL_INPUTS}
     out[GPU_XID.suffix] = [(x.count, _xid_attributes(x)) for x in xid_counts]
     for node in nodes:  # one attributes dict per sample: the assembler resolves its target once per dict
         _add_fields(out, _SPECS_BY_SCOPE[NODE], node, {"hostname": node.hostname})
-        if node.host is not None:
+        if node.host is not None and node_hosts:
             _add_fields(out, _SPECS_BY_SCOPE[HOST], node.host, {"hostname": node.hostname})
     for gpu in gpus:
         attrs = gpu_attributes(gpu)

@@ -45,6 +45,9 @@ from .nodes import NodeTable
 from .xids import XidTotals, count_xid_events, xid_counts
 
 DEFAULT_STALE_AFTER_S = 300.0
+#: ``node_series``: a job daemon reports only the series it owns (``owner``), or every node's too (``all``).
+OWNER, ALL = "owner", "all"
+NODE_SERIES = (OWNER, ALL)
 #: Loss points kept between two frames (oldest dropped first): a tick's worth even at thousands of reports/s.
 MAX_PENDING_LOSSES = 16384
 #: Failure events kept between two frames (oldest dropped first): a crashing job's ranks print a few each.
@@ -54,9 +57,16 @@ MAX_PENDING_EVENTS = 4096
 class LatestSamples:
     """Thread-safe holder of the newest GPU, host and training samples."""
 
-    def __init__(self, stale_after_s: float = DEFAULT_STALE_AFTER_S, max_ranks: int = DEFAULT_MAX_RANKS) -> None:
+    def __init__(
+        self,
+        stale_after_s: float = DEFAULT_STALE_AFTER_S,
+        max_ranks: int = DEFAULT_MAX_RANKS,
+        node_series: str = OWNER,
+    ) -> None:
         self.stale_after_s = stale_after_s
         self.max_ranks = max_ranks
+        #: Which of the other nodes' series the instruments report (:data:`NODE_SERIES`).
+        self.node_series = node_series
         self._lock = threading.Lock()
         self._gpus: tuple[GpuSample, ...] = ()
         self._host: HostSample | None = None
@@ -241,14 +251,21 @@ class LatestSamples:
             self._xid_counts = xid_counts(self._xids)
 
     def observations(self) -> Observations:
-        """The measurement points for the current samples, computed once per change."""
+        """The measurement points for the current samples, computed once per change.
+
+        With other nodes held and ``node_series`` ``owner``, only the series this daemon owns: its GPUs, host,
+        XID totals and the ranks not on another node, the job-level report, and each other node's summary
+        (``node.*``); those nodes' GPUs, hosts and ranks are their own daemons' to export."""
         with self._lock:
             cached = self._observed
             if cached is not None and cached[0] == self._version:
                 return cached[1]
-            version, gpus, host, training = self._version, self._all_gpus(), self._host, self._merged_training()
-            xids, nodes = self._all_xid_counts(), self._nodes.nodes()
-        observed = observe(gpus, host, training, xids, nodes)
+            version, host, training, nodes = self._version, self._host, self._merged_training(), self._nodes.nodes()
+            if nodes and self.node_series == OWNER:
+                gpus, xids, training = self._gpus, self._xid_counts, _owned_ranks(training, nodes)
+            else:
+                gpus, xids = self._all_gpus(), self._all_xid_counts()
+        observed = observe(gpus, host, training, xids, nodes, node_hosts=not nodes or self.node_series != OWNER)
         with self._lock:
             self._observed = (version, observed)
         return observed
@@ -296,7 +313,17 @@ class LatestSamples:
         self._version += 1
 
 
+def _owned_ranks(training: TrainingSample | None, nodes: Sequence[NodeSample]) -> TrainingSample | None:
+    """``training`` without the ranks another node's daemon reported (theirs to export)."""
+    if training is None:
+        return None
+    others = {node.hostname for node in nodes}
+    ranks = tuple(r for r in training.ranks if r.hostname not in others)
+    return training if len(ranks) == len(training.ranks) else _WITH_RANKS(training, ranks)
+
+
 #: The job-level report with its time and the live ranks (a slot copy: every changed tick makes one).
 _WITH_STAMP_AND_RANKS = field_replacer(TrainingSample, "timestamp", "ranks")
+_WITH_RANKS = field_replacer(TrainingSample, "ranks")
 #: Reads a rank entry's number in one C call (this runs over every rank of every report).
 _RANK_NUMBER = attrgetter("rank")
