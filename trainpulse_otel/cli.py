@@ -56,6 +56,8 @@ SERVER_FLAGS = (
     "max_body_bytes",
     "max_ranks",
     "server",
+    "actions",
+    "actions_dry_run",
 )
 #: Flags each command takes beyond COLLECT_FLAGS. ``top`` reads a daemon with the token;
 #: ``-addr`` is accepted by ``top`` and ``snapshot`` as the contract's "same flags", but has no effect there.
@@ -100,7 +102,7 @@ def _show_default(value: Any) -> str:
         from .durations import format_duration
 
         return format_duration(value)
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    return json.dumps(value) if isinstance(value, (dict, list, tuple)) else str(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,7 +159,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     configure(settings)
     _check_exposure(settings)
     plugins = discover()
-    engine = open_engine(settings, push=True, plugins=plugins)
+    engine = open_engine(settings, push=True, plugins=plugins, actions=True)
     try:
         server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port, settings.server)
     except OSError as exc:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config_values import (
+    Action,
+    actions,
     address,
     boolean,
     choice,
@@ -175,6 +177,15 @@ OPTIONS: tuple[Option, ...] = (
         "PATHS",
     ),
     Option("flight_recorder", optional(text()), None, "read Flight Recorder dumps PREFIX<rank>", "PREFIX"),
+    Option(
+        "actions",
+        actions,
+        (),
+        'run a command or POST a webhook when a signal is raised: [{"on": {"signal": …}, "run": [ARGV…]}] '
+        "(docs/actions.md)",
+        "JSON",
+    ),
+    Option("actions_dry_run", boolean, False, "log the actions a raised signal would run; run none", "BOOL"),
 )
 OPTIONS_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
 
@@ -211,6 +222,8 @@ class Settings:
     detectors: dict[str, dict[str, float]] | None = None
     follow: tuple[str, ...] | None = None
     flight_recorder: str | None = None
+    actions: tuple[Action, ...] = ()
+    actions_dry_run: bool = False
 
     @property
     def host(self) -> str:
@@ -265,6 +278,10 @@ def env_values(environ: Mapping[str, str]) -> dict[str, str]:
 #: collector_config/otelcol/ (a node may start one from the same environment as its daemon).
 NON_SETTING_ENV = frozenset({"TRAINPULSE_CONFIG", "TRAINPULSE_ENDPOINT", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"})
 NON_SETTING_ENV |= {"TRAINPULSE_JOB_DAEMON", "TRAINPULSE_LOG_GLOB", "TRAINPULSE_NODE_NAME"}
+#: What an action's command is told (docs/actions.md): a ``trainpulse`` it runs must not read them as settings.
+NON_SETTING_ENV |= {
+    f"TRAINPULSE_{name}" for name in ("SIGNAL", "SEVERITY", "CAUSE", "HOSTNAME", "RANK", "GPU_INDEX", "PID")
+}
 
 
 def load_settings(

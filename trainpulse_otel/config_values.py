@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .durations import format_duration, parse_duration
@@ -162,3 +163,117 @@ def paths(value: Any) -> tuple[str, ...]:
     if not all(isinstance(p, str) and p.strip() and "\0" not in p for p in given):
         raise ValueError(f"must be paths or globs, comma-separated or a JSON list, none empty; got {value!r}")
     return tuple(p.strip() for p in value)
+
+
+# --------------------------------------------------------------------- actions
+
+#: What an action's ``on.severity`` may say: ``warning`` is a threshold (warning and critical), ``critical`` only that.
+ACTION_SEVERITIES = ("warning", "critical")
+ACTION_KEYS = frozenset({"on", "run", "webhook", "cooldown", "timeout", "name"})
+ACTION_ON_KEYS = frozenset({"signal", "severity", "cause"})
+ACTION_NAME = r"[A-Za-z0-9_.:/@-]{1,64}"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One entry of the ``actions`` setting: what it waits for (``on``), and a command or a webhook.
+
+    ``signal`` is a signal name or ``*``; ``cause``, when given, also asks the top cause explaining the signal to
+    be that cause. ``name`` labels its log lines and its ``trainpulse_actions_total`` series.
+    """
+
+    name: str
+    signal: str
+    severity: str = "warning"
+    cause: str | None = None
+    run: tuple[str, ...] | None = None
+    webhook: str | None = None
+    cooldown: float = 600.0
+    timeout: float = 30.0
+
+    def matches(self, severity: str) -> bool:
+        """Whether a signal raised at ``severity`` reaches this action's threshold."""
+        return severity == "critical" or self.severity == severity
+
+
+def actions(value: Any) -> tuple[Action, ...]:
+    """A list of actions, each ``{"on": {"signal": …, "severity": …}, "run": [ARGV…]}`` or ``{"on": …,
+    "webhook": URL}`` with optional ``cooldown``, ``timeout`` and ``name``; an error names the entry by its index
+    (``[1] on.severity: …``). Whether the signals and causes exist is checked at start-up, against the vocabulary."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"must be a JSON list: {exc.msg}") from None
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"must be a list of actions, got {type(value).__name__}")
+    out = []
+    for index, item in enumerate(value):
+        try:
+            out.append(_action(item))
+        except ValueError as exc:
+            raise ValueError(f"[{index}] {exc}") from None
+    return tuple(out)
+
+
+def _action(item: Any) -> Action:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"must be an object, got {item!r}")
+    unknown = sorted(set(item) - ACTION_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}; known: {', '.join(sorted(ACTION_KEYS))}")
+    if ("run" in item) == ("webhook" in item):
+        raise ValueError("needs exactly one of 'run' (a command's argv) and 'webhook' (a URL)")
+    on = item.get("on")
+    if not isinstance(on, Mapping):
+        raise ValueError(f'on: must be an object like {{"signal": "NAME", "severity": "warning"}}, got {on!r}')
+    if set(on) - ACTION_ON_KEYS:
+        raise ValueError(f"on: unknown key {min(set(on) - ACTION_ON_KEYS)!r}; known: signal, severity, cause")
+    signal = _field("on.signal", text(r"\*|[a-z][a-z0-9_]*", "a signal name or *"), on.get("signal"))
+    severity = _field("on.severity", choice(*ACTION_SEVERITIES), on.get("severity", "warning"))
+    cause = _field("on.cause", optional(text(r"[a-z][a-z0-9_]*", "a root cause's name")), on.get("cause"))
+    run = _field("run", _argv, item["run"]) if "run" in item else None
+    webhook = _field("webhook", _url, item["webhook"]) if "webhook" in item else None
+    name = _field("name", optional(text(ACTION_NAME, "a short name (letters, digits, _.:/@-)")), item.get("name"))
+    return Action(
+        name=name or _default_name(run, webhook),
+        signal=signal,
+        severity=severity,
+        cause=cause,
+        run=run,
+        webhook=webhook,
+        cooldown=_field("cooldown", duration(0.0), item.get("cooldown", 600.0)),
+        timeout=_field("timeout", duration(0.1), item.get("timeout", 30.0)),
+    )
+
+
+def _field(name: str, parse: Callable[[Any], Any], value: Any) -> Any:
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def _argv(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(a, str) for a in value) or not value[0]:
+        raise ValueError(
+            f'must be a non-empty list of strings (argv, no shell: ["sh", "-c", "…"] for one), got {value!r}'
+        )
+    return tuple(value)
+
+
+def _url(value: Any) -> str:
+    url = text()(value)
+    scheme, sep, rest = url.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest.split("/", 1)[0]:
+        raise ValueError(f"must be an http:// or https:// URL, got {value!r}")
+    return url
+
+
+def _default_name(run: tuple[str, ...] | None, webhook: str | None) -> str:
+    """``run:ARGV0`` (its base name) or ``webhook:HOST``, cut to fit a name."""
+    if run is not None:
+        base = re.sub(r"[^A-Za-z0-9_.@-]", "_", run[0].rstrip("/").rpartition("/")[2] or run[0])
+        return f"run:{base}"[:64]
+    host = (webhook or "").partition("://")[2].split("/", 1)[0].rpartition("@")[2]
+    return f"webhook:{re.sub(r'[^A-Za-z0-9_.:-]', '_', host)}"[:64]

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..actions import ActionRunner, check_actions
 from ..collect.base import Collector
 from ..collect.flight_recorder import open_flight_recorder
 from ..collect.modes import build_collectors, open_follow
@@ -90,6 +91,7 @@ def open_engine(
     mode: str | None = None,
     plugins: Plugins | None = None,
     clock: Clock = time.time,
+    actions: bool = False,
 ) -> Engine:
     """A live engine for ``settings``.
 
@@ -98,10 +100,12 @@ def open_engine(
     serve pull endpoints. ``collectors``: instead of those ``-mode`` picks
     (tests, and a ``mode`` name to report with them); ``extra_collectors`` go
     first, beside the mode's (the monitor's own report queue); the log
-    follower last, when ``follow`` is set.
+    follower last, when ``follow`` is set. ``actions``: run the settings' actions on raised signals (the
+    daemon's; their signals and causes are checked against the vocabulary whether or not they run).
     """
     plugins = plugins or discover()
     check_scenario(settings.scenario)  # in every mode, as every other setting is checked at start-up
+    check_actions(settings.actions, plugins.vocabulary.signal_names, plugins.vocabulary.cause_names)
     reports = RealReports(settings.stale_after)  # ingest stamps it; the simulator yields to it
     if collectors is None:
         mode, collectors = build_collectors(settings, plugins.collectors, reports)
@@ -122,12 +126,14 @@ def open_engine(
         collectors = [*collectors, open_follow(settings, on_read=ops.logs_read)]
     if settings.flight_recorder:  # the job's Flight Recorder dumps, beside any mode's collectors
         collectors = [*collectors, open_flight_recorder(settings.flight_recorder)]
+    runner = ActionRunner(settings.actions, ops.action_done, settings.actions_dry_run) if actions else None
     outputs = Outputs(
         telemetry=telemetry,
         exports=exports,
         ops=ops,
         publisher=DiagnosisPublisher(telemetry.meter, telemetry.logger, settings.metrics_namespace, plugins.vocabulary),
         recorder=TraceWriter(settings.record) if settings.record else None,
+        actions=runner,
     )
     # only a simulator has a training loop to stand down for real reports
     return Engine(

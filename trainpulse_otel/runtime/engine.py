@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
+    from ..actions import ActionRunner
     from ..collect.sim.handover import RealReports
 
 log = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class Outputs:
     ops: OperationalMetrics
     publisher: DiagnosisPublisher
     recorder: TraceWriter | None = None
+    actions: ActionRunner | None = None  # the daemon's actions on a raised signal (docs/actions.md)
 
 
 class Engine:
@@ -130,6 +132,8 @@ class Engine:
         self.ops = outputs.ops
         self.publisher = outputs.publisher
         self.recorder = outputs.recorder
+        self.actions = outputs.actions
+        self.warming = False  # set through a warm-up (runtime/session.py): no action runs
         self.clock = clock
         self.reports = reports
         self.otlp = OtlpReceiver(settings.metrics_namespace)  # delta totals between OTLP requests
@@ -233,6 +237,8 @@ class Engine:
             self.ops.flush()
             result = self.stepper.step(now)
             self.publisher.publish(result)
+            if self.actions is not None:  # decides and queues only: the actions run on their own thread
+                self.actions.offer(result, now, self.warming)
             self._record(now)
             self.ticks += 1
             if self._last_progress is not None:
@@ -358,6 +364,8 @@ class Engine:
                 log.warning("closing collector %s failed", collector.name, exc_info=True)
         if self.recorder is not None:
             self.recorder.close()
+        if self.actions is not None:
+            self.actions.close()
         self.ops.flush()
         self.telemetry.shutdown()
 

@@ -27,8 +27,16 @@ def warm_up(engine: Engine, on_tick: Callable[[PipelineResult], None] | None = N
     (``-warmup``, else :data:`SIM_WARMUP_S`) runs in virtual time, ending now:
     the scenario's fault and the sparklines are there from the first frame.
     Real collectors tick in real time for ``-warmup``, at least twice, so host
-    rates and CPU% have an interval.
+    rates and CPU% have an interval. No action runs on what is raised meanwhile (``engine.warming``).
     """
+    engine.warming = True  # what is raised while warming up runs no action
+    try:
+        _warm_up(engine, on_tick)
+    finally:
+        engine.warming = False
+
+
+def _warm_up(engine: Engine, on_tick: Callable[[PipelineResult], None] | None) -> None:
     settings = engine.settings
     if engine.mode == "sim":
         engine.backfill(settings.warmup or SIM_WARMUP_S, on_tick)

@@ -111,6 +111,15 @@ LOG_RECORDS = OperationalSpec(
     ("source", "kind"),
     "What the lines read became, by source and kind: report (a training report), event (a failure event).",
 )
+#: ``outcome`` of an action (docs/actions.md): ran (ok, failed, timeout), or not (dropped, dry_run, cooldown).
+ACTION_OUTCOMES = ("ok", "failed", "timeout", "dropped", "dry_run", "cooldown")
+ACTIONS = OperationalSpec(
+    "actions",
+    "counter",
+    "{run}",
+    ("action", "outcome"),
+    "Actions on a raised signal, by action name and outcome: ok, failed, timeout, dropped, dry_run, cooldown.",
+)
 OPERATIONAL: tuple[OperationalSpec, ...] = (
     INGEST_SAMPLES,
     INGEST_HEARTBEATS,
@@ -122,6 +131,7 @@ OPERATIONAL: tuple[OperationalSpec, ...] = (
     COLLECTOR_ERRORS,
     LOG_LINES,
     LOG_RECORDS,
+    ACTIONS,
 )
 
 
@@ -143,6 +153,7 @@ class OperationalMetrics:
         self._collector_errors = create(COLLECTOR_ERRORS)
         self._log_lines = create(LOG_LINES)
         self._log_records = create(LOG_RECORDS)
+        self._actions = create(ACTIONS)
         # Bounded: if ticks ever stopped, memory would not grow (the oldest notes go first).
         self._pending: deque[tuple[str, str | None]] = deque(maxlen=PENDING_LIMIT)
         self._otlp_pending: deque[tuple[int, int, int]] = deque(maxlen=PENDING_LIMIT)
@@ -226,3 +237,7 @@ class OperationalMetrics:
         for kind, n in (("report", reports), ("event", events)):
             if n:
                 self._log_records.add(n, {"source": source, "kind": kind})
+
+    def action_done(self, action: str, outcome: str) -> None:
+        """Count one action's outcome (from the actions' worker thread, or the tick's)."""
+        self._actions.add(1, {"action": action, "outcome": outcome})
