@@ -112,4 +112,5 @@ def exercise_every_instrument(engine: Engine) -> None:
     engine.ops.otlp_received(accepted=3, rejected=1, ignored=2)
     engine.ops.logs_read(lines=10, unknown=4, reports=2, events=1)
     engine.ops.otlp_logs_received(accepted=5, rejected=1, ignored=2)
+    engine.ops.action_done("run:drain", "ok")
     engine.ops.flush()  # accepted reports reach the instruments at the next tick or metrics read

@@ -46,11 +46,13 @@ Count = Callable[[str, str], None]
 class ActionRunner:
     """The configured actions of one daemon: decided on the tick's thread, run on a worker thread."""
 
-    def __init__(self, actions: Sequence[Action], count: Count, dry_run: bool = False) -> None:
+    def __init__(
+        self, actions: Sequence[Action], count: Count, dry_run: bool = False, queue_size: int = QUEUE_SIZE
+    ) -> None:
         self.policy = ActionPolicy(actions)
         self.count = count
         self.dry_run = dry_run
-        self._queue: queue.Queue[Decision | None] = queue.Queue(QUEUE_SIZE)
+        self._queue: queue.Queue[Decision | None] = queue.Queue(queue_size)
         self._worker = threading.Thread(target=self._work, name="trainpulse-actions", daemon=True)
         self._worker.start()
 
@@ -61,13 +63,13 @@ class ActionRunner:
                 try:
                     self._queue.put_nowait(decision)
                 except queue.Full:
-                    self._done(decision, DROPPED, 0.0, f"the queue of {QUEUE_SIZE} runs is full")
+                    self._done(decision, DROPPED, 0.0, f"{self._queue.maxsize} runs wait already")
             elif decision.verdict == RUN:
                 self._done(decision, DRY_RUN, 0.0, f"would {describe(decision.action)}")
             elif decision.verdict == COOLDOWN:
                 self._done(decision, COOLDOWN, 0.0, f"ran less than {decision.action.cooldown:g}s ago")
             else:
-                _line(logging.INFO, decision, "not run", 0.0, "the diagnosis is warming up")
+                _line(logging.INFO, decision, "warmup", 0.0, "not run: the diagnosis is warming up")
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the worker once the queued runs are done (or ``timeout_s`` passed)."""
