@@ -112,7 +112,7 @@ def test_promtool_accepts_the_prometheus_files(command):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-ENV_REFERENCE = re.compile(r"\$\{env:[A-Z_]+(:-[^}]*)?\}")
+ENV_REFERENCE = re.compile(r"\$\{env:[A-Z_][A-Z0-9_]*(:-[^}]*)?\}")
 
 
 def job_gateway() -> tuple[dict, dict]:
@@ -182,3 +182,30 @@ def test_job_gateway_holds_no_secret():
     assert config["exporters"]["datadog"]["api"]["key"] == "${env:DD_API_KEY}"
     found = secrets_in(config["exporters"])
     assert len(found) >= 2 and all(ENV_REFERENCE.search(str(value)) for _, value in found), found
+
+
+def test_jobs_gateway_routes_each_job_to_its_own_daemon():
+    config = load("otelcol/jobs-gateway.yaml")
+    pipelines, routing = config["service"]["pipelines"], config["connectors"]["routing/jobs"]
+    defined = {section: set(config.get(section) or {}) | set(config["connectors"]) for section in config}
+    for name, pipeline in pipelines.items():
+        for section in ("receivers", "processors", "exporters"):
+            for component in pipeline.get(section, []):
+                assert component in defined[section], f"{name}: {section} {component} is not defined"
+    routed = {}
+    for route in routing["table"]:
+        assert route["context"] == "resource"
+        job = re.fullmatch(r'resource\.attributes\["trainpulse\.job"\] == "(\w+)"', route["condition"]).group(1)
+        (pipeline,) = route["pipelines"]
+        assert pipelines[pipeline]["receivers"] == ["routing/jobs"]
+        (exporter,) = pipelines[pipeline]["exporters"]
+        endpoint = config["exporters"][exporter]["metrics_endpoint"]
+        assert endpoint.endswith("/v1/metrics") and job in endpoint and job in exporter
+        routed[job] = exporter
+    assert len(set(routed.values())) == len(routed) >= 2  # one daemon a job, none shared
+    (unrouted,) = routing["default_pipelines"]
+    assert pipelines[unrouted]["exporters"] == ["debug"]  # a node naming no known job reaches no daemon
+    inbound = [p for p in pipelines.values() if "routing/jobs" in p["exporters"]]
+    assert [p["processors"] for p in inbound] == [["memory_limiter", "filter/node_daemons_only"]]
+    found = secrets_in(config["exporters"])  # each job's token from the environment, none in the file
+    assert len(found) == len(routed) and all(ENV_REFERENCE.search(str(value)) for _, value in found), found
