@@ -11,6 +11,7 @@ import time
 
 from tests import parts
 from tests.actions.probe import probe, told
+from tests.exports.receivers import wait_until
 from trainpulse_otel.config import Settings
 from trainpulse_otel.config_values import actions
 from trainpulse_otel.runtime import warm_up
@@ -46,11 +47,12 @@ def test_a_hanging_action_never_delays_a_tick(tmp_path):
     built, out = engine(tmp_path, "throughput_collapse", onset=40.0, warmup=20.0, sleep_s=60.0, timeout="2s")
     try:
         warm_up(built)
-        ts = T0
-        while not told(out):  # tick until the action has started (and now hangs, for 60 s)
+        ts, raised = T0, False
+        while not raised:  # tick until the fault is raised: the action is queued then
             ts += 1.0
             assert ts < T0 + 120, "the fault was never raised"
-            built.tick(ts)
+            raised = any(t.event == "raised" for t in built.tick(ts).transitions)
+        assert wait_until(lambda: told(out))  # the action has started, and now hangs (for 60 s)
         hang_started, took = time.monotonic(), []
         while time.monotonic() - hang_started < 1.0:  # the action hangs meanwhile: ticks go on at their own pace
             ts += 1.0
