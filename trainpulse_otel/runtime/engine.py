@@ -33,7 +33,7 @@ from ..logs import LogLine, LogReader
 from ..publish.otel import DiagnosisPublisher
 from ..publish.snapshot import Snapshot, build_snapshot
 from ..receive import Decoded, DecodedLogs, OtlpReceiver, decode_logs
-from ..samples import Frame, LogEvent, NodeReport, TrainingSample
+from ..samples import Frame, LogEvent, NodeReport, TrainingSample, with_stacks
 from ..samples.builder import field_replacer
 from ..telemetry.exporters import Exports
 from ..telemetry.latest import LatestSamples
@@ -57,8 +57,9 @@ BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
-#: A tick's frame with the losses and failure events reported since the last one (a slot copy: every tick makes one).
-_WITH_STREAMS = field_replacer(Frame, "losses", "events")
+#: A tick's frame with the losses and failure events reported since the last one, and the ranks' latest stacks
+#: (a slot copy: every tick makes one).
+_WITH_STREAMS = field_replacer(Frame, "losses", "events", "stacks")
 
 
 class FrameSource(Protocol):
@@ -89,10 +90,10 @@ class Stepper:
 
     def frame(self, now: float) -> Frame:
         """The frame at ``now``, after stale samples expire, with every loss and failure event reported since the
-        last one."""
+        last one, and the ranks' latest stacks."""
         self.latest.expire(now)
         latest = self.latest
-        return _WITH_STREAMS(self.frames.read(now), latest.drain_losses(), latest.drain_events())
+        return _WITH_STREAMS(self.frames.read(now), latest.drain_losses(), latest.drain_events(), latest.stacks())
 
 
 @dataclass
@@ -261,6 +262,7 @@ class Engine:
         current = self.latest.current()
         training = current.training if current.training is not self._recorded_training else None
         self._recorded_training = current.training
+        training = with_stacks(training, self.latest.stacks())  # kept beside the ranks: the trace keeps them on
         frame = self.window.latest
         losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
         events = frame.events if frame is not None else ()

@@ -56,6 +56,7 @@ from .rules import (
     TRAINING_RULES,
     Rule,
 )
+from .stacks import MAX_STACK_FRAMES, RankStack, StackFrame, with_stacks
 from .validation import (
     SampleError,
     check_value,
@@ -64,6 +65,7 @@ from .validation import (
     parse_gpus,
     parse_host,
     parse_rank,
+    parse_stack,
     parse_training,
     type_name,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "EVENT_KINDS",
     "GPU_RULES",
     "HOST_RULES",
+    "MAX_STACK_FRAMES",
     "MAX_STRING_LENGTH",
     "NODE_SILENT_INTERVALS",
     "PROCESS_FAILED",
@@ -98,8 +101,10 @@ __all__ = [
     "NodeReport",
     "NodeSample",
     "RankSample",
+    "RankStack",
     "Rule",
     "SampleError",
+    "StackFrame",
     "TrainingSample",
     "XidCount",
     "carried_parts",
@@ -119,8 +124,10 @@ __all__ = [
     "parse_host",
     "parse_log_event",
     "parse_rank",
+    "parse_stack",
     "parse_training",
     "to_dict",
     "type_name",
     "with_job_description",
+    "with_stacks",
 ]

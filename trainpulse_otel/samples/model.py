@@ -12,6 +12,7 @@ from .builder import field_replacer
 
 if TYPE_CHECKING:
     from .events import LogEvent
+    from .stacks import RankStack, StackFrame
 
 THROTTLE_REASONS: tuple[str, ...] = (
     "gpu_idle",
@@ -158,7 +159,9 @@ class RankSample:
     ``global_step``, ``phase`` and ``phase_since`` are the rank's heartbeat:
     its last completed step and what it is doing now (one of
     :data:`RANK_PHASES`, since that unix time), sent even while its step is
-    blocked; ``pid`` is its process, for a stack dump when it hangs.
+    blocked; ``pid`` is its process, for a stack dump when it hangs; ``stack`` its
+    training thread's Python stack (innermost last), sent once it has stayed in one
+    phase for a while (:mod:`.stacks`).
     """
 
     rank: int
@@ -176,12 +179,13 @@ class RankSample:
     phase: str | None = None
     phase_since: float | None = None
     pid: int | None = None
+    stack: tuple[StackFrame, ...] | None = None
 
 
 #: The parts of a rank's entry that arrive separately: its identity, its heartbeat (every few seconds, also
 #: while its step is blocked) and its step measurements (the rank gather, every few steps).
 RANK_IDENTITY = ("gpu_index", "hostname")
-RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid")
+RANK_HEARTBEAT = ("global_step", "phase", "phase_since", "pid", "stack")
 RANK_MEASUREMENTS = tuple(f.name for f in fields(RankSample) if f.name not in ("rank", *RANK_IDENTITY, *RANK_HEARTBEAT))
 
 
@@ -338,6 +342,8 @@ class Frame:
     nodes: tuple[NodeSample, ...] = ()
     #: Every failure the job's own output told since the previous frame (:mod:`.events`).
     events: tuple[LogEvent, ...] = ()
+    #: The latest stack of each rank whose heartbeat sent one and that has not moved on since, by rank.
+    stacks: tuple[RankStack, ...] = ()
 
 
 #: A report without its ranks (a slot copy: the window makes one a tick).
@@ -358,7 +364,7 @@ def history_record(frame: Frame) -> Frame:
     if (
         gpus is frame.gpus
         and training is frame.training
-        and not (frame.xid_counts or frame.losses or frame.nodes or frame.events)
+        and not (frame.xid_counts or frame.losses or frame.nodes or frame.events or frame.stacks)
     ):
         return frame
     return Frame(frame.ts, gpus, frame.host, training)
@@ -383,6 +389,8 @@ def to_dict(sample: Any) -> dict[str, Any]:
             continue
         if f.name == "ranks":
             value = [to_dict(r) for r in value]
+        elif f.name == "stack":
+            value = [frame._asdict() for frame in value]
         elif isinstance(value, tuple):
             value = list(value)
         out[f.name] = value

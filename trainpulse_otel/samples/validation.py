@@ -14,6 +14,7 @@ from typing import Any
 
 from .builder import SampleBuilder
 from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
+from .stacks import MAX_STACK_FRAMES, StackFrame
 from .rules import (
     COUNT,
     GPU_RULES,
@@ -204,11 +205,13 @@ def parse_rank(data: Any, where: str) -> RankSample:
     """Build a RankSample; ``rank`` is required, ``phase`` one of RANK_PHASES."""
     rank = _RANK.build(data) if type(data) is dict else None
     if rank is not None and rank.rank is not None:
-        phase, pid = data.get("phase"), data.get("pid")
+        phase, pid, stack = data.get("phase"), data.get("pid"), data.get("stack")
         if phase is not None:
             _RANK.put(rank, "phase", _checked_phase(phase, where))
         if pid is not None:
             _RANK.put(rank, "pid", check_value(where + ".pid", pid, COUNT))
+        if stack is not None:
+            _RANK.put(rank, "stack", parse_stack(stack, where + ".stack"))
         return rank
     values = _checked_fields(data, RANK_RULES, where + ".")
     if "rank" not in values:
@@ -219,7 +222,31 @@ def parse_rank(data: Any, where: str) -> RankSample:
     pid = data.get("pid")
     if pid is not None:
         values["pid"] = check_value(where + ".pid", pid, COUNT)
+    stack = data.get("stack")
+    if stack is not None:
+        values["stack"] = parse_stack(stack, where + ".stack")
     return RankSample(**values)
+
+
+def parse_stack(data: Any, field: str) -> tuple[StackFrame, ...]:
+    """A heartbeat's stack: at most ``MAX_STACK_FRAMES`` objects ``{"file", "line", "function"}``, innermost last."""
+    if not isinstance(data, (list, tuple)):
+        raise SampleError(field, f"must be an array of frames, got {type_name(data)}")
+    if len(data) > MAX_STACK_FRAMES:
+        raise SampleError(field, f"has {len(data)} frames; at most {MAX_STACK_FRAMES} are accepted")
+    return tuple(_parse_frame(frame, f"{field}[{i}]") for i, frame in enumerate(data))
+
+
+def _parse_frame(data: Any, where: str) -> StackFrame:
+    if not isinstance(data, Mapping):
+        raise SampleError(where, f"must be an object with file, line and function, got {type_name(data)}")
+    values = []
+    for name, rule in (("file", STR), ("line", COUNT), ("function", STR)):
+        value = data.get(name)
+        if value is None:
+            raise SampleError(f"{where}.{name}", "is required")
+        values.append(check_value(f"{where}.{name}", value, rule))
+    return StackFrame(*values)
 
 
 def _checked_phase(phase: Any, where: str) -> str:

@@ -8,8 +8,10 @@ parts that arrive apart: its step measurements (the rank gather, every few
 steps) and its heartbeat (``global_step``, ``phase``, ``phase_since``, ``pid``,
 every few seconds, also while its step is blocked). An entry that carries
 only one part keeps the other as it was, so a heartbeat keeps a blocked rank
-alive without repeating — or erasing — its last step's numbers. The clock is passed in
-(``now``), so replay can drive this with a trace's timestamps.
+alive without repeating — or erasing — its last step's numbers. A heartbeat's ``stack`` is
+no measurement: it is kept beside the ranks (:meth:`LatestSamples.stacks`) until the rank's next
+heartbeat without one. The clock is passed in (``now``), so replay can drive this with a trace's
+timestamps.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, is_not
 
 from ..samples import (
     DEFAULT_MAX_RANKS,
@@ -31,6 +33,7 @@ from ..samples import (
     NodeReport,
     NodeSample,
     RankSample,
+    RankStack,
     TrainingSample,
     XidCount,
     carried_parts,
@@ -77,6 +80,8 @@ class LatestSamples:
         self._rank_at: dict[int, float] = {}
         #: The parts of a rank's entry (:data:`~trainpulse_otel.samples.RANK_PARTS`) some held entry may carry.
         self._parts_held: frozenset[str] = frozenset()
+        #: Each rank's latest stack, until its next heartbeat without one (the rank moved on).
+        self._stacks: dict[int, RankStack] = {}
         self._training: TrainingSample | None = None
         self._training_changes = 0
         self._training_merged_at = 0
@@ -171,6 +176,8 @@ class LatestSamples:
         taken so (the usual report, whose ranks all carry the same parts), the ranks are stored as they came:
         at 4,096 ranks the per-rank merge was half the frame's cost.
         """
+        if self._stacks or any(map(is_not, map(_RANK_STACK, ranks), repeat(None))):
+            ranks = self._take_stacks(ranks)
         every, some = carried_parts(ranks)
         held = self._parts_held
         numbers = list(map(_RANK_NUMBER, ranks))
@@ -185,12 +192,32 @@ class LatestSamples:
         if not some <= held:
             self._parts_held = held | some
 
+    def _take_stacks(self, ranks: Sequence[RankSample]) -> tuple[RankSample, ...]:
+        """Keep the stacks ``ranks`` carry, drop those of ranks whose heartbeat came without one (call under the
+        lock); the ranks without their stacks: a stack has no point, it never reaches the instruments."""
+        out = []
+        for rank in ranks:
+            if rank.stack is not None:
+                self._stacks[rank.rank] = RankStack(rank.rank, rank.global_step, rank.phase, rank.stack)
+                rank = _WITHOUT_STACK(rank, None)
+            elif rank.phase is not None:
+                self._stacks.pop(rank.rank, None)
+            out.append(rank)
+        return tuple(out)
+
+    def stacks(self) -> tuple[RankStack, ...]:
+        """The latest stack of each rank that sent one and has not moved on since, by rank."""
+        with self._lock:
+            held = self._stacks
+            return tuple(held[r] for r in sorted(held)) if held else ()
+
     def forget_training(self) -> None:
         """Drop the training view and every rank (another source takes over the job's reports)."""
         with self._lock:
             self._job = None
             self._ranks.clear()
             self._rank_at.clear()
+            self._stacks.clear()
             self._parts_held = frozenset()
             self._training_changes += 1
             self._changed()
@@ -288,6 +315,7 @@ class LatestSamples:
         for r in numbers:
             del self._ranks[r]
             del self._rank_at[r]
+            self._stacks.pop(r, None)
         if not self._ranks:
             self._parts_held = frozenset()
 
@@ -327,3 +355,5 @@ _WITH_STAMP_AND_RANKS = field_replacer(TrainingSample, "timestamp", "ranks")
 _WITH_RANKS = field_replacer(TrainingSample, "ranks")
 #: Reads a rank entry's number in one C call (this runs over every rank of every report).
 _RANK_NUMBER = attrgetter("rank")
+_RANK_STACK = attrgetter("stack")
+_WITHOUT_STACK = field_replacer(RankSample, "stack")
