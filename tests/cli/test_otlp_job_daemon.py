@@ -50,8 +50,10 @@ def test_a_node_daemons_otlp_export_reaches_the_job_daemons_view(start, protocol
     ranks = snap["training"]["ranks"] if snap["training"] else []
     own = node.get("/v1/snapshot")["training"]["ranks"]
     assert [(r["rank"], r["hostname"]) for r in ranks] == [(r["rank"], r["hostname"]) for r in own]  # as the node
+    assert "signals" in node_view  # its daemon judges its GPUs and host, and sends its verdict along
     exposition = _metrics(job).splitlines()
-    assert _lines(exposition, "trainpulse_gpu_utilization_percent{", f'hostname="{NODE}"')
+    assert not _lines(exposition, "trainpulse_gpu_utilization_percent{", f'hostname="{NODE}"')  # the node's own
+    assert _lines(exposition, "trainpulse_node_last_seen_seconds{", f'hostname="{NODE}"')  # its summary: the job's
     assert _lines(exposition, "trainpulse_otlp_points_total{", 'outcome="accepted"')
     assert job.get("/healthz")["status"] == "ok"
 

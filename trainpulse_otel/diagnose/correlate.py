@@ -116,13 +116,14 @@ class Evidence:
         return (self.node.node_of(host if isinstance(host, str) else None), int(index))
 
     def gpu_of(self, straggler: Signal) -> GpuKey | None:
-        """The GPU a straggling rank runs on (None when the frame has no GPUs of its host)."""
+        """The GPU a straggling rank runs on (None when the frame has no GPUs of its host and its node's daemon
+        does not judge them)."""
         index = straggler.subject.get("gpu_index")
         host = straggler.subject.get("hostname", straggler.evidence.get("hostname"))
         if index is None or not self.node.is_local(host):
             return None
         key = (self.node.node_of(host), int(index))
-        return key if key in self.node.gpus else None
+        return key if key in self.node.gpus or key[0] in self.node.judged else None
 
     def stragglers_on(self, gpu: GpuKey) -> list[Signal]:
         """The ``rank_straggler`` signals whose rank runs on GPU ``gpu``."""
@@ -153,7 +154,9 @@ class Evidence:
         return subject
 
     def node_gpus(self, node: str | None) -> list[GpuKey]:
-        """Every GPU of one node (``None``: this daemon's own)."""
+        """Every GPU of one node (``None``: this daemon's own; a node that judges itself: the GPUs it sent)."""
+        if node is not None and node in self.node.judged:
+            return [(node, index) for index in self.node.judged[node]]
         return [key for key in self.node.gpus if key[0] == node]
 
     def rank_budget(self, rank: Any) -> dict[str, float] | None:

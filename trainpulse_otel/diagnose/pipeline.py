@@ -23,6 +23,7 @@ from .detectors.stall import TRAINING_STALLED
 from .goodput import GoodputAccount
 from .health import HealthScorer
 from .rank_budget import RankBudgets
+from .relay import RELAY_POLICY, relayed_findings
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .tick import TickBuilder
 from .tracker import SignalTracker
@@ -62,6 +63,7 @@ class DiagnosticPipeline:
         self.rules: tuple[RootCauseRule, ...] = tuple(rules)
         self.vocabulary = vocabulary if vocabulary is not None else Vocabulary(self.detectors, self.rules)
         self._declared = [frozenset(spec.name for spec in d.signals) for d in self.detectors]
+        self._layers = {name: spec.layer for name, spec in self.vocabulary.signals.items()}
         self._due = [float("-inf")] * len(self.detectors)
         self._phases = _phases(self.detectors)
         self._ticks = TickBuilder()
@@ -108,6 +110,8 @@ class DiagnosticPipeline:
                     log.warning(
                         "detector %s failed; its signals hold until it judges again", detector.name, exc_info=True
                     )
+        if frame.nodes:  # the judging nodes' own verdicts (a job daemon's view)
+            tracker.observe(len(self.detectors), relayed_findings(frame.nodes, self._layers), RELAY_POLICY, ts)
         tracker.expire(tick.ts)
         transitions = tracker.drain()
         signals = tracker.signals()

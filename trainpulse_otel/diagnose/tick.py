@@ -156,7 +156,7 @@ class NodeState:
     node's GPU; any other rank runs on this daemon's own node (``None``).
     """
 
-    __slots__ = ("gpus", "host", "hostname", "nodes", "rank_of_gpu")
+    __slots__ = ("gpus", "host", "hostname", "judged", "nodes", "rank_of_gpu")
 
     def __init__(self) -> None:
         self.gpus: dict[GpuKey, GpuState] = {}
@@ -164,6 +164,8 @@ class NodeState:
         self.rank_of_gpu: dict[GpuKey, int] = {}
         self.hostname: str | None = None
         self.nodes: frozenset[str] = frozenset()
+        #: The nodes whose daemons judge their own GPUs, with those GPUs' indices (none of them has a state here).
+        self.judged: dict[str, tuple[int, ...]] = {}
 
     def gpu(self, key: GpuKey) -> GpuState | None:
         return self.gpus.get(key)
@@ -244,11 +246,12 @@ class Tick:
         self.all_reduce_ms = all_reduce_ms(report) if report is not None else None
 
     def hosts(self) -> Iterator[tuple[str | None, HostSample]]:
-        """This node's host sample (``None``), then each other node's that has one, by hostname."""
+        """This node's host sample (``None``), then each other node's that has one and judges none itself, by
+        hostname."""
         if self.host is not None:
             yield None, self.host
         for node in self.frame.nodes:
-            if node.host is not None:
+            if node.host is not None and not node.judged:
                 yield node.hostname, node.host
 
 
@@ -314,6 +317,7 @@ class TickBuilder:
         training = frame.training
         if frame.nodes or self.node.nodes:
             self.node.nodes = frozenset(n.hostname for n in frame.nodes)
+            self.node.judged = {n.hostname: tuple(g.index for g in n.gpus) for n in frame.nodes if n.judged}
         if training is not None:
             key = report_key(training)
             if key != self._last_key:

@@ -92,8 +92,8 @@ class Snapshot:
         return out
 
     def _node_dict(self, node: NodeSample) -> dict[str, Any]:
-        gpus = [node_gpu_dict(g) for g in self.node_gpus(node.hostname)]
-        return {
+        gpus = [node_gpu_dict(g) for g in (node.gpus if node.judged else self.node_gpus(node.hostname))]
+        out = {
             "hostname": node.hostname,
             "gpus": gpus,
             "host": to_dict(node.host) if node.host else None,
@@ -101,6 +101,9 @@ class Snapshot:
             "report_interval_s": node.report_interval_s,
             "stale": self.timestamp is not None and node.stale(self.timestamp),
         }
+        if node.signals is not None:  # the node's daemon judges its GPUs and host: its verdict, its active signals
+            out["signals"] = [{"name": s.name, "severity": s.severity, "subject": dict(s.subject)} for s in node.signals]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Snapshot:

@@ -11,7 +11,8 @@ export of the same layout is checked and assembled as planned the first time
 (:mod:`.layout`). TrainPulse's *outputs* (health,
 signals, goodput, the daemon's counters) and a relaying job daemon's view of
 its other nodes (points naming another ``hostname``, ``node.*``) are not
-inputs: they are counted as ignored.
+inputs: they are counted as ignored; the node daemon's verdict (its health
+and its active signals' subjects) is read beside them (:mod:`.verdict`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .points import GAUGE, SUM, Attributes, Series, is_delta, point_count
 from .readings import READINGS, Reading, value_error
 from .series import SeriesState
 from .tally import Tally
+from .verdict import VerdictReader
 
 #: The meter (instrumentation scope) TrainPulse's instruments come from.
 TRAINPULSE_SCOPE = "trainpulse_otel"
@@ -68,6 +70,7 @@ class OwnInstruments:
         self._names: set[str] = set()
         self._distinct = True  # no series came twice (so far)
         self._planned: Planned | None = None  # a scope read by its layout's planned assembly (add_scope)
+        self.verdict = VerdictReader(hostname, self.prefix)
 
     def understands(self, scope: str, metric: str) -> bool:
         """Whether ``metric`` of ``scope`` is one of TrainPulse's instruments (inputs and outputs alike)."""
@@ -87,6 +90,8 @@ class OwnInstruments:
         names = [metric.name for metric in metrics]
         if scope_metrics.scope.name != TRAINPULSE_SCOPE or not all(name.startswith(self.prefix) for name in names):
             return False
+        for metric, name in zip(metrics, names, strict=True):
+            self.verdict.read(metric, name)
         taken = [take_metric(metric) for metric in metrics]
         identity = scope_metrics.SerializeToString()
         layout = self.attribute_sets.node_layout(self.hostname, identity)
@@ -123,6 +128,7 @@ class OwnInstruments:
     def add_metric(self, metric: Metric) -> None:
         """Check one metric's points and keep the good ones; outputs and relayed views are ignored."""
         name = metric.name
+        self.verdict.read(metric, name)
         values, times = take_metric(metric)
         self._add(self._plan(metric, name), name, values, times)
 
@@ -196,7 +202,9 @@ class OwnInstruments:
         return kept
 
     def report(self) -> NodeReport | None:
-        """The node's samples from the points kept; None when the request had none of them."""
+        """The node's samples from the points kept, and its daemon's verdict; None when the request had
+        neither."""
+        signals = self.verdict.signals()
         if self._planned is not None:
             frame = self._planned.layout.assembly.frame(self._planned.values)
         elif self._kept:
@@ -204,13 +212,14 @@ class OwnInstruments:
             assembler.add_observations(self._newest())
             frame = assembler.frame(0.0)
         else:
-            return None
+            return None if signals is None else NodeReport(self.hostname, signals=signals)
         return NodeReport(
             self.hostname,
             gpus=frame.gpus or None,
             host=frame.host,
             training=frame.training,
             xid_counts=frame.xid_counts or None,
+            signals=signals,
         )
 
     def _newest(self) -> dict[str, Iterable[tuple[float | int, Attributes]]]:

@@ -41,7 +41,7 @@ from ..telemetry.instruments import register_measurements
 from ..telemetry.latest import LatestSamples
 from ..telemetry.operational import OperationalMetrics
 from ..telemetry.providers import build_resource, build_telemetry
-from ..telemetry.read_back import frame_from_samples
+from ..telemetry.read_back import ReadBackMemo, frame_from_samples
 from ..telemetry.reader import FrameReader
 from .engine import Clock, Engine, Outputs, Stepper
 from .plugins import Plugins, discover
@@ -186,12 +186,13 @@ class SampleFrames:
 
     def __init__(self, latest: LatestSamples) -> None:
         self.latest = latest
+        self._memo = ReadBackMemo()  # the samples unchanged since the previous frame read back as they did
 
     def read(self, ts: float) -> Frame:
         latest = self.latest
         current = latest.current()
         return frame_from_samples(
-            ts, current.gpus or (), current.host, current.training, latest.xid_counts(), latest.nodes()
+            ts, current.gpus or (), current.host, current.training, latest.xid_counts(), latest.nodes(), self._memo
         )
 
 

@@ -23,7 +23,6 @@ from .events import (
 from .model import (
     COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
-    NODE_SILENT_INTERVALS,
     RANK_PHASES,
     THROTTLE_REASONS,
     Frame,
@@ -31,8 +30,6 @@ from .model import (
     GpuSample,
     HostSample,
     LossPoint,
-    NodeReport,
-    NodeSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -45,6 +42,7 @@ from .model import (
     own_gpus,
     to_dict,
 )
+from .nodes import NODE_SILENT_INTERVALS, NodeReport, NodeSample, NodeSignal
 from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank, with_job_description
 from .rules import (
     GPU_RULES,
@@ -100,6 +98,7 @@ __all__ = [
     "LossPoint",
     "NodeReport",
     "NodeSample",
+    "NodeSignal",
     "RankSample",
     "RankStack",
     "Rule",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .events import LogEvent
-from .model import GpuSample, HostSample, NodeReport, TrainingSample
+from .model import GpuSample, HostSample, TrainingSample
+from .nodes import NodeReport
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from .builder import field_replacer
 
 if TYPE_CHECKING:
     from .events import LogEvent
+    from .nodes import NodeSample
     from .stacks import RankStack, StackFrame
 
 THROTTLE_REASONS: tuple[str, ...] = (
@@ -273,53 +274,6 @@ def _worst_loss(loss: float | None, loss_max: float) -> float:
     if loss is None or loss != loss or loss_max != loss_max:  # absent, or NaN: nothing is worse
         return loss_max if loss is None or loss_max != loss_max else loss
     return max(loss, loss_max)  # +inf wins by itself; -inf never does
-
-
-#: A node of a job that has sent nothing for this many of its own report intervals has stopped sending (the
-#: contract's ``node_unreachable``); its last state stays visible, marked stale.
-NODE_SILENT_INTERVALS = 3.0
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSample:
-    """One node of a job as the job daemon last heard from it.
-
-    ``last_seen`` is when its telemetry last arrived (unix seconds, the job
-    daemon's clock) and ``report_interval_s`` how often it usually arrives (the
-    median gap between its exports; ``None`` until two have arrived): a node
-    silent for several of its own intervals has stopped sending.
-    """
-
-    hostname: str
-    last_seen: float
-    report_interval_s: float | None = None
-    host: HostSample | None = None
-
-    def missed_reports(self, ts: float) -> float:
-        """How many of its intervals the node has been silent at ``ts`` (0 until its interval is known)."""
-        interval = self.report_interval_s
-        return max(0.0, ts - self.last_seen) / interval if interval else 0.0
-
-    def stale(self, ts: float) -> bool:
-        """Silent for :data:`NODE_SILENT_INTERVALS` of its intervals: what it last said may no longer hold."""
-        return self.missed_reports(ts) >= NODE_SILENT_INTERVALS
-
-
-@dataclass(frozen=True, slots=True)
-class NodeReport:
-    """What one node sent in one export (OTLP ingest from a node daemon or an OTel-emitting trainer).
-
-    Any part may be absent. ``xid_counts`` are the node's own running totals
-    (its daemon counts them), taken as they are; ``training`` carries the
-    node's ranks (global rank numbers) and, from the job's leading node, the
-    job-level report.
-    """
-
-    hostname: str
-    gpus: tuple[GpuSample, ...] | None = None
-    host: HostSample | None = None
-    training: TrainingSample | None = None
-    xid_counts: tuple[XidCount, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,10 @@ arrival times its liveness is judged from: the median gap between arrivals is
 the node's own report interval, so a node exporting every 10 s and one
 exporting every second are both judged against themselves.
 
+A node whose daemon sends its verdict (its active signals, :mod:`~trainpulse_otel.receive.verdict`) judges
+its own GPUs and host: its GPUs and XID totals stay out of the job's frame (:meth:`NodeTable.gpus`), held
+only to be shown, and its verdict travels on its :class:`~trainpulse_otel.samples.NodeSample`.
+
 The training part of a node's report is not kept here: its ranks merge into the
 job's training view like any other rank report (:class:`~.latest.LatestSamples`).
 Only the job's *leading* node — the one whose ranks include global rank 0, or
@@ -26,6 +30,7 @@ from ..samples import (
     HostSample,
     NodeReport,
     NodeSample,
+    NodeSignal,
     TrainingSample,
     XidCount,
     has_job_measurement,
@@ -45,10 +50,12 @@ LEADER_SILENT_INTERVALS = 3.0
 
 
 class _Node:
-    __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "xid_counts")
+    __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "signals", "xid_counts")
 
     def __init__(self, now: float) -> None:
         self.gpus: tuple[GpuSample, ...] = ()
+        #: The node daemon's verdict, its active signals (None: it sent none, so the job daemon judges the node).
+        self.signals: tuple[NodeSignal, ...] | None = None
         self.host: HostSample | None = None
         self.xid_counts: tuple[XidCount, ...] = ()
         self.last_seen = now
@@ -101,6 +108,10 @@ class NodeTable:
                 self._xid_counts = ()
         if report.host is not None:
             node.host = report.host
+        if report.signals is not None:
+            if node.signals is None:  # the node judges from now on: its GPUs and XIDs leave the job's frame
+                self._gpus, self._xid_counts = (), ()
+            node.signals = report.signals
         if report.xid_counts is not None:
             node.xid_counts = tuple(x if x.node == hostname else replace(x, node=hostname) for x in report.xid_counts)
             self._xid_counts = ()
@@ -135,22 +146,29 @@ class NodeTable:
         return len(self._nodes)
 
     def nodes(self) -> tuple[NodeSample, ...]:
-        """Every node, sorted by hostname."""
+        """Every node, sorted by hostname; a judging node with its verdict and the GPUs it judges itself."""
         return tuple(
             NodeSample(hostname, node.last_seen, node.interval(), node.host)
+            if node.signals is None
+            else NodeSample(hostname, node.last_seen, node.interval(), node.host, node.signals, _by_index(node.gpus))
             for hostname, node in sorted(self._nodes.items())
         )
 
     def gpus(self) -> tuple[GpuSample, ...]:
-        """Every node's GPUs, by node then index (cached until a node's GPU list changes)."""
+        """The GPUs the job daemon judges: every node's whose daemon sends no verdict, by node then index
+        (cached until a node's GPU list changes)."""
         if not self._gpus and self._nodes:
-            self._gpus = tuple(g for _, n in sorted(self._nodes.items()) for g in sorted(n.gpus, key=_index))
+            self._gpus = tuple(
+                g for _, n in sorted(self._nodes.items()) if n.signals is None for g in _by_index(n.gpus)
+            )
         return self._gpus
 
     def xid_counts(self) -> tuple[XidCount, ...]:
-        """Every node's XID totals."""
+        """The XID totals of the nodes the job daemon judges."""
         if not self._xid_counts and self._nodes:
-            self._xid_counts = tuple(x for _, n in sorted(self._nodes.items()) for x in n.xid_counts)
+            self._xid_counts = tuple(
+                x for _, n in sorted(self._nodes.items()) if n.signals is None for x in n.xid_counts
+            )
         return self._xid_counts
 
 
@@ -168,6 +186,10 @@ def _fold_xids(node: _Node, hostname: str) -> bool:
 
 def _index(gpu: GpuSample) -> int:
     return gpu.index
+
+
+def _by_index(gpus: tuple[GpuSample, ...]) -> tuple[GpuSample, ...]:
+    return tuple(sorted(gpus, key=_index))
 
 
 def _with_hostname(training: TrainingSample, hostname: str) -> TrainingSample:

@@ -37,6 +37,7 @@ def frame_from_samples(
     training: TrainingSample | None = None,
     xid_counts: Iterable[XidCount] = (),
     nodes: Iterable[NodeSample] = (),
+    memo: ReadBackMemo | None = None,
 ) -> Frame:
     """The frame the in-process reader builds for these samples, without the points in between.
 
@@ -45,17 +46,56 @@ def frame_from_samples(
     :class:`~.assembly.FrameAssembler` (a property test holds the two together over
     arbitrary samples) at a fraction of the cost. Replay uses it.
     GPU indices and ranks must be unique, as parsing and the collectors
-    guarantee.
+    guarantee. ``memo`` (one per stream of frames) reads a sample the previous
+    frame already read back as it did then.
     """
-    read_gpus = (_gpu_read_back(gpu) for gpu in sorted(gpus, key=_sample_order))
-    return Frame(
+    gpu_read, rank_read = (memo.gpu, memo.rank) if memo is not None else (_gpu_read_back, _rank_read_back)
+    read_gpus = (gpu_read(gpu) for gpu in sorted(gpus, key=_sample_order))
+    frame = Frame(
         ts=ts,
         gpus=tuple(g for g in read_gpus if g is not None),
         host=_host_read_back(host) if host is not None else None,
-        training=_training_read_back(training) if training is not None else None,
+        training=_training_read_back(training, rank_read) if training is not None else None,
         xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
         nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
     )
+    if memo is not None:
+        memo.turn()
+    return frame
+
+
+class ReadBackMemo:
+    """The read-backs of the previous frame's GPU and rank samples, by identity.
+
+    Samples are immutable, so one still held unchanged (a job daemon's node
+    that has not pushed since; a rank that has not reported) reads back as it
+    did: at 16,384 ranks pushed every few seconds, most of a tick's read-back
+    is of samples read the tick before. Only the last frame's are kept.
+    """
+
+    __slots__ = ("_current", "_previous")
+
+    def __init__(self) -> None:
+        self._previous: dict[int, tuple[Any, Any]] = {}
+        self._current: dict[int, tuple[Any, Any]] = {}
+
+    def gpu(self, gpu: GpuSample) -> GpuSample | None:
+        return self._read(gpu, _gpu_read_back)
+
+    def rank(self, rank: RankSample) -> RankSample | None:
+        return self._read(rank, _rank_read_back)
+
+    def turn(self) -> None:
+        """The frame is built: its samples are the ones the next frame may meet again."""
+        self._previous, self._current = self._current, {}
+
+    def _read(self, sample: Any, read: Callable[[Any], Any]) -> Any:
+        key = id(sample)
+        known = self._previous.get(key)
+        if known is None or known[0] is not sample:
+            known = (sample, read(sample))
+        self._current[key] = known
+        return known[1]
 
 
 def _sample_order(gpu: GpuSample) -> tuple[str, int]:
@@ -70,7 +110,7 @@ def _node_read_back(node: NodeSample) -> NodeSample:
     host = _host_read_back(node.host) if node.host is not None else None
     if host is node.host and _reads_back_as_is(node, NODE):
         return node  # its liveness and its host already as their points restore them: the usual case
-    return NodeSample(node.hostname, host=host, **_read_back(node, NODE))
+    return NodeSample(node.hostname, host=host, signals=node.signals, gpus=node.gpus, **_read_back(node, NODE))
 
 
 _READ_BACK: dict[str, tuple[tuple[str, float, Callable[[Number], Number]], ...]] = {
@@ -172,13 +212,15 @@ def _without_xid_errors(gpu: GpuSample) -> GpuSample:
     return _WITH_XID_ERRORS(gpu, None)
 
 
-def _training_read_back(training: TrainingSample) -> TrainingSample:
+def _training_read_back(
+    training: TrainingSample, rank_read: Callable[[RankSample], RankSample | None]
+) -> TrainingSample:
     fields = _read_back(training, TRAINING)
     for field in TRAINING_INFO_ATTRIBUTES:  # the info point's attributes, read back as strings
         value = getattr(training, field)
         if value is not None:
             fields[field] = str(value)
-    read_ranks = map(_rank_read_back, sorted(training.ranks, key=_RANK_NUMBER))
+    read_ranks = map(rank_read, sorted(training.ranks, key=_RANK_NUMBER))
     return TrainingSample(**fields, ranks=tuple(r for r in read_ranks if r is not None))
 
 
