@@ -53,6 +53,23 @@ BAD_TRAINING_BODIES = [
     ("negative phase_since", b'{"ranks": [{"rank": 0, "phase": "data", "phase_since": -1}]}', "ranks[0].phase_since"),
     ("fractional rank step", b'{"ranks": [{"rank": 0, "global_step": 2.5}]}', "ranks[0].global_step"),
     ("negative pid", b'{"ranks": [{"rank": 0, "phase": "data", "pid": -4}]}', "ranks[0].pid"),
+    ("stack not an array", b'{"ranks": [{"rank": 0, "phase": "data", "stack": "train.py:3"}]}', "ranks[0].stack"),
+    ("stack frame not an object", b'{"ranks": [{"rank": 0, "phase": "data", "stack": [3]}]}', "ranks[0].stack[0]"),
+    (
+        "stack frame without a line",
+        b'{"ranks": [{"rank": 0, "phase": "data", "stack": [{"file": "t.py", "function": "f"}]}]}',
+        "ranks[0].stack[0].line",
+    ),
+    (
+        "stack frame line negative",
+        b'{"ranks": [{"rank": 0, "phase": "data", "stack": [{"file": "t.py", "line": -1, "function": "f"}]}]}',
+        "ranks[0].stack[0].line",
+    ),
+    (
+        "stack too deep",
+        json.dumps({"ranks": [{"rank": 0, "stack": [{"file": "t.py", "line": 1, "function": "f"}] * 65}]}).encode(),
+        "ranks[0].stack",
+    ),
 ]
 
 

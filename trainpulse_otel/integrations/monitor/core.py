@@ -11,7 +11,9 @@ hundred nanoseconds a step). A background thread drains it once per
 ``interval`` into one training report for the destination: the in-process
 pipeline (``endpoint=None``) or a daemon over REST. Every rank also sends its
 heartbeat (:mod:`.heartbeat`) from a thread of its own, so a rank blocked
-inside a collective still says where it is. Configuration errors
+inside a collective still says where it is — a DDP ``model`` has its
+all-reduce marked as such by itself (:mod:`.commhook`), and a rank that stays
+put sends its stack (:mod:`.stack`). Configuration errors
 raise here, at construction; once running, nothing raises into the loop.
 """
 
@@ -30,6 +32,7 @@ from ...collect.gpu_name import detect_gpu_name
 from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
 from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, merged_rank, parse_rank
 from .aggregate import IntervalNumerics, JobContext, aggregate, build_sample
+from .commhook import AllReduceMarker, mark_all_reduce
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
 from .heartbeat import DEFAULT_PERIOD_S, MAX_PERIOD_S, HeartbeatThread, RankState, StoreChannel, rest_send
@@ -48,7 +51,9 @@ class TrainingMonitor:
 
     ``endpoint`` (or ``TRAINPULSE_ENDPOINT``) sends to a daemon; without one the
     monitor runs its own pipeline and :meth:`diagnosis` answers in-process.
-    ``model`` (a ``torch.nn.Module``) or ``flops_per_token`` gives MFU;
+    ``model`` (a ``torch.nn.Module``) or ``flops_per_token`` gives MFU; a
+    ``DistributedDataParallel`` model also has its gradient all-reduce marked
+    as the heartbeat's ``all_reduce`` phase (a DDP communication hook);
     ``peak_flops`` (or ``TRAINPULSE_PEAK_FLOPS``) overrides the GPU table.
     ``job_fields`` are contract training fields (``precision``,
     ``global_batch_size``, ``world_size`` …) sent with every report.
@@ -103,7 +108,8 @@ class TrainingMonitor:
                 "records it (trainpulse daemon -record FILE)"
             )
         self.endpoint = endpoint
-        self._state = RankState(self._recorder, self.world)
+        self._state = RankState(self._recorder, self.world)  # this thread is the training thread
+        self._all_reduce: AllReduceMarker | None = mark_all_reduce(model, self._recorder)
         in_process = self.world.dist is not None and not endpoint
         self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
         token = auth_token or os.environ.get(TOKEN_ENV)

@@ -3,7 +3,8 @@
 A hung job is a rank that stopped while the others wait for it inside a collective, where no
 step ends and no report is sent. So each rank's monitor sends a heartbeat from a thread of its
 own every ``period_s`` (at most ``MAX_PERIOD_S``): ``global_step``, ``phase`` (what the recorder
-says it does now), ``phase_since`` and its ``pid``. The training thread only stores the phase
+says it does now), ``phase_since``, its ``pid`` and, once it has stayed in one phase for a few
+median steps, its training thread's ``stack`` (:mod:`.stack`). The training thread only stores the phase
 tuple (:mod:`.recorder`); building and sending happen here, and no collective is used:
 
 - REST (``endpoint=``): every rank posts ``{"ranks": [its heartbeat]}`` through its own
@@ -32,6 +33,7 @@ from typing import Any
 from ...samples import RankSample, parse_rank, to_dict
 from .distributed import World
 from .recorder import StepRecorder
+from .stack import StepPace, stack_after_s, thread_stack
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +48,14 @@ READ_EVERY_S = 0.5
 
 
 class RankState:
-    """Reads this rank's heartbeat off the recorder (any thread)."""
+    """Reads this rank's heartbeat off the recorder (any thread); ``thread_id`` is the training thread's."""
 
-    def __init__(self, recorder: StepRecorder, world: World) -> None:
+    def __init__(self, recorder: StepRecorder, world: World, thread_id: int | None = None) -> None:
         self._recorder = recorder
         self._world = world
+        self._thread_id = threading.get_ident() if thread_id is None else thread_id
+        self._pace = StepPace()
+        self._pace_lock = threading.Lock()  # the heartbeat thread and rank 0's tick thread both beat
         self._hostname = socket.gethostname()
         self._pid = os.getpid()
         self._to_unix = time() - perf_counter()  # once: a blocked rank's phase_since must not jitter
@@ -60,8 +65,13 @@ class RankState:
         """The heartbeat now; ``idle`` once the monitor is closed."""
         recorder = self._recorder
         name, since = recorder.now
+        now = perf_counter()
         if self.closed:
-            name, since = "idle", perf_counter()
+            name, since = "idle", now
+        with self._pace_lock:
+            self._pace.note(recorder.steps, now)
+            median_s = self._pace.median_s
+        stuck = name != "idle" and now - since > stack_after_s(median_s)
         return RankSample(
             rank=self._world.rank,
             gpu_index=self._world.local_rank,
@@ -70,6 +80,7 @@ class RankState:
             phase=name,
             phase_since=round(max(0.0, self._to_unix + since), 3),
             pid=self._pid,
+            stack=thread_stack(self._thread_id) if stuck else None,
         )
 
 
