@@ -73,9 +73,11 @@ class RootCause:
     signals: tuple[str, ...] = ()
     subject: Mapping[str, Any] = field(default_factory=dict)
     remediation: str = ""
+    #: What the cause found beyond its signals' evidence (``rank_hang``'s ``stacks``); left out when empty.
+    evidence: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "cause": self.cause,
             "confidence": round(self.confidence, 3),
             "summary": self.summary,
@@ -83,6 +85,9 @@ class RootCause:
             "subject": dict(self.subject),
             "remediation": self.remediation,
         }
+        if self.evidence:
+            out["evidence"] = dict(self.evidence)
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "root_cause") -> RootCause:
@@ -96,6 +101,7 @@ class RootCause:
             signals=tuple(_item(name, str, f"{where}.signals[{i}]") for i, name in enumerate(names)),
             subject=_field(data, "subject", Mapping, where, {}),
             remediation=_field(data, "remediation", str, where, ""),
+            evidence=_field(data, "evidence", Mapping, where, {}),
         )
 
 

@@ -13,8 +13,9 @@ stalls.
 
 Who is stuck is worked out here, where the heartbeats are (``rank_hang`` reads it from the
 evidence): the ranks behind in ``global_step``; else the ranks outside the collective the others
-wait in; without heartbeats, the idle GPU among peers spinning at high utilisation and low power
-(``spin_util``, ``spin_power_share``). Otherwise the rank is unknown, and the signal says so.
+wait in; else the ranks whose stack differs from the one most share (:mod:`..stacks`, listed as
+``stacks``); without heartbeats, the idle GPU among peers spinning at high utilisation and low
+power (``spin_util``, ``spin_power_share``). Otherwise the rank is unknown, and the signal says so.
 The rules and the measured latency: docs/signals.md ("training_stalled").
 """
 
@@ -23,8 +24,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, TrainingSample
+from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, RankStack, TrainingSample
 from ..spec import JOB, SignalSpec
+from ..stacks import odd_ranks, stack_groups
 from ..stats import RecentMedian
 from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
@@ -263,20 +265,26 @@ def _lagging(tick: Tick, training: TrainingSample, t: Thresholds) -> dict[str, A
     """The stuck ranks and how they were found (``inferred_from``; None when they are unknown)."""
     beating = [r for r in training.ranks if r.phase is not None]
     if beating:
-        return _from_heartbeats(tick.ts, beating)
+        return _from_heartbeats(tick.ts, beating, tick.frame.stacks)
     return _from_gpus(tick, training, t)
 
 
-def _from_heartbeats(ts: float, ranks: list[RankSample]) -> dict[str, Any]:
+def _from_heartbeats(ts: float, ranks: list[RankSample], stacks: tuple[RankStack, ...] = ()) -> dict[str, Any]:
     steps = [r.global_step for r in ranks if r.global_step is not None]
     top = max(steps) if steps else None
     behind = [r for r in ranks if top is not None and r.global_step is not None and r.global_step < top]
     if not behind:  # the same step everywhere: those not inside the collective the others wait in
         outside = [r for r in ranks if r.phase not in COLLECTIVE_PHASES]
         behind = outside if len(outside) < len(ranks) else []
+    groups, found_by = stack_groups(ranks, stacks), "heartbeats"
+    if not behind and (odd := set(odd_ranks(groups))):  # one phase and step everywhere: the odd stacks
+        behind, found_by = [r for r in ranks if r.rank in odd], "stacks"
     lagging = {r.rank for r in behind}
     waiting = [r for r in ranks if r.phase in COLLECTIVE_PHASES and r.rank not in lagging]
-    out: dict[str, Any] = {"inferred_from": "heartbeats" if behind else None, "heartbeat_ranks": len(ranks)}
+    out: dict[str, Any] = {"inferred_from": found_by if behind else None, "heartbeat_ranks": len(ranks)}
+    out["heartbeat_rank_ids"] = sorted(r.rank for r in ranks)[:MAX_LISTED]
+    if groups:
+        out["stacks"] = groups
     if waiting:
         out["waiting_phase"] = Counter(r.phase for r in waiting).most_common(1)[0][0]
         out["waiting_ranks"] = len(waiting)

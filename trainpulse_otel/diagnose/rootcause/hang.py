@@ -2,10 +2,13 @@
 
 The cause of a ``training_stalled`` job unless a deeper one explains the stall
 (a failing GPU lists ``training_stalled`` in its ``explains`` and ranks above
-this). Its subject is what the stall detector found from the heartbeats or
-the GPUs: the lagging ranks, their GPUs and host, and the phase they are stuck
-in; when nothing singles a rank out, the summary says the rank is unknown and
-the remediation starts with finding it.
+this). Its subject is what the stall detector found from the heartbeats, the
+stacks or the GPUs: the lagging ranks, their GPUs and host, and the phase they
+are stuck in. Where their heartbeats sent stacks, the evidence holds the ranks
+grouped by stack (``stacks``), and the summary and the remediation start from
+the line of the training script where the stuck ranks stand (:mod:`..stacks`);
+when nothing singles a rank out, the summary says so, naming the ranks that did
+send heartbeats, and the remediation starts with finding it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ..correlate import Evidence
 from ..detectors.logged import COLLECTIVE_TIMEOUT, RANK_CRASHED
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import RANK, CauseSpec
+from ..stacks import frame_words, frames_in, group_of, script_frame
 from ..types import Signal
 from .common import base_confidence
 from .failures import aborted
@@ -59,17 +63,30 @@ def rank_hang(ev: Evidence) -> list[Candidate]:
         timeouts = timeouts + aborted(ev)  # the watchdog's teardown of the ranks that waited
     lagging: Sequence[Mapping[str, Any]] = stalled.evidence.get("lagging") or ()
     host = _host(lagging) or ev.node.hostname
+    groups: Sequence[Mapping[str, Any]] = stalled.evidence.get("stacks") or ()
+    where = _stuck_at(groups, lagging)
     return [
         Candidate(
             RANK_HANG.name,
             base_confidence([stalled]),
-            _summary(stalled.message, lagging, stalled.evidence.get("inferred_from")),
-            _remediation(lagging, host),
+            _summary(stalled.message, lagging, stalled.evidence, where),
+            _remediation(lagging, host, where),
             [stalled],
             timeouts,
             subject=_subject(lagging, host),
+            evidence={"stacks": list(groups)} if groups else {},
         )
     ]
+
+
+def _stuck_at(groups: Sequence[Mapping[str, Any]], lagging: Sequence[Mapping[str, Any]]) -> str | None:
+    """``file:line in function`` of the training script where the first stuck rank with a stack stands."""
+    for entry in lagging:
+        group = group_of(groups, entry["rank"]) if "rank" in entry else None
+        frame = script_frame(frames_in(group)) if group is not None else None
+        if frame is not None:
+            return frame_words(frame)
+    return None
 
 
 def _from_timeout(ev: Evidence, timeout: Signal) -> Candidate:
@@ -127,24 +144,54 @@ def _subject(lagging: Sequence[Mapping[str, Any]], host: str | None) -> dict[str
     return subject
 
 
-def _summary(message: str, lagging: Sequence[Mapping[str, Any]], found_by: str | None) -> str:
+def _summary(message: str, lagging: Sequence[Mapping[str, Any]], evidence: Mapping[str, Any], where: str | None) -> str:
     if not lagging:
-        return (
-            f"{message}. The stuck rank is unknown: no rank heartbeats, and the GPUs do not single one out "
-            "(send heartbeats with TrainingMonitor, or look at every rank's stack)"
-        )
+        return f"{message}. The stuck rank is unknown: {_why_unknown(evidence)}"
     one = len(lagging) == 1
+    found_by = evidence.get("inferred_from")
     if found_by == "heartbeats":
         how = "its heartbeat" if one else "their heartbeats"
+    elif found_by == "stacks":
+        how = "its stack, unlike the others'" if one else "their stacks, unlike the others'"
     else:
         how = "its GPU idling" if one else "their GPUs idling"
         how += " while the peers' GPUs spin in the collective"
-    return f"{message}. The others wait for {'it' if one else 'them'} at the collective; found by {how}"
+    summary = f"{message}. The others wait for {'it' if one else 'them'} at the collective; found by {how}"
+    if where is not None:
+        summary += f". Rank {lagging[0]['rank']} stands at {where} (its stack)"
+    return summary
 
 
-def _remediation(lagging: Sequence[Mapping[str, Any]], host: str | None) -> str:
+def _why_unknown(evidence: Mapping[str, Any]) -> str:
+    """What was seen, honestly: which ranks sent heartbeats (never "none" when some came)."""
+    count = evidence.get("heartbeat_ranks") or 0
+    if not count:
+        return (
+            "no rank heartbeats came, and the GPUs do not single one out (send heartbeats with TrainingMonitor, "
+            "or look at every rank's stack)"
+        )
+    ids = evidence.get("heartbeat_rank_ids") or []
+    named = ", ".join(map(str, ids)) + (f" and {count - len(ids)} more" if count > len(ids) else "")
+    waiting = evidence.get("waiting_phase")
+    state = f"every one waits in {waiting}" if waiting else "none stands apart in step, phase or stack"
+    return (
+        f"{count} rank(s) sent heartbeats ({named}) and {state}; a rank that sent none may be the stuck one "
+        "(give every rank a TrainingMonitor; with DDP pass model= so its all-reduce is marked)"
+    )
+
+
+def _remediation(lagging: Sequence[Mapping[str, Any]], host: str | None, stuck_at: str | None = None) -> str:
     where = host or "<host>"
-    if lagging:
+    if lagging and stuck_at is not None:
+        one = lagging[0]
+        rank, pid = one.get("rank", "<rank>"), one.get("pid")
+        target = f"py-spy dump --native --pid {pid}" if pid is not None else "py-spy dump --native"
+        first = (
+            f"Start at {stuck_at}: rank {rank} stands there while the others wait at the collective — what it "
+            "waits on (a data-loader worker, a filesystem call, a lock, a sleep, a branch only some ranks take) "
+            f"is the hang. For the native frames under that line, `{target}` on {one.get('hostname') or where}."
+        )
+    elif lagging:
         one = lagging[0]
         rank = one.get("rank", "<rank>")
         pid = one.get("pid")

@@ -59,6 +59,8 @@ class Candidate:
     #: rest (a straggler among ranks that also scatter: the sync wait it adds, and the others' own); else all.
     shares: dict[str, float] = field(default_factory=dict)
     confidence: float = 0.0
+    #: What the cause itself found beyond its signals' evidence (``rank_hang``: the ranks grouped by stack).
+    evidence: dict[str, Any] = field(default_factory=dict)
 
     def claims(self, vocabulary: Vocabulary) -> set[str]:
         """The budget components whose lost time this cause explains: those its own signals measure, and those
@@ -218,4 +220,5 @@ def _to_root_cause(c: Candidate) -> RootCause:
         signals=tuple(names),
         subject=dict(c.subject),
         remediation=c.remediation,
+        evidence=dict(c.evidence),
     )
