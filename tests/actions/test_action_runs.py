@@ -169,7 +169,7 @@ def test_a_command_past_its_timeout_is_killed_with_its_process_group(tmp_path):
     assert counts == [("hang", "timeout")]
     [entry] = told(out)
     for pid in (entry["pid"], entry["child"]):  # the command and the child it started: the whole group
-        assert not alive(pid), pid
+        assert wait_for(lambda pid=pid: not alive(pid), timeout_s=5), pid  # (SIGKILL lands in a moment)
 
 
 def alive(pid: int) -> bool:
@@ -197,3 +197,13 @@ def wait_for(ready, timeout_s: float = 10.0):
     while not (done := ready()) and time.monotonic() < deadline:
         time.sleep(0.02)
     return done
+
+
+def test_closing_kills_a_command_still_running(tmp_path):
+    argv, out = probe(tmp_path, sleep_s=60)
+    run, _ = runner({"on": {"signal": HANG}, "run": argv, "timeout": "5m"})
+    run.offer(raised(10.0, rank=3), 10.0)
+    assert wait_for(lambda: told(out))
+    run.close(timeout_s=0.5)  # a daemon stopping: it leaves no action behind
+    [entry] = told(out)
+    assert wait_for(lambda: not alive(entry["pid"]) and not alive(entry["child"]), timeout_s=5)

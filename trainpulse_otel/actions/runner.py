@@ -53,6 +53,8 @@ class ActionRunner:
         self.count = count
         self.dry_run = dry_run
         self._queue: queue.Queue[Decision | None] = queue.Queue(queue_size)
+        self._running: set[int] = set()  # the process groups of the commands running now
+        self._stopped = threading.Event()
         self._worker = threading.Thread(target=self._work, name="trainpulse-actions", daemon=True)
         self._worker.start()
 
@@ -72,18 +74,21 @@ class ActionRunner:
                 _line(logging.INFO, decision, "warmup", 0.0, "not run: the diagnosis is warming up")
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop the worker once the queued runs are done (or ``timeout_s`` passed)."""
-        try:
+        """Stop the worker once the queued runs are done; past ``timeout_s`` a command still running is killed
+        with its process group (a daemon that stops leaves none behind)."""
+        with contextlib.suppress(queue.Full):  # full: the worker stops at ``_stopped`` instead
             self._queue.put(None, timeout=timeout_s)
-        except queue.Full:
-            return
         self._worker.join(timeout_s)
+        self._stopped.set()  # what is still queued does not start
+        for group in list(self._running):
+            log.warning("stopping: killing the process group %d of an action still running", group)
+            _kill_group(group)
 
     def _work(self) -> None:
-        while (decision := self._queue.get()) is not None:
+        while (decision := self._queue.get()) is not None and not self._stopped.is_set():
             started = time.monotonic()
             try:
-                outcome, detail = execute(decision)
+                outcome, detail = execute(decision, self._running)
             except Exception as exc:  # noqa: BLE001 - the worker must outlive any one action
                 outcome, detail = FAILED, f"{type(exc).__name__}: {exc}"
             self._done(decision, outcome, time.monotonic() - started, detail)
@@ -117,16 +122,20 @@ def describe(action: Action) -> str:
     return f"run {list(action.run)}" if action.run is not None else f"POST the signal to {action.name}"
 
 
-def execute(decision: Decision) -> tuple[str, str]:
-    """Run one decision's action: its outcome and a word on it."""
+def execute(decision: Decision, running: set[int] | None = None) -> tuple[str, str]:
+    """Run one decision's action: its outcome and a word on it (a command's process group is in ``running``
+    while it runs)."""
     body = json.dumps(decision.event.to_dict(decision.action.name), default=str).encode()
     if decision.action.run is not None:
-        return run_command(decision.action.run, body, decision.event.environment(), decision.action.timeout)
+        return run_command(decision.action.run, body, decision.event.environment(), decision.action.timeout, running)
     return post_webhook(decision.action.webhook or "", body, decision.action.timeout)
 
 
-def run_command(argv: Sequence[str], body: bytes, env: dict[str, str], timeout_s: float) -> tuple[str, str]:
+def run_command(
+    argv: Sequence[str], body: bytes, env: dict[str, str], timeout_s: float, running: set[int] | None = None
+) -> tuple[str, str]:
     """``argv`` in a new process group, ``body`` on its stdin; past ``timeout_s`` the group is killed."""
+    running = set() if running is None else running
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -138,6 +147,7 @@ def run_command(argv: Sequence[str], body: bytes, env: dict[str, str], timeout_s
         )
     except OSError as exc:
         return FAILED, f"cannot start {argv[0]}: {exc.strerror or exc}"
+    running.add(proc.pid)
     try:
         output, _ = proc.communicate(body, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -147,6 +157,8 @@ def run_command(argv: Sequence[str], body: bytes, env: dict[str, str], timeout_s
         except subprocess.TimeoutExpired:  # a grandchild that left the group still holds the output open
             proc.kill()
         return TIMEOUT, f"killed its process group after {timeout_s:g}s"
+    finally:
+        running.discard(proc.pid)
     if proc.returncode != 0:
         tail = output.decode(errors="replace").strip()[-OUTPUT_TAIL:]
         return FAILED, f"exit code {proc.returncode}" + (f": {tail}" if tail else "")
