@@ -34,18 +34,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_job(workdir: Path, world: int, timeout_s: float = 120.0, **options: object) -> dict:
+def run_job(workdir: Path, world: int, timeout_s: float = 120.0, worker: Path = WORKER, **options: object) -> dict:
     """Run ``world`` worker processes with ``options`` (``slow_rank=1`` → ``--slow-rank 1``); rank 0's JSON.
 
     They rendezvous through ``env://`` on a free port, so rank 0's in-process monitor also gets the other
-    ranks' heartbeats through the store."""
+    ranks' heartbeats through the store. ``worker``: this folder's ``gloo_worker.py`` (a hand-written DDP step
+    with manual phases), or ``ddp_worker.py`` (torch's DDP, ``TrainingMonitor(model=ddp)`` alone)."""
     out = workdir / "rank0.json"
     options = {"master_port": free_port(), **options}
     flags = [str(x) for key, value in options.items() for x in (f"--{key.replace('_', '-')}", value)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     procs = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), str(rank), str(world), str(workdir / "store"), str(out), *flags],
+            [sys.executable, str(worker), str(rank), str(world), str(workdir / "store"), str(out), *flags],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
