@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
 from trainpulse_otel import TrainingMonitor  # noqa: E402
-from trainpulse_otel.integrations.monitor.commhook import AllReduceMarker, mark_all_reduce  # noqa: E402
+from trainpulse_otel.integrations.monitor.commhook import AllReduceMarker, ddp_all_reduce_marked  # noqa: E402
 from trainpulse_otel.integrations.monitor.recorder import StepRecorder  # noqa: E402
 
 
@@ -69,13 +69,19 @@ def test_the_monitor_registers_the_hook_for_a_ddp_model_only(gloo):
         assert monitor._all_reduce is None
 
 
+def test_mark_all_reduce_false_registers_nothing(gloo):
+    ddp = torch.nn.parallel.DistributedDataParallel(_model())
+    with TrainingMonitor(model=ddp, hardware="none", interval=3600, mark_all_reduce=False) as monitor:
+        assert monitor._all_reduce is None and not ddp._comm_hooks
+
+
 def test_a_model_with_its_own_hook_is_left_alone(gloo, caplog):
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
     ddp = torch.nn.parallel.DistributedDataParallel(_model())
     ddp.register_comm_hook(ddp.process_group, allreduce_hook)
     with caplog.at_level("INFO"):
-        assert mark_all_reduce(ddp, StepRecorder()) is None
+        assert ddp_all_reduce_marked(ddp, StepRecorder()) is None
     assert [h for h, _ in ddp._comm_hooks] == [allreduce_hook]
     assert "already has a communication hook" in caplog.text
 

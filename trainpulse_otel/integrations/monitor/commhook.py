@@ -89,7 +89,7 @@ class AllReduceMarker:
         return self._outstanding
 
 
-def mark_all_reduce(model: Any, recorder: StepRecorder) -> AllReduceMarker | None:
+def ddp_all_reduce_marked(model: Any, recorder: StepRecorder) -> AllReduceMarker | None:
     """Register the marker as ``model``'s DDP communication hook; None (logged) when it cannot be."""
     ddp = _ddp_class()
     if model is None or ddp is None or not isinstance(model, ddp):

@@ -32,7 +32,7 @@ from ...collect.gpu_name import detect_gpu_name
 from ...mfu import ModelShape, model_shape, normalize_dtype, positive_flops, resolve_peak_flops
 from ...samples import TRAINING_RULES, RankSample, SampleError, TrainingSample, check_value, merged_rank, parse_rank
 from .aggregate import IntervalNumerics, JobContext, aggregate, build_sample
-from .commhook import AllReduceMarker, mark_all_reduce
+from .commhook import AllReduceMarker, ddp_all_reduce_marked
 from .destinations import Destination, InProcess, Rest, Silent
 from .distributed import DEFAULT_GATHER_EVERY, RankGatherer, World, detect_world
 from .heartbeat import DEFAULT_PERIOD_S, MAX_PERIOD_S, HeartbeatThread, RankState, StoreChannel, rest_send
@@ -53,7 +53,8 @@ class TrainingMonitor:
     monitor runs its own pipeline and :meth:`diagnosis` answers in-process.
     ``model`` (a ``torch.nn.Module``) or ``flops_per_token`` gives MFU; a
     ``DistributedDataParallel`` model also has its gradient all-reduce marked
-    as the heartbeat's ``all_reduce`` phase (a DDP communication hook);
+    as the heartbeat's ``all_reduce`` phase (a DDP communication hook; not
+    with ``mark_all_reduce=False``);
     ``peak_flops`` (or ``TRAINPULSE_PEAK_FLOPS``) overrides the GPU table.
     ``job_fields`` are contract training fields (``precision``,
     ``global_batch_size``, ``world_size`` …) sent with every report.
@@ -86,6 +87,7 @@ class TrainingMonitor:
         heartbeat_s: float = DEFAULT_PERIOD_S,
         heartbeat_store: Any = None,
         record: str | os.PathLike[str] | None = None,
+        mark_all_reduce: bool = True,
         **job_fields: Any,
     ) -> None:
         if not interval > 0:
@@ -109,7 +111,9 @@ class TrainingMonitor:
             )
         self.endpoint = endpoint
         self._state = RankState(self._recorder, self.world)  # this thread is the training thread
-        self._all_reduce: AllReduceMarker | None = mark_all_reduce(model, self._recorder)
+        self._all_reduce: AllReduceMarker | None = (
+            ddp_all_reduce_marked(model, self._recorder) if mark_all_reduce else None
+        )
         in_process = self.world.dist is not None and not endpoint
         self._store = StoreChannel(self.world, heartbeat_store) if in_process else None
         token = auth_token or os.environ.get(TOKEN_ENV)
