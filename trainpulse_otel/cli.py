@@ -1,4 +1,4 @@
-"""The ``trainpulse`` command line: daemon | top | snapshot | replay | eval | thresholds.
+"""The ``trainpulse`` command line: daemon | top | snapshot | replay | report | eval | thresholds.
 
 Go-style single-dash flags (``-mode sim -interval 1s``) and ``--mode`` both
 work. Every settings flag comes from :data:`trainpulse_otel.config.OPTIONS`.
@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .replay_command import add_replay_parser
 
     add_replay_parser(commands)
+    from .report.command import add_report_parser
+
+    add_report_parser(commands)
     thr = commands.add_parser(
         "thresholds",
         help="list every detector's thresholds: value, unit, basis, reason",
@@ -238,6 +241,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_replay(args)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report.command import run_report
+
+    return run_report(args)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluation.command import EvalUsageError, run_eval
 
@@ -279,6 +288,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "top": cmd_top,
     "snapshot": cmd_snapshot,
     "replay": cmd_replay,
+    "report": cmd_report,
     "eval": cmd_eval,
     "thresholds": cmd_thresholds,
 }

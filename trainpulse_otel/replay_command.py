@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .cli import UsageError, add_setting_flags, configure, settings_of
 
 if TYPE_CHECKING:
+    from .report.series import RunSeries
     from .runtime.replay import ReplayResult
 
 
@@ -53,19 +54,19 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def replay_files(args: argparse.Namespace) -> ReplayResult | None:
+def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> ReplayResult | None:
     """``args.files`` (``args.framework``: how to read logs) through the pipeline, the bad lines said on stderr;
-    None, said on stderr, when nothing in them could be diagnosed."""
+    None, said on stderr, when nothing in them could be diagnosed. ``series``: fed every tick (the report's)."""
     from .runtime import open_replay
     from .runtime.replay import replay
 
     settings = settings_of(args)
     configure(settings)
     errors: dict[str, list] = {}
+    stepper = open_replay(settings)
+    stepper.series = series
     try:
-        result = replay(
-            records(args.files, args.framework, errors), open_replay(settings), interval_s=settings.interval
-        )
+        result = replay(records(args.files, args.framework, errors), stepper, interval_s=settings.interval)
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
     for path, found in errors.items():

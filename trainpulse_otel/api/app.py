@@ -37,6 +37,7 @@ from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers
 from .metrics_routes import register_metrics_routes
 from .otlp_ingest import PATHS, OtlpIngest
+from .report_route import register_report_route
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -67,6 +68,8 @@ class ApiBackend(Protocol):
     def history(self, since: float | None = None, limit: int | None = None) -> Sequence[Frame]: ...
 
     def liveness(self) -> dict[str, Any]: ...
+
+    def run_series(self) -> Any: ...
 
     def ingest(self, sample: TrainingSample, source: str = "rest") -> None: ...
 
@@ -132,6 +135,7 @@ def create_app(
         return jsonify(_accepted(adapter, translation, sample)), 202
 
     register_metrics_routes(app, backend)
+    register_report_route(app, backend)
     # POST /v1/metrics and /v1/logs are answered in front of Flask (see .otlp_ingest); their rules stay in the map,
     # with no view (never dispatched), so that a 405 or an OPTIONS there lists POST among the methods it takes.
     for path in PATHS:

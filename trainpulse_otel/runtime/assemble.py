@@ -36,6 +36,7 @@ from ..collect.trace import TraceWriter
 from ..config import ConfigError, Settings
 from ..diagnose import DiagnosticPipeline, ThresholdError
 from ..publish.otel import DiagnosisPublisher
+from ..report.series import RunSeries
 from ..telemetry.exporters import build_exports
 from ..telemetry.instruments import register_measurements
 from ..telemetry.latest import LatestSamples
@@ -121,6 +122,7 @@ def open_engine(
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
     stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detectors))
+    stepper.series = RunSeries()  # what GET /v1/report draws: the run since start, bounded
     ops = OperationalMetrics(telemetry.meter, settings.metrics_namespace)
     if settings.follow:  # the job's own logs, read beside any mode's collectors (``-mode none`` too)
         collectors = [*collectors, open_follow(settings, on_read=ops.logs_read)]

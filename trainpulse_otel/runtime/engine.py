@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from ..actions import ActionRunner
     from ..collect.sim.handover import RealReports
+    from ..report.series import RunSeries
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class Stepper:
         self.frames = frames
         self.window = window
         self.pipeline = pipeline
+        self.series: RunSeries | None = None  # the report's per-tick record, when one is kept
 
     def step(self, now: float) -> PipelineResult:
         """The frame at ``now`` through window and pipeline."""
@@ -86,7 +88,10 @@ class Stepper:
     def diagnose(self, frame: Frame) -> PipelineResult:
         """A frame (this stepper's, the newest) into the window and through the pipeline."""
         self.window.append(frame)
-        return self.pipeline.update(frame)
+        result = self.pipeline.update(frame)
+        if self.series is not None:
+            self.series.add(frame, result)
+        return result
 
     def frame(self, now: float) -> Frame:
         """The frame at ``now``, after stale samples expire, with every loss and failure event reported since the
@@ -320,6 +325,10 @@ class Engine:
     def history(self, since: float | None = None, limit: int | None = None) -> tuple[Frame, ...]:
         """The window's frames, oldest first (see :meth:`.window.Window.frames`)."""
         return self.window.frames(since, limit)
+
+    def run_series(self) -> RunSeries | None:
+        """The run's per-tick record the report draws (``GET /v1/report``); None when none is kept."""
+        return self.stepper.series
 
     def liveness(self) -> dict:
         """For ``/healthz``: ticks so far, how long the newest took, and whether the run loop has stopped making

@@ -1,0 +1,194 @@
+"""The report's model: a run's recorded series (:meth:`.series.RunSeries.to_dict`) in, what each section shows out.
+
+Pure: plain data in, a :class:`Report` of plain data out (times in seconds since the run's first tick; a value
+the run did not report is ``None``). Nothing here draws or escapes; :mod:`.charts` and :mod:`.page` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .series import STEP_PARTS
+
+#: How long before a fault's raise and after its clear its GPUs are shown (seconds).
+FAULT_MARGIN_S = 60.0
+#: Faults whose GPUs get a panel (the first raised); the timeline shows them all.
+MAX_FAULT_PANELS = 6
+
+
+@dataclass(frozen=True)
+class SignalBar:
+    """One signal from raised to cleared (``end`` None: still active at the end)."""
+
+    signal: str
+    severity: str
+    subject: str
+    start: float
+    end: float | None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault's GPUs around it: each GPU's (time, temperature, SM clock, power) rows."""
+
+    bar: SignalBar
+    gpus: Mapping[str, list[tuple[float, float | None, float | None, float | None]]]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the page shows, section by section."""
+
+    title: str
+    start_ts: float
+    duration_s: float
+    ticks: int
+    health: Mapping[str, Any]
+    times: list[float]
+    series: Mapping[str, list[float | None]]
+    step_parts: Mapping[str, list[float | None]]
+    goodput: Mapping[str, Any] | None
+    badput_over_time: Mapping[str, list[float | None]]
+    bars: list[SignalBar]
+    heat_ranks: list[int]
+    heat: list[list[float | None]]
+    faults: list[Fault]
+    causes: list[Mapping[str, Any]]
+    signals: list[str] = field(default_factory=list)
+
+    @property
+    def top_cause(self) -> str | None:
+        return self.causes[0]["cause"] if self.causes else None
+
+
+def build_report(run: Mapping[str, Any], title: str) -> Report:
+    """The report of one run's recorded data (see the module docstring)."""
+    points: Sequence[Mapping[str, Any]] = run["points"]
+    start = run.get("first_ts") or (points[0]["ts"] if points else 0.0)
+    times = [p["ts"] - start for p in points]
+    bars = signal_bars(run["transitions"], start, times[-1] if times else 0.0)
+    diagnosis = run["diagnosis"]
+    ranks, heat = heat_map(points)
+    return Report(
+        title=title,
+        start_ts=start,
+        duration_s=times[-1] if times else 0.0,
+        ticks=run["ticks"],
+        health=diagnosis["health"],
+        times=times,
+        series={name: column(points, name) for name in ("health", "tokens_per_sec", "mfu", "step_time_ms", "goodput")},
+        step_parts=step_parts(points),
+        goodput=diagnosis.get("goodput"),
+        badput_over_time=badput_columns(points),
+        bars=bars,
+        heat_ranks=ranks,
+        heat=heat,
+        faults=faults(bars, points, start, run.get("rank_gpus", {})),
+        causes=ranked_causes(run["causes"], (diagnosis.get("goodput") or {}).get("badput_s", {})),
+        signals=sorted({b.signal for b in bars}),
+    )
+
+
+def ranked_causes(causes: Sequence[Mapping[str, Any]], badput_s: Mapping[str, float]) -> list[Mapping[str, Any]]:
+    """The run's causes, the one it lost the most time to first (then the one ranked first for the most ticks):
+    the first is the run's top cause."""
+    return sorted(causes, key=lambda c: (-badput_s.get(c["cause"], 0.0), -c["top_ticks"], -c["confidence"]))
+
+
+def column(points: Sequence[Mapping[str, Any]], name: str) -> list[float | None]:
+    return [p.get(name) for p in points]
+
+
+def step_parts(points: Sequence[Mapping[str, Any]]) -> dict[str, list[float | None]]:
+    """The step's parts the run reported (ms), and ``compute``: the step less them (never below 0)."""
+    parts = {name.removesuffix("_ms").removesuffix("_wait"): column(points, name) for name in STEP_PARTS}
+    parts = {name: values for name, values in parts.items() if any(v is not None for v in values)}
+    compute = []
+    for i, p in enumerate(points):
+        step = p.get("step_time_ms")
+        rest = sum(values[i] or 0.0 for values in parts.values())
+        compute.append(None if step is None else max(step - rest, 0.0))
+    return {"compute": compute, **parts} if any(v is not None for v in compute) else parts
+
+
+def badput_columns(points: Sequence[Mapping[str, Any]]) -> dict[str, list[float | None]]:
+    """Each cause's badput so far (seconds) at each point, the largest cause first."""
+    causes: dict[str, float] = {}
+    for p in points:
+        for cause, s in p.get("badput_s", {}).items():
+            causes[cause] = max(causes.get(cause, 0.0), s)
+    ordered = sorted((c for c, s in causes.items() if s > 0), key=lambda c: -causes[c])
+    return {c: [p["badput_s"].get(c, 0.0) if "badput_s" in p else None for p in points] for c in ordered}
+
+
+def subject_label(subject: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in subject.items()) or "job"
+
+
+def signal_bars(transitions: Sequence[Mapping[str, Any]], start: float, end: float) -> list[SignalBar]:
+    """Each raise paired with its signal's next clear for the same subject, in order of raising."""
+    open_: dict[tuple[str, str], dict[str, Any]] = {}
+    bars: list[SignalBar] = []
+    for t in transitions:
+        key = (t["signal"], subject_label(t.get("subject", {})))
+        if t["event"] == "raised":
+            open_[key] = t
+        elif key in open_:
+            bars.append(_bar(open_.pop(key), key[1], start, t["ts"] - start))
+    bars.extend(_bar(t, key[1], start, None) for key, t in open_.items())
+    return sorted(bars, key=lambda b: (b.start, b.signal))
+
+
+def _bar(raised: Mapping[str, Any], subject: str, start: float, end: float | None) -> SignalBar:
+    return SignalBar(
+        raised["signal"], raised["severity"], subject, raised["ts"] - start, end, raised.get("message", "")
+    )
+
+
+def heat_map(points: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[list[float | None]]]:
+    """The ranks (sorted) and, per rank, its lateness (ms) at each point."""
+    ranks = sorted({int(r) for p in points for r in p.get("ranks", {})})
+    rows = [[p.get("ranks", {}).get(r) for p in points] for r in ranks]
+    return ranks, rows
+
+
+def faults(
+    bars: Sequence[SignalBar], points: Sequence[Mapping[str, Any]], start: float, rank_gpus: Mapping[Any, Any]
+) -> list[Fault]:
+    """The first faults' GPUs (those their subject names; every GPU's mean for a job-level fault) around them."""
+    out = []
+    for bar in bars[:MAX_FAULT_PANELS]:
+        lo = bar.start - FAULT_MARGIN_S
+        hi = (bar.end if bar.end is not None else points[-1]["ts"] - start if points else bar.start) + FAULT_MARGIN_S
+        near = [p for p in points if lo <= p["ts"] - start <= hi and "gpus" in p]
+        keys = subject_gpus(bar.subject, near[0]["gpus"] if near else {}, rank_gpus)
+        gpus = {label: [(p["ts"] - start, *_gpu(p["gpus"], ks)) for p in near] for label, ks in keys.items()}
+        out.append(Fault(bar, gpus))
+    return out
+
+
+def subject_gpus(subject: str, gpus: Mapping[str, Any], rank_gpus: Mapping[Any, Any]) -> dict[str, list[str]]:
+    """The GPU keys (``node:index``) a subject names, by label; a subject naming none: every GPU, as one mean."""
+    fields = dict(part.split("=", 1) for part in subject.split() if "=" in part)
+    host, index = fields.get("hostname") or fields.get("node"), fields.get("gpu_index")
+    if index is None and "rank" in fields:
+        where = rank_gpus.get(int(fields["rank"])) or rank_gpus.get(fields["rank"]) or (None, None)
+        host = host or where[0]
+        index = None if where[1] is None else str(where[1])
+    if index is not None:
+        for key in (f"{host}:{index}", f":{index}"):
+            if key in gpus:
+                return {f"GPU {index}" + (f" on {host}" if host else ""): [key]}
+    return {"all GPUs (mean)": list(gpus)} if gpus else {}
+
+
+def _gpu(gpus: Mapping[str, Any], keys: Sequence[str]) -> tuple[float | None, float | None, float | None]:
+    """The mean of each of temperature, clock and power over ``keys`` (None where none has it)."""
+    means: list[float | None] = []
+    for i in range(3):
+        values = [gpus[k][i] for k in keys if k in gpus and gpus[k][i] is not None]
+        means.append(sum(values) / len(values) if values else None)
+    return means[0], means[1], means[2]

@@ -1,0 +1,164 @@
+"""The report's page: one self-contained HTML document of a :class:`~.model.Report`.
+
+No script, no stylesheet, font or image from anywhere (a Content-Security-Policy says so to the browser): the
+charts are inline SVG (:mod:`.charts`), the style is in the page. Every string from the run (log lines, messages,
+subjects, evidence) is HTML-escaped, so nothing a job printed can become markup. :data:`SECTIONS` are the page's
+``<h2>`` headings, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from html import escape
+from typing import Any
+
+from . import charts
+from .model import Report
+
+SECTIONS = (
+    "Summary",
+    "Health over time",
+    "Throughput and MFU",
+    "Step time and its parts",
+    "Goodput and badput",
+    "Signals on a timeline",
+    "Ranks: lateness heat map",
+    "GPUs around each fault",
+    "Root causes",
+)
+#: The most characters of one evidence object the page shows.
+MAX_EVIDENCE_CHARS = 4000
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1020px;padding:16px;color:#222}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:2em}
+table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+.critical{color:#d62728;font-weight:bold}.warning{color:#b26b00;font-weight:bold}.none{color:#777}
+pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:.8em;max-height:24em}
+.cause{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}svg{max-width:100%;height:auto}
+"""
+
+
+def render_page(report: Report) -> str:
+    """The whole page."""
+    parts = [_summary(report)]
+    for heading, body in zip(SECTIONS[1:], _bodies(report), strict=True):
+        parts.append(f"<section><h2>{escape(heading)}</h2>{body}</section>")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
+        f"<title>TrainPulse report: {escape(report.title)}</title><style>{STYLE}</style></head><body>"
+        + "\n".join(parts)
+        + "</body></html>\n"
+    )
+
+
+def _bodies(r: Report) -> list[str]:
+    def chart(ready: bool, draw: Callable[[], str], missing: str) -> str:
+        return draw() if ready and len(r.times) > 1 else f"<p class='none'>{escape(missing)}</p>"
+
+    has = {name: any(v is not None for v in values) for name, values in r.series.items()}
+    badput = (r.goodput or {}).get("badput_s", {})
+    return [
+        chart(has["health"], lambda: charts.health_chart(r.times, r.series["health"]), "No tick was diagnosed."),
+        chart(
+            has["tokens_per_sec"] or has["mfu"],
+            lambda: charts.throughput_chart(r.times, r.series),
+            "The job reported neither tokens/s nor MFU.",
+        ),
+        chart(
+            has["step_time_ms"],
+            lambda: charts.step_chart(r.times, r.step_parts, r.series["step_time_ms"]),
+            "The job reported no step time.",
+        ),
+        _goodput(r, badput),
+        chart(bool(r.bars), lambda: charts.timeline_chart(r.bars, r.duration_s), "No signal was raised.")
+        + _bar_table(r),
+        chart(
+            bool(r.heat_ranks),
+            lambda: charts.heat_chart(r.times, r.heat_ranks, r.heat),
+            "The job reported no per-rank data.",
+        ),
+        _faults(r),
+        _causes(r),
+    ]
+
+
+def _summary(r: Report) -> str:
+    status = escape(str(r.health.get("status", "")))
+    g = r.goodput
+    rows = [
+        ("Run", f"{_utc(r.start_ts)} for {r.duration_s:.0f} s ({r.ticks} ticks)"),
+        ("Health at the end", f"{r.health.get('score', 0):.0f} ({status})"),
+        ("Goodput", f"{g['ratio']:.1%}" if g else "not known"),
+        ("Top cause", escape(r.top_cause) if r.top_cause else "none"),
+        ("Signals", escape(", ".join(r.signals)) if r.signals else "none"),
+    ]
+    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f"<h1>TrainPulse report: {escape(r.title)}</h1><section><h2>Summary</h2><table>{table}</table></section>"
+
+
+def _goodput(r: Report, badput: Mapping[str, float]) -> str:
+    if r.goodput is None:
+        return "<p class='none'>Goodput was not known (no training report).</p>"
+    over_time = charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if len(r.times) > 1 else ""
+    totals = charts.badput_totals_chart(badput) if any(s > 0 for s in badput.values()) else ""
+    g = r.goodput
+    wall = g.get("wall_s") or r.duration_s
+    line = f"<p>Goodput {g['ratio']:.1%} of {wall:.0f} s; ideal step {g['ideal_step_time_ms']:.0f} ms.</p>"
+    return line + over_time + (totals or "<p class='none'>No time was lost.</p>")
+
+
+def _bar_table(r: Report) -> str:
+    rows = "".join(
+        f"<tr><td>{b.start:.0f}</td><td>{'active' if b.end is None else f'{b.end:.0f}'}</td>"
+        f"<td class='{escape(b.severity)}'>{escape(b.severity)}</td><td>{escape(b.signal)}</td>"
+        f"<td>{escape(b.subject)}</td><td>{escape(b.message)}</td></tr>"
+        for b in r.bars
+    )
+    head = "<tr><th>raised (s)</th><th>cleared (s)</th><th>severity</th><th>signal</th><th>subject</th><th>message</th>"
+    return f"<table>{head}</tr>{rows}</table>" if r.bars else ""
+
+
+def _faults(r: Report) -> str:
+    out = []
+    for fault in r.faults:
+        b = fault.bar
+        out.append(f"<h3>{escape(b.signal)} · {escape(b.subject)} (raised at {b.start:.0f} s)</h3>")
+        out.append(charts.fault_chart(fault) if fault.gpus else "<p class='none'>No GPU reading around it.</p>")
+    return "".join(out) or "<p class='none'>No fault.</p>"
+
+
+def _causes(r: Report) -> str:
+    out = []
+    for c in r.causes:
+        evidence = [
+            {"signal": s["name"], "message": s["message"], "evidence": s["evidence"]} for s in c["signal_evidence"]
+        ]
+        if c.get("evidence"):
+            evidence.append({"cause": c["evidence"]})
+        out.append(
+            "<div class='cause'>"
+            f"<h3>{escape(c['cause'])} <small>({c['confidence']:.0%}; {escape(' '.join(_subject(c['subject'])))})</small></h3>"
+            f"<p>{escape(c['summary'])}</p>"
+            f"<p><b>Seen</b> {c['first_ts'] - r.start_ts:.0f}–{c['last_ts'] - r.start_ts:.0f} s, top cause for "
+            f"{c['top_ticks']} tick(s); <b>signals</b>: {escape(', '.join(c['signals']))}</p>"
+            + "".join(f"<pre>{escape(_json(e))}</pre>" for e in evidence)
+            + f"<p><b>Remediation:</b> {escape(c.get('remediation') or 'none given')}</p></div>"
+        )
+    return "".join(out) or "<p class='none'>No root cause was found.</p>"
+
+
+def _subject(subject: Mapping[str, Any]) -> list[str]:
+    return [f"{k}={v}" for k, v in subject.items()] or ["job"]
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, indent=1, default=str, allow_nan=True)
+    return text if len(text) <= MAX_EVIDENCE_CHARS else text[:MAX_EVIDENCE_CHARS] + "\n…"
+
+
+def _utc(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))

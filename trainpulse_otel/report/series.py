@@ -1,0 +1,135 @@
+"""The run as the report draws it: a compact, bounded record of every tick's frame and diagnosis.
+
+:class:`RunSeries` is fed each diagnosed tick (the engine's step calls :meth:`RunSeries.add`, in a replay and in a
+daemon) and keeps plain numbers: health, throughput, MFU, step time and its parts, goodput, each rank's lateness
+and each GPU's temperature, clock and power. It holds at most ``max_points`` points: past that it keeps every
+other point and samples half as often from then on, so a week-long run costs what an hour does. Every
+transition (up to ``MAX_TRANSITIONS``) and each root cause the run was given (with its signals' evidence) are kept
+whole. :meth:`RunSeries.to_dict` is the plain data :mod:`.model` reads; nothing here draws.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
+from typing import Any
+
+from ..diagnose import Diagnosis, PipelineResult
+from ..samples import Frame, TrainingSample
+
+DEFAULT_MAX_POINTS = 1200
+#: Ranks and GPUs a point keeps (the lowest-numbered): a heat map row each; more would not be read.
+MAX_RANKS = 128
+MAX_GPUS = 64
+MAX_TRANSITIONS = 5000
+MAX_CAUSES = 24
+#: The parts of a step a training report may carry (ms), as the step-time chart stacks them.
+STEP_PARTS = ("data_wait_ms", "tokenizer_wait_ms", "sync_wait_ms", "all_reduce_wait_ms", "checkpoint_ms")
+
+
+class RunSeries:
+    """Per-tick series of one run, bounded (see the module docstring). Thread-safe: a daemon's API reads it."""
+
+    def __init__(self, max_points: int = DEFAULT_MAX_POINTS) -> None:
+        if max_points < 2:
+            raise ValueError("max_points must be at least 2")
+        self.max_points = max_points
+        self.points: list[dict[str, Any]] = []
+        self.transitions: deque[dict[str, Any]] = deque(maxlen=MAX_TRANSITIONS)
+        self.causes: dict[str, dict[str, Any]] = {}
+        self.rank_gpus: dict[int, tuple[str | None, int | None]] = {}
+        self.diagnosis: Diagnosis = Diagnosis()
+        self.first_ts: float | None = None
+        self.ticks = 0
+        self._stride = 1
+        self._lock = threading.Lock()
+
+    def add(self, frame: Frame, result: PipelineResult) -> None:
+        """Note one diagnosed tick."""
+        with self._lock:
+            self.ticks += 1
+            if self.first_ts is None:
+                self.first_ts = frame.ts
+            self.diagnosis = result.diagnosis
+            self.transitions.extend({**t.to_dict(), "message": t.message} for t in result.transitions)
+            self._note_causes(result.diagnosis)
+            self._note_rank_gpus(frame.training)
+            if (self.ticks - 1) % self._stride == 0:
+                self.points.append(point(frame, result.diagnosis))
+                if len(self.points) >= 2 * self.max_points:
+                    self.points = self.points[::2]
+                    self._stride *= 2
+
+    def _note_causes(self, diagnosis: Diagnosis) -> None:
+        signals = {s.name: s for s in diagnosis.signals}
+        for i, cause in enumerate(diagnosis.root_causes):
+            key = cause.cause + repr(sorted(cause.subject.items()))
+            seen = self.causes.get(key)
+            if seen is None:
+                if len(self.causes) >= MAX_CAUSES:
+                    continue
+                seen = self.causes[key] = {"first_ts": diagnosis.ts, "top_ticks": 0}
+            seen.update(cause.to_dict(), last_ts=diagnosis.ts)
+            seen["top_ticks"] += i == 0
+            seen["signal_evidence"] = [signals[n].to_dict() for n in cause.signals if n in signals]
+
+    def _note_rank_gpus(self, training: TrainingSample | None) -> None:
+        for r in training.ranks if training is not None else ():
+            if r.rank not in self.rank_gpus or r.gpu_index is not None:
+                self.rank_gpus[r.rank] = (r.hostname, r.gpu_index)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A copy of everything kept, as plain data (the report model's input)."""
+        with self._lock:
+            return {
+                "points": list(self.points),
+                "transitions": list(self.transitions),
+                "causes": [dict(c) for c in self.causes.values()],
+                "rank_gpus": {rank: list(where) for rank, where in self.rank_gpus.items()},
+                "diagnosis": self.diagnosis.to_dict(),
+                "first_ts": self.first_ts,
+                "ticks": self.ticks,
+            }
+
+
+def point(frame: Frame, diagnosis: Diagnosis) -> dict[str, Any]:
+    """One tick's numbers (only those the frame has)."""
+    out: dict[str, Any] = {"ts": frame.ts, "health": diagnosis.health.score}
+    t = frame.training
+    if t is not None:
+        for name in ("tokens_per_sec", "mfu", "step_time_ms", *STEP_PARTS):
+            value = getattr(t, name)
+            if value is not None:
+                out[name] = value
+        lateness = rank_lateness(frame.ts, t)
+        if lateness:
+            out["ranks"] = lateness
+    g = diagnosis.goodput
+    if g is not None:
+        out["goodput"] = g.ratio
+        out["badput_s"] = dict(g.badput_s)
+    gpus = {
+        f"{gpu.node or ''}:{gpu.index}": (gpu.temperature_celsius, gpu.sm_clock_mhz, gpu.power_watts)
+        for gpu in frame.gpus[:MAX_GPUS]
+    }
+    if gpus:
+        out["gpus"] = gpus
+    return out
+
+
+def rank_lateness(ts: float, training: TrainingSample) -> dict[int, float]:
+    """Each rank's lateness (ms) against the ranks' median step: its step past the median, or, for a rank
+    stuck in one phase, the time in it past the median (a hung rank grows late while it reports no step)."""
+    ranks = sorted(training.ranks, key=lambda r: r.rank)[:MAX_RANKS]
+    steps = [r.step_time_ms for r in ranks if r.step_time_ms is not None]
+    if not ranks:
+        return {}
+    median = statistics.median(steps) if steps else 0.0
+    out = {}
+    for r in ranks:
+        late = (r.step_time_ms or median) - median
+        if r.phase_since is not None and r.phase not in (None, "idle"):
+            late = max(late, (ts - r.phase_since) * 1000.0 - median)
+        out[r.rank] = round(max(late, 0.0), 1)
+    return out
