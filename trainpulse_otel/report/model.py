@@ -28,6 +28,7 @@ class SignalBar:
     start: float
     end: float | None
     message: str = ""
+    fields: Mapping[str, Any] = field(default_factory=dict)  # the subject as the signal gave it
 
 
 @dataclass(frozen=True)
@@ -143,9 +144,9 @@ def signal_bars(transitions: Sequence[Mapping[str, Any]], start: float, end: flo
 
 
 def _bar(raised: Mapping[str, Any], subject: str, start: float, end: float | None) -> SignalBar:
-    return SignalBar(
-        raised["signal"], raised["severity"], subject, raised["ts"] - start, end, raised.get("message", "")
-    )
+    fields = dict(raised.get("subject", {}))
+    message = raised.get("message", "")
+    return SignalBar(raised["signal"], raised["severity"], subject, raised["ts"] - start, end, message, fields)
 
 
 def heat_map(points: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[list[float | None]]]:
@@ -164,20 +165,21 @@ def faults(
         lo = bar.start - FAULT_MARGIN_S
         hi = (bar.end if bar.end is not None else points[-1]["ts"] - start if points else bar.start) + FAULT_MARGIN_S
         near = [p for p in points if lo <= p["ts"] - start <= hi and "gpus" in p]
-        keys = subject_gpus(bar.subject, near[0]["gpus"] if near else {}, rank_gpus)
+        keys = subject_gpus(bar.fields, near[0]["gpus"] if near else {}, rank_gpus)
         gpus = {label: [(p["ts"] - start, *_gpu(p["gpus"], ks)) for p in near] for label, ks in keys.items()}
         out.append(Fault(bar, gpus))
     return out
 
 
-def subject_gpus(subject: str, gpus: Mapping[str, Any], rank_gpus: Mapping[Any, Any]) -> dict[str, list[str]]:
+def subject_gpus(
+    fields: Mapping[str, Any], gpus: Mapping[str, Any], rank_gpus: Mapping[Any, Any]
+) -> dict[str, list[str]]:
     """The GPU keys (``node:index``) a subject names, by label; a subject naming none: every GPU, as one mean."""
-    fields = dict(part.split("=", 1) for part in subject.split() if "=" in part)
     host, index = fields.get("hostname") or fields.get("node"), fields.get("gpu_index")
-    if index is None and "rank" in fields:
-        where = rank_gpus.get(int(fields["rank"])) or rank_gpus.get(fields["rank"]) or (None, None)
+    if index is None and fields.get("rank") is not None:
+        where = rank_gpus.get(fields["rank"]) or (None, None)
         host = host or where[0]
-        index = None if where[1] is None else str(where[1])
+        index = where[1]
     if index is not None:
         for key in (f"{host}:{index}", f":{index}"):
             if key in gpus:

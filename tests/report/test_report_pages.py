@@ -1,0 +1,133 @@
+"""The report as a person sees it: four incidents' pages rendered by headless Chromium, and ``GET /v1/report``.
+
+A real checkpointing run and a real hang (the frozen corpus, replayed as its ``expected.json`` says), and two
+simulated faults recorded as traces (a thermal straggler with a starving loader; a GPU off the bus), each made
+by ``trainpulse report``. One Chromium per page, all at once: the DOM after rendering, a screenshot, and the
+console (a script error or a blocked load would be logged there).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import parts
+from trainpulse_otel.api import ApiServer
+from trainpulse_otel.cli import main
+from trainpulse_otel.collect.sim.combine import scenario_named
+from trainpulse_otel.collect.trace import encode_line
+from trainpulse_otel.config import Settings
+from trainpulse_otel.evaluation.sim_replay import sim_records
+from trainpulse_otel.report.page import SECTIONS
+from trainpulse_otel.runtime import warm_up
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+pytestmark = pytest.mark.slow
+
+#: name: (trace or scenario, replay flags, the signals the page must name, its top cause).
+INCIDENTS = {
+    "checkpoint": ("corpus:checkpoint", ["-interval", "100ms"], {"checkpoint_stall"}, "checkpoint_io_bound"),
+    "hang": ("corpus:hang", ["-interval", "100ms"], {"training_stalled"}, "rank_hang"),
+    "thermal_loader": (
+        "thermal_instability,dataloader_starvation",
+        [],
+        {"thermal_instability", "dataloader_starvation"},
+        "input_pipeline_bound",
+    ),
+    "lost_gpu": ("gpu_hardware_fault", [], {"gpu_hardware_fault"}, "gpu_hardware_failure"),
+}
+
+
+def trace_of(source: str, out: Path) -> Path:
+    """The corpus's trace, or the simulated scenario recorded as a daemon would record it."""
+    if source.startswith("corpus:"):
+        return CORPUS / f"{source.removeprefix('corpus:')}.jsonl"
+    scenario = scenario_named(source)
+    with out.open("w") as fh:
+        fh.writelines(
+            encode_line(r.ts, r.kind, r.payload, r.node) for r in sim_records(scenario, 1, scenario.duration_s)
+        )
+    return out
+
+
+def chromium(page: Path, png: Path, profile: Path) -> subprocess.Popen:
+    args = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--no-first-run"]
+    args += ["--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}", "--window-size=1100,2400"]
+    args += ["--dump-dom", f"--screenshot={png}", page.as_uri()]
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> dict[str, dict]:
+    """Each incident's page, its size, DOM, screenshot and console lines."""
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed (CI installs Debian's chromium through .ci/run)")
+    tmp = tmp_path_factory.mktemp("reports")
+    out: dict[str, dict] = {}
+    for name, (source, flags, _, _) in INCIDENTS.items():
+        page = tmp / f"{name}.html"
+        assert main(["report", str(trace_of(source, tmp / f"{name}.jsonl")), "-o", str(page), *flags]) == 0
+        out[name] = {"page": page, "png": tmp / f"{name}.png"}
+    running = {name: chromium(r["page"], r["png"], tmp / f"profile-{name}") for name, r in out.items()}
+    for name, proc in running.items():
+        dom, log = proc.communicate(timeout=120)
+        assert proc.returncode == 0, log[-2000:]
+        out[name].update(dom=dom, console=[line for line in log.splitlines() if ":CONSOLE" in line])
+    return out
+
+
+@pytest.mark.parametrize("name", list(INCIDENTS))
+def test_each_page_names_its_signals_and_top_cause_and_renders_cleanly(rendered, name):
+    _, _, signals, top = INCIDENTS[name]
+    r = rendered[name]
+    assert r["page"].stat().st_size < 3 << 20  # small enough to attach to a ticket
+    assert r["console"] == []  # no script error, nothing blocked (no load from the network)
+    headings = re.findall(r"<h2>(.*?)</h2>", r["dom"])
+    assert headings == list(SECTIONS)
+    summary = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", r["dom"]))
+    assert summary["Top cause"] == top
+    assert signals <= set(summary["Signals"].split(", "))
+    assert len(re.findall(r"<svg", r["dom"])) >= 7  # health, throughput, step, goodput, timeline, ranks, a fault
+
+
+@pytest.mark.parametrize("name", list(INCIDENTS))
+def test_each_screenshot_shows_charts(rendered, name):
+    from matplotlib.image import imread
+
+    png = rendered[name]["png"]
+    assert png.stat().st_size > 50_000
+    pixels = imread(png)[:, :, :3]
+    not_white = (pixels < 0.95).any(axis=2).mean()
+    colours = {tuple(p) for p in (pixels[::7, ::7] * 255).astype(int).reshape(-1, 3)}
+    assert not_white > 0.05 and len(colours) > 50
+
+
+@pytest.fixture
+def sim_daemon() -> Iterator[str]:
+    """A simulated job whose GPU 4 fell off the bus 60 s into its warm-up, behind the real HTTP server."""
+    engine = parts.engine(
+        Settings(mode="sim", scenario="gpu_hardware_fault", onset=60.0, warmup=150.0, addr="127.0.0.1:0")
+    )
+    warm_up(engine)
+    server = ApiServer(parts.app(engine), "127.0.0.1", 0)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.close()
+        engine.close()
+
+
+def test_the_daemon_serves_the_report_of_its_run(sim_daemon):
+    import urllib.request
+
+    with urllib.request.urlopen(sim_daemon + "/v1/report", timeout=60) as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/html")
+        page = resp.read().decode()
+    assert "<h2>Root causes</h2>" in page and "gpu_hardware_failure" in page and "<script" not in page
