@@ -59,7 +59,7 @@ def test_a_hanging_action_never_delays_a_tick(tmp_path):
             started = time.perf_counter()
             built.tick(ts)
             took.append(time.perf_counter() - started)
-        assert len(took) >= 10 and max(took) < 0.5, (len(took), max(took))  # the action sleeps 60 s, times out at 2
+        assert len(took) >= 5 and max(took) < 1.0, (len(took), max(took))  # a blocked tick would take the 2 s timeout
         deadline = time.monotonic() + 15
         while counted(built).get(("probe", "timeout")) != 1 and time.monotonic() < deadline:
             time.sleep(0.05)
