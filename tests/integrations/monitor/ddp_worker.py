@@ -2,7 +2,7 @@
 ``TrainingMonitor(model=ddp)`` and ``monitor.step()``: no ``phase()``, no ``sync_point``.
 
     python ddp_worker.py RANK WORLD STORE_FILE OUT_JSON --master-port P [--seconds S] [--interval S]
-                         [--hang-rank R --hang-after S --hang-s S] [--heartbeat-s 1] [--step-ms 20]
+                         [--hang-rank R --hang-after S --hang-s S] [--heartbeat-s 1] [--step-ms 20] [--no-hook]
 
 Each step is a forward pass, ``--step-ms`` of waiting (the time a GPU rank's host thread waits on its
 device; it keeps the CPU free for the other ranks) and ``loss.backward()``, in which DDP all-reduces the
@@ -12,7 +12,8 @@ other ranks wait inside theirs, in DDP's all-reduce. After each step the ranks a
 and hang flags with a small all-reduce of their own (outside the step). Rank 0 writes OUT_JSON: the
 timeline of its in-process diagnosis (:class:`~tests.integrations.monitor.gloo_worker.Timeline`),
 every distinct ``rank_hang`` summary with its remediation and evidence, when the hang began and
-which line of this file it blocks at.
+which line of this file it blocks at. ``--no-hook`` leaves DDP's all-reduce unmarked
+(``mark_all_reduce=False``): every rank then says ``compute``, and only the stacks tell them apart.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-after", type=float, default=float("inf"))
     p.add_argument("--hang-s", type=float, default=30.0)
+    p.add_argument("--no-hook", action="store_true", help="TrainingMonitor(mark_all_reduce=False): stacks alone")
     return p.parse_args()
 
 
@@ -73,7 +75,12 @@ def main() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(WIDTH, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, WIDTH))
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     monitor = TrainingMonitor(
-        model=ddp, model_name="ddp-mlp", interval=args.interval, hardware="none", heartbeat_s=args.heartbeat_s
+        model=ddp,
+        model_name="ddp-mlp",
+        interval=args.interval,
+        hardware="none",
+        heartbeat_s=args.heartbeat_s,
+        mark_all_reduce=not args.no_hook,
     )
     x, y = torch.randn(BATCH, WIDTH), torch.randn(BATCH, WIDTH)
     start = time.time()

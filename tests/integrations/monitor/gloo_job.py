@@ -7,9 +7,13 @@ minutes-long real runs documented in docs/signals.md ("Real jobs"):
         [--hardware host --startup-mb 250] [--checkpoint-every 40 --checkpoint-mb 256] [--device-ms 60]
     python -m tests.integrations.monitor.gloo_job --world 4 --seconds 150 --hang-rank 3 --hang-after 40 --hang-s 60
     python -m tests.integrations.monitor.gloo_job --world 2 --seconds 40 --diverge-after 20 [--record trace.jsonl]
+    python -m tests.integrations.monitor.gloo_job --ddp --world 3 --seconds 42 --hang-rank 2 --hang-after 6 --hang-s 30
 
 prints when each signal and top root cause appeared and the final diagnosis;
 ``--record`` also writes rank 0's trace (JSON Lines) for ``trainpulse replay``.
+``--ddp`` runs ``ddp_worker.py`` instead (torch's DDP, ``TrainingMonitor(model=ddp)`` and
+``monitor.step()`` alone; ``--seconds``, ``--interval`` and the ``--hang-*`` options) and also
+prints each ``rank_hang`` summary as first seen.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ import tempfile
 from pathlib import Path
 
 WORKER = Path(__file__).with_name("gloo_worker.py")
+DDP_WORKER = Path(__file__).with_name("ddp_worker.py")
+#: The options ddp_worker.py takes.
+DDP_OPTIONS = ("seconds", "interval", "hang_rank", "hang_after", "hang_s")
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -42,7 +49,9 @@ def run_job(workdir: Path, world: int, timeout_s: float = 120.0, worker: Path = 
     with manual phases), or ``ddp_worker.py`` (torch's DDP, ``TrainingMonitor(model=ddp)`` alone)."""
     out = workdir / "rank0.json"
     options = {"master_port": free_port(), **options}
-    flags = [str(x) for key, value in options.items() for x in (f"--{key.replace('_', '-')}", value)]
+    flags = []
+    for key, value in options.items():  # a True value is a switch: the flag alone
+        flags += [f"--{key.replace('_', '-')}"] + ([] if value is True else [str(value)])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD": "1"}
     procs = [
         subprocess.Popen(
@@ -61,6 +70,19 @@ def run_job(workdir: Path, world: int, timeout_s: float = 120.0, worker: Path = 
                 p.kill()
     assert all(p.returncode == 0 for p in procs), "\n".join(logs)
     return json.loads(out.read_text())
+
+
+def ddp_summary(result: dict) -> str:
+    """A ``ddp_worker.py`` run: the hang, the timeline and each ``rank_hang`` summary as first seen."""
+    lines = [f"{result['world']} processes (DDP), {result['steps']} steps in {result['seconds']} s"]
+    if result.get("hang_from_s") is not None:
+        lines.append(f"  rank {result['hang_rank']} blocked from {result['hang_from_s']} s for {result['hang_s']} s")
+    lines += [
+        f"  {e['t']:7.1f} s  {e['event']:9s} {e.get('signal') or e.get('cause')} {e['subject']}"
+        for e in result["timeline"]
+    ]
+    lines += [f"  {cause['t']:7.1f} s  rank_hang: {cause['summary']}" for cause in result["hang_causes"]]
+    return "\n".join(lines)
 
 
 def summary(result: dict) -> str:
@@ -127,16 +149,25 @@ def main() -> None:
     p.add_argument("--diverge-after", type=float, help="seconds before the learning rate blows up (the loss goes NaN)")
     p.add_argument("--record", help="rank 0's monitor records its trace (JSON Lines) to this file")
     p.add_argument("--json", help="also write rank 0's result here")
+    p.add_argument("--ddp", action="store_true", help="run ddp_worker.py: torch's DDP with TrainingMonitor(model=)")
+    p.add_argument("--no-hook", action="store_true", help="with --ddp: mark_all_reduce=False, the stacks alone")
     args = p.parse_args()
-    skip = {"world", "json"} | ({"hang_rank", "hang_after", "hang_s"} if args.hang_rank < 0 else set())
-    options = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+    skip = {"world", "json", "ddp", "no_hook"} | (
+        {"hang_rank", "hang_after", "hang_s"} if args.hang_rank < 0 else set()
+    )
+    options: dict[str, object] = {k: v for k, v in vars(args).items() if k not in skip and v is not None}
+    if args.ddp:
+        options = {k: v for k, v in options.items() if k in DDP_OPTIONS}
     if args.record:
         options["record"] = str(Path(args.record).resolve())  # rank 0 writes it, wherever it runs
+    if args.ddp and args.no_hook:
+        options["no_hook"] = True
+    worker = DDP_WORKER if args.ddp else WORKER
     with tempfile.TemporaryDirectory() as tmp:
-        result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, **options)
+        result = run_job(Path(tmp), args.world, timeout_s=args.seconds + 120, worker=worker, **options)
     if args.json:
         Path(args.json).write_text(json.dumps(result), encoding="utf-8")
-    print(summary(result))
+    print(ddp_summary(result) if args.ddp else summary(result))
 
 
 if __name__ == "__main__":
