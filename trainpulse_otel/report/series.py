@@ -10,8 +10,10 @@ whole. :meth:`RunSeries.to_dict` is the plain data :mod:`.model` reads; nothing 
 
 from __future__ import annotations
 
+import math
 import statistics
 import threading
+from array import array
 from collections import deque
 from typing import Any
 
@@ -43,6 +45,7 @@ class RunSeries:
         self.first_ts: float | None = None
         self.ticks = 0
         self._stride = 1
+        self._last_keys: dict[str, tuple] = {}
         self._lock = threading.Lock()
 
     def add(self, frame: Frame, result: PipelineResult) -> None:
@@ -54,12 +57,28 @@ class RunSeries:
             self.diagnosis = result.diagnosis
             self.transitions.extend({**t.to_dict(), "message": t.message} for t in result.transitions)
             self._note_causes(result.diagnosis)
-            self._note_rank_gpus(frame.training)
             if (self.ticks - 1) % self._stride == 0:
-                self.points.append(point(frame, result.diagnosis))
+                self._note_rank_gpus(frame.training)
+                self.points.append(self._packed(point(frame, result.diagnosis)))
                 if len(self.points) >= 2 * self.max_points:
                     self.points = self.points[::2]
                     self._stride *= 2
+
+    def _packed(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The point with its ranks and GPUs as float arrays beside key tuples shared with the point before
+        (a few bytes a value, not a dict entry and a float object each)."""
+        if "ranks" in p:
+            p["ranks"] = (self._keys("ranks", tuple(p["ranks"])), array("f", p["ranks"].values()))
+        if "gpus" in p:
+            flat = [math.nan if v is None else v for reading in p["gpus"].values() for v in reading]
+            p["gpus"] = (self._keys("gpus", tuple(p["gpus"])), array("f", flat))
+        return p
+
+    def _keys(self, kind: str, keys: tuple) -> tuple:
+        last = self._last_keys.get(kind)
+        if last != keys:
+            self._last_keys[kind] = last = keys
+        return last
 
     def _note_causes(self, diagnosis: Diagnosis) -> None:
         signals = {s.name: s for s in diagnosis.signals}
@@ -83,7 +102,7 @@ class RunSeries:
         """A copy of everything kept, as plain data (the report model's input)."""
         with self._lock:
             return {
-                "points": list(self.points),
+                "points": [unpacked(p) for p in self.points],
                 "transitions": list(self.transitions),
                 "causes": [dict(c) for c in self.causes.values()],
                 "rank_gpus": {rank: list(where) for rank, where in self.rank_gpus.items()},
@@ -91,6 +110,19 @@ class RunSeries:
                 "first_ts": self.first_ts,
                 "ticks": self.ticks,
             }
+
+
+def unpacked(p: dict[str, Any]) -> dict[str, Any]:
+    """A kept point as :func:`point` made it (ranks and GPUs as dicts; a missing GPU reading None)."""
+    out = dict(p)
+    if "ranks" in p:
+        keys, values = p["ranks"]
+        out["ranks"] = {rank: round(v, 1) for rank, v in zip(keys, values, strict=True)}
+    if "gpus" in p:
+        keys, flat = p["gpus"]
+        values = [None if math.isnan(v) else round(v, 2) for v in flat]
+        out["gpus"] = {key: tuple(values[3 * i : 3 * i + 3]) for i, key in enumerate(keys)}
+    return out
 
 
 def point(frame: Frame, diagnosis: Diagnosis) -> dict[str, Any]:
