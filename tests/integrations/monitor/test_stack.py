@@ -6,13 +6,14 @@ import sys
 import threading
 import time
 
-from tests.integrations.monitor.test_heartbeat import wait_for
+from tests.integrations.monitor.test_heartbeat import FakeStore, wait_for
+from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.monitor import stack
 from trainpulse_otel.integrations.monitor.distributed import World
-from trainpulse_otel.integrations.monitor.heartbeat import RankState
+from trainpulse_otel.integrations.monitor.heartbeat import RankState, StoreChannel
 from trainpulse_otel.integrations.monitor.recorder import StepRecorder
 from trainpulse_otel.integrations.monitor.stack import StepPace, frames_of, stack_after_s, thread_stack
-from trainpulse_otel.samples import MAX_STACK_FRAMES, MAX_STRING_LENGTH, parse_rank, to_dict
+from trainpulse_otel.samples import MAX_STACK_FRAMES, MAX_STRING_LENGTH, RankSample, StackFrame, parse_rank, to_dict
 
 
 def test_a_stack_is_due_after_a_few_median_steps_and_never_before_the_floor():
@@ -97,3 +98,47 @@ def test_a_heartbeat_carries_the_stack_once_the_rank_stays_put(monkeypatch):
     time.sleep(0.05)
     recorder.now = ("compute", time.perf_counter())  # moved on
     assert state.beat().stack is None
+
+
+def _stuck_loader(release: threading.Event):
+    yield 1
+    release.wait(10)  # the data loader hangs: the line the daemon must see
+    yield 2
+
+
+def test_over_rest_the_daemon_keeps_the_stuck_ranks_stack_until_it_moves_on(served, monkeypatch):
+    monkeypatch.setattr(stack, "STACK_AFTER_MIN_S", 0.3)
+    release = threading.Event()
+    box: dict[str, TrainingMonitor] = {}
+
+    def train() -> None:
+        box["monitor"] = monitor = TrainingMonitor(endpoint=served.url, interval=3600, hardware="none", heartbeat_s=0.1)
+        for _ in monitor.wrap_dataloader(_stuck_loader(release)):
+            with monitor.step():
+                pass
+
+    thread = threading.Thread(target=train, daemon=True)
+    thread.start()
+    engine = served.engine
+    try:
+        assert wait_for(lambda: engine.latest.stacks() != (), 10)
+        (held,) = engine.latest.stacks()
+        engine.tick()
+        in_frame = engine.frame.stacks  # still stuck at the tick: the frame carries its stack
+    finally:
+        release.set()
+        thread.join(5)
+        box["monitor"].close()
+    assert held.rank == 0 and held.phase == "data"
+    innermost = [f for f in held.frames if f.file == __file__][-1]
+    assert innermost.function == "_stuck_loader"
+    assert [(s.rank, s.phase, s.frames[-1].function) for s in in_frame] == [(0, "data", held.frames[-1].function)]
+    assert wait_for(lambda: engine.latest.stacks() == (), 5)  # the closing idle heartbeat: moved on
+
+
+def test_through_the_store_a_rank_0_pipeline_gets_the_others_stacks():
+    store = FakeStore()
+    frames = (StackFrame("/job/train.py", 12, "main"),)
+    StoreChannel(World(rank=1, world_size=2), store).put(RankSample(rank=1, phase="data", stack=frames))
+    (beat,) = StoreChannel(World(rank=0, world_size=2), store).read()
+    assert beat.stack == frames
