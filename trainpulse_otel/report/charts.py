@@ -199,12 +199,14 @@ def heat_chart(times: Sequence[float], ranks: Sequence[int], heat: Sequence[Sequ
 
 def fault_chart(fault: Fault) -> str:
     def draw(axes: Any) -> None:
-        end = fault.bar.end
+        lo, hi = fault.span
+        end = fault.bar.end if fault.bar.end is not None else hi
         for ax, i, label in zip(axes, (1, 2, 3), ("temperature (°C)", "SM clock (MHz)", "power (W)"), strict=True):
             for name, rows in fault.gpus.items():
                 ax.plot([r[0] for r in rows], _nan([r[i] for r in rows]), lw=1.2, label=plain(name))
             colour = SEVERITY_COLOURS.get(fault.bar.severity, "#7f7f7f")
-            ax.axvspan(fault.bar.start, end if end is not None else ax.get_xlim()[1], color=colour, alpha=0.12)
+            ax.axvspan(fault.bar.start, end, color=colour, alpha=0.12)
+            ax.set_xlim(lo, max(hi, lo + 1.0))
             ax.set_ylabel(label)
         axes[0].legend(loc="upper left", fontsize=8)
 

@@ -33,10 +33,12 @@ class SignalBar:
 
 @dataclass(frozen=True)
 class Fault:
-    """A fault's GPUs around it: each GPU's (time, temperature, SM clock, power) rows."""
+    """A fault's GPUs around it: each GPU's (time, temperature, SM clock, power) rows, over ``span`` (seconds
+    since the run's start; the fault itself from ``bar.start`` to ``bar.end``, or to the span's end)."""
 
     bar: SignalBar
     gpus: Mapping[str, list[tuple[float, float | None, float | None, float | None]]]
+    span: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -161,13 +163,14 @@ def faults(
 ) -> list[Fault]:
     """The first faults' GPUs (those their subject names; every GPU's mean for a job-level fault) around them."""
     out = []
+    last = points[-1]["ts"] - start if points else 0.0
     for bar in bars[:MAX_FAULT_PANELS]:
-        lo = bar.start - FAULT_MARGIN_S
-        hi = (bar.end if bar.end is not None else points[-1]["ts"] - start if points else bar.start) + FAULT_MARGIN_S
+        lo = max(bar.start - FAULT_MARGIN_S, 0.0)
+        hi = min((bar.end if bar.end is not None else last) + FAULT_MARGIN_S, max(last, bar.start))
         near = [p for p in points if lo <= p["ts"] - start <= hi and "gpus" in p]
         keys = subject_gpus(bar.fields, near[0]["gpus"] if near else {}, rank_gpus)
         gpus = {label: [(p["ts"] - start, *_gpu(p["gpus"], ks)) for p in near] for label, ks in keys.items()}
-        out.append(Fault(bar, gpus))
+        out.append(Fault(bar, gpus, (lo, hi)))
     return out
 
 
