@@ -12,7 +12,7 @@ from trainpulse_otel.diagnose import Diagnosis, PipelineResult, RootCause, Signa
 from trainpulse_otel.diagnose.types import Health
 from trainpulse_otel.report.model import build_report, signal_bars
 from trainpulse_otel.report.page import SECTIONS, render_page
-from trainpulse_otel.report.series import RunSeries
+from trainpulse_otel.report.series import RunSeries, rank_lateness
 from trainpulse_otel.samples import Frame, GpuSample, RankSample, TrainingSample
 
 HOSTILE = '<script>alert(1)</script>$x$ & "q" <img src=http://example.invalid/a.png>'
@@ -74,6 +74,15 @@ def test_the_model_pairs_raises_with_clears_and_finds_the_late_rank():
     assert report.step_parts["compute"][0] == 90.0  # the step less its data wait
 
 
+def test_a_hung_rank_is_late_and_the_ranks_waiting_for_it_are_not():
+    ranks = (
+        RankSample(rank=0, step_time_ms=100.0, phase="sync", phase_since=980.0),
+        RankSample(rank=1, step_time_ms=100.0, phase="compute", phase_since=980.0),
+        RankSample(rank=2, step_time_ms=100.0, phase="all_reduce", phase_since=980.0),
+    )
+    assert rank_lateness(1000.0, TrainingSample(ranks=ranks)) == {0: 0.0, 1: 19_900.0, 2: 0.0}
+
+
 def test_a_signal_still_active_at_the_end_has_an_open_bar():
     raised = {"ts": 5.0, "event": "raised", "signal": "s", "severity": "critical", "subject": {}}
     assert signal_bars([raised], 0.0, 10.0)[0].end is None
@@ -120,3 +129,15 @@ def no_matplotlib(monkeypatch):
 def test_the_endpoint_answers_501_naming_the_extra_without_it(no_matplotlib, served):
     status, body = served.get_json("/v1/report")
     assert status == 501 and "trainpulse-otel[report]" in body["error"] and body["extra"] == "report"
+
+
+def test_the_daemon_and_the_cli_load_no_matplotlib_until_a_page_is_drawn():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, trainpulse_otel.runtime, trainpulse_otel.api, trainpulse_otel.report.command, "
+        "trainpulse_otel.report.page; print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -26,6 +26,8 @@ MAX_RANKS = 128
 MAX_GPUS = 64
 MAX_TRANSITIONS = 5000
 MAX_CAUSES = 24
+#: The phases that are a rank's own work: a rank stuck in one is late; one in a collective or idle waits for others.
+OWN_PHASES = frozenset(("data", "tokenizer", "compute", "checkpoint", "optimizer", "eval"))
 #: The parts of a step a training report may carry (ms), as the step-time chart stacks them.
 STEP_PARTS = ("data_wait_ms", "tokenizer_wait_ms", "sync_wait_ms", "all_reduce_wait_ms", "checkpoint_ms")
 
@@ -152,7 +154,8 @@ def point(frame: Frame, diagnosis: Diagnosis) -> dict[str, Any]:
 
 def rank_lateness(ts: float, training: TrainingSample) -> dict[int, float]:
     """Each rank's lateness (ms) against the ranks' median step: its step past the median, or, for a rank
-    stuck in one phase, the time in it past the median (a hung rank grows late while it reports no step)."""
+    stuck in a phase of its own work, the time in it past the median (a hung rank grows late while it reports no
+    step; the ranks waiting for it in the collective do not)."""
     ranks = sorted(training.ranks, key=lambda r: r.rank)[:MAX_RANKS]
     steps = [r.step_time_ms for r in ranks if r.step_time_ms is not None]
     if not ranks:
@@ -161,7 +164,7 @@ def rank_lateness(ts: float, training: TrainingSample) -> dict[int, float]:
     out = {}
     for r in ranks:
         late = (r.step_time_ms or median) - median
-        if r.phase_since is not None and r.phase not in (None, "idle"):
+        if r.phase_since is not None and r.phase in OWN_PHASES:
             late = max(late, (ts - r.phase_since) * 1000.0 - median)
         out[r.rank] = round(max(late, 0.0), 1)
     return out
