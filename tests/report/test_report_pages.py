@@ -63,7 +63,7 @@ def chromium(page: Path, png: Path, profile: Path) -> subprocess.Popen:
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def rendered(tmp_path_factory) -> dict[str, dict]:
     """Each incident's page, its size, DOM, screenshot and console lines."""
     if CHROMIUM is None:
@@ -82,30 +82,29 @@ def rendered(tmp_path_factory) -> dict[str, dict]:
     return out
 
 
-@pytest.mark.parametrize("name", list(INCIDENTS))
-def test_each_page_names_its_signals_and_top_cause_and_renders_cleanly(rendered, name):
-    _, _, signals, top = INCIDENTS[name]
-    r = rendered[name]
-    assert r["page"].stat().st_size < 3 << 20  # small enough to attach to a ticket
-    assert r["console"] == []  # no script error, nothing blocked (no load from the network)
-    headings = re.findall(r"<h2>(.*?)</h2>", r["dom"])
-    assert headings == list(SECTIONS)
-    summary = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", r["dom"]))
-    assert summary["Top cause"] == top
-    assert signals <= set(summary["Signals"].split(", "))
-    assert len(re.findall(r"<svg", r["dom"])) >= 7  # health, throughput, step, goodput, timeline, ranks, a fault
+def test_each_page_names_its_signals_and_top_cause_renders_cleanly_and_shows_charts(rendered):
+    """One test (not one per incident): under pytest-xdist, one worker renders the pages, once."""
+    for name, (_, _, signals, top) in INCIDENTS.items():
+        r = rendered[name]
+        assert r["page"].stat().st_size < 3 << 20, name  # small enough to attach to a ticket
+        assert r["console"] == [], name  # no script error, nothing blocked (no load from the network)
+        assert re.findall(r"<h2>(.*?)</h2>", r["dom"]) == list(SECTIONS), name
+        summary = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", r["dom"]))
+        assert summary["Top cause"] == top, name
+        assert signals <= set(summary["Signals"].split(", ")), name
+        assert len(re.findall(r"<svg", r["dom"])) >= 7, name  # health, throughput, step, goodput, timeline, ranks…
+        assert_shows_charts(r["png"])
 
 
-@pytest.mark.parametrize("name", list(INCIDENTS))
-def test_each_screenshot_shows_charts(rendered, name):
+def assert_shows_charts(png: Path) -> None:
+    """A screenshot of charts: not small, not blank, many colours."""
     from matplotlib.image import imread
 
-    png = rendered[name]["png"]
-    assert png.stat().st_size > 50_000
+    assert png.stat().st_size > 50_000, png.name
     pixels = imread(png)[:, :, :3]
     not_white = (pixels < 0.95).any(axis=2).mean()
     colours = {tuple(p) for p in (pixels[::7, ::7] * 255).astype(int).reshape(-1, 3)}
-    assert not_white > 0.05 and len(colours) > 50
+    assert not_white > 0.05 and len(colours) > 50, png.name
 
 
 @pytest.fixture
