@@ -14,7 +14,6 @@ from typing import Any
 
 from .builder import SampleBuilder
 from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
-from .stacks import MAX_STACK_FRAMES, StackFrame
 from .rules import (
     COUNT,
     GPU_RULES,
@@ -28,6 +27,7 @@ from .rules import (
     Rule,
 )
 from .rules import STR as STR  # the OTLP receiver checks its strings with validation's rules
+from .stacks import MAX_STACK_FRAMES, StackFrame
 
 
 class SampleError(ValueError):
