@@ -1,6 +1,6 @@
 """A real 3-process gloo job with torch's DistributedDataParallel, instrumented only with
 ``TrainingMonitor(model=ddp)`` and ``monitor.step()`` — no ``phase()``, no ``sync_point`` — in which rank 2
-sleeps before its backward pass for 30 s (``ddp_worker.py``, the line marked ``HANG``).
+sleeps before its backward pass for 25 s (``ddp_worker.py``, the line marked ``HANG``).
 
 The monitor's DDP communication hook marks the other ranks as waiting in ``all_reduce`` (inside their
 ``loss.backward()``), so rank 0's in-process diagnosis raises ``training_stalled`` naming rank 2 within
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.serial
 pytest.importorskip("torch")
 
 WORKER = Path(__file__).with_name("ddp_worker.py")
-WORLD, HANG_RANK, HANG_AFTER_S, HANG_S = 3, 2, 6.0, 30.0
+WORLD, HANG_RANK, HANG_AFTER_S, HANG_S = 3, 2, 6.0, 25.0
 
 
 def hang_line() -> int:
@@ -40,7 +40,7 @@ def result(tmp_path_factory):
         WORLD,
         timeout_s=150,
         worker=WORKER,
-        seconds=HANG_AFTER_S + HANG_S + 6,
+        seconds=HANG_AFTER_S + HANG_S + 4,
         hang_rank=HANG_RANK,
         hang_after=HANG_AFTER_S,
         hang_s=HANG_S,
