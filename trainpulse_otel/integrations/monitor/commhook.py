@@ -5,8 +5,9 @@ communication hook. It does what DDP does without a hook (torch's ``allreduce_ho
 bucket by the group's size, all-reduce it asynchronously, hand DDP the future) and, around it,
 sets the recorder's current phase to ``all_reduce`` when the first bucket of a backward pass is
 launched and back to what it was when the last launched bucket completes (a ``then`` callback,
-on the process group's thread). Only the heartbeat's phase changes: no time is added to
-``all_reduce_wait_ms`` (the buckets overlap the backward pass; that is not a wait). A model that
+on the process group's thread; NCCL's CUDA-aware futures complete once the collective is
+enqueued, so there the mark spans the launches only). Only the heartbeat's phase changes: no
+time is added to ``all_reduce_wait_ms`` (the buckets overlap the backward pass). A model that
 is no DDP model, or already has a hook, is left alone (logged once). What it covers, FSDP and
 what no hook covers: docs/instrumentation.md ("Phases without manual calls").
 """
