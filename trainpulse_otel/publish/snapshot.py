@@ -102,7 +102,9 @@ class Snapshot:
             "stale": self.timestamp is not None and node.stale(self.timestamp),
         }
         if node.signals is not None:  # the node's daemon judges its GPUs and host: its verdict, its active signals
-            out["signals"] = [{"name": s.name, "severity": s.severity, "subject": dict(s.subject)} for s in node.signals]
+            out["signals"] = [
+                {"name": s.name, "severity": s.severity, "subject": dict(s.subject)} for s in node.signals
+            ]
         return out
 
     @classmethod
