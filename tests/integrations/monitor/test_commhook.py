@@ -112,3 +112,9 @@ def test_a_phase_the_loop_entered_meanwhile_is_not_overwritten():
     recorder.now = ("optimizer", 2.0)  # e.g. an optimizer in backward hooks
     marker.completed()
     assert recorder.now == ("optimizer", 2.0)
+
+
+def test_a_ddp_model_on_the_python_reducer_is_left_alone(gloo):
+    ddp = torch.nn.parallel.DistributedDataParallel(_model())
+    ddp._use_python_reducer = True  # what compiled autograd's DDP mode sets: its hooks get (grad, param)
+    assert ddp_all_reduce_marked(ddp, StepRecorder()) is None and not ddp._comm_hooks

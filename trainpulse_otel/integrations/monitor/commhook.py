@@ -96,6 +96,9 @@ def ddp_all_reduce_marked(model: Any, recorder: StepRecorder) -> AllReduceMarker
     if model is None or ddp is None or not isinstance(model, ddp):
         log.debug("model= is no DistributedDataParallel model: its all-reduce is not marked as a phase")
         return None
+    if getattr(model, "_use_python_reducer", False):  # compiled autograd's reducer: hooks get (grad, param)
+        log.info("the DDP model uses the Python reducer (compiled autograd): its all-reduce is not marked")
+        return None
     if getattr(model, "_comm_hooks", None):
         log.info(
             "the DDP model already has a communication hook: TrainPulse does not mark its all-reduce "
