@@ -127,7 +127,7 @@ def print_timeline(result: ReplayResult) -> None:
     d = result.diagnosis
     print(f"\n{result.ticks} ticks; health {d.health.score:.0f} ({d.health.status}); {len(d.signals)} active signal(s)")
     for cause in d.root_causes:
-        print(f"  {cause.cause} ({cause.confidence:.0%}): {cause.summary}")
+        print(f"  {cause.cause} ({cause.share()}): {cause.summary}")
         if cause.remediation:
             print(f"    → {cause.remediation}")
     if d.goodput is not None:

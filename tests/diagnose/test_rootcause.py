@@ -231,6 +231,7 @@ def test_two_faults_at_once_rank_by_the_share_each_explains():
     assert [c.cause for c in got[:2]] == ["input_pipeline_bound", "gpu_thermal_throttling"]
     assert got[0].confidence == pytest.approx(0.25 / 0.36) and got[1].confidence == pytest.approx(0.11 / 0.36)
     assert got[2].cause == "straggler_rank" and got[2].confidence == 0.0  # its consequence adds no time of its own
+    assert got[2].evidence["explained_by"] == ["gpu_thermal_throttling"]  # and says what explains it
 
 
 def test_lost_compute_that_no_wait_explains_keeps_its_own_cause():
@@ -329,3 +330,12 @@ def test_a_throttled_gpu_behind_a_straggler_among_scattering_ranks_explains_only
     assert got[0].confidence == pytest.approx(sync_share(slow))
     assert got[1].confidence == pytest.approx(1.0 - sync_share(slow))
     assert "sync_imbalance" not in got[0].signals  # the whole wait is not the throttle's
+
+
+def test_a_recovering_spike_ranks_by_its_evidence_among_measured_causes():
+    spike = sig("loss_spike", "warning", {})
+    slow = scattered_straggler(0.235, 0.12, 0.1)
+    got = causes([spike, slow, sig("sync_imbalance", "critical")], losses={"sync": 0.2})
+    names = {c.cause: c.confidence for c in got}
+    assert names["numerical_instability"] > 0.5  # a spike loses no step time: it ranks by its own evidence
+    assert all(round(confidence, 2) > 0 for confidence in names.values())  # and none of them at 0 %

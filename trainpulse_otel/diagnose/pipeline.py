@@ -72,6 +72,7 @@ class DiagnosticPipeline:
         self._diagnosis = Diagnosis()
         self._causes: tuple[RootCause, ...] = ()
         self._causes_at = float("-inf")
+        self._causes_samples = 0  # the rank budgets' samples the causes were worked out with
         self._top: tuple | None = None
         self._budget = BudgetBuilder()
         self._steps = StepCounter()
@@ -126,6 +127,8 @@ class DiagnosticPipeline:
         health = self._health.update(ts, signals)
         if tick.report is not None:
             self._account(ts, tick.report, tick.all_reduce_ms, causes, signals)
+            if causes and self._ranks.samples != self._causes_samples:  # one set of numbers: the causes' summaries
+                causes = self._root_causes(ts, signals, transitions, refresh=True)  # read the budgets goodput reads
         self._diagnosis = Diagnosis(
             ts=ts,
             health=health,
@@ -171,11 +174,12 @@ class DiagnosticPipeline:
         return self.failures[name]
 
     def _root_causes(
-        self, ts: float, signals: tuple[Signal, ...], transitions: tuple[Transition, ...]
+        self, ts: float, signals: tuple[Signal, ...], transitions: tuple[Transition, ...], refresh: bool = False
     ) -> tuple[RootCause, ...]:
         if not signals:
             self._causes, self._top = (), None
-        elif transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
+        elif refresh or transitions or not self._causes or ts - self._causes_at >= CAUSE_REFRESH_S:
+            self._causes_samples = self._ranks.samples
             self._causes = infer_root_causes(
                 signals,
                 self.facts(),

@@ -68,6 +68,8 @@ class RankBudgets:
         self._ts = float("-inf")  # the last report sampled
         self._worst: tuple[RankLoss, ...] = ()
         self._sampled = False  # a report was sampled since the worst ranks were worked out
+        #: How many reports were sampled so far: what reads the budgets knows when they moved.
+        self.samples = 0
 
     def add(self, ts: float, report: TrainingSample, budget: StepBudget | None, stalled: bool = False) -> None:
         """Sample the report's ranks at ``ts`` if one is due (``budget``: the job's budget of that report). A report
@@ -77,6 +79,7 @@ class RankBudgets:
         if len(ranks) < 2 or budget is None or stalled or report.checkpoint_ms or ts - self._ts < SAMPLE_S:
             return
         self._ts, self._ranks, self._ideal_ms, self._sampled = ts, ranks, budget.ideal_ms, True
+        self.samples += 1
         data = _values(_DATA, ranks)
         wait = list(map(add, _values(_SYNC, ranks), _values(_ALL_REDUCE, ranks)))
         ids = tuple(map(_RANK, ranks))

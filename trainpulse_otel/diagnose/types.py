@@ -76,6 +76,12 @@ class RootCause:
     #: What the cause found beyond its signals' evidence (``rank_hang``'s ``stacks``); left out when empty.
     evidence: Mapping[str, Any] = field(default_factory=dict)
 
+    def share(self) -> str:
+        """The confidence as people read it: a percentage, and for a cause a deeper one explains, which one
+        (``0% — explained by gpu_thermal_throttling``: it adds no lost time of its own)."""
+        by = self.evidence.get("explained_by")
+        return f"{self.confidence:.0%}" + (f" — explained by {', '.join(by)}" if by else "")
+
     def to_dict(self) -> dict[str, Any]:
         out = {
             "cause": self.cause,

@@ -83,7 +83,8 @@ class DiagnosisPublisher:
             f"{namespace}.root_cause.confidence",
             callbacks=[self._observe_causes],
             unit="1",
-            description="Confidence of each root cause currently inferred, 0-1 (absent when not inferred).",
+            description="Confidence of each root cause currently inferred, 0-1: once time is lost, the share of it "
+            "the cause explains (0: a deeper cause explains it). Absent when not inferred.",
         )
         meter.create_observable_gauge(
             f"{namespace}.goodput.ratio",

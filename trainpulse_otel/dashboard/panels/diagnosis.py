@@ -68,13 +68,13 @@ def causes_panel(view: View, width: int) -> Variants:
     blocks = [_cause_block(i + 1, c) for i, c in enumerate(causes[:TOP_CAUSES])]
     note = f"{len(causes)} ranked"
     top = causes[0]
-    line = one_line("Cause", (f"{top.cause} {top.confidence:.0%}", "bold"), top.summary)
+    line = one_line("Cause", (f"{top.cause} {top.share()}", "bold"), top.summary)
     return [titled("Root causes", *blocks, note=note), titled("Root causes", blocks[0], note=note), line]
 
 
 def _cause_block(place: int, cause: RootCause) -> Table:
     """``#1 cause 82%  subject  summary`` and ``→ remediation``, wrapped under their own column."""
-    head = Text.assemble((cause.cause, "bold magenta"), f" {cause.confidence:.0%}")
+    head = Text.assemble((cause.cause, "bold magenta"), f" {cause.share()}")
     subject = subject_text(cause.subject)
     if subject:
         head.append(f"  {subject}", style="cyan")

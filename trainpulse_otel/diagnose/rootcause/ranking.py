@@ -13,9 +13,11 @@ a straggler it makes late, the stall of a rank it hangs); its confidence is the
 share of the lost time those hold — where two causes make up one component,
 each its fraction (``Candidate.shares``). Until the job has lost
 ``MIN_LOST_SHARE`` of its recent time, or for a cause seen only through
-forecasts, the confidence is the strength of its evidence instead. A candidate
-whose primary signal another explains ends at least ``BELOW_EXPLAINER`` below
-it; equal confidence is broken by the causes' layer, deepest first
+forecasts, or for one none of whose signals measures lost step time (a loss
+spike that recovers), the confidence is the strength of its evidence instead.
+A candidate whose primary signal another explains ends at least
+``BELOW_EXPLAINER`` below it, its evidence naming them (``explained_by``);
+equal confidence is broken by the causes' layer, deepest first
 (:mod:`..vocabulary`). Worked examples: docs/signals.md.
 """
 
@@ -61,6 +63,8 @@ class Candidate:
     confidence: float = 0.0
     #: What the cause itself found beyond its signals' evidence (``rank_hang``: the ranks grouped by stack).
     evidence: dict[str, Any] = field(default_factory=dict)
+    #: The deeper causes that explain this one's own evidence (a throttled GPU's straggler): set by ranking.
+    explained_by: tuple[str, ...] = ()
 
     def claims(self, vocabulary: Vocabulary) -> set[str]:
         """The budget components whose lost time this cause explains: those its own signals measure, and those
@@ -135,14 +139,16 @@ def rank_candidates(
     lost = sum((losses or {}).values())
     measured = losses is not None and lost >= MIN_LOST_SHARE
     for c in candidates:
-        if measured and not c.forecast_only(vocabulary):
+        own = c.claims(vocabulary)
+        if measured and own and not c.forecast_only(vocabulary):
             taken = {k for o in deeper[id(c)] for k in o.claims(vocabulary)}
-            claimed = c.claims(vocabulary) - taken
+            claimed = own - taken
             c.confidence = sum(losses.get(k, 0.0) * c.shares.get(k, 1.0) for k in claimed) / lost
-        else:
+        else:  # before time is lost, or a cause none of whose signals measures lost step time (a spike that recovers)
             c.confidence = c.base
     for c in candidates:
         if deeper[id(c)]:
+            c.explained_by = tuple(sorted({o.cause for o in deeper[id(c)]}))
             top = max(o.confidence for o in deeper[id(c)])
             c.confidence = max(0.0, min(c.confidence, top - BELOW_EXPLAINER))
     last = len(vocabulary.tie_rank)
@@ -220,5 +226,5 @@ def _to_root_cause(c: Candidate) -> RootCause:
         signals=tuple(names),
         subject=dict(c.subject),
         remediation=c.remediation,
-        evidence=dict(c.evidence),
+        evidence={**c.evidence, "explained_by": list(c.explained_by)} if c.explained_by else dict(c.evidence),
     )
