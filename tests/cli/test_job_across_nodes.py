@@ -2,7 +2,8 @@
 -sim-nodes 4 -sim-node-rank I``) push their own instruments over OTLP — three over HTTP/protobuf, one over
 gRPC — to a job daemon (``-mode none``) that diagnoses the whole job.
 
-A GPU overheating on node-002 is the job's top cause, named with that host and the global rank on it; a
+A GPU overheating on node-002 — judged by node-002's own daemon, whose export carries its verdict — is the
+job's top cause, named with that host and the global rank on it; a
 node daemon killed with SIGKILL is ``node_unreachable`` within three of its export intervals plus a few
 seconds, and the job's ``node_failure``; every daemon left stops cleanly on SIGTERM.
 """
@@ -65,6 +66,11 @@ def test_four_node_daemons_make_one_job_whose_fault_and_lost_node_are_named(star
     snap = job.snapshot_when(lambda s: (top_cause(s) or {}).get("cause") == "gpu_thermal_throttling", 40)
     assert top_cause(snap)["subject"] == {"gpu_index": 5, "hostname": "node-002", "rank": 21}
     assert "GPU 5 on node-002" in top_cause(snap)["summary"]
+    # judged where the GPU is: node-002's daemon raised it, its export carried the verdict, the job took it
+    hot = [s for s in snap["diagnosis"]["signals"] if s["name"] == "thermal_instability"]
+    assert hot and all(s["evidence"].get("judged_by") == "node-002" for s in hot), hot
+    (node2,) = [n for n in snap["nodes"] if n["hostname"] == "node-002"]
+    assert any(s["name"] == "thermal_instability" and s["subject"]["gpu_index"] == 5 for s in node2["signals"])
 
     nodes[1].proc.send_signal(signal.SIGKILL)
     killed = time.monotonic()
