@@ -15,13 +15,16 @@ from collections.abc import Iterable, Mapping
 
 from ..samples import NodeSample
 from .spec import GPU, HOST
-from .types import CRITICAL, Finding, Policy
+from .types import Finding, Policy
 
 #: The layers a judging node's daemon judges for the job: what its GPUs and host show.
 RELAYED_LAYERS = frozenset({GPU, HOST})
 #: Raised on one sighting (the node's daemon already held it), cleared a tick after the node stops naming it;
 #: a silent node's last verdict stays (its last state stays visible; ``node_unreachable`` says it is silent).
 RELAY_POLICY = Policy(raise_evidence=1.0, min_observations=1, hold=0.75, clear_after_s=1.0, stale_after_s=3600.0)
+#: A relayed finding's score: at the raise level, whatever its severity (the node's daemon already judged how far
+#: past it the signal is; the severity travels as the node said it).
+SIGHTED = 1.0
 
 
 def relayed_findings(nodes: Iterable[NodeSample], layer_of: Mapping[str, str]) -> list[Finding]:
@@ -36,7 +39,7 @@ def relayed_findings(nodes: Iterable[NodeSample], layer_of: Mapping[str, str]) -
             out.append(
                 Finding(
                     signal.name,
-                    2.0 if signal.severity == CRITICAL else 1.0,
+                    SIGHTED,
                     signal.severity,
                     f"{node.hostname}'s daemon raised {signal.name}" + (f" ({where})" if where else ""),
                     signal.subject,
