@@ -28,18 +28,24 @@ def add_replay_parser(commands: Any) -> None:
         allow_abbrev=False,
         description="Run the diagnostic pipeline over a JSONL trace or a job's console log, without sleeping.",
     )
-    rep.add_argument(
+    rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
+    add_file_arguments(rep)
+
+
+def add_file_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every command reading traces or logs as ``replay`` does takes: the files, ``-framework`` and the
+    settings the replay runs under (:func:`replay_files` reads them)."""
+    parser.add_argument(
         "files",
         nargs="+",
         metavar="FILE",
         help="a trace recorded with -record (JSON Lines; rotated pieces oldest first, as one trace), or training "
         "logs (several: several ranks' or nodes' logs, merged in time order)",
     )
-    rep.add_argument("-json", "--json", action="store_true", help="print one JSON object")
-    rep.add_argument(
+    parser.add_argument(
         "-framework", "--framework", metavar="NAME", help="read the files as this framework's logs (default: detect)"
     )
-    add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
+    add_setting_flags(parser, ("interval", "log_level", "log_format", "stale_after", "detectors"))
 
 
 def run_replay(args: argparse.Namespace) -> int:

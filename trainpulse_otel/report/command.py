@@ -11,7 +11,8 @@ import os
 import sys
 from typing import Any
 
-from ..cli import UsageError, add_setting_flags
+from ..cli import UsageError
+from ..replay_command import add_file_arguments
 from .series import RunSeries
 
 
@@ -24,12 +25,8 @@ def add_report_parser(commands: Any) -> None:
         description="Replay a trace or a job's logs as 'replay' does and write one self-contained HTML page: health, "
         "throughput, step time, goodput, signals, ranks, GPUs and root causes over the run.",
     )
-    rep.add_argument("files", nargs="+", metavar="FILE", help="a trace recorded with -record, or training logs")
     rep.add_argument("-o", "--output", metavar="FILE", default="report.html", help="the page (default: report.html)")
-    rep.add_argument(
-        "-framework", "--framework", metavar="NAME", help="read the files as this framework's logs (default: detect)"
-    )
-    add_setting_flags(rep, ("interval", "log_level", "log_format", "stale_after", "detectors"))
+    add_file_arguments(rep)
 
 
 def run_report(args: argparse.Namespace) -> int:
