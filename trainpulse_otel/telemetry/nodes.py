@@ -53,7 +53,7 @@ class _Node:
     __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "signals", "xid_counts")
 
     def __init__(self, now: float) -> None:
-        self.gpus: tuple[GpuSample, ...] = ()
+        self.gpus: tuple[GpuSample, ...] = ()  # by index
         #: The node daemon's verdict, its active signals (None: it sent none, so the job daemon judges the node).
         self.signals: tuple[NodeSignal, ...] | None = None
         self.host: HostSample | None = None
@@ -101,20 +101,23 @@ class NodeTable:
                 self._forget(min(self._nodes, key=lambda h: self._nodes[h].last_seen))
         else:
             node.heard(now)
+        judged = node.signals is not None  # its GPUs and XIDs are in none of the job's lists: nothing to redo
         if report.gpus is not None:
-            node.gpus = tuple(g.on_node(hostname) for g in report.gpus)
-            self._gpus = ()
-            if report.xid_counts is None and _fold_xids(node, hostname):
+            node.gpus = tuple(sorted((g.on_node(hostname) for g in report.gpus), key=_index))
+            if report.xid_counts is None and _fold_xids(node, hostname) and not judged:
                 self._xid_counts = ()
+            if not judged:
+                self._gpus = ()
         if report.host is not None:
             node.host = report.host
         if report.signals is not None:
-            if node.signals is None:  # the node judges from now on: its GPUs and XIDs leave the job's frame
+            if not judged:  # the node judges from now on: its GPUs and XIDs leave the job's frame
                 self._gpus, self._xid_counts = (), ()
             node.signals = report.signals
         if report.xid_counts is not None:
             node.xid_counts = tuple(x if x.node == hostname else replace(x, node=hostname) for x in report.xid_counts)
-            self._xid_counts = ()
+            if not judged:
+                self._xid_counts = ()
         if report.training is None:
             return None
         return self._job_part(hostname, _with_hostname(report.training, hostname), now)
@@ -150,7 +153,7 @@ class NodeTable:
         return tuple(
             NodeSample(hostname, node.last_seen, node.interval(), node.host)
             if node.signals is None
-            else NodeSample(hostname, node.last_seen, node.interval(), node.host, node.signals, _by_index(node.gpus))
+            else NodeSample(hostname, node.last_seen, node.interval(), node.host, node.signals, node.gpus)
             for hostname, node in sorted(self._nodes.items())
         )
 
@@ -158,9 +161,7 @@ class NodeTable:
         """The GPUs the job daemon judges: every node's whose daemon sends no verdict, by node then index
         (cached until a node's GPU list changes)."""
         if not self._gpus and self._nodes:
-            self._gpus = tuple(
-                g for _, n in sorted(self._nodes.items()) if n.signals is None for g in _by_index(n.gpus)
-            )
+            self._gpus = tuple(g for _, n in sorted(self._nodes.items()) if n.signals is None for g in n.gpus)
         return self._gpus
 
     def xid_counts(self) -> tuple[XidCount, ...]:
@@ -186,10 +187,6 @@ def _fold_xids(node: _Node, hostname: str) -> bool:
 
 def _index(gpu: GpuSample) -> int:
     return gpu.index
-
-
-def _by_index(gpus: tuple[GpuSample, ...]) -> tuple[GpuSample, ...]:
-    return tuple(sorted(gpus, key=_index))
 
 
 def _with_hostname(training: TrainingSample, hostname: str) -> TrainingSample:
