@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .cli import UsageError, add_setting_flags, configure, settings_of
 
 if TYPE_CHECKING:
+    from .config import Settings
+    from .logs.account import LogAccount
     from .report.series import RunSeries
     from .runtime.replay import ReplayResult
 
@@ -71,10 +73,15 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     errors: dict[str, list] = {}
     stepper = open_replay(settings)
     stepper.series = series
+    accounts: list[LogAccount] = []
     try:
-        result = replay(records(args.files, args.framework, errors), stepper, interval_s=settings.interval)
+        result = replay(
+            records(args.files, args.framework, errors, settings, accounts), stepper, interval_s=settings.interval
+        )
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
+    if series is not None and accounts:
+        series.log_account = accounts[0]
     for path, found in errors.items():
         for error in found:
             print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
@@ -84,14 +91,20 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     return result
 
 
-def records(files: list[str], framework: str | None, errors: dict[str, list]) -> Iterator[Any]:
+def records(
+    files: list[str],
+    framework: str | None,
+    errors: dict[str, list],
+    settings: Settings,
+    accounts: list[LogAccount] | None = None,
+) -> Iterator[Any]:
     """The files' records in order: logs (every file, with ``framework``; else those that are not traces) first,
-    then each trace's; a trace's bad lines go to ``errors[path]``."""
+    then each trace's; a trace's bad lines go to ``errors[path]``, the logs' account to ``accounts``."""
     from .collect.trace import bounded_lines, read_trace
 
     logs = [path for path in files if framework or not is_trace_file(path)]
     if logs:
-        yield from log_records(logs, framework)
+        yield from log_records(logs, framework, settings, accounts)
     for path in files:
         if path not in logs:
             with open(path, "rb") as fh:
@@ -105,24 +118,28 @@ def is_trace_file(path: str) -> bool:
         return is_trace(fh)
 
 
-def log_records(paths: list[str], framework: str | None) -> Iterator[Any]:
-    """The logs' reports and events; a line count and what became of the lines on stderr."""
+def log_records(
+    paths: list[str], framework: str | None, settings: Settings, accounts: list[LogAccount] | None = None
+) -> Iterator[Any]:
+    """The logs' reports and events; what became of the lines, and what they could not show, on stderr (and
+    appended to ``accounts``)."""
     import os
 
     from .collect.logfile import read_logs
     from .logs import LogReader
+    from .runtime import log_account
 
     try:
         reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
     except ValueError as exc:
         raise UsageError(f"-framework: {exc}") from None
     yield from read_logs(paths, reader)
-    s = reader.stats
-    print(
-        f"trainpulse: read {s.lines} log line(s): {s.reports} report(s), {s.events} failure event(s), "
-        f"{s.unknown} not understood" + (f", {s.invalid} invalid report(s)" if s.invalid else ""),
-        file=sys.stderr,
-    )
+    told = log_account(reader, settings)
+    if accounts is not None:
+        accounts.append(told)
+    print(f"trainpulse: read {told.summary()}", file=sys.stderr)
+    for note in told.notes:
+        print(f"trainpulse: {note}", file=sys.stderr)
 
 
 def print_timeline(result: ReplayResult) -> None:

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from tests.diagnose.builders import T0, Harness, job
 from tests.parts import pipeline
-from trainpulse_otel.diagnose.detectors.numerics import BASELINE_LOSSES, LossSpike, NonfiniteLoss
+from trainpulse_otel.diagnose.detectors.nonfinite import NonfiniteLoss
+from trainpulse_otel.diagnose.detectors.numerics import BASELINE_LOSSES, LossSpike
 from trainpulse_otel.samples import LossPoint
 
 NAN, INF = float("nan"), float("inf")

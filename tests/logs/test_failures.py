@@ -15,7 +15,15 @@ from trainpulse_otel.diagnose.detectors.logged import CollectiveTimeout
 from trainpulse_otel.logs import LogLine, LogReader, split_prefixes
 from trainpulse_otel.logs import xid as logs_xid
 from trainpulse_otel.logs.failures import FailureScanner
-from trainpulse_otel.samples import CUDA_OOM, DRIVER_XID, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+from trainpulse_otel.samples import (
+    CUDA_OOM,
+    DRIVER_XID,
+    GPU_FAULT,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    LogEvent,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 FAILURES = FIXTURES / "failures"
@@ -227,8 +235,9 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
             "0000:97:00",
         )
     ],
-    "2025_fallen_off_bus_with_and_without_xid.txt": [  # the driver's message without an XID says nothing here
-        (DRIVER_XID, None, {"xid": 79, "pci": "0000:44:00", "text": "GPU has fallen off the bus"})
+    "2025_fallen_off_bus_with_and_without_xid.txt": [  # the probe's message (its address a line above), then the XID
+        (GPU_FAULT, None, {"fault": "GPU has fallen off the bus"}),
+        (DRIVER_XID, None, {"xid": 79, "pci": "0000:44:00", "text": "GPU has fallen off the bus"}),
     ],
 }
 

@@ -72,12 +72,14 @@ def test_a_failure_line_is_an_event_of_its_stream_s_rank_and_says_where_it_was()
     assert event.details["seq"] == 88 and event.details["pg_rank"] == 3 and event.ts == 100.0
 
 
-def test_a_line_nobody_understands_is_counted_and_a_bad_report_is_counted_not_raised():
+def test_a_line_nobody_understands_is_counted_and_a_bad_value_costs_its_field_not_the_report():
     reader = LogReader()
     assert read(reader, LogLine("NCCL INFO Channel 00/32 : 0 1 2 3", "x.log", 1)) == []
     negative = iteration(3).replace("elapsed time per iteration (ms): 500.0", "elapsed time per iteration (ms): -5.0")
-    assert read(reader, LogLine(negative, "y.log", 1)) == []
-    assert reader.stats.unknown == 1 and reader.stats.invalid == 1 and reader.stats.lines == 2
+    [report] = read(reader, LogLine(negative, "y.log", 1))
+    assert report.global_step == 3 and report.step_time_ms is None and report.loss is not None
+    assert report.samples_per_sec is None  # derived from that step time: it goes with it
+    assert reader.stats.unknown == 1 and reader.stats.invalid_fields == 2 and reader.stats.invalid == 0
 
 
 def test_a_nan_loss_on_an_iteration_line_is_read_as_nan():

@@ -1,8 +1,8 @@
-"""The report as a person sees it: four incidents' pages rendered by headless Chromium, and ``GET /v1/report``.
+"""The report as a person sees it: five incidents' pages rendered by headless Chromium, and ``GET /v1/report``.
 
-A real checkpointing run and a real hang (the frozen corpus, replayed as its ``expected.json`` says), and two
-simulated faults recorded as traces (a thermal straggler with a starving loader; a GPU off the bus), each made
-by ``trainpulse report``. One Chromium per page, all at once: the DOM after rendering, a screenshot, and the
+A real checkpointing run and a real hang (the frozen corpus, replayed as its ``expected.json`` says), two
+simulated faults recorded as traces (a thermal straggler with a starving loader; a GPU off the bus), and a real
+Megatron console log with a loss spike (the log corpus's train split), each made by ``trainpulse report``. One Chromium per page, all at once: the DOM after rendering, a screenshot, and the
 console (a script error or a blocked load would be logged there).
 """
 
@@ -24,11 +24,12 @@ from trainpulse_otel.collect.sim.combine import scenario_named
 from trainpulse_otel.collect.trace import encode_line
 from trainpulse_otel.config import Settings
 from trainpulse_otel.evaluation.sim_replay import sim_records
-from trainpulse_otel.report.page import SECTIONS
+from trainpulse_otel.report.page import LOG_SECTION, SECTIONS
 from trainpulse_otel.runtime import warm_up
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
 pytestmark = pytest.mark.slow
 
 #: name: (trace or scenario, replay flags, the signals the page must name, its top cause).
@@ -42,11 +43,19 @@ INCIDENTS = {
         "input_pipeline_bound",
     ),
     "lost_gpu": ("gpu_hardware_fault", [], {"gpu_hardware_fault"}, "gpu_hardware_failure"),
+    "megatron_log": (
+        "log:megatron_loss_spike_tr1-13b-loss-2.7-to-8.7.log",
+        [],
+        {"loss_spike"},
+        "numerical_instability",
+    ),
 }
 
 
 def trace_of(source: str, out: Path) -> Path:
-    """The corpus's trace, or the simulated scenario recorded as a daemon would record it."""
+    """The corpus's trace or log, or the simulated scenario recorded as a daemon would record it."""
+    if source.startswith("log:"):
+        return LOGS / source.removeprefix("log:")
     if source.startswith("corpus:"):
         return CORPUS / f"{source.removeprefix('corpus:')}.jsonl"
     scenario = scenario_named(source)
@@ -87,15 +96,18 @@ def rendered(tmp_path_factory) -> dict[str, dict]:
 
 def test_each_page_names_its_signals_and_top_cause_renders_cleanly_and_shows_charts(rendered):
     """One test (not one per incident): under pytest-xdist, one worker renders the pages, once."""
-    for name, (_, _, signals, top) in INCIDENTS.items():
+    for name, (source, _, signals, top) in INCIDENTS.items():
         r = rendered[name]
+        log = source.startswith("log:")
         assert r["page"].stat().st_size < 3 << 20, name  # small enough to attach to a ticket
         assert r["console"] == [], name  # no script error, nothing blocked (no load from the network)
-        assert re.findall(r"<h2>(.*?)</h2>", r["dom"]) == list(SECTIONS), name
+        headings = [SECTIONS[0], LOG_SECTION, *SECTIONS[1:]] if log else list(SECTIONS)
+        assert re.findall(r"<h2>(.*?)</h2>", r["dom"]) == headings, name
         summary = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", r["dom"]))
         assert summary["Top cause"] == top, name
         assert signals <= set(summary["Signals"].split(", ")), name
-        assert len(re.findall(r"<svg", r["dom"])) >= 7, name  # health, throughput, step, goodput, timeline, ranks…
+        # health, throughput, step, goodput, timeline, ranks…; a log: health, loss, throughput, step, timeline
+        assert len(re.findall(r"<svg", r["dom"])) >= (5 if log else 7), name
         assert_shows_charts(r["png"])
 
 
@@ -133,3 +145,4 @@ def test_the_daemon_serves_the_report_of_its_run(sim_daemon):
         assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/html")
         page = resp.read().decode()
     assert "<h2>Root causes</h2>" in page and "gpu_hardware_failure" in page and "<script" not in page
+    assert LOG_SECTION not in page  # a daemon's run has no log account

@@ -129,8 +129,9 @@ def translate_record(record: Mapping[str, Any] | None, context: Mapping[str, Any
 
 
 def _other_loss(fields: Fields) -> None:
-    """Models without ``lm loss`` log their own loss keys (``<name> loss``; ``total loss`` before 2021)."""
-    set_from_first(fields, lambda k: k.endswith(" loss") and " vs " not in k, "loss")
+    """Models without ``lm loss`` log their own loss keys (``<name> loss``; ``total loss`` before 2021; BigScience's
+    2021 ``lm-loss``)."""
+    set_from_first(fields, lambda k: k.endswith((" loss", "-loss")) and " vs " not in k, "loss")
 
 
 def _timers(fields: Fields, key_of: Callable[[str], str], to_ms: float) -> None:

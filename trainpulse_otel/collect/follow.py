@@ -88,4 +88,4 @@ class FollowCollector:
         }
         if any(delta.values()):
             self.on_read(**delta)
-            self._counted = ReadStats(s.lines, s.reports, s.events, s.unknown, s.invalid, s.repeated)
+            self._counted = s.copy()

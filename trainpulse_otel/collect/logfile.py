@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -21,6 +22,8 @@ from ..logs import LogLine, LogReader
 from ..samples import LogEvent
 from .flight_recorder import dump_events, is_dump
 from .trace import KINDS, TraceRecord, bounded_lines
+
+log = logging.getLogger(__name__)
 
 #: Lines looked at to tell a trace from a log.
 SNIFF_LINES = 20
@@ -61,7 +64,12 @@ def _records(path: str, reader: LogReader) -> Iterator[TraceRecord]:
     with Path(path).open("rb") as fh:
         for number, raw in enumerate(bounded_lines(fh, MAX_LINE_CHARS), start=1):
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_LINE_CHARS]
-            for item in reader.feed(LogLine(text, source=path, number=number)):
+            try:
+                items = reader.feed(LogLine(text, source=path, number=number))
+            except Exception:  # a parser's bug costs that line, never the rest of the file
+                log.exception("%s:%d: this line could not be read; going on", path, number)
+                continue
+            for item in items:
                 yield _record(item, number)
 
 

@@ -20,7 +20,8 @@ from .detectors.llm import LowMfu, SequencePadding
 from .detectors.logged import CollectiveTimeout, NetworkError, OutOfMemory, RankCrashed
 from .detectors.memory import GpuMemoryPressure, HostMemoryPressure
 from .detectors.nodes import NodeUnreachable
-from .detectors.numerics import LossSpike, NonfiniteLoss
+from .detectors.nonfinite import NonfiniteLoss
+from .detectors.numerics import LossSpike
 from .detectors.ranks import RankStraggler
 from .detectors.schedule import CheckpointStall, PipelineBubble
 from .detectors.stall import TrainingStalled

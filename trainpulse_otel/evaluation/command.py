@@ -57,10 +57,27 @@ def add_eval_parser(commands: Any) -> None:
         help="also run two faults at once on the default job: every pair (of the -scenario ones, when given), "
         "or the pairs listed",
     )
+    ev.add_argument(
+        "-logs",
+        "--logs",
+        metavar="DIR",
+        help="instead, score the log reader on a labelled corpus of logs (DIR/index.json; see docs/logs.md)",
+    )
+    ev.add_argument(
+        "-split",
+        "--split",
+        action="append",
+        metavar="NAME",
+        help="with -logs: only this split of the corpus (repeatable; default: every split, each scored apart)",
+    )
 
 
 def run_eval(args: argparse.Namespace) -> int:
     """Score what ``args`` ask for and print the report; 0 when every figure is met, else 1."""
+    if args.logs is not None:
+        return _run_logs(args)
+    if args.split:
+        raise EvalUsageError("-split goes with -logs DIR")
     variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
     if unknown:
@@ -82,3 +99,21 @@ def run_eval(args: argparse.Namespace) -> int:
     report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s, pairs=pairs)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
     return 0 if report.passed else 1
+
+
+def _run_logs(args: argparse.Namespace) -> int:
+    """``eval -logs DIR``: the corpus scored split by split; 0 when every split meets its figures."""
+    from pathlib import Path
+
+    from .log_corpus import CorpusError, evaluate_logs, format_logs_report
+
+    root = Path(args.logs)
+    try:
+        reports = evaluate_logs(root, args.split)
+    except CorpusError as exc:
+        raise EvalUsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps({"corpus": str(root), "splits": [r.to_dict() for r in reports]}, indent=2))
+    else:
+        print(format_logs_report(root, reports), end="")
+    return 0 if all(not r.failures for r in reports) else 1

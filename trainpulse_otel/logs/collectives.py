@@ -67,6 +67,74 @@ GLOO_PAIR = re.compile(
 )
 
 
+#: An NCCL warning in any release's form: ``NCCL WARN …`` (2.3 on), 2018's ``include/socket.h:194 WARN …`` (a
+#: source location, then ``WARN``), a plugin's ``create_nccl_ofi_component:459 NCCL WARN NET/OFI …``.
+NCCL_WARNING = re.compile(r"(?:\bNCCL WARN|\w\.(?:h|cc|cu|cpp)[: ]\d+ WARN|\w:\d+ NCCL WARN)\s*(?P<message>.*\S)")
+#: What in a warning says the network itself failed (a missing optional library, ``Failed to open
+#: libibverbs.so``, is no failure: NCCL falls back to sockets).
+NET_FAILURE = re.compile(
+    r"Connection (?:reset|refused|closed|timed out|abort)|connection abort|Network is unreachable|No route to host"
+    r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE"
+    r"|Invalid address|async event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited",
+    re.IGNORECASE,
+)
+#: NCCL's INFO line of a connection it retries: ``Call to connect returned Connection refused, retrying``.
+CONNECT_RETRY = re.compile(r"Call to connect returned (?P<reason>[^,]+), retrying")
+
+
+#: Horovod's stall inspector: ``One or more tensors were submitted … waiting for remainder of ranks for more than
+#: 60 seconds``, then ``Stalled ops:`` with ``HorovodAllreduce_… [missing ranks: 0, 3]``.
+HOROVOD_STALL = re.compile(r"waiting for remainder of ranks for more than (\d+) seconds")
+MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
+#: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
+#: time``, ``EI0002: … The wait execution of the Notify register times out``.
+HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out")
+#: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``.
+TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)")
+#: PyTorch's desync report after a timeout: ``[1] finished collective #2, but didn't join collective #3``.
+DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective")
+
+
+def stalled_collective(text: str) -> dict[str, Any] | None:
+    """A collective another library's watchdog saw stall (Horovod's stall inspector and its missing ranks, HCCL's
+    timeouts), NCCL's summary line alone, or a rank PyTorch's desync report names behind: the details of a
+    timeout (``behind_ranks`` / ``missing_ranks`` where the line names them)."""
+    if (match := HOROVOD_STALL.search(text)) is not None:
+        return {"backend": "horovod", "timeout_ms": int(match[1]) * 1000}
+    if (match := MISSING_RANKS.search(text)) is not None:
+        return {"backend": "horovod", "missing_ranks": sorted({int(r) for r in match[1].split(",") if r.strip()})}
+    if HCCL_TIMEOUT.search(text) is not None:
+        return {"backend": "hccl", "error": text.strip()[:200]}
+    if (match := TIMEOUT_AT.search(text)) is not None:
+        return {"backend": "nccl", "seq": int(match[1]), **pg_details(text)}
+    if (match := DESYNC.search(text)) is not None:
+        return {"backend": "nccl", "desync": True, "behind_ranks": [int(match[1])]}
+    return None
+
+
+def transport_warning(text: str) -> dict[str, Any] | None:
+    """An NCCL warning that the network failed, in words no finer form reads: ``transport`` (IB, OFI or Socket
+    by what it names) and ``error`` (the warning's words)."""
+    match = NCCL_WARNING.search(text)
+    if match is None or NET_FAILURE.search(match["message"]) is None:
+        return None
+    message = match["message"]
+    lowered = message.lower()
+    if "ibv" in lowered or "/ib" in lowered or "async event" in lowered:
+        transport = "IB"
+    elif "ofi" in lowered or "efa" in lowered or "libfabric" in lowered or " av" in lowered:
+        transport = "OFI"
+    else:
+        transport = "Socket"
+    return {"transport": transport, "error": message[:200]}
+
+
+def connect_retry(text: str) -> str | None:
+    """The reason of NCCL's ``Call to connect returned …, retrying`` INFO line, or None."""
+    match = CONNECT_RETRY.search(text)
+    return None if match is None else match["reason"].strip()
+
+
 def number(text: str) -> int | str:
     """A field's value as an int when it is one."""
     return int(text) if text.lstrip("-").isdigit() else text

@@ -17,30 +17,41 @@ and their sources: tests/fixtures/logs/SOURCES.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..samples import CUDA_OOM, DRIVER_XID, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
+from ..samples import CUDA_OOM, DRIVER_XID, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
 from . import collectives as c
+from . import fatal
+from .gpu_faults import gpu_fault
 from .oom import cuda_oom
-from .tracebacks import Told, TorchrunReport, Tracebacks
+from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
 from .xid import xid_details
 
 #: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
 ECHOES = (
     "detected by watchdog at work",
-    "Timeout at NCCL work",
     "failure detected by watchdog",
     "Some NCCL operations have failed or timed out",
     "To avoid data inconsistency",
     "Received a dump signal",
     "preparing to dump debug info",
 )
+#: An exception whose words say a collective or its transport failed under it (the process died of that, not
+#: of its own bug): NCCL's, HCCL's or gloo's errors, an aborted communicator, a peer gone.
+COLLECTIVE_FAILURE = re.compile(
+    r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
+)
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256
 #: NCCL's detail follows its ``ncclRemoteError`` line within this many lines (``Last error:`` not counted).
 REMOTE_LINES = 1
+#: NCCL retries a refused connection (``Call to connect returned Connection refused, retrying``) up to
+#: ``NCCL_SOCKET_RETRY_CNT`` (34) times; this many retries in one stream say the peer stays unreachable: a
+#: transport error (one or two are a peer still starting).
+CONNECT_RETRIES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +78,7 @@ class FailureScanner:
         self._timed_out = False  # a timeout was told: NCCL's fatal line after it is its echo
         self._remote: str | None = None  # an 'ncclRemoteError' line waiting for its 'Last error:' detail
         self._remote_wait = 0
+        self._retries = 0  # NCCL's connection retries seen
 
     def feed(self, text: str) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
@@ -107,12 +119,15 @@ class FailureScanner:
         return claimed
 
     def _crash(self, told: Told) -> Failure:
-        return Failure(PROCESS_FAILED, told.details, rank=told.rank, text=told.text)
+        details = told.details
+        if COLLECTIVE_FAILURE.search(f"{details.get('exception', '')}: {details.get('error', '')}") is not None:
+            details = {**details, "collective": True}  # it died of a collective or its link failing
+        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
 
     def _one_line(self, text: str) -> list[Failure] | None:
         """The failures one line tells by itself (first form that matches wins)."""
         if "NCCL INFO" in text:
-            return None
+            return self._retry(text) if "retrying" in text else None
         for marks, handler in self._handlers:
             if any(mark in text for mark in marks):
                 told = handler(self, text)
@@ -146,6 +161,20 @@ class FailureScanner:
             return None
         return self._timeout(details, ("gloo", details.get("op"), details.get("timeout_ms")))
 
+    def _stalled(self, text: str) -> list[Failure] | None:
+        details = c.stalled_collective(text)
+        if details is None:
+            return None
+        if "seq" in details and self._timed_out:  # NCCL's summary of a timeout already told
+            return []
+        key = (
+            "stalled",
+            details["backend"],
+            tuple(details.get("missing_ranks", ())),
+            tuple(details.get("behind_ranks", ())),
+        )
+        return self._timeout(details, key)
+
     def _timeout(self, details: dict[str, Any], key: tuple) -> list[Failure]:
         self._timed_out = True
         return self._once(key, Failure(WATCHDOG_TIMEOUT, details))
@@ -166,6 +195,17 @@ class FailureScanner:
         key = tuple(details.get(name) for name in ("transport", "peer", "error", "status", "event"))
         return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details))
 
+    def _retry(self, text: str) -> list[Failure] | None:
+        """NCCL retrying a connection: told as a transport error at the :data:`CONNECT_RETRIES` th retry."""
+        reason = c.connect_retry(text)
+        if reason is None:
+            return None
+        self._retries += 1
+        if self._retries < CONNECT_RETRIES:
+            return []
+        details = {"transport": "Socket", "error": reason, "op": "connect", "retries": self._retries}
+        return self._once(("retry", reason), Failure(TRANSPORT_ERROR, details))
+
     def _nccl_remote(self, text: str) -> list[Failure] | None:
         if "ncclRemoteError" in text:
             self._remote, self._remote_wait = text.strip(), REMOTE_LINES
@@ -183,6 +223,27 @@ class FailureScanner:
         details = xid_details(text)
         return None if details is None else [Failure(DRIVER_XID, details)]
 
+    def _gpu_fault(self, text: str) -> list[Failure] | None:
+        details = gpu_fault(text)
+        if details is None:
+            return None
+        key = ("gpu", details["fault"], details.get("pci"), details.get("gpu_index"))
+        return self._once(key, Failure(GPU_FAULT, details, gpu_index=details.get("gpu_index")))
+
+    def _died(self, details: dict[str, Any] | None, rank: int | None = None, text: str = "") -> list[Failure] | None:
+        """A one-line death (:mod:`.fatal`): told once per what it says in this stream."""
+        if details is None:
+            return None
+        said = exception_details(text) if text else None  # a bare exception line says its class too
+        if said is not None and said["error"] and said["error"] in str(details.get("error", "")):
+            details = {**said, **details}
+        key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
+        return self._once(key, Failure(PROCESS_FAILED, {**details, "one_line": True}, rank=rank))
+
+    def _srun(self, text: str) -> list[Failure] | None:
+        found = fatal.srun_failure(text)
+        return None if found is None else self._died(found[0], found[1])
+
     def _once(self, key: tuple, failure: Failure) -> list[Failure]:
         """``[failure]`` the first time ``key`` is told in this stream, then ``[]`` (claimed, nothing new)."""
         if key in self._seen:
@@ -198,8 +259,12 @@ class FailureScanner:
         (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
         (("Terminating the process after attempting",), _fatal),
         (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
+        (
+            ("remainder of ranks", "missing ranks", "EI000", "Timeout at NCCL work", "didn't join", "didn't finish"),
+            _stalled,
+        ),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
-        (("out of memory",), _oom),
+        (("out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"), _oom),
         (
             ("async event", "IBV_WC_"),
             lambda self, text: self._transport(c.ib_event(text) if _warn(text) else None, text),
@@ -210,7 +275,27 @@ class FailureScanner:
             lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
         ),
         (("ncclRemoteError", "Last error:"), _nccl_remote),
+        (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),
+        (
+            ("fallen off the bus", "RmInitAdapter", "device handle for GPU", "uncorrectable ECC", "AER", "GSP RM"),
+            _gpu_fault,
+        ),
+        (
+            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert"),
+            lambda self, t: self._died(fatal.cuda_error(t), text=t),
+        ),
+        (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
+        (("srun: error",), _srun),
+        (
+            ("oom-kill", "Out of memory: Kill", "oom_kill", "cgroup out of memory"),
+            lambda self, t: self._died(fatal.host_oom(t)),
+        ),
+        (("DataLoader worker",), lambda self, t: self._died(fatal.loader_death(t), text=t)),
+        (
+            ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃"),
+            lambda self, t: self._died(fatal.fatal_signal(t)),
+        ),
     )
 
 

@@ -22,6 +22,7 @@ from ..adapters.hf_trainer_text import dict_values, is_progress_bar, is_training
 from ..adapters.lightning_text import APPROX_STEP, BATCH, EPOCH, progress_values
 from ..adapters.megatron_text import RecordReader
 from ..samples import SampleError
+from .generic import GenericLines
 from .lines import split_prefixes
 
 Payload = dict[str, Any]
@@ -205,13 +206,25 @@ class MegatronLines(_Trainer):
         return [] if payload is None else [payload]
 
 
+def _nonfinite_loss_term(values: Mapping[str, Any]) -> float | None:
+    """A non-finite value of a dict's loss or KL term (``eval_loss``, ``kl``, ``rewards/…`` excluded), or None."""
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value) and ("loss" in key or key.endswith("kl")):
+            return value
+    return None
+
+
 def _translated(translate: Callable[..., Any], record: Mapping[str, Any], ts: float) -> Payload | None:
-    """An adapter's payload for ``record`` stamped ``ts``; None when a value cannot be a field (a NaN step
-    time): such a line is left out, as a line nobody understands is."""
-    try:
-        return {**translate(record, {}).payload, "timestamp": ts}
-    except SampleError:
-        return None
+    """An adapter's payload for ``record`` stamped ``ts``. A value that cannot be its field (a NaN step time)
+    costs that value, not the line; None when no value is left to report."""
+    for _ in range(3):
+        try:
+            return {**translate(record, {}).payload, "timestamp": ts}
+        except SampleError as exc:
+            if not exc.field or exc.field not in record:
+                return None
+            record = {k: v for k, v in record.items() if k != exc.field}
+    return None
 
 
 def _loss_was_nan(record: Mapping[str, Any], advanced_since: int | None) -> bool:
@@ -256,9 +269,12 @@ class HuggingFaceLines(_Trainer):
         values = dict_values(text)
         if values is None:
             return None
-        if not is_training(values):
-            return []  # an evaluation log
+        bad = _nonfinite_loss_term(values)
+        if not is_training(values):  # an evaluation log: only its non-finite loss is news (the weights are)
+            return [] if bad is None else [{"loss": bad, "timestamp": ts}]
         payload = _translated(lambda record, _: hf_trainer.translate(record), values, ts)
+        if payload is not None and bad is not None and math.isfinite(payload.get("loss", 0.0)):
+            payload["loss"] = bad  # an auxiliary loss or a KL term gone non-finite: the objective is
         return [] if payload is None else [payload]
 
     def quiet(self, text: str) -> bool:
@@ -351,11 +367,13 @@ class DeepSpeedLines:
         return self.host.flush() if self.host is not None else self.engine.flush()
 
 
-#: The built-in parsers by framework name (``trainpulse replay -framework NAME``), tried in this order.
+#: The built-in parsers by framework name (``trainpulse replay -framework NAME``), tried in this order; the last,
+#: any format's (:mod:`.generic`), only keeps a stream until a framework claims one of its lines.
 FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "megatron": MegatronLines,
     "torchtitan": TorchtitanLines,
     "huggingface": HuggingFaceLines,
     "lightning": LightningLines,
     "deepspeed": DeepSpeedLines,
+    GenericLines.name: GenericLines,
 }

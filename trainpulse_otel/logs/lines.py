@@ -17,7 +17,11 @@ from datetime import datetime, timezone
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
 #: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``). A host label has a digit (``RuntimeError:`` is none).
-RANK_PREFIX = re.compile(r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+\))\s+)?\[(?:rank|default)(\d+)\]:\s?")
+#: Open MPI's ``--tag-output`` (mpirun, Horovod, SageMaker): ``[1,3]<stderr>:``, ``[1,mpirank:3,algo-1]<stdout>:``.
+RANK_PREFIX = re.compile(
+    r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+\))\s+)?\[(?:rank|default)(\d+)\]:\s?"
+    r"|^\s*\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>:\s?"
+)
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
 #: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron), torchtitan's ``[titan] 2025-06-16
 #: 22:30:50,322``, a collector's stamp without seconds (``2025-02-18 12:54``); read as UTC when it names no zone.
@@ -64,7 +68,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     rank = when = None
     for _ in range(2):
         if rank is None and (match := RANK_PREFIX.match(text)):
-            rank, text = int(match[1]), text[match.end() :]
+            rank, text = int(match[1] or match[2]), text[match.end() :]
         elif when is None and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
             if text[:1] == " " and (tag := CRI_TAG.match(text)):

@@ -6,7 +6,14 @@
   PyTorch but unallocated.`` (2.1 wrote ``capacty``).
 - PyTorch 1.4–2.0: ``Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already allocated;
   3.03 GiB free; 1.24 GiB reserved in total by PyTorch)``; before 1.4 ``… 4.68 MiB cached)``.
-- The CUDA runtime's own ``CUDA error: out of memory`` (no sizes).
+- The CUDA runtime's own ``CUDA error: out of memory`` (no sizes), and every other wording an accelerator's
+  allocator failing takes (:data:`OTHER_OOM`): PyTorch's before 1.0 (``THCudaCheck FAIL … error=2 : out of
+  memory``, ``cuda runtime error (2) : out of memory``), ROCm's ``HIP out of memory``, Ascend's ``NPU out of
+  memory``, Apple's ``MPS backend out of memory``, NCCL's ``Cuda failure 'out of memory'``, fairseq's recovered
+  ``ran out of memory on GPU #2, skipping batch``, TensorFlow's ``OOM when allocating tensor … on
+  /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
+  Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``. The host's OOM killer is no
+  allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
 """
@@ -28,6 +35,17 @@ OLD = re.compile(
 )
 
 
+#: An accelerator's allocator failing, in the words of every framework and runtime (see the module docstring).
+OTHER_OOM = re.compile(
+    r"(?:CUDA|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|CUDA_ERROR_OUT_OF_MEMORY:|"
+    r"ran|\(2 vs\. 0\))\s*out of memory|OOM when allocating|ResourceExhaustedError|RESOURCE_EXHAUSTED:.*memory"
+)
+#: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``.
+OTHER_GPU = re.compile(r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)")
+#: Lines about the host's memory, not the accelerator's.
+HOST = ("Killed process", "oom-kill", "cgroup", "oom_kill")
+
+
 def size(number: str, unit: str) -> int:
     """``"2.00", "GiB"`` → bytes (the message rounds to two decimals; so does this)."""
     return round(float(number) * UNITS[unit])
@@ -40,7 +58,7 @@ def cuda_oom(text: str) -> tuple[dict[str, Any], int | None] | None:
     if "CUDA out of memory" not in text:
         if "CUDA error: out of memory" in text:
             return {"error": "CUDA error: out of memory"}, None
-        return None
+        return _other(text)
     details: dict[str, Any] = {}
     if (found := REQUESTED.search(text)) is not None:
         details["requested_bytes"] = size(*found.groups())
@@ -61,3 +79,14 @@ def cuda_oom(text: str) -> tuple[dict[str, Any], int | None] | None:
         if old[8] is not None:
             details["reserved_bytes"] = size(old[8], old[9])
     return details, gpu
+
+
+def _other(text: str) -> tuple[dict[str, Any], int | None] | None:
+    """Another framework's or runtime's out-of-memory line (:data:`OTHER_OOM`): its words, and the GPU it names."""
+    if (match := OTHER_OOM.search(text)) is None or any(words in text for words in HOST):
+        return None
+    details: dict[str, Any] = {"error": text[max(0, match.start() - 40) :].strip()[:200]}
+    if (found := REQUESTED.search(text)) is not None:
+        details["requested_bytes"] = size(*found.groups())
+    gpu = OTHER_GPU.search(text)
+    return details, None if gpu is None else int(next(g for g in gpu.groups() if g is not None))

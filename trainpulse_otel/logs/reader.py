@@ -13,24 +13,37 @@ reported is not reported again. Pure: lines in, samples out.
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..samples import LogEvent, SampleError, TrainingSample, parse_training
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
+from .generic import GenericLines, line_values
 from .lines import LogLine, rank_of_source, split_prefixes
+from .statements import statement
 
 #: A report's time advances by its step time times the steps it stands for, at most this much (s): a bogus
 #: step time cannot throw a log without time stamps hours ahead.
 MAX_ADVANCE_S = 3600.0
 #: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun.
 REPEAT_WINDOW_S = 60.0
+#: A report that says no time (no stamp, no step time) in a stream whose lines say none moves its clock this much
+#: (s): the order of the lines is then the time axis, one report a tick at the default interval.
+UNTIMED_REPORT_S = 1.0
 #: Steps remembered for that (the newest).
 MAX_REMEMBERED_STEPS = 4096
 #: Streams kept (a node, file and rank each); beyond it the longest quiet are flushed and forgotten.
 MAX_STREAMS = 4096
+#: Fields a report may lose to bad values (each named by validation) before the whole line is dropped.
+MAX_DROPPED_FIELDS = 3
+#: Lines this long or longer are measured for signs of terminal wrapping (shorter ones end where they end).
+LONG_LINE = 60
+#: Lines of one length that say a terminal wrapped the log at it.
+WRAPPED_LINES = 3
 
 
 class IterationParser(Protocol):
@@ -49,7 +62,12 @@ class IterationParser(Protocol):
 
 @dataclass
 class ReadStats:
-    """What a reader has read: lines, and what they became."""
+    """What a reader has read: lines, and what they became.
+
+    Beyond the counts: reports by the parser that read them (``parsers``), events by kind (``kinds``), how
+    each report's time was known (``timed_by``: ``stamp``, ``step_time``, ``line_order``), what the reports
+    carried (finite and non-finite losses, step times, throughput), and the lengths of long lines (``widths``:
+    a terminal that wrapped the log leaves many lines of one length)."""
 
     lines: int = 0
     reports: int = 0
@@ -57,6 +75,27 @@ class ReadStats:
     unknown: int = 0
     invalid: int = 0
     repeated: int = 0
+    invalid_fields: int = 0
+    parsers: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    timed_by: Counter[str] = field(default_factory=Counter)
+    losses: int = 0
+    nonfinite: int = 0
+    step_times: int = 0
+    throughput: int = 0
+    ranks: set[int] = field(default_factory=set)
+    widths: Counter[int] = field(default_factory=Counter)
+
+    def copy(self) -> ReadStats:
+        return ReadStats(self.lines, self.reports, self.events, self.unknown, self.invalid, self.repeated)
+
+    def wrapped_at(self) -> int | None:
+        """The width a terminal seems to have wrapped the log at: at least :data:`WRAPPED_LINES` lines, and a
+        fifth of the long ones, of exactly one length (None: no sign of it)."""
+        if not self.widths:
+            return None
+        width, count = self.widths.most_common(1)[0]
+        return width if count >= WRAPPED_LINES and count * 5 >= sum(self.widths.values()) else None
 
 
 class _Stream:
@@ -111,6 +150,8 @@ class LogReader:
     def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
         self.stats.lines += 1
+        if len(line.text) >= LONG_LINE and len(self.stats.widths) < 512:
+            self.stats.widths[len(line.text)] += 1
         prefixed, own_ts, text = split_prefixes(line.text)
         stream = self._stream(line, prefixed)
         rank = stream.rank
@@ -182,21 +223,40 @@ class LogReader:
         return max(times, default=self.start)
 
     def _iterations(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
-        if stream.parser is not None:
-            return stream.parser.feed(text, stream.ts)
-        for make in FRAMEWORKS.values():  # detection: the first framework that claims a line keeps the stream
-            parser = make()
+        """What a line completes as iterations: its stream's framework's (detected on the first line one claims);
+        detecting, a line the framework does not claim is offered to any format's reader (:mod:`.generic`), then
+        to the numbers said in words (:mod:`.statements`)."""
+        parser = stream.parser
+        if parser is not None and (self.framework is not None or parser.name != GenericLines.name):
             found = parser.feed(text, stream.ts)
-            if found is not None:
-                stream.parser = parser
-                return found
-        return None
+        else:
+            found = None
+            for make in FRAMEWORKS.values():  # detection: the first framework that claims a line keeps the stream
+                if make is GenericLines:
+                    continue
+                candidate = make()
+                found = candidate.feed(text, stream.ts)
+                if found is not None:
+                    stream.parser = candidate
+                    break
+        if found is not None or self.framework is not None:
+            return found
+        return self._any_format(stream, text)
+
+    def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
+        values = line_values(text)
+        if values is not None:
+            if stream.parser is None:
+                stream.parser = GenericLines()
+            return [{**values, "timestamp": stream.ts}]
+        said = statement(text)
+        return None if said is None else [{**said, "timestamp": stream.ts}]
 
     def _report(self, payload: dict[str, Any], stream: _Stream) -> list[TrainingSample]:
         """A payload as a validated report: its own line's time, or — in a stream whose lines say no time — its
         stream's time advanced by its steps."""
         step = payload.get("global_step")
-        if not stream.timed:
+        if not stream.timed and (step is None or step != stream.last_step):  # another rank's copy: no time passes
             stream.ts += _advance_s(payload, step, stream.last_step)
         if isinstance(step, int):
             stream.last_step = step
@@ -207,13 +267,43 @@ class LogReader:
         if isinstance(step, int) and self._repeats(step, ts):
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
             return []
-        try:
-            sample = parse_training({**payload, "timestamp": ts})
-        except SampleError:
-            self.stats.invalid += 1
+        sample = self._valid({**payload, "timestamp": ts})
+        if sample is None:
             return []
-        self.stats.reports += 1
+        self._count(sample, stream, "step_time_ms" in payload)
         return [sample]
+
+    def _valid(self, payload: dict[str, Any]) -> TrainingSample | None:
+        """The report, less the fields a line got wrong: a value out of range (Megatron-DeepSpeed's loss scale
+        of -1, a negative rate) costs that field, not the line (``invalid_fields`` counts them); a report left
+        with nothing is ``invalid``."""
+        for _ in range(MAX_DROPPED_FIELDS + 1):
+            try:
+                return parse_training(payload)
+            except SampleError as exc:
+                name = exc.field.split("[", 1)[0].split(".", 1)[0] if exc.field else ""
+                if name not in payload or name in ("timestamp", "global_step"):
+                    break
+                payload = {k: v for k, v in payload.items() if k != name}
+                self.stats.invalid_fields += 1
+        self.stats.invalid += 1
+        return None
+
+    def _count(self, sample: TrainingSample, stream: _Stream, step_timed: bool) -> None:
+        s = self.stats
+        s.reports += 1
+        s.parsers[stream.parser.name if stream.parser is not None else "?"] += 1
+        s.timed_by["stamp" if stream.timed else "step_time" if step_timed else "line_order"] += 1
+        for value in (sample.loss, sample.grad_norm):
+            if value is not None and not math.isfinite(value):
+                s.nonfinite += 1
+                break
+        else:
+            s.losses += sample.loss is not None
+        s.step_times += sample.step_time_ms is not None
+        s.throughput += any(v is not None for v in (sample.tokens_per_sec, sample.samples_per_sec, sample.tflops))
+        if stream.rank is not None:
+            s.ranks.add(stream.rank)
 
     def _repeats(self, step: int, ts: float) -> bool:
         """Whether ``step`` was reported already, within :data:`REPEAT_WINDOW_S` (a job restarted from a checkpoint
@@ -228,6 +318,7 @@ class LogReader:
 
     def _event(self, failure: Failure, line: LogLine, rank: int | None, ts: float) -> LogEvent:
         self.stats.events += 1
+        self.stats.kinds[failure.kind] += 1
         return LogEvent(
             ts=ts,
             kind=failure.kind,
@@ -254,9 +345,9 @@ def _with_stamped_step_time(
 
 def _advance_s(payload: Mapping[str, Any], step: Any, last: int | None) -> float:
     """How far a report without a time of its own moves its stream's clock: its step time, times the steps
-    since the last report (one when unknown)."""
+    since the last report (one when unknown); :data:`UNTIMED_REPORT_S` when it gives no step time."""
     step_ms = payload.get("step_time_ms")
     if not isinstance(step_ms, (int, float)) or not step_ms > 0:
-        return 0.0
+        return UNTIMED_REPORT_S
     steps = step - last if isinstance(step, int) and last is not None and step > last else 1
     return min(MAX_ADVANCE_S, steps * step_ms / 1000.0)

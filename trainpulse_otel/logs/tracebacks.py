@@ -74,9 +74,12 @@ class Tracebacks:
         self.context: dict[str, Any] = {}  # what the line before a traceback said of it (ignored, thread)
         self.where: dict[str, Any] = {}  # the current traceback's context
         self.fallback: Told | None = None  # a spawn parent's re-raise, until its child's traceback ends
+        self.prefix = ""  # what stood before the current traceback's head (cut from its lines)
 
     def feed(self, text: str) -> tuple[bool, list[Told]]:
         """(whether ``text`` belongs to a traceback, the crashes it completed)."""
+        if self.prefix and text.startswith(self.prefix):  # a logger's own prefix before every line of it
+            text = text[len(self.prefix) :]
         if self.state == "idle":
             return self._idle(text)
         if self.state == "ended":
@@ -95,7 +98,7 @@ class Tracebacks:
             claimed, more = self.feed(text)
             return claimed, told + more
         if TRACEBACK in text:
-            self._begin()
+            self._begin(text)
             return True, []
         if self.state == "chained":
             if not text.strip():
@@ -113,8 +116,11 @@ class Tracebacks:
 
     def _idle(self, text: str) -> tuple[bool, list[Told]]:
         if TRACEBACK in text:
-            self._begin()
+            self._begin(text)
             return True, []
+        if text[:1] in " \t" and 'File "' in text and FRAME.search(text) is not None:  # an excerpt begun mid-way
+            self._begin("")
+            return self._frame(text)
         if "Exception ignored in" in text:
             self.context = {"ignored": True}
             return True, []
@@ -125,14 +131,18 @@ class Tracebacks:
             self.context = {}
         return False, []
 
-    def _begin(self) -> None:
+    def _begin(self, text: str) -> None:
+        """A traceback begins at ``text``: what stands before its head on that line (a logger's prefix, a
+        collector's tag) is cut from the lines that follow."""
         self.state, self.frames, self.last, self.stray, self.held = "frames", 0, {}, 0, None
         self.where, self.context = self.context, {}
+        at = text.find(TRACEBACK)
+        self.prefix = text[:at] if at > 0 and text[:at].strip() else ""
 
     def _frame(self, text: str) -> tuple[bool, list[Told]]:
         if not text.strip():
             return True, []
-        if text[0] in " \t│╭╰|":
+        if text[0] in " \t│╭╰|" or text.startswith('File "'):  # (a paste may lose the frames' indent)
             if (frame := FRAME.search(text)) is not None:
                 self.frames += 1
                 self.last = {

@@ -6,16 +6,27 @@ the run did not report is ``None``). Nothing here draws or escapes; :mod:`.chart
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .series import STEP_PARTS
+from .series import LOSS_SIGNALS, STEP_PARTS
 
 #: How long before a fault's raise and after its clear its GPUs are shown (seconds).
 FAULT_MARGIN_S = 60.0
 #: Faults whose GPUs get a panel (the first raised); the timeline shows them all.
 MAX_FAULT_PANELS = 6
+#: The throughputs a run may report, in the order the report prefers them: (series, what the chart calls it).
+THROUGHPUTS = (
+    ("tokens_per_sec", "tokens/s"),
+    ("samples_per_sec", "samples/s"),
+    ("tflops", "TFLOP/s per GPU"),
+)
+STEPS_PER_SEC = "steps/s (from the step time)"
+#: The most loss-signal raises marked on the loss chart (the first; the timeline shows them all).
+MAX_LOSS_MARKS = 40
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,30 @@ class Fault:
 
 
 @dataclass(frozen=True)
+class Losses:
+    """The job's loss and grad norm over its steps: ``x`` each point's step (or, when a report gave none or the
+    steps went back, its ordinal among the run's loss reports: ``x_label`` says which); a value the report did
+    not carry is None, a non-finite one stays NaN or ±inf. ``marks``: (x, signal, severity) of each loss_spike
+    and nonfinite_loss raise."""
+
+    x: list[float]
+    x_label: str
+    loss: list[float | None]
+    grad_norm: list[float | None]
+    marks: list[tuple[float, str, str]] = field(default_factory=list)
+    reports: int = 0
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """The run's throughput as the chart shows it: which (``label``) and its values, point by point."""
+
+    name: str
+    label: str
+    values: list[float | None]
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything the page shows, section by section."""
 
@@ -61,6 +96,13 @@ class Report:
     faults: list[Fault]
     causes: list[Mapping[str, Any]]
     signals: list[str] = field(default_factory=list)
+    losses: Losses | None = None
+    throughput: Throughput | None = None
+    #: Whether any tick had a GPU reading (a log has none).
+    has_gpus: bool = True
+    #: What the logs the run was read from amounted to (:meth:`~trainpulse_otel.logs.account.LogAccount.to_dict`,
+    #: with its ``summary`` sentence); None for a trace or a daemon's run.
+    log_account: Mapping[str, Any] | None = None
 
     @property
     def top_cause(self) -> str | None:
@@ -82,7 +124,10 @@ def build_report(run: Mapping[str, Any], title: str) -> Report:
         ticks=run["ticks"],
         health=diagnosis["health"],
         times=times,
-        series={name: column(points, name) for name in ("health", "tokens_per_sec", "mfu", "step_time_ms", "goodput")},
+        series={
+            name: column(points, name)
+            for name in ("health", *(n for n, _ in THROUGHPUTS), "mfu", "step_time_ms", "goodput")
+        },
         step_parts=step_parts(points),
         goodput=diagnosis.get("goodput"),
         badput_over_time=badput_columns(points),
@@ -92,6 +137,52 @@ def build_report(run: Mapping[str, Any], title: str) -> Report:
         faults=faults(bars, points, start, run.get("rank_gpus", {})),
         causes=ranked_causes(run["causes"], (diagnosis.get("goodput") or {}).get("badput_s", {})),
         signals=sorted({b.signal for b in bars}),
+        losses=losses(run.get("losses", ()), run["transitions"], run.get("loss_reports", 0)),
+        throughput=throughput(points),
+        has_gpus=any("gpus" in p for p in points),
+        log_account=run.get("log_account"),
+    )
+
+
+def throughput(points: Sequence[Mapping[str, Any]]) -> Throughput | None:
+    """The first throughput the run reported (tokens/s, samples/s, TFLOP/s per GPU), else steps/s from its step
+    time; None when it reported none of them."""
+    for name, label in THROUGHPUTS:
+        values = column(points, name)
+        if any(v is not None for v in values):
+            return Throughput(name, label, values)
+    steps = [1000.0 / ms if ms else None for ms in column(points, "step_time_ms")]
+    return Throughput("steps_per_sec", STEPS_PER_SEC, steps) if any(v is not None for v in steps) else None
+
+
+def losses(rows: Sequence[Sequence[Any]], transitions: Sequence[Mapping[str, Any]], reports: int = 0) -> Losses | None:
+    """The kept losses (:attr:`.series.RunSeries.losses` rows) on their steps, and the loss signals' raises on
+    the same axis; None when the job reported no loss and no grad norm."""
+    if not rows:
+        return None
+    steps = [r[1] for r in rows]
+    by_step = all(s is not None for s in steps) and all(a <= b for a, b in itertools.pairwise(steps))
+    x = [float(s) for s in steps] if by_step else [float(r[0]) for r in rows]
+    reported = list(itertools.accumulate((r[2] for r in rows), max))  # by then (sorted, as a merged log is)
+    marks: list[tuple[float, str, str]] = []
+    for t in transitions:
+        if t["event"] != "raised" or t["signal"] not in LOSS_SIGNALS:
+            continue
+        if by_step and t.get("step") is not None:
+            at = float(t["step"])
+        else:  # the last loss reported by the time it was raised
+            at = x[max(bisect.bisect_right(reported, t["ts"] + 1e-6) - 1, 0)]
+        if (at, t["signal"], t["severity"]) not in marks:
+            marks.append((at, t["signal"], t["severity"]))
+        if len(marks) >= MAX_LOSS_MARKS:
+            break
+    return Losses(
+        x,
+        "step" if by_step else "loss report (in the order reported)",
+        [r[3] for r in rows],
+        [r[4] for r in rows],
+        marks,
+        reports or len(rows),
     )
 
 

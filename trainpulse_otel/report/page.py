@@ -3,12 +3,13 @@
 No script, no stylesheet, font or image from anywhere (a Content-Security-Policy says so to the browser): the
 charts are inline SVG (:mod:`.charts`), the style is in the page. Every string from the run (log lines, messages,
 subjects, evidence) is HTML-escaped, so nothing a job printed can become markup. :data:`SECTIONS` are the page's
-``<h2>`` headings, in order.
+``<h2>`` headings, in order; a run read from logs has :data:`LOG_SECTION` too, after the summary.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from html import escape
@@ -20,6 +21,7 @@ from .model import Report
 SECTIONS = (
     "Summary",
     "Health over time",
+    "Loss and gradient norm over steps",
     "Throughput and MFU",
     "Step time and its parts",
     "Goodput and badput",
@@ -28,6 +30,22 @@ SECTIONS = (
     "GPUs around each fault",
     "Root causes",
 )
+#: The section a run read from logs has after the summary: what the lines became and what they could not show.
+LOG_SECTION = "What the log said"
+#: What the page says when the run reported no throughput at all (naming what it looked for).
+NO_THROUGHPUT = (
+    "No throughput was read from the run's reports: looked for tokens/s, samples/s, TFLOP/s per GPU, a step time "
+    "(for steps/s) and MFU, and found none."
+)
+#: What the page says when the run's reports carried no loss and no grad norm.
+NO_LOSS = "No loss or grad norm was read from the run's reports."
+#: Why a run with training reports has no goodput.
+GOODPUT_UNKNOWN = (
+    "Goodput was not known: it is measured against the job's ideal step time, learnt from the reports' step times "
+    "over a warm-up that this run's reports did not complete."
+)
+#: Said once, for the GPU section, when the run has no GPU reading at all.
+NO_GPUS = "The run has no GPU readings (a log carries none): no GPU is shown around its signals."
 #: The most characters of one evidence object the page shows.
 MAX_EVIDENCE_CHARS = 4000
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -44,6 +62,8 @@ pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:.8em;max-height:24e
 def render_page(report: Report) -> str:
     """The whole page."""
     parts = [_summary(report)]
+    if report.log_account is not None:
+        parts.append(f"<section><h2>{LOG_SECTION}</h2>{_log_account(report.log_account)}</section>")
     for heading, body in zip(SECTIONS[1:], _bodies(report), strict=True):
         parts.append(f"<section><h2>{escape(heading)}</h2>{body}</section>")
     return (
@@ -57,16 +77,17 @@ def render_page(report: Report) -> str:
 
 def _bodies(r: Report) -> list[str]:
     def chart(ready: bool, draw: Callable[[], str], missing: str) -> str:
-        return draw() if ready and len(r.times) > 1 else f"<p class='none'>{escape(missing)}</p>"
+        return draw() if ready and r.times else f"<p class='none'>{escape(missing)}</p>"
 
     has = {name: any(v is not None for v in values) for name, values in r.series.items()}
     badput = (r.goodput or {}).get("badput_s", {})
     return [
         chart(has["health"], lambda: charts.health_chart(r.times, r.series["health"]), "No tick was diagnosed."),
+        _losses(r),
         chart(
-            has["tokens_per_sec"] or has["mfu"],
-            lambda: charts.throughput_chart(r.times, r.series),
-            "The job reported neither tokens/s nor MFU.",
+            r.throughput is not None or has["mfu"],
+            lambda: _throughput_line(r) + charts.throughput_chart(r.times, r.throughput, r.series["mfu"]),
+            NO_THROUGHPUT,
         ),
         chart(
             has["step_time_ms"],
@@ -102,8 +123,11 @@ def _summary(r: Report) -> str:
 
 def _goodput(r: Report, badput: Mapping[str, float]) -> str:
     if r.goodput is None:
-        return "<p class='none'>Goodput was not known (no training report).</p>"
-    over_time = charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if len(r.times) > 1 else ""
+        reported = r.losses is not None or any(
+            any(v is not None for v in r.series[name]) for name in r.series if name not in ("health", "goodput")
+        )
+        return f"<p class='none'>{GOODPUT_UNKNOWN if reported else 'Goodput was not known (no training report).'}</p>"
+    over_time = charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if r.times else ""
     totals = charts.badput_totals_chart(badput) if any(s > 0 for s in badput.values()) else ""
     g = r.goodput
     wall = g.get("wall_s") or r.duration_s
@@ -122,7 +146,45 @@ def _bar_table(r: Report) -> str:
     return f"<table>{head}</tr>{rows}</table>" if r.bars else ""
 
 
+def _log_account(account: Mapping[str, Any]) -> str:
+    notes = "".join(f"<li>{escape(str(note))}</li>" for note in account.get("notes", ()))
+    return f"<p>Read {escape(str(account.get('summary', '')))}.</p>" + (f"<ul>{notes}</ul>" if notes else "")
+
+
+def _throughput_line(r: Report) -> str:
+    if r.throughput is None:
+        return "<p>No throughput was read (looked for tokens/s, samples/s, TFLOP/s per GPU, a step time): MFU only.</p>"
+    return (
+        f"<p>Throughput shown as <b>{escape(r.throughput.label)}</b>: the first of tokens/s, samples/s, "
+        "TFLOP/s per GPU and steps/s (from the step time) that the run's reports carried.</p>"
+    )
+
+
+def _losses(r: Report) -> str:
+    losses = r.losses
+    if losses is None:
+        return f"<p class='none'>{escape(NO_LOSS)}</p>"
+
+    def nonfinite(values: list[float | None]) -> int:
+        return sum(v is not None and not math.isfinite(v) for v in values)
+
+    bad_loss, bad_grad = nonfinite(losses.loss), nonfinite(losses.grad_norm)
+    drawn = f"{len(losses.x)} point(s) drawn" + (
+        f" of {losses.reports} reported (each the worst of those it stands for)"
+        if losses.reports > len(losses.x)
+        else ""
+    )
+    bad = (
+        f"; NaN or inf, marked at the top of its panel: {bad_loss} loss(es), {bad_grad} grad norm(s)"
+        if bad_loss or bad_grad
+        else ""
+    )
+    return f"<p>Over {escape(losses.x_label)}: {drawn}{bad}.</p>" + charts.loss_chart(losses)
+
+
 def _faults(r: Report) -> str:
+    if r.faults and not r.has_gpus:
+        return f"<p class='none'>{escape(NO_GPUS)}</p>"
     out = []
     for fault in r.faults:
         b = fault.bar

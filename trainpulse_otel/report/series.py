@@ -5,7 +5,11 @@ daemon) and keeps plain numbers: health, throughput, MFU, step time and its part
 and each GPU's temperature, clock and power. It holds at most ``max_points`` points: past that it keeps every
 other point and samples half as often from then on, so a week-long run costs what an hour does. Every
 transition (up to ``MAX_TRANSITIONS``) and each root cause the run was given (with its signals' evidence) are kept
-whole. :meth:`RunSeries.to_dict` is the plain data :mod:`.model` reads; nothing here draws.
+whole. Every loss the job reported (the frame's ``losses``: each report's, not only the tick's newest) is kept
+with its step and grad norm, bounded the same way: past ``2 * max_points`` pairs are merged, each into its worse
+point (a non-finite loss or grad norm, else the higher loss), and from then on each kept point stands for twice
+as many reports, again its worst, so a spike or a NaN is never thinned away. :meth:`RunSeries.to_dict` is the
+plain data :mod:`.model` reads; nothing here draws.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ import statistics
 import threading
 from array import array
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diagnose import Diagnosis, PipelineResult
-from ..samples import Frame, TrainingSample
+from ..samples import Frame, LossPoint, TrainingSample, loss_points
+
+if TYPE_CHECKING:
+    from ..logs.account import LogAccount
 
 DEFAULT_MAX_POINTS = 1200
 #: Ranks and GPUs a point keeps (the lowest-numbered): a heat map row each; more would not be read.
@@ -30,6 +37,13 @@ MAX_CAUSES = 24
 OWN_PHASES = frozenset(("data", "tokenizer", "compute", "checkpoint", "optimizer", "eval"))
 #: The parts of a step a training report may carry (ms), as the step-time chart stacks them.
 STEP_PARTS = ("data_wait_ms", "tokenizer_wait_ms", "sync_wait_ms", "all_reduce_wait_ms", "checkpoint_ms")
+#: What a point keeps of the job's throughput (the report shows the first the run has, else steps/s).
+THROUGHPUT = ("tokens_per_sec", "samples_per_sec", "tflops")
+#: The signals whose raise is a moment of the loss: the step their evidence names is kept with the transition.
+LOSS_SIGNALS = frozenset(("loss_spike", "nonfinite_loss"))
+
+#: A kept loss: (its report's ordinal since the run began, global step or None, ts, loss, grad norm).
+LossRow = tuple[int, "int | None", float, "float | None", "float | None"]
 
 
 class RunSeries:
@@ -46,6 +60,14 @@ class RunSeries:
         self.diagnosis: Diagnosis = Diagnosis()
         self.first_ts: float | None = None
         self.ticks = 0
+        #: What the logs the run was read from amounted to (a replay of logs sets it; a daemon's run has none).
+        self.log_account: LogAccount | None = None
+        self.losses: list[LossRow] = []
+        self.loss_reports = 0
+        self._loss_stride = 1
+        self._loss_pending: LossRow | None = None
+        self._loss_pending_n = 0
+        self._last_loss_key: tuple | None = None
         self._stride = 1
         self._last_keys: dict[str, tuple] = {}
         self._lock = threading.Lock()
@@ -57,7 +79,9 @@ class RunSeries:
             if self.first_ts is None:
                 self.first_ts = frame.ts
             self.diagnosis = result.diagnosis
-            self.transitions.extend({**t.to_dict(), "message": t.message} for t in result.transitions)
+            self.transitions.extend(_transition(t, result.diagnosis) for t in result.transitions)
+            for p in job_losses(frame, self._last_loss_key):
+                self._note_loss(p)
             self._note_causes(result.diagnosis)
             if (self.ticks - 1) % self._stride == 0:
                 self._note_rank_gpus(frame.training)
@@ -65,6 +89,22 @@ class RunSeries:
                 if len(self.points) >= 2 * self.max_points:
                     self.points = self.points[::2]
                     self._stride *= 2
+
+    def _note_loss(self, p: LossPoint) -> None:
+        """Keep one reported loss: into the pending point (its worst), kept once it stands for a stride's reports."""
+        self.loss_reports += 1
+        self._last_loss_key = (p.ts, p.global_step)
+        row: LossRow = (self.loss_reports, p.global_step, p.ts, p.loss, p.grad_norm)
+        self._loss_pending = row if self._loss_pending is None else worse_loss(self._loss_pending, row)
+        self._loss_pending_n += 1
+        if self._loss_pending_n < self._loss_stride:
+            return
+        self.losses.append(self._loss_pending)
+        self._loss_pending, self._loss_pending_n = None, 0
+        if len(self.losses) >= 2 * self.max_points:
+            kept = self.losses
+            self.losses = [worse_loss(a, b) for a, b in zip(kept[::2], kept[1::2], strict=False)]
+            self._loss_stride *= 2
 
     def _packed(self, p: dict[str, Any]) -> dict[str, Any]:
         """The point with its ranks and GPUs as float arrays beside key tuples shared with the point before
@@ -111,7 +151,64 @@ class RunSeries:
                 "diagnosis": self.diagnosis.to_dict(),
                 "first_ts": self.first_ts,
                 "ticks": self.ticks,
+                "losses": self.losses + ([self._loss_pending] if self._loss_pending is not None else []),
+                "loss_reports": self.loss_reports,
+                "log_account": _account(self.log_account),
             }
+
+
+def _account(account: LogAccount | None) -> dict[str, Any] | None:
+    return None if account is None else {**account.to_dict(), "summary": account.summary()}
+
+
+def _transition(t: Any, diagnosis: Diagnosis) -> dict[str, Any]:
+    """A transition as kept: with its message and, for a raise of a loss signal, the step its evidence names."""
+    out = {**t.to_dict(), "message": t.message}
+    if t.event == "raised" and t.signal in LOSS_SIGNALS:
+        for s in diagnosis.signals:
+            if s.name == t.signal and dict(s.subject) == out["subject"]:
+                step = s.evidence.get("first_step", s.evidence.get("step"))
+                if isinstance(step, int):
+                    out["step"] = step
+                break
+    return out
+
+
+def job_losses(frame: Frame, last_key: tuple | None = None) -> list[LossPoint]:
+    """The job's losses this tick: the frame's job-level points; where only ranks gave one, each step's worst
+    rank's. A frame with no loss stream (``losses`` None) gives its report's loss once (``last_key``: the
+    (ts, step) of the last one kept, so a report held over several ticks counts once)."""
+    if frame.losses is None:
+        t = frame.training
+        points = loss_points(t, frame.ts)[:1] if t is not None and t.loss is not None else ()
+        return [p for p in points if p.rank is None and (p.ts, p.global_step) != last_key]
+    job = [p for p in frame.losses if p.rank is None and (p.loss is not None or p.grad_norm is not None)]
+    if job or not frame.losses:
+        return job
+    by_step: dict[Any, LossPoint] = {}
+    for p in frame.losses:
+        if p.loss is None and p.grad_norm is None:
+            continue
+        key = p.global_step if p.global_step is not None else p.ts
+        seen = by_step.get(key)
+        by_step[key] = p if seen is None or _badness(p) > _badness(seen) else seen
+    return [p._replace(rank=None) for p in by_step.values()]
+
+
+def _finite(value: float | None) -> bool:
+    return value is None or math.isfinite(value)
+
+
+def _badness(p: Any) -> tuple[bool, float]:
+    """How bad a loss point (a :class:`LossPoint` or a kept row) is: non-finite first, then by its loss."""
+    loss, grad = (p.loss, p.grad_norm) if isinstance(p, LossPoint) else (p[3], p[4])
+    bad = not (_finite(loss) and _finite(grad))
+    return bad, (loss if loss is not None and math.isfinite(loss) else -math.inf)
+
+
+def worse_loss(a: LossRow, b: LossRow) -> LossRow:
+    """Of two kept losses the one to keep: a non-finite one (the earlier of two), else the higher loss."""
+    return b if _badness(b) > _badness(a) else a
 
 
 def unpacked(p: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +229,7 @@ def point(frame: Frame, diagnosis: Diagnosis) -> dict[str, Any]:
     out: dict[str, Any] = {"ts": frame.ts, "health": diagnosis.health.score}
     t = frame.training
     if t is not None:
-        for name in ("tokens_per_sec", "mfu", "step_time_ms", *STEP_PARTS):
+        for name in (*THROUGHPUT, "mfu", "step_time_ms", *STEP_PARTS):
             value = getattr(t, name)
             if value is not None:
                 out[name] = value

@@ -16,6 +16,7 @@ from .assemble import (
 )
 from .collection import PacedCollection
 from .engine import Engine, Stepper
+from .replay import LogReplay, log_account, replay_logs
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "BackgroundTicks",
     "Engine",
     "LocalEngine",
+    "LogReplay",
     "PacedCollection",
     "Plugins",
     "Stepper",
@@ -30,8 +32,10 @@ __all__ = [
     "create_api",
     "discover",
     "knob_overrides",
+    "log_account",
     "open_engine",
     "open_otlp_grpc",
     "open_replay",
+    "replay_logs",
     "warm_up",
 ]

@@ -7,7 +7,8 @@ tick's samples go into the same :class:`LatestSamples` and through the same
 step as a live tick (:class:`~.engine.Stepper`): the frame the live reader
 would have built (:func:`~trainpulse_otel.telemetry.read_back.frame_from_samples`,
 held equal to the reader's conversion by a property test), the window and the
-pipeline. The clock is the trace's own timestamps: nothing sleeps. Frames are
+pipeline. The clock is the trace's own timestamps: nothing sleeps. A job's console logs replay the same way
+(:func:`replay_logs`): one log reader reads every file, and its reports and events are the records. Frames are
 built a batch of ticks ahead of the pipeline (:data:`FRAMES_AHEAD`); a frame
 depends only on the trace, so no result changes. A job daemon's trace has
 lines of other nodes (``node``): each reaches the job view as that node's
@@ -17,18 +18,26 @@ lines stop is judged silent as the live daemon judged it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 from ..collect.base import Collected
+from ..collect.logfile import read_logs
 from ..collect.trace import TraceError, TraceRecord
+from ..config import Settings
 from ..diagnose import Diagnosis, PipelineResult, Transition
+from ..logs import LogReader
+from ..logs.account import LogAccount, account
+from ..report.series import RunSeries
 from ..samples import NodeReport
 from ..telemetry.latest import LatestSamples
+from .assemble import open_replay
 from .collection import rare_cycle_collection
 from .engine import Stepper
+from .plugins import Plugins, discover
 
 
 @dataclass
@@ -129,3 +138,37 @@ def replay(
                 result.diagnosis = step.diagnosis
                 result.ticks += 1
     return result
+
+
+@dataclass
+class LogReplay:
+    """A replayed log: the pipeline's result, the reader that read it, and its account in words."""
+
+    result: ReplayResult
+    reader: LogReader
+    account: LogAccount
+
+
+def replay_logs(
+    paths: Sequence[str],
+    settings: Settings,
+    framework: str | None = None,
+    plugins: Plugins | None = None,
+    on_result: Callable[[PipelineResult], None] | None = None,
+    series: RunSeries | None = None,
+) -> LogReplay:
+    """Replay the logs at ``paths`` (``framework``: read them as that framework's; None: detect). A stream with
+    no time of its own starts at its file's modification time. ValueError: an unknown framework; OSError: a
+    file that cannot be read. ``series``: fed every tick (the report's)."""
+    plugins = plugins or discover()
+    reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
+    stepper = open_replay(settings, plugins)
+    stepper.series = series
+    result = replay(read_logs(paths, reader), stepper, interval_s=settings.interval, on_result=on_result)
+    return LogReplay(result, reader, log_account(reader, settings, plugins))
+
+
+def log_account(reader: LogReader, settings: Settings, plugins: Plugins | None = None) -> LogAccount:
+    """What ``reader`` read, in words, quoting the knob values ``settings`` give."""
+    vocabulary = (plugins or discover()).vocabulary
+    return account(reader.stats, vocabulary.knob_values(vocabulary.resolve(settings.detectors)))

@@ -29,7 +29,9 @@ CUDA_OOM = "cuda_oom"
 PROCESS_FAILED = "process_failed"
 #: The NVIDIA driver logged an XID for a GPU (``NVRM: Xid (PCI:…): 79, …``).
 DRIVER_XID = "driver_xid"
-EVENT_KINDS = (WATCHDOG_TIMEOUT, TRANSPORT_ERROR, CUDA_OOM, PROCESS_FAILED, DRIVER_XID)
+#: A GPU failing in words other than an XID: lost from the bus, an uncorrected PCIe error, uncorrectable ECC.
+GPU_FAULT = "gpu_fault"
+EVENT_KINDS = (WATCHDOG_TIMEOUT, TRANSPORT_ERROR, CUDA_OOM, PROCESS_FAILED, DRIVER_XID, GPU_FAULT)
 #: The longest quoted line, and the most details an event keeps.
 MAX_MESSAGE = 2048
 MAX_DETAILS = 32

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...samples import DRIVER_XID, Frame, GpuKey, LogEvent, gpu_order
+from ...samples import DRIVER_XID, GPU_FAULT, Frame, GpuKey, LogEvent, gpu_order
 from ..spec import GPU, SignalSpec
 from ..thresholds import CONVENTION, SECONDS, Knob, Thresholds
 from ..tick import Tick
@@ -53,6 +53,7 @@ FATAL_XIDS: dict[int, str] = {
     95: "uncontained ECC error",
     119: "GSP RPC timeout",
     120: "GSP error",
+    154: "GPU recovery action changed (a reset or reboot is required)",
 }
 #: How long the last piece of evidence of a fault episode keeps its signal up.
 FAULT_HOLD = Knob(
@@ -85,12 +86,14 @@ def _by_gpu(item: tuple[GpuKey, Any]) -> tuple[str, int]:
 class _Fault:
     """One GPU's fault episode: the codes, the ECC rise, whether it is lost, and when it was last seen."""
 
-    __slots__ = ("ecc_uncorrected", "hostname", "last_ts", "lost", "since", "xids")
+    __slots__ = ("ecc_uncorrected", "faults", "hostname", "last_ts", "lost", "ranks", "since", "xids")
 
     def __init__(self, ts: float, hostname: str | None) -> None:
         self.since = self.last_ts = ts
         self.hostname = hostname
         self.xids: list[int] = []
+        self.faults: list[str] = []  # what log lines said of it beyond an XID (fallen off the bus, an AER error)
+        self.ranks: set[int] = set()  # the ranks whose own output told it (their process ran on it)
         self.ecc_uncorrected: tuple[int, int] | None = None  # (first seen, now)
         self.lost = False
 
@@ -130,7 +133,9 @@ class GpuHardwareFault(BaseDetector):
                 self._fault(gpu, tick.ts, host).xids.extend(fatal)
         for event in frame.events:
             if event.kind == DRIVER_XID and event.details.get("xid") in FATAL_XIDS:
-                self._logged_xid(event, tick, host)
+                self._logged_fault(event, tick, host).xids.append(event.details["xid"])
+            elif event.kind == GPU_FAULT:
+                self._logged_fault(event, tick, host).faults.append(str(event.details.get("fault", "GPU fault")))
         ecc = self._ecc
         for g, state in tick.gpu_states:
             count = g.ecc_uncorrected_errors
@@ -150,30 +155,40 @@ class GpuHardwareFault(BaseDetector):
         found = [self._finding(gpu, f) for gpu, f in sorted(self._faults.items(), key=_by_gpu)]
         return found + [self._pci_finding(pci, f) for (_, pci), f in sorted(self._logged.items(), key=str)]
 
-    def _logged_xid(self, event: LogEvent, tick: Tick, host: str | None) -> None:
-        """A fatal XID the job's output (or a kernel log shipped as one) told: on its GPU when the line names
-        it, else on the GPU at its PCI address."""
-        code = event.details["xid"]
+    def _logged_fault(self, event: LogEvent, tick: Tick, host: str | None) -> _Fault:
+        """The fault episode a failure line of the job's output (or a kernel log shipped as one) tells of: on
+        its GPU when the line names it, else on the GPU at its PCI address (``?``: the line gave none)."""
         node = event.hostname if event.hostname != host else None
         if event.gpu_index is not None:
-            self._fault((node, event.gpu_index), tick.ts, host).xids.append(code)
-            return
+            return self._fault((node, event.gpu_index), tick.ts, host)
         key = (event.hostname or host, str(event.details.get("pci", "?")))
         fault = self._logged.get(key)
         if fault is None:
             fault = self._logged[key] = _Fault(tick.ts, key[0])
         fault.last_ts = tick.ts
-        fault.xids.append(code)
+        if event.rank is not None:
+            fault.ranks.add(event.rank)
+        return fault
 
     def _pci_finding(self, pci: str, fault: _Fault) -> Finding:
-        subject: dict[str, Any] = {"pci_bus_id": pci}
+        subject: dict[str, Any] = {} if pci == "?" else {"pci_bus_id": pci}
         if fault.hostname is not None:
             subject["hostname"] = fault.hostname
+        if fault.ranks:  # the GPU of the rank(s) whose process told it
+            subject["ranks"] = tuple(sorted(fault.ranks))
         codes = sorted(set(fault.xids))
-        evidence = {"xid_errors": codes, "xid_meanings": {str(c): FATAL_XIDS[c] for c in codes}, "since": fault.since}
+        evidence: dict[str, Any] = {"since": fault.since}
+        parts = []
+        if codes:
+            evidence["xid_errors"] = codes
+            evidence["xid_meanings"] = {str(c): FATAL_XIDS[c] for c in codes}
+            parts.append("XID " + ", ".join(f"{c} ({FATAL_XIDS[c]})" for c in codes))
+        if fault.faults:
+            evidence["faults"] = sorted(set(fault.faults))
+            parts.extend(evidence["faults"])
         where = f" on {fault.hostname}" if fault.hostname else ""
-        what = ", ".join(f"{c} ({FATAL_XIDS[c]})" for c in codes)
-        message = f"the GPU at PCI {pci}{where} is failing: XID {what}"
+        gpu = "a GPU" if pci == "?" else f"the GPU at PCI {pci}"
+        message = f"{gpu}{where} is failing: " + "; ".join(parts)
         return Finding(GPU_HARDWARE_FAULT.name, FAULT_SCORE, CRITICAL, message, subject, evidence)
 
     def _fault(self, gpu: GpuKey, ts: float, host: str | None) -> _Fault:
@@ -216,6 +231,9 @@ class GpuHardwareFault(BaseDetector):
             evidence["ecc_uncorrected_errors"] = now
             evidence["ecc_uncorrected_new"] = now - first
             parts.append(f"{now - first} new uncorrected ECC error(s) ({now} since the driver loaded)")
+        if fault.faults:
+            evidence["faults"] = sorted(set(fault.faults))
+            parts.extend(evidence["faults"])
         if fault.lost:
             parts.append("gone from the node's GPU list (lost from the bus)")
         where = f" on {fault.hostname}" if fault.hostname else ""

@@ -191,10 +191,16 @@ class CollectiveTimeout(LoggedFailure):
         for key in ("flight_recorder", "missing_ranks", "missing_count", "call_site"):
             if key in dumps:  # the dumps name the ranks missing, whichever line came first
                 details.setdefault(key, dumps[key])
+        named = next((e.details["missing_ranks"] for e in episode.events if e.details.get("missing_ranks")), None)
+        if named is not None:  # a watchdog that names them (Horovod's stall inspector)
+            details.setdefault("missing_ranks", named)
         if len(set(seqs.values())) > 1:
             lowest = min(seqs.values())
             details["behind_ranks"] = sorted(r for r, s in seqs.items() if s == lowest)
             details["seq_by_rank"] = {str(r): s for r, s in sorted(seqs.items())}
+        desync = sorted({r for e in episode.events if e.details.get("desync") for r in e.details["behind_ranks"]})
+        if desync:  # PyTorch's desync report names them
+            details["behind_ranks"] = desync
         training = tick.training if tick is not None else None
         known = {r.rank for r in training.ranks} if training is not None else set()
         reported = set(seqs) | {r for r in map(_watchdog_rank, episode.events) if r is not None}

@@ -1,6 +1,6 @@
-"""Numerical faults: a loss far above its robust rolling baseline, and losses or gradients gone non-finite.
+"""``loss_spike``: a loss far above its robust rolling baseline (non-finite values are :mod:`.nonfinite`'s).
 
-Both detectors read ``tick.losses``: every loss reported since the previous
+The detector reads ``tick.losses``: every loss reported since the previous
 tick (reports arrive faster than ticks; the frame keeps only the newest
 report, so a one-step spike or NaN between two ticks would otherwise never be
 judged). Each point is the job's loss or, when ranks report their own, one
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import LossPoint
-from ..spec import NUMERICS, TRAINING, SignalSpec
+from ..spec import TRAINING, SignalSpec
 from ..stats import MAD_TO_SIGMA, sorted_median
-from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, TIMES, Knob, Thresholds
+from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, Knob, Thresholds
 from ..tick import Tick
-from ..types import CRITICAL, WARNING, Finding, Policy
+from ..types import WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
 
 LOSS_SPIKE = SignalSpec(
@@ -31,18 +31,8 @@ LOSS_SPIKE = SignalSpec(
     None,
     policy=Policy(raise_evidence=1.0, min_observations=1, clear_after_s=30.0),
 )
-NONFINITE_LOSS = SignalSpec(
-    "nonfinite_loss",
-    "a NaN or infinite loss or gradient norm, or the optimizer skipping step after step",
-    TRAINING,
-    0.24,
-    NUMERICS,
-    policy=Policy(raise_evidence=1.0, min_observations=1, clear_after_s=60.0),
-)
 #: Finite losses in the rolling baseline (OLMo-core's skip-step window is 128 steps).
 BASELINE_LOSSES = 128
-#: A non-finite finding scores this: raised on its first observation, held while it lasts.
-NONFINITE_SCORE = 3.0
 
 
 def finite(x: float | None) -> bool:
@@ -98,11 +88,13 @@ class Spike:
 
 def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
     """``loss`` against its series before it joins: a Spike when past median + max(``sigmas`` x sigma,
-    ``min_rise`` x the median), once the series holds ``min_history`` losses."""
-    if len(series) < t.min_history:
+    ``min_rise`` x the median), once the series holds ``min_history`` losses; from ``short_history`` losses on,
+    with the floor ``short_min_rise`` x the median (a positive one) until then."""
+    n = len(series)
+    if n < t.min_history and (n < t.short_history or series.median() <= 0):
         return None
     median = series.median()
-    floor = t.min_rise * abs(median)
+    floor = (t.min_rise if n >= t.min_history else t.short_min_rise) * abs(median)
     if loss - median <= floor:
         return None  # under the relative floor: no spike whatever the spread (and no MAD computed)
     sigma = series.sigma(median)
@@ -121,7 +113,8 @@ class LossSpike(BaseDetector):
     Statistic: each finite loss against the median of that series' last 128
     finite losses (the job's, or a rank's own when ranks report theirs): a
     spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
-    after at least 32 losses. NaN and infinite values never enter the
+    after at least 32 losses; from 2 losses until then, more than
+    ``max(6 x 1.4826 x MAD, the median)`` above a positive median (double it). NaN and infinite values never enter the
     baseline (``nonfinite_loss`` judges them). The median and MAD are the
     robust twins of OLMo-core's mean + 6 sigma over 128 steps: a spike, or the
     one before it, does not widen the band it is judged by. A spike is a
@@ -157,7 +150,33 @@ class LossSpike(BaseDetector):
             2,
             at_least="min_history",
         ),
-        Knob("min_history", 32, COUNT, CONVENTION, "finite losses a series needs before a spike is judged", 2),
+        Knob(
+            "min_history",
+            32,
+            COUNT,
+            CONVENTION,
+            "finite losses a series needs before a spike is judged by its spread and min_rise",
+            2,
+            at_least="short_history",
+        ),
+        Knob(
+            "short_history",
+            2,
+            COUNT,
+            CONVENTION,
+            "finite losses before a spike is judged at all: two give a level (their mean) and a spread, so an "
+            "excerpt of a few iteration lines still shows a spike; one value is no level",
+            2,
+        ),
+        Knob(
+            "short_min_rise",
+            1.0,
+            SHARE,
+            CONVENTION,
+            "until min_history, a spike is also at least this far above the median, of its size: double it, LLM "
+            "Foundry's KillLossSpike outlier multiplier (2x the running average)",
+            0,
+        ),
         Knob(
             "memory_s",
             30.0,
@@ -242,156 +261,3 @@ def _spike_message(s: Spike) -> str:
     at = f" at step {s.step}" if s.step is not None else ""
     size = f"{s.ratio:.2f}x" if s.ratio is not None else f"{s.loss - s.median:.3g} above"
     return f"loss {s.loss:.4g}{where}{at} is {size} its rolling median {s.median:.4g}"
-
-
-@dataclass
-class NonfiniteEpisode:
-    """Non-finite values (or a run of skipped steps) since the job's numbers were last fine."""
-
-    first_ts: float
-    first_step: int | None
-    what: str  # "loss", "grad_norm", "skipped_steps" or "loss_scale"
-    last_ts: float
-    count: int = 0
-    ranks: set[int] | None = None
-
-
-class NonfiniteLoss(BaseDetector):
-    """``nonfinite_loss`` (critical): a NaN or infinite loss or gradient norm.
-
-    Any non-finite ``loss`` or ``grad_norm`` — the job's or a rank's — raises
-    it on the first observation; so do 8 or more optimizer steps skipped in a
-    row (``skipped_steps``: fp16 loss-scale overflows, DeepSpeed's
-    ``OVERFLOW! ... Skipping step``, Megatron's skipped iterations — one now
-    and then is the scaler working, a run of them means the gradients stay
-    non-finite) and a loss scale that collapsed to 1 or below. It is reported
-    for 30 s after the last such value (also on ticks without a new report:
-    the job's last word was a non-finite value) and clears 60 s after that.
-    Evidence: the first non-finite step, how many values were non-finite, the
-    field, and the ranks when ranks report their own.
-    """
-
-    name = "nonfinite_loss"
-    signals = (NONFINITE_LOSS,)
-    knobs = (
-        Knob(
-            "skipped_in_a_row",
-            8,
-            COUNT,
-            CONVENTION,
-            "optimizer steps skipped in a row that are a fault: one now and then is the fp16 loss scaler working",
-            1,
-        ),
-        Knob(
-            "collapsed_loss_scale",
-            1.0,
-            TIMES,
-            CONVENTION,
-            "a dynamic loss scale at or below this has collapsed (DeepSpeed's and Megatron's minimum is 1)",
-            0,
-        ),
-        Knob(
-            "memory_s",
-            30.0,
-            SECONDS,
-            CONVENTION,
-            "reported this long after the last non-finite value (then the signal's hold-down runs)",
-            0,
-        ),
-    )
-
-    def __init__(self, thresholds: Thresholds | None = None) -> None:
-        super().__init__(thresholds)
-        self.episode: NonfiniteEpisode | None = None
-        self.total = 0
-        #: Whether the loss scale was ever above its floor: a dynamic (fp16) scaler that can collapse. bf16 jobs
-        #: log a constant loss scale of 1.0 (Megatron's iteration line does), which is no collapse.
-        self._scaled = False
-        #: Whether any step went through (a report whose steps were not all skipped): until then a run of skips is
-        #: the scaler calibrating (DeepSpeed from 2**32 skips ~17 steps; Megatron logs "skipped 10 of 10").
-        self._stepped = False
-        self._skipped_in_a_row = 0
-        self._skipped_total = 0
-        self._last_step: int | None = None
-
-    def update(self, tick: Tick) -> list[Finding] | None:
-        for point in tick.losses:
-            self._judge(point)
-        episode = self.episode
-        if episode is None:
-            return [] if tick.losses else None
-        if tick.ts - episode.last_ts > self.thresholds.memory_s:
-            self.episode = None
-            return []
-        message = _nonfinite_message(episode, self.thresholds.skipped_in_a_row)
-        return [Finding(NONFINITE_LOSS.name, NONFINITE_SCORE, CRITICAL, message, {}, self._evidence(episode))]
-
-    def _judge(self, point: LossPoint) -> None:
-        bad = [
-            name
-            for name, v in (("loss", point.loss), ("grad_norm", point.grad_norm))
-            if v is not None and not finite(v)
-        ]
-        if point.rank is None and self._skipped_run(point):
-            bad.append("skipped_steps")
-        scale, floor = point.loss_scale, self.thresholds.collapsed_loss_scale
-        if scale is not None and scale > floor:
-            self._scaled = True
-        elif scale is not None and self._scaled:
-            bad.append("loss_scale")
-        if not bad:
-            return
-        self.total += 1
-        episode = self.episode
-        if episode is None:
-            episode = self.episode = NonfiniteEpisode(point.ts, point.global_step, bad[0], point.ts)
-        episode.last_ts = point.ts
-        episode.count += 1
-        if point.rank is not None:
-            episode.ranks = (episode.ranks or set()) | {point.rank}
-
-    def _skipped_run(self, point: LossPoint) -> bool:
-        """Count steps skipped in a row: a report whose every step since the previous was skipped extends
-        the run, any other resets it. True while the run is ``skipped_in_a_row`` or longer, once a step has gone
-        through."""
-        step, last = point.global_step, self._last_step
-        if step is not None:
-            self._last_step = step
-        skipped = point.skipped_steps
-        if skipped is None:
-            return False
-        self._skipped_total += skipped
-        advance = step - last if step is not None and last is not None and step > last else 1
-        if skipped < advance:
-            self._stepped = True  # a step went through: the loss scaler had found a scale that fits
-        if not self._stepped:
-            return False  # a fresh fp16 scaler halves its scale, skipping step after step, until one fits
-        self._skipped_in_a_row = self._skipped_in_a_row + advance if skipped >= advance else 0
-        return self._skipped_in_a_row >= self.thresholds.skipped_in_a_row
-
-    def _evidence(self, episode: NonfiniteEpisode) -> dict[str, Any]:
-        evidence: dict[str, Any] = {
-            "first_step": episode.first_step,
-            "field": episode.what,
-            "nonfinite_count": episode.count,
-            "since": episode.first_ts,
-        }
-        if self._skipped_total:
-            evidence["skipped_steps"] = self._skipped_total
-            evidence["skipped_in_a_row"] = self._skipped_in_a_row
-        if episode.ranks:
-            evidence["ranks"] = sorted(episode.ranks)
-        return evidence
-
-    def facts(self) -> dict[str, Any]:
-        return {} if self.episode is None else {"nonfinite_since": self.episode.first_ts}
-
-
-def _nonfinite_message(e: NonfiniteEpisode, in_a_row: int) -> str:
-    at = f" since step {e.first_step}" if e.first_step is not None else ""
-    ranks = f" on rank(s) {', '.join(map(str, sorted(e.ranks)))}" if e.ranks else ""
-    if e.what == "skipped_steps":
-        return f"the optimizer skipped {in_a_row}+ steps in a row{at}: gradients keep overflowing"
-    if e.what == "loss_scale":
-        return f"the fp16 loss scale collapsed to its minimum{at}: gradients overflow at every scale"
-    return f"{e.what} is not finite{ranks}{at} ({e.count} non-finite report(s))"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..correlate import Evidence
+from ..detectors.gpu_faults import GPU_HARDWARE_FAULT
 from ..detectors.logged import COLLECTIVE_TIMEOUT, NETWORK_ERROR, OUT_OF_MEMORY, RANK_CRASHED
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import HARDWARE, RANK, CauseSpec
@@ -52,28 +53,68 @@ REMEDY_RANK = (
 
 #: How torchrun reports a process the watchdog aborted: killed by SIGABRT (exit code -6; 134 from a shell).
 ABORT_SIGNAL, ABORT_EXIT_CODES = "SIGABRT", (-6, 134)
+#: What a transport error says when its peer went away (a process died, its sockets closed): the words of a
+#: consequence of a crash elsewhere, not of a link failing.
+PEER_GONE = ("closed by", "reset by peer", "Broken pipe", "remote worker crash", "remote process exited")
 
 
 def aborted(ev: Evidence) -> list[Signal]:
     """The crashes that are an abort while a collective timed out or the transport failed: the watchdog's
-    teardown, a consequence of the hang or the broken link."""
+    teardown, or an exception raised by the collective that failed (``collective`` in its evidence) — a
+    consequence of the hang or the broken link."""
     if not (ev.active(COLLECTIVE_TIMEOUT.name) or ev.active(NETWORK_ERROR.name)):
         return []
     return [
         s
         for s in ev.active(RANK_CRASHED.name)
-        if s.evidence.get("signal") == ABORT_SIGNAL or s.evidence.get("exit_code") in ABORT_EXIT_CODES
+        if s.evidence.get("signal") == ABORT_SIGNAL
+        or s.evidence.get("exit_code") in ABORT_EXIT_CODES
+        or s.evidence.get("collective")
     ]
 
 
+def orphaned(ev: Evidence) -> list[Signal]:
+    """Transport errors that say their peer went away while a rank elsewhere died of its own error: that death
+    closed their connections (gloo: "typically caused by a remote worker crashing"). They are its consequence."""
+    gone = [s for s in ev.active(NETWORK_ERROR.name) if _peer_gone(s)]
+    if not gone:
+        return []
+    own = [s for s in ev.active(RANK_CRASHED.name) if not s.evidence.get("collective") and s not in caused(ev)]
+    return [s for s in gone if any(_elsewhere(s, crash) for crash in own)]
+
+
+def _peer_gone(s: Signal) -> bool:
+    words = f"{s.evidence.get('error', '')} {s.evidence.get('line', '')}"
+    return any(w in words for w in PEER_GONE)
+
+
+def _elsewhere(s: Signal, crash: Signal) -> bool:
+    """Whether a signal is of another process than a crash: another rank, or another host."""
+    rank, other = s.subject.get("rank"), crash.subject.get("rank")
+    host, other_host = s.subject.get("hostname"), crash.subject.get("hostname")
+    return (rank is not None and other is not None and rank != other) or (
+        host is not None and other_host is not None and host != other_host
+    )
+
+
 def caused(ev: Evidence) -> list[Signal]:
-    """The crashes another failure the job logged explains: :func:`aborted`, and a rank's crash beside its own
-    out-of-memory or transport error line (those causes name the crash as their consequence)."""
+    """The crashes another failure the job logged explains: :func:`aborted`, a rank's crash beside its own
+    out-of-memory or transport error line (those causes name the crash as their consequence), and every crash on
+    a host whose GPU is failing (:func:`crashed_by_gpu`)."""
     out = aborted(ev)
     for failure in ev.active(OUT_OF_MEMORY.name) + ev.active(NETWORK_ERROR.name):
         host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
         out += [c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if c not in out]
-    return out
+    return out + [c for c in crashed_by_gpu(ev) if c not in out]
+
+
+def crashed_by_gpu(ev: Evidence) -> list[Signal]:
+    """The crashes on the host of a failing GPU (or where either says no host): a GPU that falls off the bus or
+    loses its memory kills the processes on it, whatever they were doing."""
+    hosts = {s.subject.get("hostname") for s in ev.active(GPU_HARDWARE_FAULT.name)}
+    if not hosts:
+        return []
+    return [c for c in ev.active(RANK_CRASHED.name) if None in hosts or c.subject.get("hostname") in (*hosts, None)]
 
 
 def _of_host_or_rank(signals: list[Signal], host: Any, rank: Any) -> list[Signal]:
@@ -89,9 +130,12 @@ def _waiting(ev: Evidence) -> list[Signal]:
 
 
 def network_failure(ev: Evidence) -> list[Candidate]:
-    """One candidate per host (or rank) whose transport failed."""
+    """One candidate per host (or rank) whose transport failed (not :func:`orphaned`: a crash elsewhere)."""
     out = []
+    consequence = orphaned(ev)
     for s in ev.active(NETWORK_ERROR.name):
+        if s in consequence:
+            continue
         host, rank = s.subject.get("hostname"), s.subject.get("rank")
         crashed = _of_host_or_rank(ev.active(RANK_CRASHED.name), host, rank)
         consequences = crashed + [c for c in aborted(ev) if c not in crashed] + _waiting(ev)
@@ -110,6 +154,7 @@ def rank_failure(ev: Evidence) -> list[Candidate]:
     collective."""
     out = []
     consequence = caused(ev)
+    peers = orphaned(ev)
     for s in ev.active(RANK_CRASHED.name):
         if s in consequence:
             continue
@@ -117,7 +162,8 @@ def rank_failure(ev: Evidence) -> list[Candidate]:
         exception = s.evidence.get("exception")
         if exception:
             subject["exception"] = exception
-        consequences = _waiting(ev)
+        lost = [p for p in peers if _elsewhere(p, s)]  # the links its death closed, and the crashes they caused
+        consequences = _waiting(ev) + lost + [c for c in consequence if c not in lost]
         why = (
             f" with {exception}"
             if exception

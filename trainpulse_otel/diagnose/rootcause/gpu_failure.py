@@ -23,6 +23,7 @@ from ..detectors.stall import TRAINING_STALLED
 from ..spec import HARDWARE, CauseSpec
 from ..types import Signal
 from .common import CONFIRMED, SYMPTOMS, base_confidence, symptoms
+from .failures import crashed_by_gpu
 from .ranking import Candidate, Rule
 
 GPU_HARDWARE_FAILURE = CauseSpec(
@@ -46,6 +47,7 @@ XID_ADVICE: dict[int, str] = {
     95: "an uncontained ECC error: the corruption may have reached other processes; reset the GPU now",
     119: "the GPU's GSP firmware stopped answering: reset the GPU (a driver/firmware update if it repeats)",
     120: "the GPU's GSP firmware reported an error: reset the GPU (a driver/firmware update if it repeats)",
+    154: "the driver says the GPU needs a reset (or the node a reboot) before it can work again",
 }
 REMEDY_FAILURE = (
     "GPU {gpu} on {host} is failing{xids}. Drain the node now (cordon it, let the scheduler stop sending work) "
@@ -106,7 +108,7 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
     out = []
     for gpu in sorted(faults.keys() | wear.keys(), key=gpu_order):
         primary = faults.get(gpu, []) + wear.get(gpu, [])
-        consequences = ev.stragglers_on(gpu) + _stalls_on(ev, gpu)
+        consequences = ev.stragglers_on(gpu) + _stalls_on(ev, gpu) + crashed_by_gpu(ev)
         explains = consequences + (symptoms(ev) if consequences else [])
         subject = _subject(ev, gpu, primary)
         host = subject.get("hostname", "its node")
@@ -129,18 +131,19 @@ def gpu_failure(ev: Evidence) -> list[Candidate]:
                 subject,
             )
         )
-    return out + [_logged_failure(ev, s) for s in ev.active(GPU_HARDWARE_FAULT.name) if "pci_bus_id" in s.subject]
+    logged = [s for s in ev.active(GPU_HARDWARE_FAULT.name) if "gpu_index" not in s.subject]
+    return out + [_logged_failure(ev, s) for s in logged]
 
 
 def _logged_failure(ev: Evidence, fault: Signal) -> Candidate:
-    """A GPU known by its PCI address only (an XID line of the job's output): the job stopping is its doing."""
+    """A GPU known by its PCI address, or not at all (a line of the job's output or the kernel log): the job
+    stopping, and the crashes on its host, are its doing."""
     stalled = ev.job_signal(TRAINING_STALLED.name)
-    consequences = [stalled] if stalled is not None else []
-    host, pci = fault.subject.get("hostname", "its node"), fault.subject["pci_bus_id"]
+    consequences = ([stalled] if stalled is not None else []) + crashed_by_gpu(ev)
+    host, pci = fault.subject.get("hostname", "its node"), fault.subject.get("pci_bus_id")
     codes = sorted(fault.evidence.get("xid_errors", ()))
-    remedy = REMEDY_FAILURE.format(
-        gpu=f"<index of PCI {pci}: nvidia-smi -q | grep -B2 {pci}>", host=host, xids=_xid_text(codes)
-    )
+    which = f"<index of PCI {pci}: nvidia-smi -q | grep -B2 {pci}>" if pci else "<the GPU: nvidia-smi -q, dmesg>"
+    remedy = REMEDY_FAILURE.format(gpu=which, host=host, xids=_xid_text(codes))
     explains = consequences + (symptoms(ev) if consequences else [])
     return Candidate(
         GPU_HARDWARE_FAILURE.name, CONFIRMED, fault.message, remedy, [fault], explains, dict(fault.subject)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..correlate import Evidence
-from ..detectors.numerics import LOSS_SPIKE, NONFINITE_LOSS
+from ..detectors.nonfinite import NONFINITE_LOSS
+from ..detectors.numerics import LOSS_SPIKE
 from ..spec import MODEL, NUMERICS, CauseSpec
 from ..types import Signal
 from .common import CONFIRMED, CORROBORATED, base_confidence

@@ -1,0 +1,144 @@
+"""A process's death in one line: fatal signals, CUDA errors, a launcher's report, the kernel's OOM killer.
+
+A Python traceback tells a crash with its exception (:mod:`.tracebacks`); these are the lines that tell one
+without it, or before it: the shell's ``Segmentation fault (core dumped)``, a signal handler's ``Caught signal 7
+(Bus error: nonexistent physical address)``, a CUDA error raised in a C++ thread (``terminate called …`` /
+``what():  CUDA error: unspecified launch failure``, NCCL's watchdog ``terminated with exception: CUDA error:
+…``), DeepSpeed's launcher (``exits with return code = -9``), Slurm (``srun: error: node7: task 3: Killed``,
+``Detected 1 oom-kill event``), the kernel's OOM killer and a data-loader worker killed by a signal. Each
+function reads one line and returns the details of a ``process_failed`` event, or None. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .tracebacks import signal_name
+
+#: A shell's or a handler's words for a fatal signal: the signal they name.
+SIGNAL_WORDS = (
+    ("Segmentation fault", "SIGSEGV"),
+    ("段错误", "SIGSEGV"),
+    ("Bus error", "SIGBUS"),
+    ("总线错误", "SIGBUS"),
+    ("Aborted (core dumped)", "SIGABRT"),
+    ("已放弃", "SIGABRT"),
+    ("Illegal instruction", "SIGILL"),
+    ("Floating point exception", "SIGFPE"),
+)
+#: ``Caught signal 7 (Bus error: nonexistent physical address)`` (UCX, OpenMPI), ``*** SIGSEGV (@0x0) received
+#: by PID`` (glog), ``received signal SIGSEGV`` (gdb), ``Signal (11) received`` / ``signal 11 (SIGSEGV)``.
+CAUGHT = re.compile(
+    r"[Cc]aught signal (?P<num>\d+) \((?P<words>[^):]+)|\*\*\* (?P<glog>SIG[A-Z]+) \(@|received signal (?P<gdb>SIG[A-Z]+)"
+    r"|\bSignal \((?P<bare>\d+)\) received"
+)
+#: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
+#: python train.py``, a bare ``Killed``.
+SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
+SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}
+#: DeepSpeed's launcher: ``[launch.py:321:sigkill_handler] ['python', …, '--local_rank=4', …] exits with return
+#: code = -9``.
+LAUNCHER_EXIT = re.compile(r"exits with return code = (-?\d+)")
+LOCAL_RANK = re.compile(r"--local_rank[= ](\d+)")
+#: Slurm's step report: ``srun: error: node-7: task 3: Killed``, ``…: task 0: Exited with exit code 1``.
+SRUN = re.compile(
+    r"srun: error: (?P<host>[\w.-]+): tasks? (?P<task>\d+)(?:-\d+)?: (?P<what>[A-Z][\w ]+?)(?: (?P<code>\d+))?\s*$"
+)
+#: The kernel's OOM killer and Slurm's cgroup: the host ran out of memory and killed a process.
+HOST_OOM = ("Out of memory: Kill", "oom-kill event", "oom_kill_process", "Memory cgroup out of memory")
+#: A data-loader worker killed (``DataLoader worker (pid 4242) is killed by signal: Killed.``) or gone.
+LOADER = re.compile(
+    r"DataLoader worker \(pid(?:\(s\))? ([\d, ]+)\) (?:is killed by signal: (?P<how>[\w ]+)|exited unexpectedly)"
+)
+#: A CUDA error in any wording: ``CUDA error: an illegal memory access was encountered``, NCCL's ``Cuda failure
+#: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``.
+CUDA_ERROR = re.compile(
+    r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+)"
+    r"|(?P<assert>device-side assert triggered)",
+    re.IGNORECASE,
+)
+#: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
+#: failing (a GPU fault: :mod:`.gpu_faults`).
+NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error")
+
+
+def fatal_signal(text: str) -> dict[str, Any] | None:
+    """A line that says a process died of a signal: ``signal`` (``SIGSEGV``…), and ``error`` (the words)."""
+    if (match := CAUGHT.search(text)) is not None:
+        if match["num"] is not None:
+            return {"signal": signal_name(int(match["num"])), "error": match["words"].strip()}
+        if match["bare"] is not None:
+            return {"signal": signal_name(int(match["bare"]))}
+        return {"signal": match["glog"] or match["gdb"]}
+    stripped = text.strip()
+    if (match := SHELL_DEATH.match(stripped)) is not None and _shell_report(stripped, match):
+        what = match["what"]
+        return {"signal": SHELL_SIGNALS[what], "error": stripped[:200]}
+    for words, name in SIGNAL_WORDS:
+        if words in text and ("core dumped" in text or "核心已转储" in text or "Fatal Python error" in text):
+            return {"signal": name, "error": stripped[:200]}
+    return None
+
+
+def _shell_report(stripped: str, match: re.Match[str]) -> bool:
+    """Whether a line starting with a signal's word is the shell's report of it (``Killed`` alone, ``Segmentation
+    fault (core dumped)``, a job line), not a sentence that begins so."""
+    rest = stripped[match.end() :].strip()
+    return (
+        not rest
+        or rest.startswith(("(core dumped)", "python", "torchrun", "deepspeed", "/"))
+        or match[0] != match["what"]
+    )
+
+
+def launcher_exit(text: str) -> dict[str, Any] | None:
+    """DeepSpeed's launcher reporting a child's exit: ``exit_code``, ``signal`` for a negative one, ``local_rank``."""
+    if (match := LAUNCHER_EXIT.search(text)) is None:
+        return None
+    code = int(match[1])
+    if code == 0:
+        return None
+    details: dict[str, Any] = {"exit_code": code, "launcher": "deepspeed"}
+    if code < 0:
+        details["signal"] = signal_name(-code)
+    if (local := LOCAL_RANK.search(text)) is not None:
+        details["local_rank"] = int(local[1])
+    return details
+
+
+def srun_failure(text: str) -> tuple[dict[str, Any], int] | None:
+    """Slurm's report of a task that failed: its details and the task (the global rank under ``srun``)."""
+    if (match := SRUN.search(text)) is None:
+        return None
+    what = match["what"].strip()
+    details: dict[str, Any] = {"host": match["host"], "error": f"srun: task {match['task']}: {what}"}
+    if match["code"] is not None:
+        details["exit_code"] = int(match["code"])
+    elif what == "Killed":
+        details["signal"] = "SIGKILL"
+    return details, int(match["task"])
+
+
+def host_oom(text: str) -> dict[str, Any] | None:
+    """The host's memory ran out and a process was killed for it (the kernel's OOM killer, a Slurm cgroup)."""
+    if not any(words in text for words in HOST_OOM):
+        return None
+    return {"signal": "SIGKILL", "error": "host out of memory: " + text.strip()[:200]}
+
+
+def loader_death(text: str) -> dict[str, Any] | None:
+    """A data-loader worker killed by a signal or gone (the training process dies of it)."""
+    if (match := LOADER.search(text)) is None:
+        return None
+    return {"error": text[match.start() :].split(". ", 1)[0].strip()[:300], "data_loader": True}
+
+
+def cuda_error(text: str) -> dict[str, Any] | None:
+    """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
+    if (match := CUDA_ERROR.search(text)) is None:
+        return None
+    message = match["message"] or match["nccl"] or match["status"] or match["assert"]
+    if any(words.lower() in message.lower() for words in NOT_A_CRASH):
+        return None
+    return {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}

@@ -1,0 +1,331 @@
+"""Iteration lines of any format: a line that carries a step and a loss is a training report.
+
+The reader's last resort, after every framework it knows (:mod:`.frameworks`): nanoGPT's
+``iter 1631: loss 4.0863, time 561.94ms, mfu 15.34%``, llm.c's ``step 1/74 | train loss 11.01 | norm 15.4 |
+(123.45 ms | 4156 tok/s)``, verl's ``step:2 - … - train/loss:nan - …``, torchvision's MetricLogger
+``Epoch: [0]  [ 10/500]  eta: …  loss: 2.3100 (2.4000)  time: 0.5000  data: 0.0100``, mmcv, detectron2,
+timm, fairseq, RETURNN, Keras, JSON lines and a script's own ``print``. A line is cut into ``key value``
+pairs (separated by ``:``, ``=`` or a space; pairs by ``,``, ``|``, `` - `` or blanks), each key read by its
+meaning (:data:`KEYS`), units from the value (``ms``, ``s``, ``%``, ``s/it``, ``it/s``, ``tok/s``).
+
+What makes a report: a step (``iter``, ``step``, ``global_step``, ``num_updates``, ``N/M``, an epoch with
+its batch ``[i/N]``, else an integer epoch) and a loss. The loss is the training loss when the line names
+one (:data:`PRIMARY_LOSSES`); any other loss-like field that is NaN or infinite (an RL objective, an
+auxiliary loss) makes the report's loss non-finite, since a numerical fault is one wherever it shows. A
+line about evaluation (``val loss``, ``eval_…``, ``test``) is no report. Pure: text in, payloads out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+Payload = dict[str, Any]
+
+#: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``), optionally quoted, then ``:``,
+#: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
+#: inside ``tensor(…)``) and its unit.
+PAIR = re.compile(
+    r"(?P<key>[A-Za-z_][\w./()\-]*(?: [A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)(?:tensor\()?['\"]?"
+    r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
+    r"['\"]?\s?(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|s|%)?",
+    re.IGNORECASE,
+)
+#: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
+#: last, a bare ``(123.45 ms | …)`` (llm.c): on a line with a step, the iteration's time.
+RATE = re.compile(
+    r"(?P<num>\d+\.?\d*)\s?(?P<unit>s/it|it/s|ms/(?:step|it)|s/(?:step|it)|sec/step|tok(?:en)?s?/s(?:ec)?|"
+    r"samples?/s(?:ec)?|ms)\b",
+    re.IGNORECASE,
+)
+#: A step with its total: ``step 1/74``, ``Iter [50/90000]``, ``[step 100/1000]``.
+STEP_FRACTION = re.compile(
+    r"\b(?:iter(?:ation)?s?|steps?|it|batch|updates?)\b\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE
+)
+#: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
+BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) \[")
+#: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
+EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
+#: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``.
+EPOCH = re.compile(r"\b(?:epoch(?:\(train\))?|train:)\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+#: Words that make a line evaluation's, not training's.
+EVALUATION = re.compile(r"\b(?:val(?:id(?:ation)?)?|eval(?:uation)?|test)(?:\b|_|/)", re.IGNORECASE)
+
+#: The training loss by name, in the order preferred when a line names several.
+PRIMARY_LOSSES = (
+    "loss",
+    "train loss",
+    "train_loss",
+    "train/loss",
+    "training loss",
+    "lm loss",
+    "lm_loss",
+    "train/lm_loss",
+    "total_loss",
+    "total loss",
+    "loss/train",
+    "train/total_loss",
+    "avg loss",
+    "average loss",
+    "mean loss",
+    "closs",
+    "train_loss_step",
+    "loss_step",
+)
+_PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
+
+#: Keys of the step counted over the whole run, preferred to the others (an epoch's own step, a batch index).
+GLOBAL_STEP_KEYS = ("global_step", "global step", "globalstep", "trainer/global_step", "num_updates", "train/step")
+STEP_KEYS = frozenset(
+    (
+        "iter",
+        "iters",
+        "iteration",
+        "it",
+        "step",
+        "steps",
+        "global_step",
+        "global step",
+        "globalstep",
+        "train_step",
+        "train/step",
+        "trainer/global_step",
+        "num_updates",
+        "update",
+        "updates",
+        "n_iter",
+        "batch",
+    )
+)
+#: Contract field and the factor to it, by key; step times are resolved apart (their unit varies).
+KEYS: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(
+        (
+            "grad_norm",
+            "grad norm",
+            "gnorm",
+            "norm",
+            "total_norm",
+            "grad-norm",
+            "gradient norm",
+            "train/grad_norm",
+            "actor/grad_norm",
+            "grad_norm/total",
+        ),
+        ("grad_norm", 1.0),
+    ),
+    **dict.fromkeys(
+        ("lr", "learning_rate", "learning rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)
+    ),
+    **dict.fromkeys(("loss_scale", "loss scale", "loss-scale", "scale"), ("loss_scale", 1.0)),
+    **dict.fromkeys(
+        (
+            "tok/s",
+            "tokens/s",
+            "tokens_per_sec",
+            "tokens per second",
+            "tokens/sec",
+            "tokens_per_second",
+            "wps",
+            "perf/throughput",
+        ),
+        ("tokens_per_sec", 1.0),
+    ),
+    **dict.fromkeys(
+        ("samples/s", "samples/sec", "samples per second", "samples_per_second", "samples_per_sec", "sps"),
+        ("samples_per_sec", 1.0),
+    ),
+    **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "tflops per gpu"), ("tflops", 1.0)),
+    **dict.fromkeys(("skipped", "skipped_steps", "skipped steps"), ("skipped_steps", 1.0)),
+    **dict.fromkeys(("data_time", "data", "data time", "data_wait", "time_data"), ("data_wait_ms", 1000.0)),
+}
+STEP_TIME_KEYS = frozenset(
+    (
+        "time",
+        "step_time",
+        "step time",
+        "iter_time",
+        "iter time",
+        "iteration time",
+        "batch_time",
+        "time/step",
+        "time_per_step",
+        "dt",
+        "timing_s/step",
+        "train_step_time",
+        "step_time_ms",
+        "elapsed time per iteration (ms)",
+        "time (ms)",
+        "sec/step",
+        "seconds",
+        "step_avg",
+        "step_time_s",
+    )
+)
+MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
+EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
+#: A KL term, part of an RL or distillation objective: judged, like a loss, for being non-finite only.
+KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss"))
+#: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
+#: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c).
+LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+) \|)")
+#: What times an iteration or measures its throughput: with a step, a report even without a loss.
+TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
+MAX_STEP_MS = 3_600_000.0
+
+
+def line_values(text: str) -> Payload | None:
+    """The training payload one line of any format gives, or None (see the module docstring): a step with a loss,
+    or with the iteration's own time or throughput. Evaluation values (``val loss``) are not the training loss,
+    and a line of them is a report only where it also times the iteration. A non-finite loss-like value is a
+    report even without a step, and even on an evaluation line: the model's numbers are gone."""
+    if not _may_hold(text):
+        return None
+    pairs = [(m["key"].strip().lower(), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text)]
+    losses = [(key, _number(num)) for key, num, _ in pairs if _loss_like(key)]
+    bad = next((value for _, value in losses if not math.isfinite(value)), None)
+    training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
+    step = _step(text, pairs)
+    if step is None:
+        return None if bad is None else {"loss": bad}
+    payload: Payload = {"global_step": step}
+    if (loss := _training_loss(training)) is not None:
+        payload["loss"] = loss
+    if bad is not None:
+        payload["loss"] = bad
+    for key, num, unit in pairs:
+        _field(payload, key, _number(num), unit)
+    if "step_time_ms" not in payload:
+        _rate(payload, text)
+    timed = any(name in payload for name in TIMED_FIELDS)
+    if ("loss" in payload and len(training) == len(losses)) or timed:
+        return payload
+    return None if bad is None else {"loss": bad}
+
+
+def _may_hold(text: str) -> bool:
+    """The cheap test every line not claimed by a framework passes first: a loss or a step named."""
+    return any(word in text for word in ("oss", "OSS", "step", "Step", "STEP", "iter", "Iter", "kl")) or (
+        text[:1].isdigit() and " |" in text
+    )
+
+
+def _loss_like(key: str) -> bool:
+    """A loss, or a term of one (an RL objective's KL), but not the loss scale."""
+    return ("loss" in key and "scale" not in key) or key in KL_KEYS
+
+
+def _training_loss(losses: list[tuple[str, float]]) -> float | None:
+    """The training loss: the preferred primary one, made non-finite by any non-finite loss-like field."""
+    primary = sorted((_PRIMARY_RANK[key], value) for key, value in losses if key in _PRIMARY_RANK)
+    bad = next((value for _, value in losses if not math.isfinite(value)), None)
+    if bad is not None:
+        return bad
+    return primary[0][1] if primary else None
+
+
+def _step(text: str, pairs: list[tuple[str, str, str]]) -> int | None:
+    """The line's step: a step key's integer (with its total: ``N/M``), else the batch in its epoch, else an
+    integer epoch."""
+    steps = [(key, _number(num)) for key, num, _ in pairs if _step_key(key)]
+    steps = [(key, v) for key, v in steps if math.isfinite(v) and v >= 0 and v == int(v)]
+    whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith("/global_step")]
+    if whole:
+        return int(whole[0])
+    if (match := STEP_FRACTION.search(text)) is not None:
+        return int(match[1])
+    if (match := EPOCH_FRACTION.search(text)) is not None and int(match[2]) <= int(match[3]):
+        return int(match[1]) * int(match[3]) + int(match[2])
+    if steps:
+        return int(steps[0][1])
+    if (match := LEADING_STEP.match(text)) is not None:
+        return int(match[1] or match[2])
+    epoch_match = EPOCH.search(text)
+    epoch = int(epoch_match[1]) if epoch_match else None
+    if (match := BATCH_FRACTION.search(text)) is not None:
+        done, total = (int(match[1]), int(match[2])) if match[1] else (int(match[3]), int(match[4]))
+        if done <= total:
+            return done + (epoch * total if epoch is not None else 0)
+    return epoch
+
+
+def _step_key(key: str) -> bool:
+    """A step's key: one of :data:`STEP_KEYS`, or words ending in one (``completed step``), not evaluation's."""
+    if key in STEP_KEYS or key.endswith("/global_step"):
+        return True
+    last = key.rsplit(" ", 1)[-1]
+    return last in ("step", "iter", "iteration") and EVALUATION.search(key) is None
+
+
+def _field(payload: Payload, key: str, value: float, unit: str) -> None:
+    """One pair's contract field, where its key (or unit) says which."""
+    if key in STEP_TIME_KEYS or unit in ("ms/step", "ms/it", "ms/iter", "s/step", "s/it", "s/iter"):
+        if (ms := _step_ms(key, value, unit)) is not None:
+            payload.setdefault("step_time_ms", ms)
+        return
+    if key in MFU_KEYS:
+        if math.isfinite(value) and value >= 0:
+            payload["mfu"] = value / 100.0 if unit == "%" or value > 1.0 else value
+        return
+    target = KEYS.get(key)
+    if target is None and unit in ("tok/s", "toks/s", "tokens/s", "token/s", "tok/sec", "tokens/sec"):
+        target = ("tokens_per_sec", 1.0)
+    elif target is None and unit.startswith("sample"):
+        target = ("samples_per_sec", 1.0)
+    if target is None or not math.isfinite(value) or value < 0:
+        return
+    name, factor = target
+    if name == "skipped_steps":
+        if value == int(value):
+            payload.setdefault(name, int(value))
+        return
+    payload.setdefault(name, value * factor)
+
+
+def _step_ms(key: str, value: float, unit: str) -> float | None:
+    """A step time in ms from its value and unit (no unit: seconds, unless the key says ms)."""
+    if not math.isfinite(value) or value <= 0:
+        return None
+    if unit.startswith("ms") or "ms" in key:
+        ms = value
+    elif unit == "it/s":
+        ms = 1000.0 / value
+    else:
+        ms = value * 1000.0
+    return ms if ms <= MAX_STEP_MS else None
+
+
+def _rate(payload: Payload, text: str) -> None:
+    """A step time or throughput given as a bare rate (``1.23s/it``, ``4156 tok/s``)."""
+    for match in RATE.finditer(text):
+        value, unit = float(match["num"]), match["unit"].lower()
+        if unit.startswith(("tok", "sample")):
+            name = "tokens_per_sec" if unit.startswith("tok") else "samples_per_sec"
+            payload.setdefault(name, value)
+        elif "step_time_ms" not in payload and (ms := _step_ms("", value, unit)) is not None:
+            payload["step_time_ms"] = ms
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return math.nan
+
+
+class GenericLines:
+    """Iteration lines of any format (:func:`line_values`), one stream at a time: the reader's last resort."""
+
+    name = "generic"
+
+    def feed(self, text: str, ts: float) -> list[Payload] | None:
+        values = line_values(text)
+        if values is None:
+            return None
+        values["timestamp"] = ts
+        return [values]
+
+    def flush(self) -> list[Payload]:
+        return []

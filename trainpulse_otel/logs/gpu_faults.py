@@ -1,0 +1,47 @@
+"""A GPU failing, told in words other than an XID: lost from the bus, a fatal PCIe error, uncorrectable ECC.
+
+The driver's XID lines are :mod:`.xid`'s. These are the other lines a failing GPU leaves in a job's output or
+the kernel log around it: ``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.`` (and the older ``…installed in
+this system has fallen off the bus``), ``RmInitAdapter failed`` (the driver cannot bring the GPU up),
+``nvidia-smi``'s ``Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error``, the kernel's
+``AER: … Uncorrected (Fatal) error`` on the GPU's PCIe link, CUDA's ``uncorrectable ECC error encountered``, and
+the GSP firmware's ``GSP RM heartbeat timed out``.
+:func:`gpu_fault` reads one line into the details of a ``gpu_fault`` event: ``fault`` (what failed, in words)
+and, where the line gives them, the ``pci`` address and the ``gpu_index``. Corrected errors are not faults.
+Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: (words a line holds, the fault they tell), first match wins.
+FAULTS = (
+    ("fallen off the bus", "GPU has fallen off the bus"),
+    ("RmInitAdapter failed", "the driver cannot initialise the GPU (RmInitAdapter failed)"),
+    ("Unable to determine the device handle for GPU", "nvidia-smi cannot reach the GPU (Unknown Error)"),
+    ("uncorrectable ECC error", "uncorrectable ECC error"),
+    ("GSP RM heartbeat timed out", "the GPU's GSP firmware stopped answering (heartbeat timed out)"),
+)
+#: The kernel's PCIe Advanced Error Reporting on an uncorrected (fatal or non-fatal) error.
+AER = re.compile(r"AER: (?:Uncorrected|Multiple Uncorrected)|severity=Uncorrected|Uncorrected \((?:Non-)?Fatal\)")
+#: A PCI address: ``0000:3b:00.0``, ``00000000:3B:00.0``, ``PCI:0000:3b:00``.
+PCI = re.compile(r"\b(?:PCI:)?((?:[0-9A-Fa-f]{4}){1,2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\b")
+#: The GPU a CUDA message names: ``on device 3``, ``cuda:3``, ``GPU 3``.
+GPU_INDEX = re.compile(r"\b(?:GPU|cuda:|device)\s?(\d{1,2})\b")
+
+
+def gpu_fault(text: str) -> dict[str, Any] | None:
+    """The details of the GPU fault ``text`` tells (``fault``, and ``pci`` / ``gpu_index`` where given), or None."""
+    fault = next((what for words, what in FAULTS if words in text), None)
+    if fault is None and "AER" in text and AER.search(text) is not None:
+        fault = "uncorrected PCIe error (AER)"
+    if fault is None:
+        return None
+    details: dict[str, Any] = {"fault": fault}
+    if (pci := PCI.search(text)) is not None:
+        details["pci"] = pci[1].lower()[-12:] if len(pci[1]) > 12 else pci[1].lower()
+    elif (index := GPU_INDEX.search(text)) is not None:
+        details["gpu_index"] = int(index[1])
+    return details

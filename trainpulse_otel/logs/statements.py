@@ -1,0 +1,68 @@
+"""What a line says of the job's numbers in words, not fields: a loss or gradient gone non-finite, the loss scale.
+
+Frameworks and training scripts say a NaN in sentences as often as in iteration fields: TensorFlow's ``Model
+diverged with loss = NaN.``, detectron2's ``FloatingPointError: Loss became infinite or NaN at iteration=2137!``,
+BigDL's ``Loss is Infinity.``, torchvision's ``Loss is nan, stopping training``, Megatron forks' ``found NaN in
+local grad norm``, fairseq's ``nan_detector | Inf detected in output of …`` and its ``overflow detected, setting
+loss scale to: 0.25``, a debug print of ``'loss_cls': tensor(nan, …)``. :func:`statement` reads one such line
+into a training payload (``loss`` or ``grad_norm`` non-finite, or the ``loss_scale`` an overflow left, with the
+step where the line gives one). An fp16 scaler's routine overflow (``Gradient overflow. Skipping step``) and
+apex's ``NaN or Inf found in input tensor`` are no statement: they are the scaler at work. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+#: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``: a loss or gradient
+#: norm named, up to three words, a verb or ``=``, then a non-finite value.
+SAID = re.compile(
+    r"\b(?P<what>loss|grad(?:ient)?[ _]norm)\b(?:\s+\w+){0,3}?\s*(?:is|was|became|becomes|=|:)\s*"
+    r"(?:infinite or |inf or )?(?P<value>nan|inf(?:inity|inite)?|infinite)\b",
+    re.IGNORECASE,
+)
+#: ``found NaN in local grad norm``, ``found inf in gradients``.
+FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
+#: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``.
+DETECTED = re.compile(r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)", re.IGNORECASE)
+#: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
+TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
+#: fairseq's scaler: ``overflow detected, setting loss scale to: 0.25``; ``Minimum loss scale reached (0.0001)``.
+SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>[\d.eE+-]+)")
+SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>[\d.eE+-]+)\)")
+#: The step the line names: ``at iteration=2137``, ``iteration 12``, ``step 40``.
+STEP = re.compile(r"\b(?:iteration|iter|step)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
+
+
+def statement(text: str) -> dict[str, Any] | None:
+    """The payload a line's words give of the job's numbers (see the module docstring), or None."""
+    lowered = text.lower()
+    if "nan" not in lowered and "inf" not in lowered and "loss scale" not in lowered:
+        return None
+    payload = _scale(text) if "loss scale" in lowered else None
+    if payload is None:
+        payload = _nonfinite(text)
+    if payload is not None and (step := STEP.search(text)) is not None:
+        payload["global_step"] = int(step[1])
+    return payload
+
+
+def _nonfinite(text: str) -> dict[str, Any] | None:
+    if (match := SAID.search(text)) is not None:
+        field = "loss" if match["what"].lower() == "loss" else "grad_norm"
+        return {field: math.inf if match["value"].lower().startswith("inf") else math.nan}
+    if (match := FOUND.search(text)) is not None:
+        return {"loss" if match["what"].lower() == "loss" else "grad_norm": math.nan}
+    if DETECTED.search(text) is not None or TENSOR.search(text) is not None:
+        return {"loss": math.nan}
+    return None
+
+
+def _scale(text: str) -> dict[str, Any] | None:
+    if (match := SCALE_SET.search(text)) is not None:
+        return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
+    if (match := SCALE_FLOOR.search(text)) is not None:
+        return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
+    return None
