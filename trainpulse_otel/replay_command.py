@@ -71,7 +71,7 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     settings = settings_of(args)
     configure(settings)
     errors: dict[str, list] = {}
-    stepper = open_replay(settings)
+    stepper = open_replay(settings, words_only=args.framework is not None or not any(map(is_trace_file, args.files)))
     stepper.series = series
     accounts: list[LogAccount] = []
     try:

@@ -93,8 +93,8 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
         # C++'s terminate message has no torchrun prefix: only the process group's rank says whose it is
         (WATCHDOG_TIMEOUT, None, {"seq": 120049, "pg_rank": 7, "pg_id": 0, "ran_ms": 1800029}),
     ],
-    "2025_heartbeat_wrapped_120_columns.txt": [  # a wrapped line loses its prefix: the rank is not known
-        (WATCHDOG_TIMEOUT, None, {"monitor": "heartbeat", "timeout_ms": 480000})
+    "2025_heartbeat_wrapped_120_columns.txt": [  # a wrapped line's end, without a prefix, is read with its start's
+        (WATCHDOG_TIMEOUT, 6, {"monitor": "heartbeat", "timeout_ms": 480000})
     ],
     "2020_gloo_recv_timeout_traceback.txt": [  # a timeout's traceback is the timeout, not a crash of its own
         (WATCHDOG_TIMEOUT, None, {"backend": "gloo", "op": "recv", "timeout_ms": 1800000})
@@ -123,8 +123,9 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
         (TRANSPORT_ERROR, None, {"transport": "IB", "error": 12, "vendor_err": 129, "nccl_error": "ncclRemoteError"})
     ],
     "2023_ib_async_port_error.txt": [(TRANSPORT_ERROR, None, {"transport": "IB", "event": "port error"})],
-    "2023_socket_broken_pipe_then_closed.txt": [
+    "2023_socket_broken_pipe_then_closed.txt": [  # the proxy's failed connect names its peer rank
         (TRANSPORT_ERROR, None, {"transport": "Socket", "error": "Broken pipe", "peer": "10.200.84.247<58355>"}),
+        (TRANSPORT_ERROR, None, {"transport": "Socket", "peer_rank": 9}),
         (TRANSPORT_ERROR, None, {"transport": "Socket", "error": "Connection closed by remote peer"}),
     ],
     "2023_socket_progress_closed.txt": [
@@ -140,9 +141,10 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
     "2026_remote_error_last_error_socket.txt": [
         (TRANSPORT_ERROR, None, {"error": "Connection reset by peer", "nccl_error": "ncclRemoteError", "op": "recv"})
     ],
-    "2024_internal_error_last_error_closed.txt": [
+    "2024_internal_error_last_error_closed.txt": [  # the excerpt ends inside a traceback: its process was dying
         (TRANSPORT_ERROR, None, {"error": "Connection closed by remote peer", "peer": "user<50260>"}),
         (TRANSPORT_ERROR, None, {"error": "Connection closed by remote peer", "peer": "user<43236>"}),
+        (PROCESS_FAILED, None, {"cut": True, "function": "fit"}),
     ],
     "2024_gloo_pair_closed_and_reset.txt": [
         (TRANSPORT_ERROR, None, {"backend": "gloo", "error": "Connection closed by peer", "peer": "127.0.0.1:10895"}),

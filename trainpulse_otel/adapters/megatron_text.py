@@ -5,7 +5,8 @@ The iteration line (``training_log``, printed by the last rank every
 time stamp, without one (2022 and earlier), with Megatron-DeepSpeed's, BigScience's,
 GPT-NeoX's (``lm_loss``, ``9.8TFLOPS``) or ALCF's (``key=value``) segments, and 2020's
 without colons (``learning rate 1.258E-04 | lm loss 4.799004E+00 |``). Each segment
-becomes a value under its own key; a line that does not end with ``|`` was cut off and is not used.
+becomes a value under its own key; a line that does not end with ``|`` was cut: it is read with the lines after it
+(a terminal wrapped it mid-word) until one ends it, else left out.
 
 Timer blocks (``megatron/core/timers.py``, often prefixed ``INFO:megatron.core.timers:``)
 follow the iteration line they belong to, in each ``--timing-log-option``:
@@ -52,6 +53,8 @@ OLD_PAIR = re.compile(r"([\w/\-][\w/\- ]*): (\d+(?:\.\d+)?)")
 NOTICES = ("saving checkpoint at iteration", "successfully saved checkpoint", "***WARNING*** Bad grad_norm")
 
 TIMER_PREFIX = "timer "
+#: A wrapped iteration line is read from at most this many lines, and this many characters.
+MAX_JOINS, MAX_JOINED = 3, 8192
 PER_RANK_KEY = "times across ranks (ms)"
 
 
@@ -79,16 +82,26 @@ class RecordReader:
         self.current: _Record | None = None
         self.block: str | None = None
         self.all_name: str | None = None
+        self.partial: str | None = None  # an iteration line cut where a terminal wrapped it, until its end comes
+        self.joins = 0
 
     def feed(self, line: str) -> tuple[bool, dict[str, Any] | None]:
         """``(whether the line is Megatron's, the record it completes)``: an iteration line completes the one
         before it (its timers end where the next iteration begins)."""
+        if self.partial is not None:  # an iteration line a terminal wrapped: this line goes on with it
+            line, self.partial = self.partial + line, None
+            self.joins += 1
         if "iteration" in line and (match := ITERATION.search(line)):
+            complete = line.rstrip().endswith("|")
+            if not complete and self.joins < MAX_JOINS and len(line) < MAX_JOINED:
+                self.partial = line  # (a line cut for good is left out when the next one does not end it)
+                return True, None
+            self.joins = 0
             done = self.flush()
             self.block = None
-            complete = line.rstrip().endswith("|")
             self.current = _Record(int(match["it"]), _segments(line, match)) if complete else None
             return True, done
+        self.joins = 0
         if ("checkpoint" in line or "***WARNING***" in line) and any(notice in line for notice in NOTICES):
             return True, None
         if "across ranks" in line:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from ..logs import LogLine, LogReader
+from ..logs import LogLine, LogReader, first_stamp
 from ..samples import LogEvent
 from .flight_recorder import dump_events, is_dump
 from .trace import KINDS, TraceRecord, bounded_lines
@@ -60,8 +60,16 @@ def read_logs(paths: Iterable[str], reader: LogReader) -> Iterator[TraceRecord]:
     yield from (_record(item) for item in reader.flush())
 
 
+#: Lines a replay reads ahead for a file's first stamp (where its unstamped first lines start).
+STAMP_SNIFF_LINES = 5000
+
+
 def _records(path: str, reader: LogReader) -> Iterator[TraceRecord]:
     with Path(path).open("rb") as fh:
+        ahead = (raw.decode("utf-8", errors="replace") for _, raw in zip(range(STAMP_SNIFF_LINES), fh, strict=False))
+        if (stamp := first_stamp(ahead)) is not None:
+            reader.starts[path] = stamp
+        fh.seek(0)
         for number, raw in enumerate(bounded_lines(fh, MAX_LINE_CHARS), start=1):
             text = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:MAX_LINE_CHARS]
             try:

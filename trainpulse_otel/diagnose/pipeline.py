@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..samples import Frame, TrainingSample
@@ -27,7 +27,7 @@ from .relay import RELAY_POLICY, relayed_findings
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .tick import TickBuilder
 from .tracker import SignalTracker
-from .types import Diagnosis, Finding, RootCause, Signal, Transition
+from .types import CRITICAL, WARNING, Diagnosis, Finding, RootCause, Signal, Transition
 from .vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -58,12 +58,19 @@ class DiagnosticPipeline:
         detectors: Sequence[Detector],
         rules: Sequence[RootCauseRule],
         vocabulary: Vocabulary | None = None,
+        words_only: bool = False,
     ) -> None:
         self.detectors: tuple[Detector, ...] = tuple(detectors)
         self.rules: tuple[RootCauseRule, ...] = tuple(rules)
         self.vocabulary = vocabulary if vocabulary is not None else Vocabulary(self.detectors, self.rules)
         self._declared = [frozenset(spec.name for spec in d.signals) for d in self.detectors]
         self._layers = {name: spec.layer for name, spec in self.vocabulary.signals.items()}
+        #: The signals capped at a warning: the measured ones, when the job is judged from its own words alone.
+        self._measured = (
+            frozenset(name for name, spec in self.vocabulary.signals.items() if spec.measured)
+            if words_only
+            else frozenset()
+        )
         self._due = [float("-inf")] * len(self.detectors)
         self._phases = _phases(self.detectors)
         self._ticks = TickBuilder()
@@ -104,6 +111,8 @@ class DiagnosticPipeline:
                 findings = detector.update(tick)
                 if findings:
                     findings = self._declared_only(source, findings)
+                    if self._measured and not frame.gpus and frame.host is None and not frame.nodes:
+                        findings = [_words_only(f) if f.signal in self._measured else f for f in findings]
                 if findings is not None:
                     tracker.observe(source, findings, detector.policy, ts)
             except Exception:  # one broken detector (a plugin) must not blind the others
@@ -201,6 +210,14 @@ class DiagnosticPipeline:
         for detector in self.detectors:
             merged.update(detector.facts())
         return merged
+
+
+def _words_only(finding: Finding) -> Finding:
+    """A measured signal's finding from the job's words alone (no GPU or host reading beside them): at most a
+    warning (:attr:`SignalSpec.measured`)."""
+    if finding.severity != CRITICAL:
+        return finding
+    return replace(finding, severity=WARNING, evidence={**finding.evidence, "judged_from": "the job's own figures"})
 
 
 def _phases(detectors: Sequence[Detector]) -> list[float]:

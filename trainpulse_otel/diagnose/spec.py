@@ -39,6 +39,10 @@ class SignalSpec:
     ``predictive``: a forecast — about time not lost yet. ``explainer_claims``: a cause that explains
     this signal claims its lost time (the wait for a straggler it makes late, the stall of a rank it hangs).
     ``policy``: how its findings become a raised and a cleared signal (a detector may refine it).
+    ``measured``: it judges the job's efficiency (waits, MFU, throughput, stragglers), which is critical only
+    where TrainPulse reads the machine beside the job's own figures: from a job's words alone (a log replayed
+    with no GPU or host readings: sampled every Nth step, the framework's own FLOP count and peak), at most a
+    warning. A failure the words tell (a crash, a timeout, a NaN, a stall) keeps its severity.
     """
 
     name: str
@@ -48,6 +52,7 @@ class SignalSpec:
     component: str | None
     predictive: bool = False
     explainer_claims: bool = False
+    measured: bool = False
     policy: Policy = DEFAULT_POLICY
 
 

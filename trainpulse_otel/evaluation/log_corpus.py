@@ -248,7 +248,7 @@ def _collect(named: dict[str, set[Any]], where: Mapping[str, Any]) -> None:
     """The ranks, GPUs, XIDs and hosts a subject or evidence names, singly or in lists (``ranks``, ``gpu_indices``,
     ``xids``, ``hostnames``), also inside nested entries (a stall's ``lagging``)."""
     plural = {
-        "rank": ("ranks", "missing_ranks"),
+        "rank": ("ranks", "missing_ranks", "behind_ranks", "local_rank", "peer_rank", "peer_ranks"),
         "gpu_index": ("gpu_indices",),
         "xid": ("xids", "xid_errors"),
         "hostname": ("hostnames",),

@@ -23,6 +23,7 @@ KIND_WORDS = {
     "process_failed": "crash",
     "driver_xid": "XID",
     "gpu_fault": "GPU fault",
+    "progress_gap": "silence (stamps, no step)",
 }
 #: How a report's time was known, in words.
 TIMED_WORDS = {"stamp": "their time stamps", "step_time": "the step times they print", "line_order": "line order"}
@@ -39,7 +40,7 @@ class LogAccount:
     parsers: Mapping[str, int] = field(default_factory=dict)
     kinds: Mapping[str, int] = field(default_factory=dict)
     timed_by: Mapping[str, int] = field(default_factory=dict)
-    wrapped_at: int | None = None
+    joined: int = 0
     notes: tuple[str, ...] = ()
 
     def summary(self) -> str:
@@ -63,7 +64,7 @@ class LogAccount:
             "parsers": dict(self.parsers),
             "events_by_kind": dict(self.kinds),
             "timed_by": dict(self.timed_by),
-            "wrapped_at": self.wrapped_at,
+            "joined": self.joined,
             "notes": list(self.notes),
         }
 
@@ -79,7 +80,7 @@ def account(stats: ReadStats, knobs: Mapping[str, float]) -> LogAccount:
         dict(stats.parsers),
         dict(stats.kinds),
         dict(stats.timed_by),
-        stats.wrapped_at(),
+        stats.joined,
         tuple(_notes(stats, knobs)),
     )
 
@@ -104,12 +105,10 @@ def _notes(s: ReadStats, knobs: Mapping[str, float]) -> list[str]:
                 "One rank's lines: stragglers and sync waits need each rank's own lines (a [rankN]: prefix, or a "
                 "file per rank)."
             )
-    wrapped = s.wrapped_at()
-    if wrapped is not None:
+    if s.joined:
         notes.append(
-            f"The log looks wrapped at {wrapped} columns: a line cut there and continued on the next is read "
-            "where it can be joined, else missed; a log saved with the job's own output (not copied from a "
-            "terminal) has whole lines."
+            f"{s.joined} line(s) a terminal had wrapped were read with the line before them; a log saved from the "
+            "job's own output (not copied from a terminal) has whole lines."
         )
     notes.append(
         "No GPU or host readings in a log: thermal, memory, power and utilisation signals were not judged, and MFU "

@@ -75,9 +75,12 @@ NCCL_WARNING = re.compile(r"(?:\bNCCL WARN|\w\.(?:h|cc|cu|cpp)[: ]\d+ WARN|\w:\d
 NET_FAILURE = re.compile(
     r"Connection (?:reset|refused|closed|timed out|abort)|connection abort|Network is unreachable|No route to host"
     r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE"
-    r"|Invalid address|async event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited",
+    r"|Invalid address|async event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited"
+    r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank",
     re.IGNORECASE,
 )
+#: The peer a warning names by rank: ``Proxy Call to rank 14 failed (Connect)``.
+PEER_RANK = re.compile(r"\b(?:to|from|with) rank (\d+)\b")
 #: NCCL's INFO line of a connection it retries: ``Call to connect returned Connection refused, retrying``.
 CONNECT_RETRY = re.compile(r"Call to connect returned (?P<reason>[^,]+), retrying")
 
@@ -126,7 +129,10 @@ def transport_warning(text: str) -> dict[str, Any] | None:
         transport = "OFI"
     else:
         transport = "Socket"
-    return {"transport": transport, "error": message[:200]}
+    details: dict[str, Any] = {"transport": transport, "error": message[:200]}
+    if (peer := PEER_RANK.search(message)) is not None:
+        details["peer_rank"] = int(peer[1])
+    return details
 
 
 def connect_retry(text: str) -> str | None:

@@ -44,6 +44,19 @@ ECHOES = (
 COLLECTIVE_FAILURE = re.compile(
     r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
 )
+#: A C++ exception's trailer (c10::Error's ``what()``): ``Exception raised from <function> at <file>:<line> (most
+#: recent call first):``; the exception's message is the line before it.
+C10_RAISED = re.compile(r"Exception raised from (\S+) at \S+ \(most recent call first\)")
+#: A trailer this many lines after a failure told is that failure's (a CUDA error's, a watchdog's), not a new one.
+C10_ECHO_LINES = 6
+#: A glog level and clock before a message: ``[E326 08:57:33.451117940 compiler_depend.ts:418] ``.
+GLOG_LEVEL = re.compile(r"^\s*\[?[IWEF]\d{3,4} [\d:.]+ (?:\d+ )?[\w./-]+:\d+\]\s*")
+#: A glog error or fatal line: ``[E326 08:57:33.451117940 compiler_depend.ts:418] setup failed!``.
+GLOG_ERROR = re.compile(r"^\s*\[?[EF]\d{3,4} [\d:.]+ ")
+#: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
+#: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
+WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error")
+WRAPPED_MIN = 60
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256
 #: NCCL's detail follows its ``ncclRemoteError`` line within this many lines (``Last error:`` not counted).
@@ -79,10 +92,21 @@ class FailureScanner:
         self._remote: str | None = None  # an 'ncclRemoteError' line waiting for its 'Last error:' detail
         self._remote_wait = 0
         self._retries = 0  # NCCL's connection retries seen
+        self._cut: str | None = None  # a long failure line a terminal's wrap cut, waiting for its end
+        self._previous = ""  # the line before (a C++ exception's message, before its trailer)
+        self._error_line: str | None = None  # a glog error line nobody read, until the next line
+        self._quiet = C10_ECHO_LINES + 1  # lines since a failure was last told
 
     def feed(self, text: str) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
         the line is no failure report's."""
+        if self._cut is not None:  # the line before was cut where a terminal wrapped it: this one may end it
+            cut, self._cut = self._cut, None
+            joined = self._one_line(cut + text, join=False)
+            if joined:
+                return joined
+        previous, self._previous = self._previous, text
+        self._quiet += 1
         out: list[Failure] = []
         claimed = self._reports(text, out)
         pending = self._remote
@@ -92,14 +116,30 @@ class FailureScanner:
             self._remote_wait -= 1
             if self._remote_wait <= 0:  # the line after 'Last error:' was no transport's: tell the error as it is
                 out += self._remote_error()
+        if one is None and "Exception raised from" in text and (error := C10_RAISED.search(text)) is not None:
+            one = self._c10(self._error_line or previous, error[1])
+        self._error_line = text if one is None and not claimed and GLOG_ERROR.match(text) else None
         if one is not None:
             out += one
             claimed = True
+        if out:
+            self._quiet = 0
         return out if claimed or out else None
+
+    def _c10(self, previous: str, where: str) -> list[Failure]:
+        """A C++ exception's trailer (``Exception raised from OperationSetup at …``): its message is the line before
+        it. A crash unless a failure was told in the lines just before (the trailer of that one's exception)."""
+        if self._quiet <= C10_ECHO_LINES or not previous.strip():
+            return []
+        message = GLOG_LEVEL.sub("", previous).strip()[:300]
+        return self._once(
+            ("c10", message),
+            Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
+        )
 
     def flush(self) -> list[Failure]:
         """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
-        out = [self._crash(t) for t in self._tracebacks.flush() + self._report.flush()]
+        out = [self._crash(t) for t in self._tracebacks.flush(end=True) + self._report.flush()]
         return out + self._remote_error()
 
     def _reports(self, text: str, out: list[Failure]) -> bool:
@@ -124,8 +164,15 @@ class FailureScanner:
             details = {**details, "collective": True}  # it died of a collective or its link failing
         return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
 
-    def _one_line(self, text: str) -> list[Failure] | None:
-        """The failures one line tells by itself (first form that matches wins)."""
+    @property
+    def holding(self) -> bool:
+        """Whether it holds a line the next line of its file may go on with: one a terminal's wrap cut
+        (:data:`WRAPPED`), or an error nobody read whose C++ trailer may follow (printed without the prefix)."""
+        return self._cut is not None or self._error_line is not None
+
+    def _one_line(self, text: str, join: bool = True) -> list[Failure] | None:
+        """The failures one line tells by itself (first form that matches wins); a long line a failure's words
+        begin but that no form reads is held, to be read with the next line (``join``)."""
         if "NCCL INFO" in text:
             return self._retry(text) if "retrying" in text else None
         for marks, handler in self._handlers:
@@ -134,6 +181,9 @@ class FailureScanner:
                 if told is not None:
                     return told
         if any(echo in text for echo in ECHOES):
+            return []
+        if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
+            self._cut = text
             return []
         return None
 
@@ -227,8 +277,9 @@ class FailureScanner:
         details = gpu_fault(text)
         if details is None:
             return None
-        key = ("gpu", details["fault"], details.get("pci"), details.get("gpu_index"))
-        return self._once(key, Failure(GPU_FAULT, details, gpu_index=details.get("gpu_index")))
+        rank = named_rank(text)
+        key = ("gpu", details["fault"], details.get("pci"), details.get("gpu_index"), rank)
+        return self._once(key, Failure(GPU_FAULT, details, rank=rank, gpu_index=details.get("gpu_index")))
 
     def _died(self, details: dict[str, Any] | None, rank: int | None = None, text: str = "") -> list[Failure] | None:
         """A one-line death (:mod:`.fatal`): told once per what it says in this stream."""
@@ -237,6 +288,7 @@ class FailureScanner:
         said = exception_details(text) if text else None  # a bare exception line says its class too
         if said is not None and said["error"] and said["error"] in str(details.get("error", "")):
             details = {**said, **details}
+        rank = rank if rank is not None else named_rank(text)
         key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
         return self._once(key, Failure(PROCESS_FAILED, {**details, "one_line": True}, rank=rank))
 
@@ -297,6 +349,17 @@ class FailureScanner:
             lambda self, t: self._died(fatal.fatal_signal(t)),
         ),
     )
+
+
+#: The rank a line names of itself: the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an
+#: assertion's ``Rank 3: found NaN``.
+NAMED_RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+):")
+
+
+def named_rank(text: str) -> int | None:
+    """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
+    match = NAMED_RANK.search(text) if "Rank " in text else None
+    return None if match is None else int(match[1] or match[2])
 
 
 def _warn(text: str) -> bool:

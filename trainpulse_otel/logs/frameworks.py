@@ -192,6 +192,11 @@ class MegatronLines(_Trainer):
             return self.own(text, ts)
         return super().feed(text, ts)
 
+    @property
+    def holding(self) -> bool:
+        """Whether it holds an iteration line a terminal's wrap cut, for the next line of its file to end."""
+        return self._records.partial is not None
+
     def own_flush(self) -> list[Payload]:
         done = self._records.flush()
         return [] if done is None else self._payload(done, self._began)

@@ -29,13 +29,13 @@ Payload = dict[str, Any]
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: [A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
-    r"['\"]?\s?(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|s|%)?",
+    r"['\"]?\s?(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)?",
     re.IGNORECASE,
 )
 #: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
 #: last, a bare ``(123.45 ms | …)`` (llm.c): on a line with a step, the iteration's time.
 RATE = re.compile(
-    r"(?P<num>\d+\.?\d*)\s?(?P<unit>s/it|it/s|ms/(?:step|it)|s/(?:step|it)|sec/step|tok(?:en)?s?/s(?:ec)?|"
+    r"(?P<num>\d+\.?\d*)\s?(?P<unit>s/it|it/s|steps?/s(?:ec)?|ms/(?:step|it)|s/(?:step|it)|sec/step|tok(?:en)?s?/s(?:ec)?|"
     r"samples?/s(?:ec)?|ms)\b",
     re.IGNORECASE,
 )
@@ -55,28 +55,27 @@ EVALUATION = re.compile(r"\b(?:val(?:id(?:ation)?)?|eval(?:uation)?|test)(?:\b|_
 #: The training loss by name, in the order preferred when a line names several.
 PRIMARY_LOSSES = (
     "loss",
-    "train loss",
     "train_loss",
     "train/loss",
-    "training loss",
-    "lm loss",
+    "training_loss",
     "lm_loss",
     "train/lm_loss",
     "total_loss",
-    "total loss",
     "loss/train",
     "train/total_loss",
-    "avg loss",
-    "average loss",
-    "mean loss",
+    "avg_loss",
+    "average_loss",
+    "mean_loss",
     "closs",
+    "cross_entropy_loss",
+    "ce_loss",
     "train_loss_step",
     "loss_step",
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 
 #: Keys of the step counted over the whole run, preferred to the others (an epoch's own step, a batch index).
-GLOBAL_STEP_KEYS = ("global_step", "global step", "globalstep", "trainer/global_step", "num_updates", "train/step")
+GLOBAL_STEP_KEYS = ("global_step", "globalstep", "trainer/global_step", "num_updates", "train/step")
 STEP_KEYS = frozenset(
     (
         "iter",
@@ -86,7 +85,6 @@ STEP_KEYS = frozenset(
         "step",
         "steps",
         "global_step",
-        "global step",
         "globalstep",
         "train_step",
         "train/step",
@@ -103,51 +101,44 @@ KEYS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(
         (
             "grad_norm",
-            "grad norm",
             "gnorm",
             "norm",
             "total_norm",
-            "grad-norm",
-            "gradient norm",
+            "gradient_norm",
             "train/grad_norm",
             "actor/grad_norm",
             "grad_norm/total",
         ),
         ("grad_norm", 1.0),
     ),
-    **dict.fromkeys(
-        ("lr", "learning_rate", "learning rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)
-    ),
-    **dict.fromkeys(("loss_scale", "loss scale", "loss-scale", "scale"), ("loss_scale", 1.0)),
+    **dict.fromkeys(("lr", "learning_rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)),
+    **dict.fromkeys(("loss_scale", "scale"), ("loss_scale", 1.0)),
     **dict.fromkeys(
         (
             "tok/s",
             "tokens/s",
             "tokens_per_sec",
-            "tokens per second",
-            "tokens/sec",
             "tokens_per_second",
+            "tokens/sec",
             "wps",
             "perf/throughput",
         ),
         ("tokens_per_sec", 1.0),
     ),
     **dict.fromkeys(
-        ("samples/s", "samples/sec", "samples per second", "samples_per_second", "samples_per_sec", "sps"),
+        ("samples/s", "samples/sec", "samples_per_second", "samples_per_sec", "sps"),
         ("samples_per_sec", 1.0),
     ),
-    **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "tflops per gpu"), ("tflops", 1.0)),
-    **dict.fromkeys(("skipped", "skipped_steps", "skipped steps"), ("skipped_steps", 1.0)),
-    **dict.fromkeys(("data_time", "data", "data time", "data_wait", "time_data"), ("data_wait_ms", 1000.0)),
+    **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "tflops_per_gpu"), ("tflops", 1.0)),
+    **dict.fromkeys(("skipped", "skipped_steps"), ("skipped_steps", 1.0)),
+    **dict.fromkeys(("data_time", "data", "data_wait", "time_data"), ("data_wait_ms", 1000.0)),
 }
 STEP_TIME_KEYS = frozenset(
     (
         "time",
         "step_time",
-        "step time",
         "iter_time",
-        "iter time",
-        "iteration time",
+        "iteration_time",
         "batch_time",
         "time/step",
         "time_per_step",
@@ -155,8 +146,8 @@ STEP_TIME_KEYS = frozenset(
         "timing_s/step",
         "train_step_time",
         "step_time_ms",
-        "elapsed time per iteration (ms)",
-        "time (ms)",
+        "elapsed_time_per_iteration_(ms)",
+        "time_(ms)",
         "sec/step",
         "seconds",
         "step_avg",
@@ -172,6 +163,8 @@ KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl
 LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+) \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
+SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
 MAX_STEP_MS = 3_600_000.0
 
@@ -183,7 +176,7 @@ def line_values(text: str) -> Payload | None:
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return None
-    pairs = [(m["key"].strip().lower(), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text)]
+    pairs = [(_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text)]
     losses = [(key, _number(num)) for key, num, _ in pairs if _loss_like(key)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
@@ -203,6 +196,12 @@ def line_values(text: str) -> Payload | None:
     if ("loss" in payload and len(training) == len(losses)) or timed:
         return payload
     return None if bad is None else {"loss": bad}
+
+
+def _key(key: str) -> str:
+    """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
+    are one key)."""
+    return SEPARATORS.sub("_", key.strip().lower())
 
 
 def _may_hold(text: str) -> bool:
@@ -231,7 +230,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]]) -> int | None:
     integer epoch."""
     steps = [(key, _number(num)) for key, num, _ in pairs if _step_key(key)]
     steps = [(key, v) for key, v in steps if math.isfinite(v) and v >= 0 and v == int(v)]
-    whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith("/global_step")]
+    whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith(("global_step", "num_updates"))]
     if whole:
         return int(whole[0])
     if (match := STEP_FRACTION.search(text)) is not None:
@@ -253,9 +252,9 @@ def _step(text: str, pairs: list[tuple[str, str, str]]) -> int | None:
 
 def _step_key(key: str) -> bool:
     """A step's key: one of :data:`STEP_KEYS`, or words ending in one (``completed step``), not evaluation's."""
-    if key in STEP_KEYS or key.endswith("/global_step"):
+    if key in STEP_KEYS or key.endswith(("/global_step", "_num_updates", "_global_step")):
         return True
-    last = key.rsplit(" ", 1)[-1]
+    last = key.rsplit("_", 1)[-1]
     return last in ("step", "iter", "iteration") and EVALUATION.search(key) is None
 
 
@@ -290,7 +289,7 @@ def _step_ms(key: str, value: float, unit: str) -> float | None:
         return None
     if unit.startswith("ms") or "ms" in key:
         ms = value
-    elif unit == "it/s":
+    elif unit == "it/s" or unit.startswith("step"):
         ms = 1000.0 / value
     else:
         ms = value * 1000.0

@@ -25,8 +25,12 @@ RANK_PREFIX = re.compile(
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
 #: ``2024-05-01T10:00:00.123Z`` (collectors, Python logging, Megatron), torchtitan's ``[titan] 2025-06-16
 #: 22:30:50,322``, a collector's stamp without seconds (``2025-02-18 12:54``); read as UTC when it names no zone.
+#: A tag may stand before it: the Trainer examples' ``[INFO|trainer.py:1836] 2024-05-26 14:55:56,361``, a pod's
+#: ``[dlc1mtq58q-master-0] [2026-03-30 19:24:35,966]``, a level word, a Ray actor's ``(TaskRunner pid=4242)``, a
+#: ``^C`` the terminal echoed.
 TIME_PREFIX = re.compile(
-    r"^\s*(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
+    r"^\s*(?:\^C)?(?:\(\w+ pid=\d+[^)]*\)\s+|\[[^\]\s]{1,80}\]\s*|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\s+)?"
+    r"(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
 #: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
@@ -34,7 +38,7 @@ TIME_PREFIX = re.compile(
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
 #: glog's prefix, as torch.distributed.elastic's logger and c10 write it unbracketed: ``E0228 00:35:58.954000 724855
 #: …/multiprocessing/api.py:732] ``. Cut, not read as a time: glog writes no year.
-GLOG_PREFIX = re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [\w./-]+:\d+\] ?")
+GLOG_PREFIX = re.compile(r"^[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9} +\d+ [\w./-]+:\d+\] ?")
 #: A rank in a file's name: ``rank3.log``, ``rank_3.out``; Slurm's ``job-1234-3.out`` (``%j-%t``); torchrun's
 #: ``--log-dir`` layout ``…/attempt_0/3/stdout.log`` (the local rank).
 FILE_RANKS = (
@@ -76,6 +80,26 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     if text[:1] in "IWEF" and (match := GLOG_PREFIX.match(text)):
         text = text[match.end() :]
     return rank, when, text
+
+
+#: glog's clock as it begins a line (a ``[rankN]:`` prefix before it, a bracket around it): ``E0501 10:17:00.123456``,
+#: c10's newer ``[E326 08:57:33.451117940`` (month not zero-padded, nanoseconds).
+GLOG_CLOCK = re.compile(
+    r"^\s*(?:\[(?:rank|default)\d+\]:)?\[?[IWEF](?P<month>\d{1,2}?)(?P<day>\d{2}) (?P<clock>\d{2}:\d{2}:\d{2})\.(?P<frac>\d{6,9})\b"
+)
+
+
+def glog_time(text: str, year: int) -> float | None:
+    """The unix time of a line's glog clock (glog writes no year: ``year`` gives it; read as UTC), or None."""
+    if (match := GLOG_CLOCK.match(text)) is None:
+        return None
+    try:
+        when = datetime.fromisoformat(
+            f"{year:04d}-{int(match['month']):02d}-{match['day']}T{match['clock']}.{match['frac'][:6]}+00:00"
+        )
+    except ValueError:
+        return None
+    return when.timestamp()
 
 
 def rank_of_source(source: str | None) -> int | None:

@@ -41,7 +41,9 @@ OTHER_OOM = re.compile(
     r"ran|\(2 vs\. 0\))\s*out of memory|OOM when allocating|ResourceExhaustedError|RESOURCE_EXHAUSTED:.*memory"
 )
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``.
-OTHER_GPU = re.compile(r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)")
+OTHER_GPU = re.compile(r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)")
+#: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
+CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.
 HOST = ("Killed process", "oom-kill", "cgroup", "oom_kill")
 
@@ -72,7 +74,9 @@ def cuda_oom(text: str) -> tuple[dict[str, Any], int | None] | None:
             allocated, unallocated = size(held[1], held[2]), size(held[3], held[4])
             details["allocated_bytes"], details["reserved_unallocated_bytes"] = allocated, unallocated
             details["reserved_bytes"] = allocated + unallocated
-    elif (old := OLD.search(text)) is not None:
+    elif (old := OLD.search(text)) is None and (cut := CUT_GPU.search(text)) is not None:
+        gpu = int(cut[1])  # a message cut (or wrapped) after its GPU: ``… (GPU 0;``
+    elif old is not None:
         gpu = int(old[1])
         details["total_bytes"], details["allocated_bytes"] = size(old[2], old[3]), size(old[4], old[5])
         details["free_bytes"] = size(old[6], old[7])

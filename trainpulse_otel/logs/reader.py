@@ -15,35 +15,28 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from ..samples import LogEvent, SampleError, TrainingSample, parse_training
+from ..samples import PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import GenericLines, line_values
-from .lines import LogLine, rank_of_source, split_prefixes
+from .lines import LogLine, glog_time, rank_of_source, split_prefixes
+from .progress import ProgressClock
 from .statements import statement
+from .timing import advance_s, with_stamped_step_time
 
-#: A report's time advances by its step time times the steps it stands for, at most this much (s): a bogus
-#: step time cannot throw a log without time stamps hours ahead.
-MAX_ADVANCE_S = 3600.0
 #: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun.
 REPEAT_WINDOW_S = 60.0
-#: A report that says no time (no stamp, no step time) in a stream whose lines say none moves its clock this much
-#: (s): the order of the lines is then the time axis, one report a tick at the default interval.
-UNTIMED_REPORT_S = 1.0
 #: Steps remembered for that (the newest).
 MAX_REMEMBERED_STEPS = 4096
 #: Streams kept (a node, file and rank each); beyond it the longest quiet are flushed and forgotten.
 MAX_STREAMS = 4096
 #: Fields a report may lose to bad values (each named by validation) before the whole line is dropped.
 MAX_DROPPED_FIELDS = 3
-#: Lines this long or longer are measured for signs of terminal wrapping (shorter ones end where they end).
-LONG_LINE = 60
-#: Lines of one length that say a terminal wrapped the log at it.
-WRAPPED_LINES = 3
 
 
 class IterationParser(Protocol):
@@ -66,8 +59,8 @@ class ReadStats:
 
     Beyond the counts: reports by the parser that read them (``parsers``), events by kind (``kinds``), how
     each report's time was known (``timed_by``: ``stamp``, ``step_time``, ``line_order``), what the reports
-    carried (finite and non-finite losses, step times, throughput), and the lengths of long lines (``widths``:
-    a terminal that wrapped the log leaves many lines of one length)."""
+    carried (finite and non-finite losses, step times, throughput), bad values dropped from reports
+    (``invalid_fields``) and lines a terminal's wrap had cut, read with the line that ends them (``joined``)."""
 
     lines: int = 0
     reports: int = 0
@@ -76,6 +69,7 @@ class ReadStats:
     invalid: int = 0
     repeated: int = 0
     invalid_fields: int = 0
+    joined: int = 0
     parsers: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     timed_by: Counter[str] = field(default_factory=Counter)
@@ -84,24 +78,17 @@ class ReadStats:
     step_times: int = 0
     throughput: int = 0
     ranks: set[int] = field(default_factory=set)
-    widths: Counter[int] = field(default_factory=Counter)
 
     def copy(self) -> ReadStats:
         return ReadStats(self.lines, self.reports, self.events, self.unknown, self.invalid, self.repeated)
-
-    def wrapped_at(self) -> int | None:
-        """The width a terminal seems to have wrapped the log at: at least :data:`WRAPPED_LINES` lines, and a
-        fifth of the long ones, of exactly one length (None: no sign of it)."""
-        if not self.widths:
-            return None
-        width, count = self.widths.most_common(1)[0]
-        return width if count >= WRAPPED_LINES and count * 5 >= sum(self.widths.values()) else None
 
 
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
     __slots__ = (
+        "advanced",
+        "clock",
         "failures",
         "fed",
         "last",
@@ -117,6 +104,8 @@ class _Stream:
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
+        self.clock = ProgressClock()  # progress by the lines' own stamps: a silence is a gap
+        self.advanced = False  # reports moved its clock before any line said a time
         self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
@@ -138,9 +127,15 @@ class LogReader:
             raise ValueError(f"unknown framework {framework!r}; known: {', '.join(sorted(FRAMEWORKS))}")
         self.framework = framework
         self.start = start
+        #: Where a file's clock starts when its first lines say no time: its first stamped line's time, where a
+        #: replay found one ahead (:func:`first_stamp`), so the unstamped lines before it sit just before it.
+        self.starts: dict[str | None, float] = {}
         self.stats = ReadStats()
         self._streams: dict[tuple[str | None, str | None, int | None], _Stream] = {}
         self._reported: dict[int, float] = {}  # step -> when it was first reported, the newest steps
+        #: Per file (node, source): the stream holding a line a terminal's wrap cut, for the file's next line.
+        self._holders: dict[tuple[str | None, str | None], _Stream] = {}
+        self._glog_offsets: dict[tuple[str | None, str | None], float] = {}  # per file with no dated line
 
     @property
     def sources(self) -> set[str | None]:
@@ -150,14 +145,19 @@ class LogReader:
     def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
         self.stats.lines += 1
-        if len(line.text) >= LONG_LINE and len(self.stats.widths) < 512:
-            self.stats.widths[len(line.text)] += 1
         prefixed, own_ts, text = split_prefixes(line.text)
-        stream = self._stream(line, prefixed)
+        if own_ts is None and line.text[:1] in "[IWEF ":
+            own_ts = self._glog(line)
+        file = (line.node, line.source)
+        holder = self._holders.pop(file, None)
+        if holder is not None and prefixed is None and own_ts is None:  # a wrapped line's end: its own stream's
+            stream, self.stats.joined = holder, self.stats.joined + 1
+        else:
+            stream = self._stream(line, prefixed)
         rank = stream.rank
         given = line.ts if line.ts is not None else own_ts
-        if given is not None:  # the first time said replaces the start; later ones never go back
-            stream.ts, stream.timed = (max(stream.ts, given) if stream.timed else given), True
+        if given is not None:  # the first time said replaces the start (if nothing was placed by it); never back
+            stream.ts, stream.timed = (max(stream.ts, given) if stream.timed or stream.advanced else given), True
             stream.stamped = line.ts is None
         stream.last, stream.fed = line, True
         failures = stream.failures.feed(text)
@@ -165,9 +165,29 @@ class LogReader:
         payloads = self._iterations(stream, text)
         if payloads is None and failures is None:
             self.stats.unknown += 1
-        for payload in payloads or ():
-            out.extend(self._report(payload, stream))
+        if stream.failures.holding or getattr(stream.parser, "holding", False):
+            self._holders[file] = stream
+        reports = [r for payload in payloads or () for r in self._report(payload, stream)]
+        if own_ts is not None:
+            out.extend(self._clock(stream, line, own_ts, text, reports))  # a silence these reports end comes first
+        out.extend(reports)
         return out
+
+    def _clock(
+        self, stream: _Stream, line: LogLine, own_ts: float, text: str, reports: list[TrainingSample]
+    ) -> list[LogEvent]:
+        """A stamped line moves its stream's progress clock; a silence it ends, not crossed by steps, is told."""
+        if not reports:
+            stream.clock.line(own_ts, text)
+            return []
+        gap = stream.clock.progress(own_ts, reports[-1].global_step)
+        return [] if gap is None else [self._gap(gap, line, stream)]
+
+    def _gap(self, gap: dict[str, Any], line: LogLine, stream: _Stream) -> LogEvent:
+        """A silence as a ``progress_gap`` event, at the time of its last stamped line."""
+        quoted = gap.pop("line", None)
+        at = gap["since"] + gap["gap_s"]
+        return self._event(Failure(PROGRESS_GAP, gap, text=quoted), line, stream.rank, at)
 
     def flush(self, sources: Collection[str | None] | None = None) -> list[TrainingSample | LogEvent]:
         """What the streams of ``sources`` (every stream when None) still hold: call at the end of a file, or when
@@ -202,6 +222,8 @@ class LogReader:
             out.extend(self._report(payload, stream))
         if stream.last is not None:  # a traceback's exception at the end of a stream, say
             out.extend(self._event(f, stream.last, stream.rank, stream.ts) for f in stream.failures.flush())
+            if (gap := stream.clock.flush()) is not None:  # the log ends in a silence
+                out.append(self._gap(gap, stream.last, stream))
         return out
 
     def _stream(self, line: LogLine, prefixed: int | None) -> _Stream:
@@ -216,11 +238,24 @@ class LogReader:
             stream = self._streams[key] = _Stream(parser, rank, self._file_time(line))
         return stream
 
+    def _glog(self, line: LogLine) -> float | None:
+        """A line's glog clock as its time. glog writes no year: in a file whose other lines carry full stamps,
+        theirs; else the clock keeps only its intervals, laid from where the file's clock stands at its first."""
+        file = (line.node, line.source)
+        dated = line.source in self.starts
+        year = datetime.fromtimestamp(self._file_time(line), tz=timezone.utc).year
+        when = glog_time(line.text, year)
+        if when is None or dated:
+            return when
+        if file not in self._glog_offsets:
+            self._glog_offsets[file] = self._file_time(line) - when
+        return when + self._glog_offsets[file]
+
     def _file_time(self, line: LogLine) -> float:
         """Where a new stream's clock starts: its file's latest time (another rank's lines of the same file have
         moved it), else the reader's start."""
         times = [s.ts for (node, source, _), s in self._streams.items() if node == line.node and source == line.source]
-        return max(times, default=self.start)
+        return max(times, default=self.starts.get(line.source, self.start))
 
     def _iterations(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
         """What a line completes as iterations: its stream's framework's (detected on the first line one claims);
@@ -239,6 +274,8 @@ class LogReader:
                 if found is not None:
                     stream.parser = candidate
                     break
+        if found is not None and stream.parser is not None and stream.parser.name == "deepspeed" and _glued_bar(text):
+            return found + (self._any_format(stream, text) or [])  # a bar's loss under DeepSpeed's glued message
         if found is not None or self.framework is not None:
             return found
         return self._any_format(stream, text)
@@ -257,12 +294,13 @@ class LogReader:
         stream's time advanced by its steps."""
         step = payload.get("global_step")
         if not stream.timed and (step is None or step != stream.last_step):  # another rank's copy: no time passes
-            stream.ts += _advance_s(payload, step, stream.last_step)
+            stream.ts += advance_s(payload, step, stream.last_step)
+            stream.advanced = True
         if isinstance(step, int):
             stream.last_step = step
         ts = stream.ts if not stream.timed else payload.get("timestamp", stream.ts)
         if isinstance(step, int) and stream.stamped:
-            payload = _with_stamped_step_time(payload, step, ts, stream.last_stamped)
+            payload = with_stamped_step_time(payload, step, ts, stream.last_stamped)
             stream.last_stamped = (step, ts)
         if isinstance(step, int) and self._repeats(step, ts):
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
@@ -332,22 +370,6 @@ class LogReader:
         )
 
 
-def _with_stamped_step_time(
-    payload: dict[str, Any], step: int, ts: float, last: tuple[int, float] | None
-) -> dict[str, Any]:
-    """A report that gives no step time, with the one its lines' own time stamps give: the time since the
-    previous stamped report over the steps since (torchtitan, the Trainer's dicts print none)."""
-    if "step_time_ms" in payload or last is None or step <= last[0] or ts <= last[1]:
-        return payload
-    step_ms = (ts - last[1]) / (step - last[0]) * 1000.0
-    return {**payload, "step_time_ms": step_ms} if step_ms <= MAX_ADVANCE_S * 1000.0 else payload
-
-
-def _advance_s(payload: Mapping[str, Any], step: Any, last: int | None) -> float:
-    """How far a report without a time of its own moves its stream's clock: its step time, times the steps
-    since the last report (one when unknown); :data:`UNTIMED_REPORT_S` when it gives no step time."""
-    step_ms = payload.get("step_time_ms")
-    if not isinstance(step_ms, (int, float)) or not step_ms > 0:
-        return UNTIMED_REPORT_S
-    steps = step - last if isinstance(step, int) and last is not None and step > last else 1
-    return min(MAX_ADVANCE_S, steps * step_ms / 1000.0)
+def _glued_bar(text: str) -> bool:
+    """Whether a line holds a progress bar with a loss (``…2.39it/s, loss=nan, …]``) before a message glued on."""
+    return "loss=" in text and ("it/s" in text or "s/it" in text)

@@ -30,6 +30,8 @@ EXCEPTION = re.compile(
 #: ``Exception in thread Thread-9:`` and ``-- Process 0 terminated with the following error:`` (mp.spawn).
 THREAD = re.compile(r"^Exception in thread (.+?):\s*$")
 SPAWNED = re.compile(r"^-- Process (\d+) terminated with the following error:")
+#: The launcher's own frames: a traceback cut there is torchrun re-raising its workers' failure, not a crash.
+LAUNCHER = re.compile(r"torch/distributed/(?:run\.py|launch\w*|launcher/|elastic/)|/bin/torchrun")
 #: Stray lines a traceback tolerates (another thread's output) before it is given up.
 MAX_STRAY = 8
 #: A ``Told`` error message is its first sentence, at most this long.
@@ -107,10 +109,14 @@ class Tracebacks:
             return False, []
         return self._frame(text)
 
-    def flush(self) -> list[Told]:
+    def flush(self, end: bool = False) -> list[Told]:
         """The exception held (the end of a stream, or a line that is no chain), or a spawn parent's re-raise
-        whose child's traceback never ended."""
+        whose child's traceback never ended; at the ``end`` of a stream, a traceback it ends within, whose
+        exception it does not show (an excerpt cut there: the process was dying)."""
         held = self.held or self.fallback
+        cut = held is None and end and self.state == "frames" and self.frames and not self.where.get("ignored")
+        if cut and not LAUNCHER.search(str(self.last.get("file", ""))):  # (torchrun's own re-raise: no crash)
+            held = Told({"error": "a traceback the log ends within", "cut": True, "frames": self.frames, **self.last})
         self.held, self.fallback, self.state = None, None, "idle"
         return [] if held is None else [held]
 
@@ -176,7 +182,11 @@ SIGNAL = re.compile(r"Signal (\d+) \((\w+)\) received by PID")
 JSON_MESSAGE = re.compile(r'^"message":\s*"(.*)",?$')
 SECTIONS = ("Failures:", "Root Cause", "Other Failures:", "<NO_OTHER_FAILURES>")
 #: The agent's own line when a worker dies: ``failed (exitcode: -6) local_rank: 6 (pid: 1246013) of binary: …``.
-AGENT_FAILED = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: (\d+)\)")
+#: Since PyTorch 2.6: ``failed (exitcode: -9) for binary located at … with local_rank: 0 (process ID: 71)``.
+AGENT_FAILED = re.compile(
+    r"failed \(exitcode: (-?\d+)\) (?:local_rank: (\d+) \(pid: (\d+)\)|for binary located at \S+ with "
+    r"local_rank: (\d+) \(process ID: (\d+)\))"
+)
 
 
 @dataclass
@@ -242,7 +252,7 @@ class TorchrunReport:
         return told
 
     def _agent(self, match: re.Match[str], text: str) -> None:
-        code, local, pid = int(match[1]), int(match[2]), int(match[3])
+        code, local, pid = int(match[1]), int(match[2] or match[4]), int(match[3] or match[5])
         details: dict[str, Any] = {"exit_code": code, "local_rank": local, "pid": pid}
         if code < 0:
             details["signal"] = signal_name(-code)

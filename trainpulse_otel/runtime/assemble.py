@@ -75,12 +75,15 @@ def knob_overrides(plugins: Plugins, thresholds: Mapping[str, Any] | None) -> di
         raise ConfigError(exc.key, exc.message) from None
 
 
-def build_pipeline(plugins: Plugins, thresholds: Mapping[str, Any] | None = None) -> DiagnosticPipeline:
+def build_pipeline(
+    plugins: Plugins, thresholds: Mapping[str, Any] | None = None, words_only: bool = False
+) -> DiagnosticPipeline:
     """A fresh pipeline: new instances of every detector, built with their knobs (``thresholds``: the config's
-    ``detectors`` overrides, :func:`knob_overrides`), and every root-cause rule."""
+    ``detectors`` overrides, :func:`knob_overrides`), and every root-cause rule; ``words_only``: it judges a job
+    from its own output alone (a log replayed), where measured signals are at most warnings."""
     overrides = knob_overrides(plugins, thresholds)
     rules = list(plugins.root_causes.values())
-    return DiagnosticPipeline(plugins.new_detectors(overrides), rules, plugins.vocabulary)
+    return DiagnosticPipeline(plugins.new_detectors(overrides), rules, plugins.vocabulary, words_only=words_only)
 
 
 def open_engine(
@@ -198,10 +201,11 @@ class SampleFrames:
         )
 
 
-def open_replay(settings: Settings, plugins: Plugins | None = None) -> Stepper:
-    """The engine's step for a trace: latest samples, frames, window (``history_size``) and pipeline."""
+def open_replay(settings: Settings, plugins: Plugins | None = None, words_only: bool = False) -> Stepper:
+    """The engine's step for a trace: latest samples, frames, window (``history_size``) and pipeline
+    (``words_only``: of a job's logs alone, :func:`build_pipeline`)."""
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
-    pipeline = build_pipeline(plugins or discover(), settings.detectors)
+    pipeline = build_pipeline(plugins or discover(), settings.detectors, words_only)
     return Stepper(latest, SampleFrames(latest), Window(settings.history_size), pipeline)
 
 

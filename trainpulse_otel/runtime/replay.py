@@ -162,7 +162,7 @@ def replay_logs(
     file that cannot be read. ``series``: fed every tick (the report's)."""
     plugins = plugins or discover()
     reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
-    stepper = open_replay(settings, plugins)
+    stepper = open_replay(settings, plugins, words_only=True)
     stepper.series = series
     result = replay(read_logs(paths, reader), stepper, interval_s=settings.interval, on_result=on_result)
     return LogReplay(result, reader, log_account(reader, settings, plugins))

@@ -31,7 +31,11 @@ PROCESS_FAILED = "process_failed"
 DRIVER_XID = "driver_xid"
 #: A GPU failing in words other than an XID: lost from the bus, an uncorrected PCIe error, uncorrectable ECC.
 GPU_FAULT = "gpu_fault"
-EVENT_KINDS = (WATCHDOG_TIMEOUT, TRANSPORT_ERROR, CUDA_OOM, PROCESS_FAILED, DRIVER_XID, GPU_FAULT)
+#: The job's own stamped lines show time passing with no step completed: from its last step's line to a later
+#: stamped line (``since``, ``gap_s``, ``last_step``, ``interval_s`` between its progress lines, the ``phase`` its
+#: words since say: ``checkpoint``, ``eval``).
+PROGRESS_GAP = "progress_gap"
+EVENT_KINDS = (WATCHDOG_TIMEOUT, TRANSPORT_ERROR, CUDA_OOM, PROCESS_FAILED, DRIVER_XID, GPU_FAULT, PROGRESS_GAP)
 #: The longest quoted line, and the most details an event keeps.
 MAX_MESSAGE = 2048
 MAX_DETAILS = 32

@@ -15,9 +15,16 @@ from ..tick import Tick
 from .base import JobWarmup, percent
 from .level import WINDOW, StepShareDetector
 
-SYNC_IMBALANCE = SignalSpec("sync_imbalance", "ranks wait for slower peers at the collective", RANKS, 0.08, "sync")
+SYNC_IMBALANCE = SignalSpec(
+    "sync_imbalance", "ranks wait for slower peers at the collective", RANKS, 0.08, "sync", measured=True
+)
 ALLREDUCE_WAIT = SignalSpec(
-    "allreduce_wait", "the gradient all-reduce itself is slow, on every rank", TRAINING, 0.08, "all_reduce"
+    "allreduce_wait",
+    "the gradient all-reduce itself is slow, on every rank",
+    TRAINING,
+    0.08,
+    "all_reduce",
+    measured=True,
 )
 
 

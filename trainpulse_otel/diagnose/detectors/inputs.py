@@ -9,10 +9,15 @@ from ..thresholds import CONVENTION, PHYSICS, SHARE, SIGMAS, TIMES, Knob
 from .level import StepShareDetector
 
 DATALOADER_STARVATION = SignalSpec(
-    "dataloader_starvation", "the step waits for its next batch from the data loader", TRAINING, 0.10, "data"
+    "dataloader_starvation",
+    "the step waits for its next batch from the data loader",
+    TRAINING,
+    0.10,
+    "data",
+    measured=True,
 )
 TOKENIZER_STALL = SignalSpec(
-    "tokenizer_stall", "the step waits for on-the-fly tokenization", TRAINING, 0.10, "tokenizer"
+    "tokenizer_stall", "the step waits for on-the-fly tokenization", TRAINING, 0.10, "tokenizer", measured=True
 )
 
 

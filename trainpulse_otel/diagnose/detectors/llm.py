@@ -10,10 +10,14 @@ from ..tick import Tick
 from .base import percent
 from .level import LevelDetector
 
-LOW_MFU = SignalSpec("low_mfu", "the job achieves a small share of the GPUs' peak FLOP rate", TRAINING, 0.08, "compute")
+LOW_MFU = SignalSpec(
+    "low_mfu", "the job achieves a small share of the GPUs' peak FLOP rate", TRAINING, 0.08, "compute", measured=True
+)
 #: The fact naming the MFU that counts as normal (the ``warning`` knob).
 NORMAL_MFU = "normal_mfu"
-SEQUENCE_PADDING = SignalSpec("sequence_padding", "much of every batch is padding", TRAINING, 0.06, "compute")
+SEQUENCE_PADDING = SignalSpec(
+    "sequence_padding", "much of every batch is padding", TRAINING, 0.06, "compute", measured=True
+)
 
 
 class LowMfu(LevelDetector):

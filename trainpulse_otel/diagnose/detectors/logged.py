@@ -225,11 +225,18 @@ class CollectiveTimeout(LoggedFailure):
 
 class NetworkError(LoggedFailure):
     """``network_error``: the collective transport failed, by host and rank; evidence: the transport, its
-    error codes and the peer."""
+    error codes and the peer (``peer_ranks``: every peer rank the lines name)."""
 
     name = "network_error"
     signals = (NETWORK_ERROR,)
     kind = TRANSPORT_ERROR
+
+    def details(self, episode: Episode, tick: Tick | None = None) -> dict[str, Any]:
+        details = dict(episode.first.details)
+        peers = sorted({e.details["peer_rank"] for e in episode.events if isinstance(e.details.get("peer_rank"), int)})
+        if peers:
+            details["peer_ranks"] = peers[:MAX_LISTED]
+        return details
 
     def words(self, episode: Episode) -> str:
         d = episode.first.details

@@ -46,8 +46,9 @@ class NonfiniteLoss(BaseDetector):
     """``nonfinite_loss`` (critical): a NaN or infinite loss or gradient norm.
 
     Any non-finite ``loss`` or ``grad_norm`` — the job's or a rank's — raises
-    it on the first observation; so do 8 or more optimizer steps skipped in a
-    row (``skipped_steps``: fp16 loss-scale overflows, DeepSpeed's
+    it on the first observation; so do 4 or more optimizer steps skipped in a
+    row past the fp16 warm-up (a step went through, or the run began below a
+    scale of 1024) (``skipped_steps``: fp16 loss-scale overflows, DeepSpeed's
     ``OVERFLOW! ... Skipping step``, Megatron's skipped iterations — one now
     and then is the scaler working, a run of them means the gradients stay
     non-finite) and a loss scale that collapsed: below 1, at 1 after having
@@ -63,10 +64,21 @@ class NonfiniteLoss(BaseDetector):
     knobs = (
         Knob(
             "skipped_in_a_row",
-            8,
+            4,
             COUNT,
             CONVENTION,
-            "optimizer steps skipped in a row that are a fault: one now and then is the fp16 loss scaler working",
+            "optimizer steps skipped in a row past the warm-up that are a fault: the scaler doubles its scale after a "
+            "window of clean steps and one halving undoes it (two with DeepSpeed's hysteresis); gradients that still "
+            "overflow at a scale 16x smaller are not large but non-finite",
+            1,
+        ),
+        Knob(
+            "warmup_loss_scale",
+            1024.0,
+            TIMES,
+            CONVENTION,
+            "a run of skips from below this scale is past the fp16 warm-up: no dynamic scaler starts there "
+            "(DeepSpeed's initial_scale_power is 16 by default, Apex's and torch.amp's GradScaler 2^16, Megatron 2^32)",
             1,
         ),
         Knob(
@@ -98,6 +110,7 @@ class NonfiniteLoss(BaseDetector):
         #: the scaler calibrating (DeepSpeed from 2**32 skips ~17 steps; Megatron logs "skipped 10 of 10").
         self._stepped = False
         self._skipped_in_a_row = 0
+        self._run_scale: float | None = None  # the loss scale the current run of skips began at
         self._skipped_total = 0
         self._last_step: int | None = None
 
@@ -160,7 +173,10 @@ class NonfiniteLoss(BaseDetector):
         advance = step - last if step is not None and last is not None and step > last else 1
         if skipped < advance:
             self._stepped = True  # a step went through: the loss scaler had found a scale that fits
-        if not self._stepped:
+        elif self._skipped_in_a_row == 0:  # a run of skips begins, at this scale
+            self._run_scale = point.loss_scale
+        past_warmup = self._run_scale is not None and self._run_scale < self.thresholds.warmup_loss_scale
+        if not (self._stepped or past_warmup):
             return False  # a fresh fp16 scaler halves its scale, skipping step after step, until one fits
         self._skipped_in_a_row = self._skipped_in_a_row + advance if skipped >= advance else 0
         return self._skipped_in_a_row >= self.thresholds.skipped_in_a_row

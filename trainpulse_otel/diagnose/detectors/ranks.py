@@ -34,6 +34,7 @@ RANK_STRAGGLER = SignalSpec(
     RANKS,
     0.10,
     "sync",
+    measured=True,
     explainer_claims=True,
     policy=Policy(clear_after_s=30.0),
 )

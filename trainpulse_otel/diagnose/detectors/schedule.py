@@ -13,7 +13,12 @@ from .base import BaseDetector, percent, threshold_of
 from .level import LevelDetector
 
 PIPELINE_BUBBLE = SignalSpec(
-    "pipeline_bubble", "pipeline stages idle while the schedule fills and drains", TRAINING, 0.06, "bubble"
+    "pipeline_bubble",
+    "pipeline stages idle while the schedule fills and drains",
+    TRAINING,
+    0.06,
+    "bubble",
+    measured=True,
 )
 CHECKPOINT_STALL = SignalSpec(
     "checkpoint_stall",
@@ -21,6 +26,7 @@ CHECKPOINT_STALL = SignalSpec(
     TRAINING,
     0.08,
     "checkpoint",
+    measured=True,
     policy=Policy(clear_after_s=60.0),
 )
 

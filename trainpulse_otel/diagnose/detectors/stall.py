@@ -32,6 +32,7 @@ from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob
 from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import BaseDetector
+from .silence import SILENCE_KNOBS, Silences, told_message
 
 TRAINING_STALLED = SignalSpec(
     "training_stalled",
@@ -40,7 +41,7 @@ TRAINING_STALLED = SignalSpec(
     0.24,
     "stall",
     explainer_claims=True,
-    policy=Policy(raise_evidence=2.0, min_observations=2, clear_after_s=2.0),
+    policy=Policy(raise_evidence=2.0, min_observations=1, clear_after_s=2.0),
 )
 #: Reports whose step times give the median step.
 MEDIAN_REPORTS = 31
@@ -121,6 +122,7 @@ class TrainingStalled(BaseDetector):
             100,
         ),
         Knob("spin_power_share", 0.5, SHARE, CONVENTION, "an NCCL kernel polling draws little power", 0, 1),
+        *SILENCE_KNOBS,
         Knob(
             "write_surge",
             3.0,
@@ -137,9 +139,25 @@ class TrainingStalled(BaseDetector):
         self._last_step: int | None = None
         self._progress_ts: float | None = None
         self.stalled_s = 0.0
+        self._silences = Silences(self.thresholds)
 
     def update(self, tick: Tick) -> list[Finding] | None:
         training, ts = tick.training, tick.ts
+        self._silences.observe(tick.frame.events)
+        if tick.report is not None:
+            self._silences.progressed(tick.report.global_step)
+        told = self._silences.worst
+        if told is not None:  # the job's own stamped lines showed the stall: a fact, whatever this tick holds
+            return [
+                Finding(
+                    TRAINING_STALLED.name,
+                    told["stalled_s"] / told["threshold_s"],
+                    CRITICAL,
+                    told_message(told),
+                    {},
+                    told,
+                )
+            ]
         if training is None:
             if self._progress_ts is None:
                 return None

@@ -15,10 +15,15 @@ from .base import BaseDetector, JobWarmup, percent, threshold_of
 from .level import MIN_VALUES, WINDOW, LevelDetector
 
 THROUGHPUT_COLLAPSE = SignalSpec(
-    "throughput_collapse", "the job runs much slower than its own baseline", TRAINING, 0.15, "compute"
+    "throughput_collapse", "the job runs much slower than its own baseline", TRAINING, 0.15, "compute", measured=True
 )
 GPU_UNDERUTILIZATION = SignalSpec(
-    "gpu_underutilization", "the job's GPUs spend much of the time without a kernel running", GPU, 0.10, "compute"
+    "gpu_underutilization",
+    "the job's GPUs spend much of the time without a kernel running",
+    GPU,
+    0.10,
+    "compute",
+    measured=True,
 )
 #: The throughput baseline: a robust EWMA of this weight that adopts improvements.
 BASELINE_ALPHA = 0.02

@@ -33,7 +33,7 @@ RANK_FAILURE = CauseSpec(
     "rank_failure",
     "a rank's process died",
     RANK,
-    (RANK_CRASHED.name, COLLECTIVE_TIMEOUT.name, TRAINING_STALLED.name, *SYMPTOMS),
+    (RANK_CRASHED.name, COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, TRAINING_STALLED.name, *SYMPTOMS),
     "read the rank's traceback, fix its cause, and restart from the last checkpoint",
 )
 REMEDY_NETWORK = (
@@ -89,9 +89,10 @@ def _peer_gone(s: Signal) -> bool:
 
 
 def _elsewhere(s: Signal, crash: Signal) -> bool:
-    """Whether a signal is of another process than a crash: another rank, or another host."""
-    rank, other = s.subject.get("rank"), crash.subject.get("rank")
-    host, other_host = s.subject.get("hostname"), crash.subject.get("hostname")
+    """Whether a signal is of another process than a crash: another rank, or another host. A crash the launcher
+    told by its local rank only (torchrun's agent line) is compared by that: on one node, the same numbers."""
+    rank, host = s.subject.get("rank"), s.subject.get("hostname")
+    other, other_host = crash.subject.get("rank", crash.evidence.get("local_rank")), crash.subject.get("hostname")
     return (rank is not None and other is not None and rank != other) or (
         host is not None and other_host is not None and host != other_host
     )
@@ -105,7 +106,11 @@ def caused(ev: Evidence) -> list[Signal]:
     for failure in ev.active(OUT_OF_MEMORY.name) + ev.active(NETWORK_ERROR.name):
         host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
         out += [c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if c not in out]
-    return out + [c for c in crashed_by_gpu(ev) if c not in out]
+    out += [c for c in crashed_by_gpu(ev) if c not in out]
+    if any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name)):
+        # a traceback the log ends within, its exception unseen, beside a failure that explains it
+        out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
+    return out
 
 
 def crashed_by_gpu(ev: Evidence) -> list[Signal]:

@@ -18,6 +18,7 @@ from ...samples import GpuKey, gpu_label, gpu_order
 from ..correlate import Evidence
 from ..detectors.gpu_faults import FATAL_XIDS, GPU_HARDWARE_FAULT
 from ..detectors.gpu_wear import GPU_MEMORY_DEGRADATION
+from ..detectors.logged import RANK_CRASHED
 from ..detectors.ranks import RANK_STRAGGLER
 from ..detectors.stall import TRAINING_STALLED
 from ..spec import HARDWARE, CauseSpec
@@ -30,7 +31,14 @@ GPU_HARDWARE_FAILURE = CauseSpec(
     "gpu_hardware_failure",
     "a GPU that is failing (a fatal XID, uncorrected ECC, lost from the bus) or wearing out",
     HARDWARE,
-    (GPU_HARDWARE_FAULT.name, GPU_MEMORY_DEGRADATION.name, TRAINING_STALLED.name, RANK_STRAGGLER.name, *SYMPTOMS),
+    (
+        GPU_HARDWARE_FAULT.name,
+        GPU_MEMORY_DEGRADATION.name,
+        TRAINING_STALLED.name,
+        RANK_STRAGGLER.name,
+        RANK_CRASHED.name,
+        *SYMPTOMS,
+    ),
     "drain the node, restart without the GPU, reset it and run DCGM diagnostics; replace it if they fail",
 )
 

@@ -1,0 +1,92 @@
+"""Time passing with no step, as a stream's own time stamps show it.
+
+A hung job that no watchdog ends prints no error: its log just holds no new iteration while other stamped lines
+(a logger's, a health poll's, a save's, the user's ^C) keep the clock; a line that says the run is over ends it. :class:`ProgressClock` follows one stream:
+the own time and step of its last progress line, the job's pace (steps a second between progress lines), and
+what its lines since say it is doing (``checkpoint``: a save; ``eval``: an evaluation). The longest silence since
+the last progress is held until it is known for a stall: told when the stream ends still silent, or when progress
+resumes without the steps the pace would have made meanwhile (a silence the steps crossed at their pace is lines
+an excerpt left out, or a log that printed less, not a stall). Told as the details of a ``progress_gap`` event;
+the stall detector judges it. Pure: times in, facts out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from statistics import median
+from typing import Any
+
+#: The shortest silence worth holding (s): below it no stall threshold can be met.
+MIN_GAP_S = 10.0
+#: Progress intervals the pace is the median of.
+INTERVALS = 16
+#: A silence that progress ends is no stall when the steps it skipped reach this share of what the pace would make.
+COVERED = 0.5
+#: What a line says the job is doing when it is not stepping.
+SAVING = re.compile(
+    r"sav(?:e|ing)\b.{0,40}(?:checkpoint|model|state)|checkpoint.{0,20}sav|save_checkpoint", re.IGNORECASE
+)
+EVALUATING = re.compile(r"\beval(?:uat\w*)?\b|\bvalidat\w*|Running Evaluation", re.IGNORECASE)
+#: What a line says when the run is over: a silence after it is the job's end, not a stall.
+FINISHED = re.compile(
+    r"done training|training (?:is )?(?:completed?|finished|done)|finished training|Trainer\.fit. stopped|"
+    r"train_runtime|\*\*\*\*\* train metrics|max_steps=\d+. reached|max_epochs=\d+. reached",
+    re.IGNORECASE,
+)
+
+
+class ProgressClock:
+    """One stream's progress, by its lines' own time stamps (see the module docstring)."""
+
+    __slots__ = ("_ended", "_intervals", "_last", "_pace", "_pending", "_phase", "_step")
+
+    def __init__(self) -> None:
+        self._last: float | None = None  # own time of the last progress line
+        self._step: int | None = None
+        self._intervals: deque[float] = deque(maxlen=INTERVALS)  # s between progress lines
+        self._pace: deque[float] = deque(maxlen=INTERVALS)  # steps a second between progress lines
+        self._phase: str | None = None
+        self._pending: dict[str, Any] | None = None  # the silence held since the last progress
+        self._ended = False  # a line said the run is over
+
+    def progress(self, own_ts: float, step: int | None) -> dict[str, Any] | None:
+        """A progress line written at ``own_ts`` (of ``step``, None where the lines number none): the silence it
+        ends, when the steps did not cross it; else None."""
+        told = self._pending
+        if told is not None and step is not None and self._step is not None and self._covered(step, told["gap_s"]):
+            told = None
+        if self._last is not None and own_ts > self._last:
+            self._intervals.append(own_ts - self._last)
+            if step is not None and self._step is not None and step > self._step and self._pending is None:
+                self._pace.append((step - self._step) / (own_ts - self._last))
+        self._last, self._step, self._phase, self._pending, self._ended = own_ts, step, None, None, False
+        return told
+
+    def line(self, own_ts: float, text: str) -> None:
+        """Any other stamped line: the silence since the last progress grows to it."""
+        if self._last is None or self._ended:
+            return
+        if FINISHED.search(text) is not None:
+            self._pending, self._ended = None, True
+            return
+        if self._phase is None and (SAVING.search(text) or EVALUATING.search(text)):
+            self._phase = "checkpoint" if SAVING.search(text) else "eval"
+        gap = own_ts - self._last
+        if gap < MIN_GAP_S or (self._pending is not None and gap <= self._pending["gap_s"]):
+            return
+        self._pending = {"since": self._last, "gap_s": round(gap, 3), "last_step": self._step, "line": text.strip()}
+        if self._intervals:
+            self._pending["interval_s"] = round(median(self._intervals), 3)
+        if self._phase is not None:
+            self._pending["phase"] = self._phase
+
+    def flush(self) -> dict[str, Any] | None:
+        """The silence the stream ended in (the log stops there), or None."""
+        told, self._pending = self._pending, None
+        return told
+
+    def _covered(self, step: int, gap_s: float) -> bool:
+        if not self._pace:
+            return step - (self._step or 0) > 1  # no pace yet: steps skipped at all say lines were left out
+        return step - (self._step or 0) >= COVERED * median(self._pace) * gap_s
