@@ -94,6 +94,15 @@ MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out")
 #: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``.
 TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)")
+#: c10d's barrier that names who did not come: ``Rank 1 failed to pass monitoredBarrier in 1800000 ms``, ``Ranks 1, 3
+#: failed to pass monitoredBarrier in 30000 ms``.
+MONITORED_BARRIER = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier in (\d+) ms")
+#: c10d's store waited past its timeout for a peer: ``DistStoreError: Timed out after 901 seconds waiting for
+#: clients. 1/2 clients joined.``, ``store->get('0') got error: Socket Timeout``, ``Wait timeout for key``.
+STORE_TIMEOUT = re.compile(
+    r"Timed out after (\d+) seconds waiting for clients|got error: Socket Timeout|Socket Timeout|Wait timeout for key"
+    r"|RendezvousTimeoutError"
+)
 #: PyTorch's desync report after a timeout: ``[1] finished collective #2, but didn't join collective #3``.
 DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective")
 
@@ -112,6 +121,14 @@ def stalled_collective(text: str) -> dict[str, Any] | None:
         return {"backend": "nccl", "seq": int(match[1]), **pg_details(text)}
     if (match := DESYNC.search(text)) is not None:
         return {"backend": "nccl", "desync": True, "behind_ranks": [int(match[1])]}
+    if (match := MONITORED_BARRIER.search(text)) is not None:
+        missing = sorted({int(r) for r in match[1].split(",") if r.strip()})
+        return {"backend": "c10d", "op": "monitoredBarrier", "timeout_ms": int(match[2]), "missing_ranks": missing}
+    if (match := STORE_TIMEOUT.search(text)) is not None:
+        details: dict[str, Any] = {"backend": "c10d store", "op": "store wait"}
+        if match[1] is not None:
+            details["timeout_ms"] = int(match[1]) * 1000
+        return details
     return None
 
 
@@ -132,6 +149,25 @@ def transport_warning(text: str) -> dict[str, Any] | None:
     details: dict[str, Any] = {"transport": transport, "error": message[:200]}
     if (peer := PEER_RANK.search(message)) is not None:
         details["peer_rank"] = int(peer[1])
+    return details
+
+
+#: c10d's store (TCPStore) losing or never reaching its peer: ``The client socket has failed to connect to
+#: [node-1]:29500 (errno: 111 - Connection refused)``, ``recvValue failed … Connection reset by peer``.
+STORE_SOCKET = re.compile(
+    r"client socket has failed to connect to (?P<peer>\S+) \(errno: \d+ - (?P<error>[^)]+)\)"
+    r"|(?:recvValue|recvBytes|sendBytes) failed.*?(?P<error2>Connection (?:reset by peer|closed by peer|refused)|Broken pipe)"
+)
+
+
+def store_socket(text: str) -> dict[str, Any] | None:
+    """c10d's store connection failing: ``transport`` TCPStore, ``error``, ``peer`` where given."""
+    match = STORE_SOCKET.search(text)
+    if match is None:
+        return None
+    details: dict[str, Any] = {"transport": "TCPStore", "error": (match["error"] or match["error2"]).strip()}
+    if match["peer"]:
+        details["peer"] = match["peer"]
     return details
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..samples import CUDA_OOM, DRIVER_XID, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
 from . import collectives as c
-from . import fatal
+from . import cpp, fatal
 from .gpu_faults import gpu_fault
 from .oom import cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
@@ -44,15 +44,36 @@ ECHOES = (
 COLLECTIVE_FAILURE = re.compile(
     r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
 )
-#: A C++ exception's trailer (c10::Error's ``what()``): ``Exception raised from <function> at <file>:<line> (most
-#: recent call first):``; the exception's message is the line before it.
-C10_RAISED = re.compile(r"Exception raised from (\S+) at \S+ \(most recent call first\)")
-#: A trailer this many lines after a failure told is that failure's (a CUDA error's, a watchdog's), not a new one.
-C10_ECHO_LINES = 6
-#: A glog level and clock before a message: ``[E326 08:57:33.451117940 compiler_depend.ts:418] ``.
-GLOG_LEVEL = re.compile(r"^\s*\[?[IWEF]\d{3,4} [\d:.]+ (?:\d+ )?[\w./-]+:\d+\]\s*")
-#: A glog error or fatal line: ``[E326 08:57:33.451117940 compiler_depend.ts:418] setup failed!``.
-GLOG_ERROR = re.compile(r"^\s*\[?[EF]\d{3,4} [\d:.]+ ")
+#: Words of a collective another watchdog saw stall (Horovod, HCCL, c10d's barrier and store, NCCL's summary).
+STALLED_MARKS = (
+    "remainder of ranks",
+    "missing ranks",
+    "EI000",
+    "Timeout at NCCL work",
+    "didn't join",
+    "didn't finish",
+    "monitoredBarrier",
+    "Timed out after",
+    "Socket Timeout",
+    "Wait timeout",
+    "RendezvousTimeout",
+)
+#: Words of c10d's store losing its peer.
+STORE_MARKS = ("client socket has failed", "recvValue failed", "recvBytes failed", "sendBytes failed")
+#: Words of a GPU failing without an XID (:mod:`.gpu_faults`).
+GPU_MARKS = (
+    "fallen off the bus",
+    "RmInitAdapter",
+    "device handle for GPU",
+    "uncorrectable ECC",
+    "AER",
+    "GSP RM",
+    "NVLink error",
+    "GPU is lost",
+    "Double Bit ECC",
+)
+#: Words of the storage failing under the job.
+STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file handle", "Disk quota")
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
 WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error")
@@ -95,7 +116,7 @@ class FailureScanner:
         self._cut: str | None = None  # a long failure line a terminal's wrap cut, waiting for its end
         self._previous = ""  # the line before (a C++ exception's message, before its trailer)
         self._error_line: str | None = None  # a glog error line nobody read, until the next line
-        self._quiet = C10_ECHO_LINES + 1  # lines since a failure was last told
+        self._quiet = cpp.ECHO_LINES + 1  # lines since a failure was last told
 
     def feed(self, text: str) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
@@ -116,9 +137,9 @@ class FailureScanner:
             self._remote_wait -= 1
             if self._remote_wait <= 0:  # the line after 'Last error:' was no transport's: tell the error as it is
                 out += self._remote_error()
-        if one is None and "Exception raised from" in text and (error := C10_RAISED.search(text)) is not None:
-            one = self._c10(self._error_line or previous, error[1])
-        self._error_line = text if one is None and not claimed and GLOG_ERROR.match(text) else None
+        if one is None and (where := cpp.raised_from(text)) is not None:
+            one = self._c10(self._error_line or previous, where)
+        self._error_line = text if one is None and not claimed and cpp.error_line(text) else None
         if one is not None:
             out += one
             claimed = True
@@ -129,9 +150,9 @@ class FailureScanner:
     def _c10(self, previous: str, where: str) -> list[Failure]:
         """A C++ exception's trailer (``Exception raised from OperationSetup at …``): its message is the line before
         it. A crash unless a failure was told in the lines just before (the trailer of that one's exception)."""
-        if self._quiet <= C10_ECHO_LINES or not previous.strip():
+        if self._quiet <= cpp.ECHO_LINES or not previous.strip():
             return []
-        message = GLOG_LEVEL.sub("", previous).strip()[:300]
+        message = cpp.message(previous)
         return self._once(
             ("c10", message),
             Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
@@ -175,6 +196,13 @@ class FailureScanner:
         begin but that no form reads is held, to be read with the next line (``join``)."""
         if "NCCL INFO" in text:
             return self._retry(text) if "retrying" in text else None
+        if MARKS.search(text) is None:  # no handler's words: the common case, one search
+            if any(echo in text for echo in ECHOES):
+                return []
+            if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
+                self._cut = text
+                return []
+            return None
         for marks, handler in self._handlers:
             if any(mark in text for mark in marks):
                 told = handler(self, text)
@@ -311,10 +339,7 @@ class FailureScanner:
         (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
         (("Terminating the process after attempting",), _fatal),
         (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
-        (
-            ("remainder of ranks", "missing ranks", "EI000", "Timeout at NCCL work", "didn't join", "didn't finish"),
-            _stalled,
-        ),
+        (STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
         (("out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"), _oom),
         (
@@ -326,24 +351,23 @@ class FailureScanner:
             ("Connection closed by remote peer", " failed : "),
             lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
         ),
+        (STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
         (("ncclRemoteError", "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),
+        (GPU_MARKS, _gpu_fault),
         (
-            ("fallen off the bus", "RmInitAdapter", "device handle for GPU", "uncorrectable ECC", "AER", "GSP RM"),
-            _gpu_fault,
-        ),
-        (
-            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert"),
+            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError"),
             lambda self, t: self._died(fatal.cuda_error(t), text=t),
         ),
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
         (
-            ("oom-kill", "Out of memory: Kill", "oom_kill", "cgroup out of memory"),
+            ("oom-kill", "Out of memory: Kill", "oom_kill", "cgroup out of memory", "OOMKilled"),
             lambda self, t: self._died(fatal.host_oom(t)),
         ),
         (("DataLoader worker",), lambda self, t: self._died(fatal.loader_death(t), text=t)),
+        (STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
         (
             ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃"),
             lambda self, t: self._died(fatal.fatal_signal(t)),
@@ -365,3 +389,7 @@ def named_rank(text: str) -> int | None:
 def _warn(text: str) -> bool:
     """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
     return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket"))
+
+
+#: Every handler's words in one pattern: a line holding none is no failure line of one (one search per line).
+MARKS = re.compile("|".join(re.escape(mark) for marks, _ in FailureScanner._handlers for mark in marks))

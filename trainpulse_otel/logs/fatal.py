@@ -46,7 +46,7 @@ SRUN = re.compile(
     r"srun: error: (?P<host>[\w.-]+): tasks? (?P<task>\d+)(?:-\d+)?: (?P<what>[A-Z][\w ]+?)(?: (?P<code>\d+))?\s*$"
 )
 #: The kernel's OOM killer and Slurm's cgroup: the host ran out of memory and killed a process.
-HOST_OOM = ("Out of memory: Kill", "oom-kill event", "oom_kill_process", "Memory cgroup out of memory")
+HOST_OOM = ("Out of memory: Kill", "oom-kill event", "oom_kill_process", "Memory cgroup out of memory", "OOMKilled")
 #: A data-loader worker killed (``DataLoader worker (pid 4242) is killed by signal: Killed.``) or gone.
 LOADER = re.compile(
     r"DataLoader worker \(pid(?:\(s\))? ([\d, ]+)\) (?:is killed by signal: (?P<how>[\w ]+)|exited unexpectedly)"
@@ -54,13 +54,13 @@ LOADER = re.compile(
 #: A CUDA error in any wording: ``CUDA error: an illegal memory access was encountered``, NCCL's ``Cuda failure
 #: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``.
 CUDA_ERROR = re.compile(
-    r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+)"
+    r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
     r"|(?P<assert>device-side assert triggered)",
     re.IGNORECASE,
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
-NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error")
+NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error", "NVLink error")
 
 
 def fatal_signal(text: str) -> dict[str, Any] | None:
@@ -132,6 +132,18 @@ def loader_death(text: str) -> dict[str, Any] | None:
     if (match := LOADER.search(text)) is None:
         return None
     return {"error": text[match.start() :].split(". ", 1)[0].strip()[:300], "data_loader": True}
+
+
+#: The storage failing under the job (a save, a data read): EIO, ENOSPC, ESTALE, EDQUOT in any wording.
+STORAGE = re.compile(
+    r"\[Errno (?:5|28|116|122)\][^\n]*|Input/output error|No space left on device|Stale file handle|Disk quota exceeded"
+)
+
+
+def storage_error(text: str) -> dict[str, Any] | None:
+    """A storage error that kills a job's process: ``error`` its words, ``storage`` True."""
+    match = STORAGE.search(text)
+    return None if match is None else {"error": match[0].strip()[:200], "storage": True}
 
 
 def cuda_error(text: str) -> dict[str, Any] | None:

@@ -163,6 +163,8 @@ KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl
 LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+) \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: Words a line of training progress holds one of (the cheap test first).
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl")
 #: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
 SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
@@ -206,9 +208,7 @@ def _key(key: str) -> str:
 
 def _may_hold(text: str) -> bool:
     """The cheap test every line not claimed by a framework passes first: a loss or a step named."""
-    return any(word in text for word in ("oss", "OSS", "step", "Step", "STEP", "iter", "Iter", "kl")) or (
-        text[:1].isdigit() and " |" in text
-    )
+    return MAY_HOLD.search(text) is not None or (text[:1].isdigit() and " |" in text)
 
 
 def _loss_like(key: str) -> bool:

@@ -5,7 +5,8 @@ the kernel log around it: ``NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.`
 this system has fallen off the bus``), ``RmInitAdapter failed`` (the driver cannot bring the GPU up),
 ``nvidia-smi``'s ``Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error``, the kernel's
 ``AER: … Uncorrected (Fatal) error`` on the GPU's PCIe link, CUDA's ``uncorrectable ECC error encountered``, and
-the GSP firmware's ``GSP RM heartbeat timed out``.
+the GSP firmware's ``GSP RM heartbeat timed out``, CUDA's ``uncorrectable NVLink error detected``, nvidia-smi's
+``GPU is lost. Reboot the system to recover this GPU`` and ``Double Bit ECC`` counts.
 :func:`gpu_fault` reads one line into the details of a ``gpu_fault`` event: ``fault`` (what failed, in words)
 and, where the line gives them, the ``pci`` address and the ``gpu_index``. Corrected errors are not faults.
 Pure.
@@ -23,6 +24,9 @@ FAULTS = (
     ("Unable to determine the device handle for GPU", "nvidia-smi cannot reach the GPU (Unknown Error)"),
     ("uncorrectable ECC error", "uncorrectable ECC error"),
     ("GSP RM heartbeat timed out", "the GPU's GSP firmware stopped answering (heartbeat timed out)"),
+    ("uncorrectable NVLink error", "uncorrectable NVLink error"),
+    ("GPU is lost", "the GPU is lost (a reboot recovers it)"),
+    ("Double Bit ECC", "double-bit (uncorrectable) ECC error"),
 )
 #: The kernel's PCIe Advanced Error Reporting on an uncorrected (fatal or non-fatal) error.
 AER = re.compile(r"AER: (?:Uncorrected|Multiple Uncorrected)|severity=Uncorrected|Uncorrected \((?:Non-)?Fatal\)")

@@ -136,6 +136,7 @@ class LogReader:
         #: Per file (node, source): the stream holding a line a terminal's wrap cut, for the file's next line.
         self._holders: dict[tuple[str | None, str | None], _Stream] = {}
         self._glog_offsets: dict[tuple[str | None, str | None], float] = {}  # per file with no dated line
+        self._clocks: dict[tuple[str | None, str | None], float] = {}  # per file: the latest time of its lines
 
     @property
     def sources(self) -> set[str | None]:
@@ -159,6 +160,8 @@ class LogReader:
         if given is not None:  # the first time said replaces the start (if nothing was placed by it); never back
             stream.ts, stream.timed = (max(stream.ts, given) if stream.timed or stream.advanced else given), True
             stream.stamped = line.ts is None
+        elif not stream.timed:  # a line saying no time is no earlier than its file's latest (another rank's)
+            stream.ts = max(stream.ts, self._file_time(line))
         stream.last, stream.fed = line, True
         failures = stream.failures.feed(text)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
@@ -171,6 +174,8 @@ class LogReader:
         if own_ts is not None:
             out.extend(self._clock(stream, line, own_ts, text, reports))  # a silence these reports end comes first
         out.extend(reports)
+        if stream.ts > self._clocks.get(file, float("-inf")):
+            self._clocks[file] = stream.ts
         return out
 
     def _clock(
@@ -220,8 +225,9 @@ class LogReader:
         out: list[TrainingSample | LogEvent] = []
         for payload in stream.parser.flush() if stream.parser is not None else ():
             out.extend(self._report(payload, stream))
-        if stream.last is not None:  # a traceback's exception at the end of a stream, say
-            out.extend(self._event(f, stream.last, stream.rank, stream.ts) for f in stream.failures.flush())
+        if stream.last is not None:  # a traceback's exception at the end of a stream, say: told at its file's time
+            ts = max(stream.ts, self._file_time(stream.last))
+            out.extend(self._event(f, stream.last, stream.rank, ts) for f in stream.failures.flush())
             if (gap := stream.clock.flush()) is not None:  # the log ends in a silence
                 out.append(self._gap(gap, stream.last, stream))
         return out
@@ -252,10 +258,8 @@ class LogReader:
         return when + self._glog_offsets[file]
 
     def _file_time(self, line: LogLine) -> float:
-        """Where a new stream's clock starts: its file's latest time (another rank's lines of the same file have
-        moved it), else the reader's start."""
-        times = [s.ts for (node, source, _), s in self._streams.items() if node == line.node and source == line.source]
-        return max(times, default=self.starts.get(line.source, self.start))
+        """A file's latest time (any of its streams' lines may have moved it), else where it starts."""
+        return self._clocks.get((line.node, line.source), self.starts.get(line.source, self.start))
 
     def _iterations(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
         """What a line completes as iterations: its stream's framework's (detected on the first line one claims);

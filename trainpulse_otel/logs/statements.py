@@ -38,15 +38,28 @@ STEP = re.compile(r"\b(?:iteration|iter|step)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 
 def statement(text: str) -> dict[str, Any] | None:
     """The payload a line's words give of the job's numbers (see the module docstring), or None."""
-    lowered = text.lower()
-    if "nan" not in lowered and "inf" not in lowered and "loss scale" not in lowered:
+    if not _hinted(text):
         return None
-    payload = _scale(text) if "loss scale" in lowered else None
+    payload = _scale(text) if "loss scale" in text else None
     if payload is None:
         payload = _nonfinite(text)
     if payload is not None and (step := STEP.search(text)) is not None:
         payload["global_step"] = int(step[1])
     return payload
+
+
+def _hinted(text: str) -> bool:
+    """The cheap test every line not read otherwise passes first: a NaN, an infinity or a loss scale named
+    (``INFO`` is no ``INF``)."""
+    return (
+        "nan" in text
+        or "NaN" in text
+        or "NAN" in text
+        or "inf" in text
+        or "Inf" in text
+        or "loss scale" in text
+        or ("INF" in text and "INFO" not in text)
+    )
 
 
 def _nonfinite(text: str) -> dict[str, Any] | None:

@@ -90,6 +90,8 @@ class LoggedFailure(BaseDetector):
                 episode = self._episodes.get(key)
                 if episode is None:
                     episode = self._episodes[key] = Episode(event, self._step)
+                elif "exception" in event.details and "exception" not in episode.first.details:
+                    episode.first = event  # the line that says why (a traceback's exception) over a bare exit code
                 episode.events.append(event)
         if self._episodes:
             self._forget(tick)

@@ -107,10 +107,18 @@ def caused(ev: Evidence) -> list[Signal]:
         host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
         out += [c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if c not in out]
     out += [c for c in crashed_by_gpu(ev) if c not in out]
+    crashes = ev.active(RANK_CRASHED.name)
+    if any(not _torn_down(c) for c in crashes):  # the launcher's SIGTERM to the survivors of another's death
+        out += [c for c in crashes if _torn_down(c) and c not in out]
     if any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name)):
         # a traceback the log ends within, its exception unseen, beside a failure that explains it
         out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
     return out
+
+
+def _torn_down(crash: Signal) -> bool:
+    """A rank the launcher stopped: killed by SIGTERM (torchrun's agent sends it to the others when one dies)."""
+    return crash.evidence.get("signal") == "SIGTERM" or crash.evidence.get("exit_code") in (-15, 143)
 
 
 def crashed_by_gpu(ev: Evidence) -> list[Signal]:
