@@ -29,7 +29,8 @@ Payload = dict[str, Any]
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: [A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
-    r"['\"]?\s?(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)?",
+    r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
+    r"(?![A-Za-z]))?(?P<clock>:\d)?",
     re.IGNORECASE,
 )
 #: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
@@ -44,7 +45,9 @@ STEP_FRACTION = re.compile(
     r"\b(?:iter(?:ation)?s?|steps?|it|batch|updates?)\b\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE
 )
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
-BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) \[")
+BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
+#: Keras's epoch header on a line of its own (``Epoch 2/20``): its batches' lines that follow name no epoch.
+EPOCH_HEADER = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
 #: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``.
@@ -171,18 +174,19 @@ SEPARATORS = re.compile(r"[\s_-]+")
 MAX_STEP_MS = 3_600_000.0
 
 
-def line_values(text: str) -> Payload | None:
+def line_values(text: str, epoch: int | None = None) -> Payload | None:
     """The training payload one line of any format gives, or None (see the module docstring): a step with a loss,
+    ``epoch`` the epoch a header line before it named (Keras's ``Epoch 2/20``);
     or with the iteration's own time or throughput. Evaluation values (``val loss``) are not the training loss,
     and a line of them is a report only where it also times the iteration. A non-finite loss-like value is a
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return None
-    pairs = [(_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text)]
+    pairs = [(_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text) if not m["clock"]]
     losses = [(key, _number(num)) for key, num, _ in pairs if _loss_like(key)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
-    step = _step(text, pairs)
+    step = _step(text, pairs, epoch)
     if step is None:
         return None if bad is None else {"loss": bad}
     payload: Payload = {"global_step": step}
@@ -225,9 +229,9 @@ def _training_loss(losses: list[tuple[str, float]]) -> float | None:
     return primary[0][1] if primary else None
 
 
-def _step(text: str, pairs: list[tuple[str, str, str]]) -> int | None:
-    """The line's step: a step key's integer (with its total: ``N/M``), else the batch in its epoch, else an
-    integer epoch."""
+def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = None) -> int | None:
+    """The line's step: a step key's integer (with its total: ``N/M``), else the batch in its epoch (the line's,
+    else the ``header`` epoch a line before named), else an integer epoch."""
     steps = [(key, _number(num)) for key, num, _ in pairs if _step_key(key)]
     steps = [(key, v) for key, v in steps if math.isfinite(v) and v >= 0 and v == int(v)]
     whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith(("global_step", "num_updates"))]
@@ -242,7 +246,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]]) -> int | None:
     if (match := LEADING_STEP.match(text)) is not None:
         return int(match[1] or match[2])
     epoch_match = EPOCH.search(text)
-    epoch = int(epoch_match[1]) if epoch_match else None
+    epoch = int(epoch_match[1]) if epoch_match else header
     if (match := BATCH_FRACTION.search(text)) is not None:
         done, total = (int(match[1]), int(match[2])) if match[1] else (int(match[3]), int(match[4]))
         if done <= total:

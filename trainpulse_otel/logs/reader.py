@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from ..samples import PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
-from .generic import GenericLines, line_values
+from .generic import EPOCH_HEADER, GenericLines, line_values
 from .lines import LogLine, glog_time, rank_of_source, split_prefixes
 from .progress import ProgressClock
 from .statements import statement
@@ -89,6 +89,7 @@ class _Stream:
     __slots__ = (
         "advanced",
         "clock",
+        "epoch",
         "failures",
         "fed",
         "last",
@@ -106,6 +107,7 @@ class _Stream:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
         self.clock = ProgressClock()  # progress by the lines' own stamps: a silence is a gap
         self.advanced = False  # reports moved its clock before any line said a time
+        self.epoch: int | None = None  # the epoch its last header line named (Keras's ``Epoch 2/20``)
         self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
@@ -285,7 +287,10 @@ class LogReader:
         return self._any_format(stream, text)
 
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
-        values = line_values(text)
+        if "Epoch" in text and (header := EPOCH_HEADER.match(text)) is not None:
+            stream.epoch = int(header[1])  # the lines of its batches that follow name no epoch
+            return []
+        values = line_values(text, stream.epoch)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()

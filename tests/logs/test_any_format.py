@@ -1,0 +1,140 @@
+"""Iteration lines of formats no framework parser claims, and numbers said in words: real lines of the corpus.
+
+Every file here is an excerpt of the labelled corpus's ``train`` split (tests/fixtures/logs/corpus/index.json
+cites each); the lines are read through :class:`~trainpulse_otel.logs.LogReader`, as a replay reads them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainpulse_otel.logs import LogLine, LogReader
+from trainpulse_otel.logs.generic import line_values
+from trainpulse_otel.logs.statements import statement
+from trainpulse_otel.samples import LogEvent, TrainingSample
+
+TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
+
+
+def reports(name: str) -> list[TrainingSample]:
+    reader = LogReader()
+    out: list[Any] = []
+    for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
+        out += reader.feed(LogLine(line, "excerpt.log", n))
+    out += reader.flush()
+    return [r for r in out if isinstance(r, TrainingSample)]
+
+
+# (corpus file, what its first report says: the line's own numbers, in the contract's fields and units)
+FIRST_REPORTS = [
+    # MaxText: ``completed step: 15107, seconds: 2.167, TFLOP/s: 36.722, loss: 2.191``
+    ("maxtext_healthy_tpu-v3-completed-step.log", {"global_step": 15107, "loss": 2.191, "step_time_ms": 2167.0}),
+    # pith-train: hyphenated keys, ``step-time 73.352 sec``, ``tokens-per-second 28,590``, zero-padded steps
+    (
+        "pith-train_healthy_zero-padded-step-pipes.log",
+        {"global_step": 1, "loss": 2.6636, "step_time_ms": 73352.0, "tokens_per_sec": 28590.0, "grad_norm": 20.2657},
+    ),
+    # llama2.c: the step bare before the first ``|``, the step time a bare ``8060.78ms``, ``mfu 0.21%``
+    (
+        "llama2c_healthy_mps-pipe-format-eval.log",
+        {"global_step": 490, "loss": 5.7543, "step_time_ms": 8060.78, "mfu": 0.0021},
+    ),
+    # torchvision's MetricLogger: the batch in its epoch (``Epoch: [27]  [ 0/31]``), ``time`` and ``data`` in s
+    (
+        "metriclogger_healthy_epoch-total-time-averaged-stats.log",
+        {"global_step": 27 * 31, "loss": 0.0276, "step_time_ms": 3072.1, "data_wait_ms": 2981.5},
+    ),
+    # mmcv: ``Epoch [..][7400/...]\tlr: …, time: 0.517, data_time: 0.141, …, loss: 1.3138, grad_norm: 5.2039``
+    ("mmcv_healthy_roi-trans-tab-after-iter.log", {"loss": 1.3138, "step_time_ms": 517.0, "grad_norm": 5.2039}),
+    # a tuple repr: ``('epoch 1 step 10 / 50 ', …, 'step time: 0.17', …, 'train loss: 10.9936 ', 'val loss: …')``
+    ("torchrun_healthy_ddp-tuple-repr-lines-wandb-summary.log", {"global_step": 10, "loss": 10.9936}),
+    # modded-nanogpt: ``step:7374/7500 train_time:1725586ms step_avg:234.33ms`` — no loss, still the iteration's time
+    ("modded-nanogpt_healthy_gpt2-medium-no-loss-field-tail.log", {"global_step": 7374, "step_time_ms": 234.33}),
+    # torch_xla: ``Step=560 Loss=0.00318 … Time=07:29:59`` (a clock, no step time)
+    ("torch-xla_healthy_tpu-four-devices-interleaved.log", {"global_step": 560, "loss": 0.00318, "step_time_ms": None}),
+    # Keras 3: ``281/281 ━━━━ 5s 9ms/step - … - loss: 2.8028 - val_loss: …`` under an ``Epoch 2/20`` header
+    ("keras_healthy_keras3-lstm-reuters-pycharm.log", {"global_step": 2 * 281, "loss": 2.8028, "step_time_ms": 9.0}),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), FIRST_REPORTS, ids=[n.split("_", 1)[0] for n, _ in FIRST_REPORTS])
+def test_a_line_with_a_step_and_a_loss_in_any_format_is_a_report(name, expected):
+    found = reports(name)
+    assert len(found) >= 3, f"{name}: {len(found)} report(s)"
+    first = found[0]
+    for field, value in expected.items():
+        got = getattr(first, field)
+        assert got == value or (value is not None and got is not None and math.isclose(got, value)), (field, got)
+
+
+def test_a_non_finite_loss_like_value_is_a_report_wherever_it_stands():
+    # verl's ``step:N - …`` line with a NaN loss; Dreamer's ``[5000] … / model_loss inf`` (no step key);
+    # DeepSpeed-Chat's PPO ``act_loss: inf`` (an RL objective, not the training loss: only its being non-finite)
+    verl = line_values("step:2 - global_seqlen/min:1234.000 - train/loss:nan - train/lr(1e-3):0.001")
+    assert verl is not None and verl["global_step"] == 2 and math.isnan(verl["loss"])
+    (dreamer,) = [r for r in reports("dreamer_nonfinite_loss_model-grad-norm-nan-inf.log") if not _finite(r)][:1]
+    assert dreamer.global_step is not None
+    ppo = [r for r in reports("deepspeed_nonfinite_loss_chat-step3-act-loss-inf.log") if not _finite(r)]
+    assert ppo and ppo[0].global_step is not None
+
+
+def test_an_evaluation_line_is_no_training_report_unless_its_numbers_are_gone():
+    # nanoGPT's evaluation line; and the Trainer's ``{'eval_loss': nan, …}`` after the weights went NaN
+    assert line_values("step 3000: train loss 4.0390, val loss 4.0427") is None
+    said = reports("huggingface_nonfinite_loss_time-train-py-eval-loss-nan-one-step.log")
+    assert any(r.loss is not None and math.isnan(r.loss) for r in said)
+
+
+def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
+    # real lines of the train split: TensorFlow's estimator, detectron2, a Megatron fork, fairseq's scaler
+    cases = {
+        "tensorflow_nonfinite_loss_tf-estimator-model-diverged.log": "Model diverged with loss = NaN",
+        "detectron2_nonfinite_loss_floatingpointerror-traceback.log": "Loss became infinite or NaN",
+        "megatron_nonfinite_loss_baichuan2-pp2-nan-local-grad-norm.log": "found NaN in local grad norm",
+        "bigdl_nonfinite_loss_distrioptimizer-loss-is-infinity.log": "Loss is Infinity",
+    }
+    for name, words in cases.items():
+        line = next(text for text in (TRAIN / name).read_text().splitlines() if words in text)
+        said = statement(line)
+        assert said is not None and any(not math.isfinite(v) for v in said.values() if isinstance(v, float)), name
+    scale = statement("| WARNING: overflow detected, setting loss scale to: 0.125")
+    assert scale == {"loss_scale": 0.125, "skipped_steps": 1}
+    # the fp16 scaler at work, and apex's warning, are no statement
+    assert statement("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0") is None
+    assert statement("Warning: NaN or Inf found in input tensor.") is None
+    assert statement("node-1:12:34 [0] NCCL INFO Channel 00/32 :    0   1   2   3") is None
+
+
+def test_keys_are_one_key_however_their_words_are_joined():
+    for line in (
+        "step 5 | grad norm 2.5 | loss 1.0",
+        "step 5 | grad-norm 2.5 | loss 1.0",
+        "step 5 grad_norm=2.5 loss=1",
+    ):
+        values = line_values(line)
+        assert values is not None and values["grad_norm"] == 2.5 and values["global_step"] == 5
+
+
+def test_lines_that_carry_no_iteration_are_not_reports():
+    for line in (
+        "loss_scale_window ............................... 1000",
+        "Saving model at step 100 with loss 2.3",
+        "{'loss': 'hinge', 'C': 0.1}",
+        "2110848/2110848 ━━━━━━━━━━━━━━━━━━━━ 1s 0us/step",
+    ):
+        assert line_values(line) is None, line
+
+
+def test_a_failure_line_is_still_a_failure_in_a_stream_read_as_any_format():
+    reader = LogReader()
+    out = reader.feed(LogLine("iter 10: loss 4.0863, time 561.94ms, mfu 15.34%", "x.log", 1))
+    out += reader.feed(LogLine("Segmentation fault (core dumped)", "x.log", 2))
+    assert [type(item) for item in out] == [TrainingSample, LogEvent]
+
+
+def _finite(r: TrainingSample) -> bool:
+    return all(v is None or math.isfinite(v) for v in (r.loss, r.grad_norm))

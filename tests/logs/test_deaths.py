@@ -1,0 +1,147 @@
+"""A process's death, a GPU failing and a collective stalling, in the words real logs use beyond the classic forms.
+
+The lines are the labelled corpus's ``train`` split (tests/fixtures/logs/corpus/index.json cites each file) and,
+where named, public documentation quoted in ``DOCUMENTED``; each is read by :class:`FailureScanner` and
+:class:`LogReader` as a replay reads it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults
+from trainpulse_otel.logs import collectives as c
+from trainpulse_otel.logs.failures import FailureScanner
+from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+
+TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
+
+#: Lines public documentation quotes: PyTorch's distributed debugging docs (``monitored_barrier``), and a
+#: cluster-operations write-up's torchrun error file (the search tool's code index, ids 49343896 and 10679892842).
+DOCUMENTED = {
+    "monitored_barrier": "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms",
+    "nvlink": "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+}
+
+
+def events(name: str) -> list[LogEvent]:
+    reader = LogReader()
+    out: list[Any] = []
+    for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
+        out += reader.feed(LogLine(line, "excerpt.log", n))
+    out += reader.flush()
+    return [e for e in out if isinstance(e, LogEvent)]
+
+
+def line_of(name: str, words: str) -> str:
+    return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words in text)
+
+
+# (corpus file, the words of the line, the event kind it tells, details it gives)
+ONE_LINERS = [
+    (
+        "tensor2tensor_rank_crashed_estimator-loss-step-then-segfault.log",
+        "Segmentation fault",
+        PROCESS_FAILED,
+        {"signal": "SIGSEGV"},
+    ),
+    ("megatron_rank_crashed_nccl-init-sigbus.log", "Caught signal 7", PROCESS_FAILED, {"signal": "SIGBUS"}),
+    (
+        "deepspeed_rank_crashed_after-checkpoint-return-code-1.log",
+        "exits with return code",
+        PROCESS_FAILED,
+        {"exit_code": 1, "launcher": "deepspeed", "local_rank": 4},
+    ),
+    (
+        "dolly_rank_crashed_metaflow-prefixed-enospc-save.log",
+        "No space left on device",
+        PROCESS_FAILED,
+        {"storage": True},
+    ),
+    ("pytorch_rank_crashed_torch-save-write-io-error.log", "Input/output error", PROCESS_FAILED, {"storage": True}),
+    ("nvidia-driver_gpu_hardware_fault_rminitadapter-failed-loop.log", "RmInitAdapter failed", GPU_FAULT, {}),
+    ("returnn_gpu_hardware_fault_nvsmi-unknown-error-aer.log", "Unable to determine the device handle", GPU_FAULT, {}),
+    (
+        "kohya-sd-scripts_gpu_hardware_fault_sdxl-ecc-rank1-watchdog.log",
+        "uncorrectable ECC error",
+        GPU_FAULT,
+        {"fault": "uncorrectable ECC error"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "words", "kind", "details"), ONE_LINERS, ids=[w for _, w, _, _ in ONE_LINERS])
+def test_a_death_or_a_failing_gpu_is_told_by_its_own_line(name, words, kind, details):
+    told = FailureScanner().feed(line_of(name, words))
+    assert told, words
+    (failure,) = told
+    assert failure.kind == kind and {k: failure.details.get(k) for k in details} == details
+
+
+def test_documented_forms_of_a_barrier_timeout_and_an_nvlink_failure():
+    (barrier,) = FailureScanner().feed(DOCUMENTED["monitored_barrier"])
+    assert barrier.kind == WATCHDOG_TIMEOUT and barrier.details["missing_ranks"] == [1]
+    assert barrier.details["timeout_ms"] == 2000
+    (nvlink,) = FailureScanner().feed(DOCUMENTED["nvlink"])
+    assert nvlink.kind == GPU_FAULT and nvlink.details["fault"] == "uncorrectable NVLink error"
+
+
+def test_corrected_pcie_errors_are_no_fault_and_uncorrected_ones_are():
+    assert gpu_faults.gpu_fault("pcieport 0000:00:03.0: AER: Corrected error received: 0000:00:03.0") is None
+    fatal_aer = gpu_faults.gpu_fault("pcieport 0000:00:01.1: AER: Uncorrected (Fatal) error received: 0000:3b:00.0")
+    assert fatal_aer is not None and fatal_aer["pci"] == "0000:00:01"
+
+
+def test_a_sentence_that_starts_with_a_signal_s_word_is_no_death():
+    for line in ("Killed processes are restarted by the agent", "Bus error handling is described in the docs"):
+        assert fatal.fatal_signal(line) is None, line
+    assert fatal.fatal_signal("Killed") == {"signal": "SIGKILL", "error": "Killed"}
+
+
+def test_other_frameworks_out_of_memory_wordings_are_out_of_memory_with_their_gpu():
+    told = {e.kind for e in events("tensorflow_out_of_memory_tf-bert-oom-gpu0-bfc.log")}
+    assert CUDA_OOM in told
+    (oom,) = [e for e in events("pytorch_out_of_memory_thcudacheck-oom-dataloader-del.log") if e.kind == CUDA_OOM][:1]
+    assert oom.details["error"]
+    # the kernel's OOM killer is the host's memory, not an allocation of the job's: a crash
+    assert (
+        c is not None and FailureScanner().feed("Out of memory: Killed process 4242 (python)")[0].kind == PROCESS_FAILED
+    )
+
+
+def test_a_crash_the_launcher_names_by_local_rank_and_its_store_losing_a_peer():
+    store = c.store_socket(
+        "The client socket has failed to connect to [node-1]:29500 (errno: 111 - Connection refused)."
+    )
+    assert store == {
+        "transport": "TCPStore",
+        "error": "Connection refused",
+        "peer": "[node-1]:29500",
+    }
+    (failure,) = FailureScanner().feed(
+        "The client socket has failed to connect to [node-1]:29500 (errno: 111 - Connection refused)."
+    )
+    assert failure.kind == TRANSPORT_ERROR
+
+
+def test_a_c10_error_s_message_before_its_trailer_is_the_crash():
+    told = events("ms-swift_rank_crashed_swift-grpo-ascend-atb-setup-failed.log")
+    (crash,) = [e for e in told if e.kind == PROCESS_FAILED]
+    assert crash.details["exception"] == "c10::Error" and crash.details["error"] == "setup failed!"
+    assert crash.rank == 0  # the trailer, printed without the prefix, is read with the rank's line
+
+
+def test_a_traceback_the_excerpt_ends_within_is_a_crash_unless_it_is_the_launcher_s():
+    cut = events("deepspeed_rank_crashed_transformer-kernel-execution-error.log")
+    assert [e.details.get("cut") for e in cut if e.kind == PROCESS_FAILED] == [True]
+    scanner = FailureScanner()
+    for text in (
+        "Traceback (most recent call last):",
+        '  File "/usr/bin/torchrun", line 8, in <module>',
+        '  File "/x/torch/distributed/run.py", line 879, in main',
+    ):
+        scanner.feed(text)
+    assert scanner.flush() == []

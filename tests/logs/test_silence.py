@@ -1,0 +1,72 @@
+"""A stall a log shows only by its stamps: time passing after the last iteration, and nothing else said.
+
+:class:`ProgressClock` holds the silence and tells it only when it is one (the log ends in it, or the steps did
+not cross it); the stall detector judges it (:mod:`trainpulse_otel.diagnose.detectors.silence`). Real excerpts of
+the corpus's ``train`` split show a save that never returned and a healthy run whose excerpt skips hours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainpulse_otel.config import Settings
+from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
+from trainpulse_otel.runtime import replay_logs
+
+TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
+
+
+def signals(name: str, tmp_path: Path) -> dict[str, dict]:
+    """Every signal a replay of the excerpt raised (under a neutral name), with its evidence when raised."""
+    path = tmp_path / "excerpt.log"
+    path.write_bytes((TRAIN / name).read_bytes())
+    seen: dict[str, dict] = {}
+
+    def watch(step) -> None:
+        for s in step.diagnosis.signals:
+            seen.setdefault(s.name, dict(s.evidence))
+
+    replay_logs([str(path)], Settings(), on_result=watch)
+    return seen
+
+
+def test_a_silence_is_told_when_the_log_ends_in_it_not_before():
+    clock = ProgressClock()
+    for step, ts in ((1, 0.0), (2, 3.0), (3, 6.0)):
+        assert clock.progress(ts, step) is None
+    clock.line(6.0 + MIN_GAP_S / 2, "noise")  # too short to hold
+    clock.line(20.0, "Saving model checkpoint to out/checkpoint-3")
+    clock.line(640.0, "^C[2024-05-26 15:06:40,046] [INFO] [launch.py:315:sigkill_handler] Killing subprocess")
+    told = clock.flush()
+    assert told is not None and told["gap_s"] == 634.0 and told["phase"] == "checkpoint" and told["last_step"] == 3
+
+
+def test_a_silence_the_steps_crossed_at_their_pace_is_lines_left_out():
+    clock = ProgressClock()
+    for step, ts in ((10, 0.0), (20, 10.0), (30, 20.0)):
+        clock.progress(ts, step)
+    clock.line(1000.0, "2020-12-10 14:11:02 | INFO | valid | …")
+    assert clock.progress(1010.0, 1020) is None  # ~1 step a second for ~1,000 s: the excerpt skipped lines
+    clock.line(2000.0, "a stamped line")
+    assert clock.progress(2010.0, 1030) is not None  # one log interval in ~1,000 s: it stood still
+
+
+def test_a_line_that_says_the_run_is_over_ends_the_watch():
+    clock = ProgressClock()
+    clock.progress(0.0, 1)
+    clock.progress(10.0, 2)
+    clock.line(20.0, "2020-12-11 06:26:58 | INFO | fairseq_cli.train | done training in 65106.5 seconds")
+    clock.line(9000.0, "a stamped line long after")
+    assert clock.flush() is None
+
+
+def test_a_save_that_never_returned_is_a_stall(tmp_path):
+    # steps every 3-5 s, "Saving model checkpoint" at 14:56:22, then only the user's ^C at 15:06:40
+    raised = signals("huggingface_training_stalled_peft-deepspeed-save-after-epoch.log", tmp_path)
+    stall = raised["training_stalled"]
+    assert stall["inferred_from"] == "log_stamps" and stall["phase"] == "checkpoint" and stall["stalled_s"] > 600
+
+
+def test_an_excerpt_that_skips_hours_of_a_healthy_run_is_no_stall(tmp_path):
+    # fairseq: steps 25, 50, then 10025: the lines between were left out; then the end-of-run summary
+    assert "training_stalled" not in signals("fairseq_healthy_sweep-mock-json-done-training.log", tmp_path)
