@@ -15,6 +15,7 @@ import pytest
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.generic import line_values
 from trainpulse_otel.logs.statements import statement
+from trainpulse_otel.logs.tables import table_header
 from trainpulse_otel.samples import LogEvent, TrainingSample
 
 TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
@@ -103,8 +104,10 @@ def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
         assert said is not None and any(not math.isfinite(v) for v in said.values() if isinstance(v, float)), name
     scale = statement("| WARNING: overflow detected, setting loss scale to: 0.125")
     assert scale == {"loss_scale": 0.125, "skipped_steps": 1}
-    # the fp16 scaler at work, and apex's warning, are no statement
-    assert statement("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0") is None
+    # apex's scaler says the scale it left and the step it skipped: the detector judges warm-up from fault
+    apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0"
+    assert statement(apex) == {"loss_scale": 32768.0, "skipped_steps": 1}
+    # apex's warning comes with every overflow: no statement
     assert statement("Warning: NaN or Inf found in input tensor.") is None
     assert statement("node-1:12:34 [0] NCCL INFO Channel 00/32 :    0   1   2   3") is None
 
@@ -138,3 +141,46 @@ def test_a_failure_line_is_still_a_failure_in_a_stream_read_as_any_format():
 
 def _finite(r: TrainingSample) -> bool:
     return all(v is None or math.isfinite(v) for v in (r.loss, r.grad_norm))
+
+
+def test_a_value_word_is_no_key_and_a_gradient_norm_gone_nan_is_kept():
+    cosy = line_values("2025-02-20 00:46:13,777 DEBUG TRAIN Batch 7/100 loss nan lr 0.00055784 grad_norm nan rank 2")
+    assert cosy is not None and cosy["global_step"] == 7 and math.isnan(cosy["loss"]) and math.isnan(cosy["grad_norm"])
+    assert cosy["learning_rate"] == 0.00055784  # ``nan lr`` is no key: ``lr`` is
+    (*_, last) = reports("mmdet_nonfinite_loss_bevformer-epoch12-grad-norm-nan-finite-loss.log")
+    assert (
+        last.loss is not None and math.isfinite(last.loss) and last.grad_norm is not None and math.isnan(last.grad_norm)
+    )
+
+
+def test_the_best_loss_a_script_keeps_is_no_loss():
+    assert line_values("{'best_train_loss': inf, 'best_valid_loss': inf, 'best_train_epoch': -1}") is None
+    icefall = reports("icefall_healthy_yesno-tdnn-cpu-epochs.log")
+    assert icefall and all(_finite(r) for r in icefall)
+    assert [r.loss for r in icefall][:2] == [1.0789, 0.5356]  # the batch's loss, not the running total
+
+
+TABLES = [
+    # (corpus file, reports, the first report's step and loss)
+    ("spacy_healthy_train-console-logger-table.log", 13, (0, 0.00 + 86.20)),
+    ("chainer_healthy_chainermn-model-parallel-vgg16-printreport.log", 20, (1, 2.30032)),
+    ("ultralytics_healthy_yolov8-colab-t4-20-epochs.log", 12, (1, 1.018 + 3.009 + 1.465)),
+    ("yolov5_healthy_colab-cpu-cat-epochs-total-column.log", 5, (0, 0.1679)),
+]
+
+
+@pytest.mark.parametrize(("name", "count", "first"), TABLES, ids=[t[0].split("_")[0] for t in TABLES])
+def test_a_table_s_rows_are_reports_by_its_header(name, count, first):
+    read = reports(name)
+    assert len(read) == count
+    assert (read[0].global_step, read[0].loss) == pytest.approx(first)
+
+
+def test_a_header_without_a_step_or_loss_closes_the_table_and_words_are_no_header():
+    assert table_header("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size").columns
+    assert table_header("  Class     Images  Instances      P          R      mAP50").columns == ()
+    assert table_header("Layer (type)      Output Shape      Param #") is None
+    assert table_header("loss went up after epoch 3") is None
+    table = table_header("epoch       main/loss   validation/main/loss  elapsed_time")
+    assert table.row("1           2.30032     1.93991               78.7839") == {"global_step": 1, "loss": 2.30032}
+    assert table.row("all        66     73    0.0125") is None

@@ -70,6 +70,54 @@ ONE_LINERS = [
         GPU_FAULT,
         {"fault": "uncorrectable ECC error"},
     ),
+    (
+        "caffe2_rank_crashed_detectron-check-failed-launch-failure.log",
+        "Check failed: error == cudaSuccess",
+        PROCESS_FAILED,
+        {"cuda_error": "unspecified launch failure"},
+    ),
+    (
+        "cntk_rank_crashed_cublas-execution-failed-gpu1.log",
+        "CUBLAS failure 13",
+        PROCESS_FAILED,
+        {"gpu_index": 1, "host": "rg404.bbn.com"},
+    ),
+    (
+        "coqui-stt_rank_crashed_slurm-job-memory-limit.log",
+        "exceeded memory limit",
+        PROCESS_FAILED,
+        {"signal": "SIGKILL"},
+    ),
+    (
+        "mmf_rank_crashed_butd-shm-bus-error.log",
+        "Unexpected bus error",
+        PROCESS_FAILED,
+        {"signal": "SIGBUS", "data_loader": True},
+    ),
+    (
+        "torchrun_network_error_elastic-c10d-store-connect-timed-out.log",
+        "connect() timed out",
+        TRANSPORT_ERROR,
+        {"transport": "TCPStore", "error": "connect timed out"},
+    ),
+    (
+        "torchrun_network_error_rdzv-c10d-client-socket-timed-out-60s.log",
+        "client socket has timed out",
+        TRANSPORT_ERROR,
+        {"transport": "TCPStore", "peer": "192.0.0.1:1234"},
+    ),
+    (
+        "torchrun_network_error_elastic-rdzv-c10d-store-connection-multi-nic.log",
+        "RendezvousConnectionError",
+        TRANSPORT_ERROR,
+        {"transport": "TCPStore", "error": "store connection failed"},
+    ),
+    (
+        "aws-ofi-nccl_network_error_efa-ubuntu1804-couldnt-open-av.log",
+        "Couldn't open AV",
+        TRANSPORT_ERROR,
+        {"transport": "OFI"},
+    ),
 ]
 
 
@@ -145,3 +193,21 @@ def test_a_traceback_the_excerpt_ends_within_is_a_crash_unless_it_is_the_launche
     ):
         scanner.feed(text)
     assert scanner.flush() == []
+
+
+def test_a_rank_prefix_glued_after_a_bar_or_a_ray_actor_s_label_names_the_rank():
+    (crash,) = [
+        e for e in events("ms-swift_rank_crashed_grpo-illegal-instruction-rank2.log") if e.kind == PROCESS_FAILED
+    ]
+    assert crash.rank == 2  # ``… 10.54s/it][rank2]:[E225 …``
+    (timeout,) = events("verl_collective_timeout_ray-workerdict-stamped-mesh-tp-broadcast.log")
+    assert timeout.kind == WATCHDOG_TIMEOUT and timeout.rank == 15  # the global rank, not the mesh group's ``[Rank 1]``
+
+
+def test_the_host_a_failure_line_names_is_the_event_s_host():
+    (failure,) = [e for e in events("cntk_rank_crashed_cublas-execution-failed-gpu1.log") if e.kind == PROCESS_FAILED]
+    assert (failure.hostname, failure.gpu_index) == ("rg404.bbn.com", 1)
+    reader = LogReader()
+    told = reader.feed(LogLine("srun: error: node17: task 3: Killed", "launcher.log", 1)) + reader.flush()
+    (event,) = [e for e in told if isinstance(e, LogEvent)]
+    assert (event.hostname, event.rank, event.details["signal"]) == ("node17", 3, "SIGKILL")

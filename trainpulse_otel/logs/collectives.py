@@ -69,7 +69,9 @@ GLOO_PAIR = re.compile(
 
 #: An NCCL warning in any release's form: ``NCCL WARN …`` (2.3 on), 2018's ``include/socket.h:194 WARN …`` (a
 #: source location, then ``WARN``), a plugin's ``create_nccl_ofi_component:459 NCCL WARN NET/OFI …``.
-NCCL_WARNING = re.compile(r"(?:\bNCCL WARN|\w\.(?:h|cc|cu|cpp)[: ]\d+ WARN|\w:\d+ NCCL WARN)\s*(?P<message>.*\S)")
+NCCL_WARNING = re.compile(
+    r"(?:\bNCCL WARN|\w\.(?:h|cc|cu|cpp)[: ]\d+ WARN|\w:\d+ NCCL WARN|^WARN: Function: \w+ Line: \d+:)\s*(?P<message>.*\S)"
+)
 #: What in a warning says the network itself failed (a missing optional library, ``Failed to open
 #: libibverbs.so``, is no failure: NCCL falls back to sockets).
 NET_FAILURE = re.compile(
@@ -105,6 +107,31 @@ STORE_TIMEOUT = re.compile(
 )
 #: PyTorch's desync report after a timeout: ``[1] finished collective #2, but didn't join collective #3``.
 DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective")
+
+
+#: Words of a collective another watchdog saw stall (Horovod, HCCL, c10d's barrier and store, NCCL's summary).
+STALLED_MARKS = (
+    "remainder of ranks",
+    "missing ranks",
+    "EI000",
+    "Timeout at NCCL work",
+    "didn't join",
+    "didn't finish",
+    "monitoredBarrier",
+    "Timed out after",
+    "Socket Timeout",
+    "Wait timeout",
+    "RendezvousTimeout",
+)
+#: Words of c10d's store losing its peer.
+STORE_MARKS = (
+    "client socket has",
+    "recvValue failed",
+    "recvBytes failed",
+    "sendBytes failed",
+    "connect() timed out",
+    "C10d store has failed",
+)
 
 
 def stalled_collective(text: str) -> dict[str, Any] | None:
@@ -153,9 +180,14 @@ def transport_warning(text: str) -> dict[str, Any] | None:
 
 
 #: c10d's store (TCPStore) losing or never reaching its peer: ``The client socket has failed to connect to
-#: [node-1]:29500 (errno: 111 - Connection refused)``, ``recvValue failed … Connection reset by peer``.
+#: [node-1]:29500 (errno: 111 - Connection refused)``, ``recvValue failed … Connection reset by peer``, ``The client
+#: socket has timed out after 60s while trying to connect to 192.0.0.1:1234``, 1.x's ``connect() timed out. Original
+#: timeout was 60000 ms.``, the rendezvous's ``RendezvousConnectionError: The connection to the C10d store has failed``.
 STORE_SOCKET = re.compile(
     r"client socket has failed to connect to (?P<peer>\S+) \(errno: \d+ - (?P<error>[^)]+)\)"
+    r"|client socket has (?P<error3>timed out) after \d+\w* while trying to connect to (?P<peer3>\S+)"
+    r"|\bconnect\(\) (?P<error4>timed out)\. Original timeout"
+    r"|connection to the C10d store has (?P<error5>failed)"
     r"|(?:recvValue|recvBytes|sendBytes) failed.*?(?P<error2>Connection (?:reset by peer|closed by peer|refused)|Broken pipe)"
 )
 
@@ -165,9 +197,13 @@ def store_socket(text: str) -> dict[str, Any] | None:
     match = STORE_SOCKET.search(text)
     if match is None:
         return None
-    details: dict[str, Any] = {"transport": "TCPStore", "error": (match["error"] or match["error2"]).strip()}
-    if match["peer"]:
-        details["peer"] = match["peer"]
+    if match["error"] or match["error2"]:
+        error = (match["error"] or match["error2"]).strip()
+    else:
+        error = "store connection failed" if match["error5"] else "connect timed out"
+    details: dict[str, Any] = {"transport": "TCPStore", "error": error}
+    if peer := match["peer"] or match["peer3"]:
+        details["peer"] = peer
     return details
 
 

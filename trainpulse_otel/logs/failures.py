@@ -25,7 +25,7 @@ from typing import Any
 from ..samples import CUDA_OOM, DRIVER_XID, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
 from . import collectives as c
 from . import cpp, fatal
-from .gpu_faults import gpu_fault
+from .gpu_faults import GPU_MARKS, gpu_fault
 from .oom import cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
 from .xid import xid_details
@@ -44,36 +44,6 @@ ECHOES = (
 COLLECTIVE_FAILURE = re.compile(
     r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
 )
-#: Words of a collective another watchdog saw stall (Horovod, HCCL, c10d's barrier and store, NCCL's summary).
-STALLED_MARKS = (
-    "remainder of ranks",
-    "missing ranks",
-    "EI000",
-    "Timeout at NCCL work",
-    "didn't join",
-    "didn't finish",
-    "monitoredBarrier",
-    "Timed out after",
-    "Socket Timeout",
-    "Wait timeout",
-    "RendezvousTimeout",
-)
-#: Words of c10d's store losing its peer.
-STORE_MARKS = ("client socket has failed", "recvValue failed", "recvBytes failed", "sendBytes failed")
-#: Words of a GPU failing without an XID (:mod:`.gpu_faults`).
-GPU_MARKS = (
-    "fallen off the bus",
-    "RmInitAdapter",
-    "device handle for GPU",
-    "uncorrectable ECC",
-    "AER",
-    "GSP RM",
-    "NVLink error",
-    "GPU is lost",
-    "Double Bit ECC",
-)
-#: Words of the storage failing under the job.
-STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file handle", "Disk quota")
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
 WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error")
@@ -100,6 +70,7 @@ class Failure:
     rank: int | None = None
     gpu_index: int | None = None
     text: str | None = None
+    hostname: str | None = None  # the host the line names (Slurm's, torchrun's error file), where it names one
 
 
 class FailureScanner:
@@ -183,7 +154,7 @@ class FailureScanner:
         details = told.details
         if COLLECTIVE_FAILURE.search(f"{details.get('exception', '')}: {details.get('error', '')}") is not None:
             details = {**details, "collective": True}  # it died of a collective or its link failing
-        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
+        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text, hostname=details.get("host"))
 
     @property
     def holding(self) -> bool:
@@ -318,7 +289,14 @@ class FailureScanner:
             details = {**said, **details}
         rank = rank if rank is not None else named_rank(text)
         key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
-        return self._once(key, Failure(PROCESS_FAILED, {**details, "one_line": True}, rank=rank))
+        failure = Failure(
+            PROCESS_FAILED,
+            {**details, "one_line": True},
+            rank=rank,
+            gpu_index=details.get("gpu_index"),
+            hostname=details.get("host"),
+        )
+        return self._once(key, failure)
 
     def _srun(self, text: str) -> list[Failure] | None:
         found = fatal.srun_failure(text)
@@ -339,7 +317,7 @@ class FailureScanner:
         (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
         (("Terminating the process after attempting",), _fatal),
         (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
-        (STALLED_MARKS, _stalled),
+        (c.STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
         (("out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"), _oom),
         (
@@ -351,23 +329,26 @@ class FailureScanner:
             ("Connection closed by remote peer", " failed : "),
             lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
         ),
-        (STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
+        (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
         (("ncclRemoteError", "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),
         (GPU_MARKS, _gpu_fault),
         (
-            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError"),
+            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError", "== cudaSuccess"),
             lambda self, t: self._died(fatal.cuda_error(t), text=t),
         ),
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
         (
-            ("oom-kill", "Out of memory: Kill", "oom_kill", "cgroup out of memory", "OOMKilled"),
+            fatal.HOST_OOM,
             lambda self, t: self._died(fatal.host_oom(t)),
         ),
-        (("DataLoader worker",), lambda self, t: self._died(fatal.loader_death(t), text=t)),
-        (STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
+        (
+            ("DataLoader worker", "bus error encountered in worker"),
+            lambda self, t: self._died(fatal.loader_death(t), text=t),
+        ),
+        (fatal.STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
         (
             ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃"),
             lambda self, t: self._died(fatal.fatal_signal(t)),
@@ -375,20 +356,21 @@ class FailureScanner:
     )
 
 
-#: The rank a line names of itself: the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an
-#: assertion's ``Rank 3: found NaN``.
-NAMED_RANK = re.compile(r"\[Rank (\d+)\]|\bRank (\d+):")
+#: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
+#: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
+#: found NaN``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
+NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank (\d+)\]|\bRank (\d+):")
 
 
 def named_rank(text: str) -> int | None:
     """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
-    match = NAMED_RANK.search(text) if "Rank " in text else None
-    return None if match is None else int(match[1] or match[2])
+    match = NAMED_RANK.search(text) if "ank" in text else None
+    return None if match is None else int(match[1] or match[2] or match[3])
 
 
 def _warn(text: str) -> bool:
     """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
-    return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket"))
+    return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
 
 
 #: Every handler's words in one pattern: a line holding none is no failure line of one (one search per line).

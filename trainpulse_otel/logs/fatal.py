@@ -45,22 +45,43 @@ LOCAL_RANK = re.compile(r"--local_rank[= ](\d+)")
 SRUN = re.compile(
     r"srun: error: (?P<host>[\w.-]+): tasks? (?P<task>\d+)(?:-\d+)?: (?P<what>[A-Z][\w ]+?)(?: (?P<code>\d+))?\s*$"
 )
-#: The kernel's OOM killer and Slurm's cgroup: the host ran out of memory and killed a process.
-HOST_OOM = ("Out of memory: Kill", "oom-kill event", "oom_kill_process", "Memory cgroup out of memory", "OOMKilled")
-#: A data-loader worker killed (``DataLoader worker (pid 4242) is killed by signal: Killed.``) or gone.
+#: The kernel's OOM killer and Slurm's cgroup (``Detected 1 oom-kill event(s)``; its accounting's ``Job 7518 exceeded
+#: memory limit (626359956 > 512000000), being killed``): the host ran out of memory and killed a process.
+HOST_OOM = (
+    "Out of memory: Kill",
+    "oom-kill event",
+    "oom_kill_process",
+    "Memory cgroup out of memory",
+    "OOMKilled",
+    "exceeded memory limit",
+    "Exceeded job memory limit",
+    "Exceeded step memory limit",
+)
+#: A data-loader worker killed (``DataLoader worker (pid 4242) is killed by signal: Killed.``), gone, or dying of
+#: SIGBUS on a full /dev/shm (the worker's own ``ERROR: Unexpected bus error encountered in worker. This might be
+#: caused by insufficient shared memory (shm).``, the main process's error follows).
 LOADER = re.compile(
     r"DataLoader worker \(pid(?:\(s\))? ([\d, ]+)\) (?:is killed by signal: (?P<how>[\w ]+)|exited unexpectedly)"
+    r"|Unexpected bus error encountered in worker"
 )
+#: The GPU a CUDA error names: CNTK's ``CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1 ; hostname=…``.
+CUDA_GPU = re.compile(r"\bGPU=(\d+)\b")
+CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: A CUDA error in any wording: ``CUDA error: an illegal memory access was encountered``, NCCL's ``Cuda failure
-#: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``.
+#: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``, a glog check's
+#: ``Check failed: error == cudaSuccess unspecified launch failure`` (Caffe/Caffe2, ``(4 vs. 0)`` in some).
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
-    r"|(?P<assert>device-side assert triggered)",
+    r"|(?P<assert>device-side assert triggered)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
     re.IGNORECASE,
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
 NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error", "NVLink error")
+
+
+#: Words of the storage failing under the job.
+STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file handle", "Disk quota")
 
 
 def fatal_signal(text: str) -> dict[str, Any] | None:
@@ -131,7 +152,10 @@ def loader_death(text: str) -> dict[str, Any] | None:
     """A data-loader worker killed by a signal or gone (the training process dies of it)."""
     if (match := LOADER.search(text)) is None:
         return None
-    return {"error": text[match.start() :].split(". ", 1)[0].strip()[:300], "data_loader": True}
+    details: dict[str, Any] = {"error": text[match.start() :].split(". ", 1)[0].strip()[:300], "data_loader": True}
+    if match[0].startswith("Unexpected bus error"):
+        details["signal"] = "SIGBUS"
+    return details
 
 
 #: The storage failing under the job (a save, a data read): EIO, ENOSPC, ESTALE, EDQUOT in any wording.
@@ -150,7 +174,12 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    message = match["message"] or match["nccl"] or match["status"] or match["assert"]
+    message = match["message"] or match["nccl"] or match["status"] or match["assert"] or match["check"]
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None
-    return {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}
+    details: dict[str, Any] = {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}
+    if (gpu := CUDA_GPU.search(text)) is not None:
+        details["gpu_index"] = int(gpu[1])
+    if (host := CUDA_HOST.search(text)) is not None:
+        details["host"] = host[1]
+    return details

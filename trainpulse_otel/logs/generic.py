@@ -23,11 +23,13 @@ from typing import Any
 
 Payload = dict[str, Any]
 
-#: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``), optionally quoted, then ``:``,
+#: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
+#: value: ``loss nan lr 0.1``), optionally quoted, then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
 #: inside ``tensor(…)``) and its unit.
 PAIR = re.compile(
-    r"(?P<key>[A-Za-z_][\w./()\-]*(?: [A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)(?:tensor\()?['\"]?"
+    r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)"
+    r"(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
     r"(?![A-Za-z]))?(?P<clock>:\d)?",
@@ -74,6 +76,10 @@ PRIMARY_LOSSES = (
     "ce_loss",
     "train_loss_step",
     "loss_step",
+    "batch_loss",
+    "batch_avg_loss",  # icefall: ``Epoch 0, batch 10, batch avg loss 0.5356, total avg loss: 0.7556``
+    "running_loss",
+    "total_avg_loss",
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 
@@ -162,8 +168,9 @@ EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
 #: A KL term, part of an RL or distillation objective: judged, like a loss, for being non-finite only.
 KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss"))
 #: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
-#: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c).
-LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+) \|)")
+#: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:
+#: 0.239 | Eval accuracy: 0.846``, an epoch loop's line).
+LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
 #: Words a line of training progress holds one of (the cheap test first).
@@ -182,15 +189,15 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return None
-    pairs = [(_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text) if not m["clock"]]
-    losses = [(key, _number(num)) for key, num, _ in pairs if _loss_like(key)]
+    pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text) if not m["clock"]]
+    losses = [(key, _number(num)) for key, num, _ in pairs if loss_like(key)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
     step = _step(text, pairs, epoch)
     if step is None:
         return None if bad is None else {"loss": bad}
     payload: Payload = {"global_step": step}
-    if (loss := _training_loss(training)) is not None:
+    if (loss := training_loss(training)) is not None:
         payload["loss"] = loss
     if bad is not None:
         payload["loss"] = bad
@@ -204,7 +211,7 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     return None if bad is None else {"loss": bad}
 
 
-def _key(key: str) -> str:
+def field_key(key: str) -> str:
     """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
     are one key)."""
     return SEPARATORS.sub("_", key.strip().lower())
@@ -212,15 +219,16 @@ def _key(key: str) -> str:
 
 def _may_hold(text: str) -> bool:
     """The cheap test every line not claimed by a framework passes first: a loss or a step named."""
-    return MAY_HOLD.search(text) is not None or (text[:1].isdigit() and " |" in text)
+    return MAY_HOLD.search(text) is not None or (text[:1].isdigit() and " |" in text)  # llama2.c: no words
 
 
-def _loss_like(key: str) -> bool:
-    """A loss, or a term of one (an RL objective's KL), but not the loss scale."""
-    return ("loss" in key and "scale" not in key) or key in KL_KEYS
+def loss_like(key: str) -> bool:
+    """A loss, or a term of one (an RL objective's KL), but not the loss scale, nor the best loss a script keeps
+    (``'best_train_loss': inf`` is where its record starts)."""
+    return ("loss" in key and "scale" not in key and not key.startswith("best")) or key in KL_KEYS
 
 
-def _training_loss(losses: list[tuple[str, float]]) -> float | None:
+def training_loss(losses: list[tuple[str, float]]) -> float | None:
     """The training loss: the preferred primary one, made non-finite by any non-finite loss-like field."""
     primary = sorted((_PRIMARY_RANK[key], value) for key, value in losses if key in _PRIMARY_RANK)
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
@@ -277,8 +285,8 @@ def _field(payload: Payload, key: str, value: float, unit: str) -> None:
         target = ("tokens_per_sec", 1.0)
     elif target is None and unit.startswith("sample"):
         target = ("samples_per_sec", 1.0)
-    if target is None or not math.isfinite(value) or value < 0:
-        return
+    if target is None or value < 0 or (not math.isfinite(value) and target[0] != "grad_norm"):
+        return  # a gradient norm gone NaN or infinite is the job's fault, not the line's
     name, factor = target
     if name == "skipped_steps":
         if value == int(value):

@@ -36,6 +36,20 @@ PCI = re.compile(r"\b(?:PCI:)?((?:[0-9A-Fa-f]{4}){1,2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f
 GPU_INDEX = re.compile(r"\b(?:GPU|cuda:|device)\s?(\d{1,2})\b")
 
 
+#: Words of a GPU failing without an XID (:mod:`.gpu_faults`).
+GPU_MARKS = (
+    "fallen off the bus",
+    "RmInitAdapter",
+    "device handle for GPU",
+    "uncorrectable ECC",
+    "AER",
+    "GSP RM",
+    "NVLink error",
+    "GPU is lost",
+    "Double Bit ECC",
+)
+
+
 def gpu_fault(text: str) -> dict[str, Any] | None:
     """The details of the GPU fault ``text`` tells (``fault``, and ``pci`` / ``gpu_index`` where given), or None."""
     fault = next((what for words, what in FAULTS if words in text), None)

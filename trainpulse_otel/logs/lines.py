@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
-#: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``). A host label has a digit (``RuntimeError:`` is none).
+#: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``, ``(WorkerDict pid=1230, ip=10.0.0.7) [rank15]:``). A host label has a digit (``RuntimeError:`` is none).
 #: Open MPI's ``--tag-output`` (mpirun, Horovod, SageMaker): ``[1,3]<stderr>:``, ``[1,mpirank:3,algo-1]<stdout>:``.
 RANK_PREFIX = re.compile(
-    r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+\))\s+)?\[(?:rank|default)(\d+)\]:\s?"
+    r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+[^)]*\))\s+)?\[(?:rank|default)(\d+)\]:\s?"
     r"|^\s*\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>:\s?"
 )
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,

@@ -27,6 +27,7 @@ from .generic import EPOCH_HEADER, GenericLines, line_values
 from .lines import LogLine, glog_time, rank_of_source, split_prefixes
 from .progress import ProgressClock
 from .statements import statement
+from .tables import Table, table_header
 from .timing import advance_s, with_stamped_step_time
 
 #: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun.
@@ -99,6 +100,7 @@ class _Stream:
         "quiet",
         "rank",
         "stamped",
+        "table",
         "timed",
         "ts",
     )
@@ -108,6 +110,7 @@ class _Stream:
         self.clock = ProgressClock()  # progress by the lines' own stamps: a silence is a gap
         self.advanced = False  # reports moved its clock before any line said a time
         self.epoch: int | None = None  # the epoch its last header line named (Keras's ``Epoch 2/20``)
+        self.table: Table | None = None  # the iteration table its last header line opened (:mod:`.tables`)
         self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
@@ -287,16 +290,22 @@ class LogReader:
         return self._any_format(stream, text)
 
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
-        if "Epoch" in text and (header := EPOCH_HEADER.match(text)) is not None:
-            stream.epoch = int(header[1])  # the lines of its batches that follow name no epoch
+        if "Epoch" in text and (epoch_header := EPOCH_HEADER.match(text)) is not None:
+            stream.epoch = int(epoch_header[1])  # the lines of its batches that follow name no epoch
             return []
-        values = line_values(text, stream.epoch)
+        values = stream.table.row(text) if stream.table is not None else None
+        if values is None:
+            values = line_values(text, stream.epoch)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()
             return [{**values, "timestamp": stream.ts}]
-        said = statement(text)
-        return None if said is None else [{**said, "timestamp": stream.ts}]
+        if (said := statement(text)) is not None:
+            return [{**said, "timestamp": stream.ts}]
+        if "  " in text and (table := table_header(text)) is not None:
+            stream.table = table if table.columns else None
+            return []
+        return None
 
     def _report(self, payload: dict[str, Any], stream: _Stream) -> list[TrainingSample]:
         """A payload as a validated report: its own line's time, or — in a stream whose lines say no time — its
@@ -339,7 +348,7 @@ class LogReader:
     def _count(self, sample: TrainingSample, stream: _Stream, step_timed: bool) -> None:
         s = self.stats
         s.reports += 1
-        s.parsers[stream.parser.name if stream.parser is not None else "?"] += 1
+        s.parsers[stream.parser.name if stream.parser is not None else "statements"] += 1  # said in words alone
         s.timed_by["stamp" if stream.timed else "step_time" if step_timed else "line_order"] += 1
         for value in (sample.loss, sample.grad_norm):
             if value is not None and not math.isfinite(value):
@@ -371,7 +380,7 @@ class LogReader:
             kind=failure.kind,
             message=(failure.text or line.text).strip()[:2048],
             rank=failure.rank if failure.rank is not None else rank,
-            hostname=line.node,
+            hostname=failure.hostname or line.node,
             gpu_index=failure.gpu_index,
             source=line.source,
             line=line.number,

@@ -4,10 +4,12 @@ Frameworks and training scripts say a NaN in sentences as often as in iteration 
 diverged with loss = NaN.``, detectron2's ``FloatingPointError: Loss became infinite or NaN at iteration=2137!``,
 BigDL's ``Loss is Infinity.``, torchvision's ``Loss is nan, stopping training``, Megatron forks' ``found NaN in
 local grad norm``, fairseq's ``nan_detector | Inf detected in output of …`` and its ``overflow detected, setting
-loss scale to: 0.25``, a debug print of ``'loss_cls': tensor(nan, …)``. :func:`statement` reads one such line
-into a training payload (``loss`` or ``grad_norm`` non-finite, or the ``loss_scale`` an overflow left, with the
-step where the line gives one). An fp16 scaler's routine overflow (``Gradient overflow. Skipping step``) and
-apex's ``NaN or Inf found in input tensor`` are no statement: they are the scaler at work. Pure.
+loss scale to: 0.25``, Apex's ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0``, a
+debug print of ``'loss_cls': tensor(nan, …)``. :func:`statement` reads one such line into a training payload
+(``loss`` or ``grad_norm`` non-finite, or the ``loss_scale`` an overflow left and the step it skipped, with the step
+where the line gives one): whether a skipped step is the scaler at work or a fault is the ``nonfinite_loss``
+detector's judgement (a scale still in its warm-up is no fault). Apex's bare ``NaN or Inf found in input tensor``
+is no statement: it comes with every overflow. Pure.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ DETECTED = re.compile(r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)", re.
 TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
 #: fairseq's scaler: ``overflow detected, setting loss scale to: 0.25``; ``Minimum loss scale reached (0.0001)``.
 SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>[\d.eE+-]+)")
+#: Apex's amp scaler: ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00390625``.
+APEX_SCALE = re.compile(r"Skipping step, loss scaler \d+ reducing loss scale to (?P<scale>[\d.eE+-]+)")
 SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>[\d.eE+-]+)\)")
 #: The step the line names: ``at iteration=2137``, ``iteration 12``, ``step 40``.
 STEP = re.compile(r"\b(?:iteration|iter|step)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
@@ -76,6 +80,6 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
 def _scale(text: str) -> dict[str, Any] | None:
     if (match := SCALE_SET.search(text)) is not None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
-    if (match := SCALE_FLOOR.search(text)) is not None:
+    if (match := SCALE_FLOOR.search(text) or APEX_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
     return None

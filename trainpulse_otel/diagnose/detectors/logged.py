@@ -271,6 +271,14 @@ class RankCrashed(LoggedFailure):
     signals = (RANK_CRASHED,)
     kind = PROCESS_FAILED
 
+    def details(self, episode: Episode, tick: Tick | None = None) -> dict[str, Any]:
+        """The episode's lines together, the first's words first: a traceback cut short says why, the agent's
+        ``failed (exitcode: -11) local_rank: 1`` which rank and how it died."""
+        merged: dict[str, Any] = {}
+        for event in reversed(episode.events):
+            merged.update(event.details)
+        return {**merged, **episode.first.details}
+
     def words(self, episode: Episode) -> str:
         d = episode.first.details
         if d.get("exception"):

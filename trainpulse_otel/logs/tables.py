@@ -1,0 +1,98 @@
+"""Iteration tables: a header line naming the columns, then one row of numbers per epoch or interval.
+
+Frameworks that print a table instead of ``key value`` pairs: Chainer's ``PrintReport`` (``epoch  main/loss
+validation/main/loss  elapsed_time``), spaCy's console logger (``E    #    LOSS TOK2VEC    LOSS TAGGER
+TAG_ACC``), Ultralytics YOLO (``Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances  Size``, each row
+``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``). A header is a line
+of three or more word cells, two or more blanks apart, one of them a step or a loss; a row has a number (``1/20``,
+``1.19G``, ``86.20``) for every column. A header naming neither (an evaluation's ``Class  Images  P  R``) closes
+the table before it. Pure: lines in, payloads out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .generic import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
+
+#: Cells of a header: runs of two or more blanks (or a tab) apart.
+CELL_GAP = re.compile(r"\s{2,}|\t")
+#: A header's cell: a name (letters first, or spaCy's ``#`` and ``E``), no number.
+HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
+#: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``).
+ROW_CELL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$")
+#: Columns that count the steps or the epochs.
+STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
+EPOCH_COLUMNS = ("epoch", "e")
+#: A column that sums a table's losses where no column says ``loss`` (YOLOv5's ``box  obj  cls  total``).
+TOTAL_COLUMNS = ("total", "total_loss")
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A header's columns, as :func:`.generic.field_key` names them."""
+
+    columns: tuple[str, ...]
+
+    def row(self, text: str) -> Payload | None:
+        """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it."""
+        cells = text.split()
+        if len(cells) < len(self.columns):
+            return None
+        values: dict[str, float] = {}
+        for column, cell in zip(self.columns, cells, strict=False):
+            if ROW_CELL.match(cell) is None:
+                return None
+            values[column] = _value(cell)
+        step = _step(self.columns, cells, values)
+        loss = _loss(values)
+        if step is None or loss is None:
+            return None
+        return {"global_step": step, "loss": loss}
+
+
+def table_header(text: str) -> Table | None:
+    """The table ``text`` heads, or None when it heads none; a header without a step or loss column gives an
+    empty table (the one before it ends)."""
+    cells = [cell for cell in CELL_GAP.split(text.strip()) if cell]
+    if len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
+        return None
+    columns = tuple(field_key(cell) for cell in cells)
+    if not any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in columns):
+        return Table(())
+    if not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns):
+        return Table(())
+    return Table(columns)
+
+
+def _value(cell: str) -> float:
+    number = re.match(r"[-+]?[\d.]+(?:[eE][-+]?\d+)?", cell)
+    return float(number[0]) if number else math.nan
+
+
+def _step(columns: tuple[str, ...], cells: list[str], values: dict[str, float]) -> int | None:
+    """The row's step: a step column, else its epoch (``1/20``: epoch 1)."""
+    for names in (STEP_COLUMNS, EPOCH_COLUMNS):
+        for column, cell in zip(columns, cells, strict=False):
+            if column in names and math.isfinite(values[column]) and values[column] == int(values[column]):
+                return int(values[column]) if "/" not in cell else int(cell.split("/", 1)[0])
+    return None
+
+
+def _training_loss_column(column: str) -> bool:
+    return loss_like(column) and EVALUATION.search(column) is None
+
+
+def _loss(values: dict[str, float]) -> float | None:
+    """The row's training loss: a primary loss column, else a total column, else the sum of its training
+    loss terms (Ultralytics' ``box_loss + cls_loss + dfl_loss`` is the loss it back-propagates)."""
+    for name in PRIMARY_LOSSES:
+        if name in values:
+            return values[name]
+    for name in TOTAL_COLUMNS:
+        if name in values:
+            return values[name]
+    terms = [v for column, v in values.items() if _training_loss_column(column)]
+    return sum(terms) if terms else None
