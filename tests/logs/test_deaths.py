@@ -204,10 +204,12 @@ def test_a_rank_prefix_glued_after_a_bar_or_a_ray_actor_s_label_names_the_rank()
     assert timeout.kind == WATCHDOG_TIMEOUT and timeout.rank == 15  # the global rank, not the mesh group's ``[Rank 1]``
 
 
-def test_the_host_a_failure_line_names_is_the_event_s_host():
+def test_the_host_a_failure_line_names_is_in_its_evidence():
     (failure,) = [e for e in events("cntk_rank_crashed_cublas-execution-failed-gpu1.log") if e.kind == PROCESS_FAILED]
-    assert (failure.hostname, failure.gpu_index) == ("rg404.bbn.com", 1)
+    assert (failure.details["host"], failure.gpu_index) == ("rg404.bbn.com", 1)
+    (link,) = [e for e in events("xgboost_network_error_gpu-hist-roce-ibv-create-cq.log") if e.kind == TRANSPORT_ERROR]
+    assert link.details["host"] == "spark01"  # NCCL's ``spark01:2683:2826 [0]`` prefix
     reader = LogReader()
     told = reader.feed(LogLine("srun: error: node17: task 3: Killed", "launcher.log", 1)) + reader.flush()
     (event,) = [e for e in told if isinstance(e, LogEvent)]
-    assert (event.hostname, event.rank, event.details["signal"]) == ("node17", 3, "SIGKILL")
+    assert (event.details["host"], event.rank, event.details["signal"]) == ("node17", 3, "SIGKILL")

@@ -246,12 +246,12 @@ def _top_class(d: Diagnosis, classes: frozenset[str], first: Mapping[str, float]
 
 def _collect(named: dict[str, set[Any]], where: Mapping[str, Any]) -> None:
     """The ranks, GPUs, XIDs and hosts a subject or evidence names, singly or in lists (``ranks``, ``gpu_indices``,
-    ``xids``, ``hostnames``), also inside nested entries (a stall's ``lagging``)."""
+    ``xids``, ``hostnames``; a line's ``host``), also inside nested entries (a stall's ``lagging``)."""
     plural = {
         "rank": ("ranks", "missing_ranks", "behind_ranks", "local_rank", "peer_rank", "peer_ranks"),
         "gpu_index": ("gpu_indices",),
         "xid": ("xids", "xid_errors"),
-        "hostname": ("hostnames",),
+        "hostname": ("hostnames", "host"),  # a failure line's own host is evidence (torchrun's table, Slurm's)
     }
     for key in SUBJECT_KEYS:
         for name in (key, *plural[key]):

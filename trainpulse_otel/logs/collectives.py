@@ -134,6 +134,17 @@ STORE_MARKS = (
 )
 
 
+#: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
+#: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``.
+NCCL_ORIGIN = re.compile(r"^\s*(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
+
+
+def nccl_host(text: str) -> str | None:
+    """The host NCCL's prefix names on ``text``, or None."""
+    match = NCCL_ORIGIN.match(text)
+    return None if match is None else match["host"]
+
+
 def stalled_collective(text: str) -> dict[str, Any] | None:
     """A collective another library's watchdog saw stall (Horovod's stall inspector and its missing ranks, HCCL's
     timeouts), NCCL's summary line alone, or a rank PyTorch's desync report names behind: the details of a

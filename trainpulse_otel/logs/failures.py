@@ -70,7 +70,6 @@ class Failure:
     rank: int | None = None
     gpu_index: int | None = None
     text: str | None = None
-    hostname: str | None = None  # the host the line names (Slurm's, torchrun's error file), where it names one
 
 
 class FailureScanner:
@@ -154,7 +153,7 @@ class FailureScanner:
         details = told.details
         if COLLECTIVE_FAILURE.search(f"{details.get('exception', '')}: {details.get('error', '')}") is not None:
             details = {**details, "collective": True}  # it died of a collective or its link failing
-        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text, hostname=details.get("host"))
+        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
 
     @property
     def holding(self) -> bool:
@@ -241,6 +240,8 @@ class FailureScanner:
             return None
         if self._remote is not None or "ncclRemoteError" in text:  # the 'Last error:' detail of an ncclRemoteError
             details["nccl_error"], self._remote = "ncclRemoteError", None
+        if (host := c.nccl_host(text)) is not None:
+            details["host"] = host  # evidence, like torchrun's table's: the subject stays the line's rank and node
         key = tuple(details.get(name) for name in ("transport", "peer", "error", "status", "event"))
         return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details))
 
@@ -294,7 +295,6 @@ class FailureScanner:
             {**details, "one_line": True},
             rank=rank,
             gpu_index=details.get("gpu_index"),
-            hostname=details.get("host"),
         )
         return self._once(key, failure)
 

@@ -380,7 +380,7 @@ class LogReader:
             kind=failure.kind,
             message=(failure.text or line.text).strip()[:2048],
             rank=failure.rank if failure.rank is not None else rank,
-            hostname=failure.hostname or line.node,
+            hostname=line.node,
             gpu_index=failure.gpu_index,
             source=line.source,
             line=line.number,

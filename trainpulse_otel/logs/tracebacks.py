@@ -37,8 +37,16 @@ MAX_STRAY = 8
 #: A ``Told`` error message is its first sentence, at most this long.
 MAX_ERROR = 300
 #: Exceptions that are another report's news, not a crash of their own: a collective's timeout (the watchdog's
-#: event tells it), torchrun's ChildFailedError (its table tells each rank).
-NOT_A_CRASH = ("Watchdog caught collective operation timeout", "Timed out waiting", "watchdog got stuck")
+#: event tells it), c10d's store timing out on a peer (``DistStoreError: Socket Timeout``, ``Timed out after 901
+#: seconds waiting for clients``: its own line tells it), torchrun's ChildFailedError (its table tells each rank).
+NOT_A_CRASH = (
+    "Watchdog caught collective operation timeout",
+    "Timed out waiting",
+    "watchdog got stuck",
+    "Socket Timeout",
+    "waiting for clients",
+    "Wait timeout for key",
+)
 
 
 @dataclass(frozen=True, slots=True)
