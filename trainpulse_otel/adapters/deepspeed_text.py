@@ -34,11 +34,11 @@ THROUGHPUT = re.compile(
 THROUGHPUT_OLD = re.compile(
     r"(?<![=\w/])\d+/\d+, RunningAvgSamplesPerSec=(?P<avg>[^,]+), CurrSamplesPerSec=(?P<curr>[-\w.+]+)"
 )
-THROUGHPUT_2020 = re.compile(r"(?<![=\w/])\d+/\d+, SamplesPerSec=(?P<avg>[\d.eE+-]+)")
+THROUGHPUT_2020 = re.compile(r"(?<![=\w/])\d+/\d+, SamplesPerSec=(?P<avg>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 PROGRESS = re.compile(r"\bstep=(?P<step>\d+), skipped=(?P<skipped>\d+), lr=\[(?P<lr>[^\],]*)")
 PIPELINE = re.compile(
     r"\bsteps?: (?P<step>\d+)(?: / \d+)? +loss: (?P<loss>\S+) +"
-    r"iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>[\d.]+)"
+    r"iter time \(s\): (?P<iter>\S+) +samples/sec: (?P<rate>\d+\.?\d*)"
 )
 CONFIG = re.compile(
     r"\[config\.py:\d+:print\]\s+(?P<key>train_batch_size|train_micro_batch_size_per_gpu|gradient_accumulation_steps)"
@@ -46,7 +46,7 @@ CONFIG = re.compile(
 )
 BREAKDOWN = re.compile(r"time \(ms\)(?P<pairs>(?: \| [A-Za-z_]+: -?\d+(?:\.\d+)?)+)\s*$")
 PAIR = re.compile(r"([A-Za-z_]+): (-?\d+(?:\.\d+)?)")
-_NUMBER = r"[\d.]+(?:[eE][-+]?\d+)?"
+_NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 SKIPPING = re.compile(
     r"(?:OVERFLOW! Rank \d+|Overflow detected\.|fp16 dynamic loss scale overflow!) Skipping step\."
     r"(?: Attempted loss scale: (?P<attempted>" + _NUMBER + r"),"

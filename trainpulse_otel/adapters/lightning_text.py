@@ -19,7 +19,7 @@ from typing import Any
 BAR = re.compile(
     r"Epoch (?P<epoch>\d+):[\s:]*(?:\d+%\|[^|]*\|\s*)?(?P<n>\d+)(?:/(?P<total>\d+))?(?:it)? \[(?P<inner>[^\]]*)\]"
 )
-RATE = re.compile(r"^\s*(?P<value>[\d.]+)(?P<unit>it/s|s/it)$")
+RATE = re.compile(r"^\s*(?P<value>\d+\.?\d*)(?P<unit>it/s|s/it)$")
 PRINTER = re.compile(r"Training epoch (?P<epoch>\d+), iteration (?P<n>\d+)/(?P<total>\d+) \|(?P<pairs>.*)$")
 #: Record keys: where the bar stands (epoch, batch) and its speed.
 EPOCH, BATCH, SECONDS_PER_IT = "epoch", "batch", "seconds per it"

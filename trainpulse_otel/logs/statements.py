@@ -32,10 +32,10 @@ DETECTED = re.compile(r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)", re.
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
 TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
 #: fairseq's scaler: ``overflow detected, setting loss scale to: 0.25``; ``Minimum loss scale reached (0.0001)``.
-SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>[\d.eE+-]+)")
+SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: Apex's amp scaler: ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00390625``.
-APEX_SCALE = re.compile(r"Skipping step, loss scaler \d+ reducing loss scale to (?P<scale>[\d.eE+-]+)")
-SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>[\d.eE+-]+)\)")
+APEX_SCALE = re.compile(r"Skipping step, loss scaler \d+ reducing loss scale to (?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
+SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)\)")
 #: The step the line names: ``at iteration=2137``, ``iteration 12``, ``step 40``.
 STEP = re.compile(r"\b(?:iteration|iter|step)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 

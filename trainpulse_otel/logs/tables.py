@@ -23,6 +23,7 @@ CELL_GAP = re.compile(r"\s{2,}|\t")
 HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
 #: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``).
 ROW_CELL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$")
+NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: Columns that count the steps or the epochs.
 STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
 EPOCH_COLUMNS = ("epoch", "e")
@@ -46,7 +47,7 @@ class Table:
             if ROW_CELL.match(cell) is None:
                 return None
             values[column] = _value(cell)
-        step = _step(self.columns, cells, values)
+        step = _step(self.columns, values)
         loss = _loss(values)
         if step is None or loss is None:
             return None
@@ -68,16 +69,16 @@ def table_header(text: str) -> Table | None:
 
 
 def _value(cell: str) -> float:
-    number = re.match(r"[-+]?[\d.]+(?:[eE][-+]?\d+)?", cell)
+    number = NUMBER.match(cell)
     return float(number[0]) if number else math.nan
 
 
-def _step(columns: tuple[str, ...], cells: list[str], values: dict[str, float]) -> int | None:
+def _step(columns: tuple[str, ...], values: dict[str, float]) -> int | None:
     """The row's step: a step column, else its epoch (``1/20``: epoch 1)."""
     for names in (STEP_COLUMNS, EPOCH_COLUMNS):
-        for column, cell in zip(columns, cells, strict=False):
+        for column in columns:
             if column in names and math.isfinite(values[column]) and values[column] == int(values[column]):
-                return int(values[column]) if "/" not in cell else int(cell.split("/", 1)[0])
+                return int(values[column])  # ``1/20``: its number before the total
     return None
 
 
