@@ -215,3 +215,12 @@ def test_a_plugin_that_crashes_or_returns_junk_is_a_400_and_logged(serve_app, ca
             answer = json.loads(raw)
             assert status == 400 and f"'{name}'" in answer["error"], answer
     assert "ZeroDivisionError" in caplog.text and "returned int" in caplog.text
+
+
+def test_log_text_with_garbled_numbers_is_read_for_what_it_says_never_a_500(served):
+    garbled = b"[Rank 0] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: ..., reducing to ...\n"
+    status, _, raw = served.send("POST", "/v1/framework?name=deepspeed", garbled, TEXT)
+    answer = json.loads(raw)
+    assert status == 202 and answer["sample"]["skipped_steps"] == 1 and "loss_scale" not in answer["sample"]
+    status, _, raw = served.send("POST", "/v1/framework?name=deepspeed", b"1/2000, SamplesPerSec=...\n", TEXT)
+    assert status == 400 and "no DeepSpeed throughput" in json.loads(raw)["error"]
