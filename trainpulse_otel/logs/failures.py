@@ -166,7 +166,7 @@ class FailureScanner:
         begin but that no form reads is held, to be read with the next line (``join``)."""
         if "NCCL INFO" in text:
             return self._retry(text) if "retrying" in text else None
-        if MARKS.search(text) is None:  # no handler's words: the common case, one search
+        if not _marked(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
                 return []
             if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
@@ -373,5 +373,10 @@ def _warn(text: str) -> bool:
     return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
 
 
-#: Every handler's words in one pattern: a line holding none is no failure line of one (one search per line).
-MARKS = re.compile("|".join(re.escape(mark) for marks, _ in FailureScanner._handlers for mark in marks))
+#: Every handler's words: a line holding none is no failure line of one. Substring tests, not one alternation:
+#: CPython's regex tries every branch at every position, 2.5x slower on a 300-character iteration line.
+MARKS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for mark in marks))
+
+
+def _marked(text: str) -> bool:
+    return any(mark in text for mark in MARKS)

@@ -70,10 +70,11 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
     either order, then a glog prefix; each None when absent."""
     rank = when = None
+    maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
     for _ in range(2):
-        if rank is None and (match := RANK_PREFIX.match(text)):
+        if rank is None and maybe_rank and (match := RANK_PREFIX.match(text)):
             rank, text = int(match[1] or match[2]), text[match.end() :]
-        elif when is None and (match := TIME_PREFIX.match(text)):
+        elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
             if text[:1] == " " and (tag := CRI_TAG.match(text)):
                 text = text[tag.end() :]
