@@ -71,10 +71,11 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     settings = settings_of(args)
     configure(settings)
     errors: dict[str, list] = {}
-    stepper = open_replay(settings, words_only=args.framework is not None or not any(map(is_trace_file, args.files)))
-    stepper.series = series
     accounts: list[LogAccount] = []
     try:
+        logs_only = args.framework is not None or not any(map(is_trace_file, args.files))
+        stepper = open_replay(settings, words_only=logs_only)  # a log alone cannot support some signals
+        stepper.series = series
         result = replay(
             records(args.files, args.framework, errors, settings, accounts), stepper, interval_s=settings.interval
         )
