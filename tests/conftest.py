@@ -24,6 +24,22 @@ from trainpulse_otel.runtime.plugins import AUTOLOAD_ENV
 # the machine must not change what the suite sees (tests that need one opt in).
 os.environ.setdefault(AUTOLOAD_ENV, "1")
 
+#: Where every test runs a real framework or a multi-process job: marked ``jobs`` (the quick tier leaves them out).
+JOBS_DIR = os.path.join(os.path.dirname(__file__), "integrations")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if str(item.path).startswith(JOBS_DIR):
+            item.add_marker(pytest.mark.jobs)
+
+
+def pytest_ignore_collect(collection_path: Any, config: pytest.Config) -> bool | None:
+    """A run that leaves ``jobs`` out does not even import their modules (PyTorch's import is seconds a worker)."""
+    if "not jobs" in (config.option.markexpr or "") and str(collection_path).startswith(JOBS_DIR):
+        return True
+    return None
+
 
 @dataclass
 class Served:

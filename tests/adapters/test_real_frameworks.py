@@ -8,13 +8,18 @@ run, so their output is covered by the recorded fixtures instead.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
+#: Real PyTorch, imported by each test (not at collection: the quick tier collects this module and leaves it out).
+pytestmark = [
+    pytest.mark.jobs,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"),
+]
 
 JSON = {"Content-Type": "application/json"}
 
@@ -28,6 +33,8 @@ def post(served, name: str, payload: dict, query: str = "") -> tuple[int, dict]:
 
 
 def _hf_run(tmp_path):
+    import torch
+
     transformers = pytest.importorskip("transformers")
 
     class Recorder(transformers.TrainerCallback):
@@ -132,6 +139,8 @@ def test_real_fabric_throughput_keys(served):
 
 
 def _lightning_run(tmp_path) -> list[tuple[int, dict]]:
+    import torch
+
     pl = pytest.importorskip("lightning.pytorch")
     from lightning.pytorch.callbacks import LearningRateMonitor, ThroughputMonitor
     from lightning.pytorch.loggers import Logger

@@ -9,6 +9,7 @@ multi-rank job is tests/integrations/flight_recorder.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import pickle
@@ -27,7 +28,11 @@ from trainpulse_otel.logs.flight_analysis import analyse, details, events, messa
 from trainpulse_otel.logs.flight_recorder import DumpError, parse_dump, rank_of
 from trainpulse_otel.samples import WATCHDOG_TIMEOUT, parse_log_event
 
-pytest.importorskip("torch")
+#: A real torch process writes the dumps (not imported here: the quick tier collects this module and leaves it out).
+pytestmark = [
+    pytest.mark.jobs,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"),
+]
 
 #: One rank, four all-reduces, its dump written both ways.
 ONE_RANK_JOB = """
