@@ -177,3 +177,18 @@ def test_no_module_docstring_runs_past_its_bound():
             if lines > MAX_DOCSTRING_LINES:
                 long.append(f"{name} ({lines} lines)")
     assert long == [], f"module docstrings past {MAX_DOCSTRING_LINES} lines (move the method to docs/): {long}"
+
+
+def test_no_test_module_imports_another():
+    """What tests share lives in conftest.py (fixtures) or a helper module beside them, never in a test module:
+    importing one runs its module-level code and collects nothing, and its tests' order starts to matter."""
+    tests = Path(__file__).resolve().parent
+    offenders = []
+    for path in sorted(tests.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if any(part.startswith("test_") for name in names for part in name.split(".")):
+                offenders.append(f"{path.relative_to(tests)}:{node.lineno}")
+    assert offenders == []

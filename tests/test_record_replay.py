@@ -6,54 +6,12 @@ import json
 import pytest
 
 from tests import parts
-from trainpulse_otel.collect.base import Collected
+from tests.recording import recording_engine, training_report
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
 from trainpulse_otel.runtime.collection import YOUNG_THRESHOLD, rare_cycle_collection
 from trainpulse_otel.runtime.replay import group_ticks, replay
-from trainpulse_otel.samples import GpuSample, HostSample, RankSample, TrainingSample
-
-
-class ScriptedCollector:
-    """Varying GPU and host samples, one set per tick."""
-
-    name = "scripted"
-
-    def collect(self, now: float) -> Collected:
-        k = int(now) % 7
-        gpus = tuple(
-            GpuSample(
-                index=i,
-                utilization_percent=90.0 + k + i / 8,
-                temperature_celsius=60.0 + k,
-                sm_clock_mhz=1980.0 - 10 * k,
-                throttle_reasons=("gpu_idle",) if k == 3 else (),
-            )
-            for i in range(4)
-        )
-        return Collected(gpus=gpus, host=HostSample(cpu_percent=10.0 + k, memory_available_bytes=10**9 + k))
-
-    def close(self) -> None:
-        pass
-
-
-def _training(step: int) -> TrainingSample:
-    return TrainingSample(
-        global_step=step,
-        step_time_ms=1000.0 + step,
-        model_name="m",
-        ranks=tuple(RankSample(rank=r, gpu_index=r, step_time_ms=990.0 + r + step) for r in range(4)),
-    )
-
-
-def recording_engine(path, clock: list[float], **settings):
-    """An engine with the scripted collector recording to ``path``, its clock ``clock[0]`` (the test moves it)."""
-    return parts.engine(
-        Settings(record=str(path), **settings),
-        collectors=[ScriptedCollector()],
-        mode="scripted",
-        clock=lambda: clock[0],
-    )
+from trainpulse_otel.samples import HostSample, RankSample, TrainingSample
 
 
 def _record(tmp_path, ticks=40):
@@ -63,7 +21,7 @@ def _record(tmp_path, ticks=40):
     frames = []  # each tick's whole frame (the window keeps older ones as their history record)
     for i in range(ticks):
         if i % 3 == 0:  # training reports arrive every third tick, between ticks
-            engine.ingest(_training(i))
+            engine.ingest(training_report(i))
         engine.tick()
         frames.append(engine.window.latest)
         clock[0] += 1.0
@@ -162,7 +120,7 @@ def test_a_recorded_hang_keeps_its_heartbeats_and_replays_to_the_same_stall(tmp_
     live = []
     for i in range(80):
         if i < 20:
-            engine.ingest(_training(i))
+            engine.ingest(training_report(i))
         else:  # rank 2 stuck in its data loader at step 19, the others inside the all-reduce: heartbeats only
             phases = {r: "data" if r == 2 else "all_reduce" for r in range(4)}
             beats = tuple(

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from tests import parts
 from tests.diagnose.builders import T0
-from tests.diagnose.test_job_view import HOT, node_reports
+from tests.diagnose.jobs import HOT, node_reports
 from trainpulse_otel.collect.trace import TraceError, encode_line, read_trace
 from trainpulse_otel.config import Settings
 from trainpulse_otel.samples import GpuSample, XidCount

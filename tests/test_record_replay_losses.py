@@ -7,7 +7,7 @@ import json
 import math
 
 from tests import parts
-from tests.test_record_replay import recording_engine
+from tests.recording import recording_engine
 from trainpulse_otel.collect.trace import read_trace
 from trainpulse_otel.runtime.replay import replay
 from trainpulse_otel.samples import TrainingSample

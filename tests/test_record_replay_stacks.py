@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests import parts
-from tests.test_record_replay import _training, recording_engine
+from tests.recording import recording_engine, training_report
 from trainpulse_otel.collect.trace import read_trace
 from trainpulse_otel.runtime.replay import replay
 from trainpulse_otel.samples import RankSample, StackFrame, TrainingSample
@@ -22,7 +22,7 @@ def test_replay_reproduces_the_stacks_of_the_live_frames(tmp_path):
     live = []
     for i in range(12):
         if i == 0:
-            engine.ingest(_training(i))
+            engine.ingest(training_report(i))
         if 2 <= i < 8:  # rank 2 stuck in data, its stack on every heartbeat; rank 1 waiting, no stack yet
             engine.ingest(_beat(2, "data", STACK))
             engine.ingest(_beat(1, "all_reduce"))

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.actions.test_action_runs import raised, runner
+from tests.actions.runs import raised, runner
 from tests.exports.receivers import free_port
-from tests.exports.test_alertmanager import ALERTMANAGER, Webhook, start
-from tests.exports.test_prometheus_server import _poll, _ready
+from tests.exports.servers import ALERTMANAGER, Webhook, poll, ready, start
 
 pytestmark = [
     pytest.mark.e2e,
@@ -39,7 +38,7 @@ def test_a_command_action_pages_through_real_alertmanager(tmp_path):
         tmp_path / "alertmanager.log", tmp_path,
     )  # fmt: skip
     try:
-        assert _poll(lambda: _ready(f"http://{address}"), timeout=30), (tmp_path / "alertmanager.log").read_text()
+        assert poll(lambda: ready(f"http://{address}"), timeout=30), (tmp_path / "alertmanager.log").read_text()
         page = [sys.executable, "-m", "trainpulse_otel.actions.alertmanager", f"http://{address}"]
         run, counts = runner({"on": {"signal": "*", "severity": "critical"}, "run": page, "name": "page"})
         run.offer(raised(1_764_400_000.0, rank=3, severity="critical"), 1_764_400_000.0)
@@ -49,7 +48,7 @@ def test_a_command_action_pages_through_real_alertmanager(tmp_path):
         def paged() -> list[dict[str, Any]]:
             return [a for a in webhook.alerts() if a["labels"]["alertname"] == "TrainPulseSignalRaised"]
 
-        alerts = _poll(paged, timeout=30)
+        alerts = poll(paged, timeout=30)
         assert alerts, (tmp_path / "alertmanager.log").read_text()
         labels = alerts[0]["labels"]
         assert labels == {

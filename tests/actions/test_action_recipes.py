@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.actions.test_action_runs import raised, runner
+from tests.actions.runs import raised, runner
 from trainpulse_otel.actions import check_actions
 from trainpulse_otel.config import load_settings
 from trainpulse_otel.diagnose import Diagnosis, PipelineResult, Signal, Transition

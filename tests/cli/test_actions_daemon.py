@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from tests.actions.probe import probe, told
-from tests.cli.test_sim_daemon import SimDaemon
+from tests.cli.daemons import SimDaemon
 from tests.exports.receivers import wait_until
 
 pytestmark = pytest.mark.e2e

@@ -12,42 +12,17 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.cli.test_sim_daemon import SimDaemon
-from tests.collect.test_follow import MEGATRON, NAN_ITERATIONS, WATCHDOG
-from tests.exports.receivers import wait_until
+from tests.cli.daemons import PROMISED_S, FollowDaemon
+from tests.collect.follow_lines import MEGATRON, NAN_ITERATIONS, WATCHDOG
 
 pytestmark = pytest.mark.e2e
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 #: The old form of NCCL's watchdog line, rank 3 of eight V100s (tests/fixtures/logs/SOURCES.md).
 OLD_WATCHDOG = (FIXTURES / "failures" / "2022_old_form_eight_v100.txt").read_text().splitlines()[1]
-PROMISED_S = 5.0
-
-
-class FollowDaemon(SimDaemon):
-    """``trainpulse daemon -mode none -follow PATTERNS``: a daemon that only reads logs."""
-
-    def __init__(self, *patterns: Path | str, flags: tuple[str, ...] = ()) -> None:
-        super().__init__("-follow", ",".join(str(p) for p in patterns), *flags, mode="none")
-
-    def reading(self, path: Path, timeout: float = 20.0) -> None:
-        """Wait until the daemon has opened ``path`` (lines written before that are history, not news)."""
-        if not wait_until(lambda: any(f"reading {path} from" in line for line in self.lines), timeout=timeout):
-            raise AssertionError(f"the daemon did not open {path}: {self.lines}")
-
-    def signal_within(self, name: str, seconds: float = PROMISED_S) -> tuple[dict[str, Any], float]:
-        """The signal ``name`` and how long after now it appeared in ``/v1/snapshot``."""
-        began = time.monotonic()
-        snap = self.snapshot_when(lambda s: any(g["name"] == name for g in s["diagnosis"]["signals"]), seconds)
-        return next(g for g in snap["diagnosis"]["signals"] if g["name"] == name), time.monotonic() - began
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.cli.test_sim_daemon import SimDaemon, start  # noqa: F401 (the fixture)
+from tests.cli.daemons import SimDaemon
 from tests.exports.receivers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +36,7 @@ def node_env(endpoint: str, protocol: str) -> dict[str, str]:
     }
 
 
-def test_four_node_daemons_make_one_job_whose_fault_and_lost_node_are_named(start):  # noqa: F811
+def test_four_node_daemons_make_one_job_whose_fault_and_lost_node_are_named(start):
     job = start("-interval", "500ms", "-otlp-grpc-addr", "127.0.0.1:0", mode="none")
     assert wait_until(lambda: job.logged("OTLP/gRPC receiver listening on"))
     grpc_port = next(m.group(1) for line in job.lines if (m := GRPC_LISTENING.search(line)))

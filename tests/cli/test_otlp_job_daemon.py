@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from tests.cli.test_sim_daemon import SimDaemon, start  # noqa: F401 (the fixture)
+from tests.cli.daemons import SimDaemon
 from tests.exports.receivers import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +24,7 @@ GRPC_LISTENING = re.compile(r"OTLP/gRPC receiver listening on \S+:(\d+)")
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
-def test_a_node_daemons_otlp_export_reaches_the_job_daemons_view(start, protocol):  # noqa: F811
+def test_a_node_daemons_otlp_export_reaches_the_job_daemons_view(start, protocol):
     job = start("-interval", "250ms", "-otlp-grpc-addr", "127.0.0.1:0", mode="none")
     assert wait_until(lambda: job.logged("OTLP/gRPC receiver listening on"))
     grpc_port = next(GRPC_LISTENING.search(line).group(1) for line in job.lines if GRPC_LISTENING.search(line))

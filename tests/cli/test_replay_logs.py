@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.logs.test_log_reader import WATCHDOG, iteration
+from tests.logs.lines import WATCHDOG, iteration
 
 TRAINPULSE = [sys.executable, "-m", "trainpulse_otel"]
 

@@ -8,100 +8,15 @@ the daemon's virtual-time warm-up puts before its first answer.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import signal
 import statistics
-import subprocess
-import sys
-import threading
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tests.exports.receivers import wait_until
+from tests.cli.daemons import SimDaemon
 
 pytestmark = pytest.mark.e2e
-
-LISTENING = re.compile(r"API listening on (http://\S+)")
-
-
-class SimDaemon:
-    """A running ``trainpulse daemon -mode sim`` (or another ``mode``): its URL, its log lines, a tiny JSON client.
-
-    ``env``: variables on top of a clean environment (no ``OTEL_*``/``TRAINPULSE_*`` of the test run's own).
-    """
-
-    def __init__(self, *flags: str, mode: str = "sim", env: dict[str, str] | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRAINPULSE_"))} | (env or {})
-        env["TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        argv = [sys.executable, "-m", "trainpulse_otel", "daemon", "-mode", mode, "-addr", "127.0.0.1:0", *flags]
-        self.proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""
-        threading.Thread(target=self._read_log, daemon=True).start()
-        if not wait_until(lambda: bool(self.url) or self.proc.poll() is not None, timeout=60):
-            raise AssertionError(f"the daemon did not start its API: {self.lines}")
-        assert self.url, self.lines
-
-    def _read_log(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line)
-            match = LISTENING.search(line)
-            if match:
-                self.url = match.group(1)
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(self.url + path, timeout=10) as resp:
-            return json.load(resp)
-
-    def post(self, path: str, body: dict[str, Any]) -> int:
-        req = urllib.request.Request(
-            self.url + path, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status
-
-    def snapshot_when(self, ready: Callable[[dict[str, Any]], bool], timeout: float = 20.0) -> dict[str, Any]:
-        """The first snapshot that is ``ready``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            snap = self.get("/v1/snapshot")
-            if ready(snap):
-                return snap
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no ready snapshot within {timeout}s; the last: {snap}")
-            time.sleep(0.1)
-
-    def logged(self, text: str) -> bool:
-        return any(text in line for line in self.lines)
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-@pytest.fixture
-def start() -> Iterator[Callable[..., SimDaemon]]:
-    """Start sim daemons with extra flags; each is stopped at the end of the test."""
-    daemons: list[SimDaemon] = []
-
-    def run(*flags: str, **options: Any) -> SimDaemon:
-        daemons.append(SimDaemon(*flags, **options))
-        return daemons[-1]
-
-    yield run
-    for daemon in daemons:
-        daemon.stop()
 
 
 REAL_REPORT = {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from functools import cache
 from itertools import pairwise
 
 import pytest
 
+from tests.collect.sim_runs import START, run, ticks, training
 from trainpulse_otel.collect.base import Collected, Collector
 from trainpulse_otel.collect.sim import (
     GPU_MEMORY_BYTES,
@@ -28,25 +28,6 @@ from trainpulse_otel.samples import (
     parse_training,
     to_dict,
 )
-
-START = 1764400000.0
-Run = tuple[tuple[float, Collected], ...]
-
-
-@cache
-def run(name: str, seconds: float | None = None, seed: int = 0) -> Run:
-    """One scenario sampled once a second for its evaluation duration (cached across tests)."""
-    node = SimulatedNode(name, seed=seed, start_ts=START)
-    end = SCENARIOS[name].duration_s if seconds is None else seconds
-    return tuple((float(t), node.sample(float(t))) for t in range(int(end)))
-
-
-def training(samples: Run, lo: float = 0.0, hi: float = float("inf")) -> list[TrainingSample]:
-    return [c.training for t, c in samples if lo <= t < hi and c.training is not None]
-
-
-def ticks(samples: Run, lo: float = 0.0, hi: float = float("inf")) -> list[Collected]:
-    return [c for t, c in samples if lo <= t < hi]
 
 
 def median(values) -> float:

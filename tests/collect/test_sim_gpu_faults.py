@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.collect.test_sim import run, ticks, training
+from tests.collect.sim_runs import run, ticks, training
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 
 

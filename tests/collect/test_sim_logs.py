@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.collect.test_sim import START, run, ticks, training
+from tests.collect.sim_runs import START, run, ticks, training
 from trainpulse_otel.collect.sim import GPU_MEMORY_BYTES, SimulatedNode
 from trainpulse_otel.collect.sim.console import BUCKET_ELEMENTS, LOGITS_BYTES
 from trainpulse_otel.collect.sim.job import IB_GIVE_UP_S

@@ -6,24 +6,12 @@ import logging
 import os
 from pathlib import Path
 
+from tests.collect.tailing import Clock, write
 from trainpulse_otel.collect.tail import Limits, Tailer, TailLine
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def tailer(*patterns: Path | str, clock: Clock | None = None, **limits: int | float) -> Tailer:
     return Tailer([str(p) for p in patterns], Limits(**limits), clock or Clock())
-
-
-def write(path: Path, text: str) -> None:
-    with path.open("a") as fh:
-        fh.write(text)
 
 
 def texts(lines: list[TailLine]) -> list[str]:

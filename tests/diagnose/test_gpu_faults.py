@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.diagnose.builders import T0, Harness, job
-from tests.diagnose.test_rootcause import TS, causes, node, sig, straggler
+from tests.diagnose.evidence import TS, causes, node, sig, straggler
 from trainpulse_otel.diagnose import VOCABULARY
 from trainpulse_otel.diagnose.correlate import Evidence
 from trainpulse_otel.diagnose.detectors.gpu_faults import GpuHardwareFault

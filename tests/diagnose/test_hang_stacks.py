@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.diagnose.builders import T0, Harness, job
-from tests.diagnose.test_stall import heartbeat_frame
+from tests.diagnose.frames import heartbeat_frame
 from trainpulse_otel.diagnose.correlate import Evidence
 from trainpulse_otel.diagnose.detectors.stall import TrainingStalled
 from trainpulse_otel.diagnose.rootcause.hang import rank_hang

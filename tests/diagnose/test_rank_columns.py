@@ -9,7 +9,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.diagnose.test_straggler import healthy, report, slow
+from tests.diagnose.frames import healthy, report, slow
 from trainpulse_otel.diagnose.detectors import RankStraggler, columns
 from trainpulse_otel.diagnose.detectors.columns import UNKNOWN
 from trainpulse_otel.diagnose.tick import TickBuilder

@@ -7,6 +7,7 @@ from functools import cache
 
 from tests import parts
 from tests.diagnose.builders import T0, Harness, job
+from tests.diagnose.frames import heartbeat_frame
 from trainpulse_otel.collect.sim.scenarios import SCENARIOS
 from trainpulse_otel.collect.trace import TraceRecord
 from trainpulse_otel.diagnose import VOCABULARY
@@ -93,16 +94,6 @@ def test_the_hang_is_rank_hang_badput_not_a_wait_or_compute():
 
 
 # ------------------------------------------------------------------ hand-built frames
-
-
-def heartbeat_frame(t: float, step: int, phases: dict[int, str], since: float, **frame: object) -> Frame:
-    """A frame whose job-level report stopped at ``step`` and whose ranks beat in ``phases``."""
-    base = job(t, training={"global_step": step, "timestamp": T0}, **frame)  # the same report, repeated
-    ranks = tuple(
-        replace(r, global_step=step, phase=phases.get(r.rank, "all_reduce"), phase_since=T0 + since)
-        for r in base.training.ranks
-    )
-    return replace(base, training=replace(base.training, ranks=ranks))
 
 
 def stalled_run(frames: list[Frame]) -> Harness:

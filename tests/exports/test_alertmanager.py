@@ -10,19 +10,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.exports.receivers import free_port
-from tests.exports.test_prometheus_server import _poll, _ready, _wait_for_line
+from tests.exports.servers import ALERTMANAGER, Webhook, poll, ready, start, wait_for_line
 
 PROMETHEUS = shutil.which("prometheus")
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 CONFIG = Path(__file__).resolve().parents[2] / "collector_config"
 RULES = CONFIG / "prometheus" / "alerts.yml"
 ROUTES = CONFIG / "alertmanager" / "alertmanager.yml"
@@ -35,30 +32,6 @@ pytestmark = [
         reason="Debian's prometheus and prometheus-alertmanager are not installed (.ci/run installs them)",
     ),
 ]
-
-
-class Webhook:
-    """Alertmanager's webhook receiver: every notification body it was sent."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict[str, Any]] = []
-        received = self.bodies
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *_args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def alerts(self) -> list[dict[str, Any]]:
-        return [alert for body in self.bodies for alert in body["alerts"]]
 
 
 def test_the_shipped_routes_pass_amtool():
@@ -78,14 +51,10 @@ def straggler_daemon() -> Iterator[str]:
         [sys.executable, "-m", "trainpulse_otel", *argv], env=env, stderr=subprocess.PIPE, text=True
     )
     try:
-        yield _wait_for_line(proc, r"API listening on http://(\S+)")
+        yield wait_for_line(proc, r"API listening on http://(\S+)")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=15)
-
-
-def start(argv: list[str], log: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=cwd)
 
 
 def test_a_critical_signal_pages_through_real_alertmanager_naming_signal_host_and_rank(straggler_daemon, tmp_path):
@@ -118,7 +87,7 @@ def test_a_critical_signal_pages_through_real_alertmanager_naming_signal_host_an
         tmp_path / "prometheus.log", tmp_path,
     )  # fmt: skip
     try:
-        assert _poll(lambda: _ready(f"http://{am_address}"), timeout=30), (tmp_path / "alertmanager.log").read_text()
+        assert poll(lambda: ready(f"http://{am_address}"), timeout=30), (tmp_path / "alertmanager.log").read_text()
 
         def paged() -> list[dict[str, Any]]:  # the straggler's own alert (sync_imbalance, job-level, pages too)
             return [
@@ -127,7 +96,7 @@ def test_a_critical_signal_pages_through_real_alertmanager_naming_signal_host_an
                 if a["labels"]["alertname"] == "TrainPulseSubjectCritical" and a["labels"]["signal"] == "rank_straggler"
             ]
 
-        alerts = _poll(paged, timeout=60)
+        alerts = poll(paged, timeout=60)
         assert alerts, (tmp_path / "prometheus.log").read_text()[-2000:]
         labels = {k: v for k, v in alerts[0]["labels"].items() if k in ("signal", "hostname", "rank", "severity")}
         assert labels == {"signal": "rank_straggler", "hostname": "node-000", "rank": "5", "severity": "critical"}

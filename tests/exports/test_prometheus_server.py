@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.exports.receivers import free_port
+from tests.exports.servers import poll, ready, wait_for_line
 from trainpulse_otel.diagnose import SIGNALS
 
 PROMETHEUS = shutil.which("prometheus")
@@ -55,7 +54,7 @@ def daemon() -> Iterator[str]:
         text=True,
     )
     try:
-        yield _wait_for_line(proc, r"API listening on (http://\S+)")
+        yield wait_for_line(proc, r"API listening on (http://\S+)")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -93,7 +92,7 @@ def prometheus(tmp_path: Path, daemon: str) -> Iterator[str]:
     )
     url = f"http://{address}"
     try:
-        assert _poll(lambda: _ready(url), timeout=60), (tmp_path / "prometheus.log").read_text()
+        assert poll(lambda: ready(url), timeout=60), (tmp_path / "prometheus.log").read_text()
         yield url
     finally:
         proc.terminate()
@@ -106,12 +105,12 @@ def prometheus(tmp_path: Path, daemon: str) -> Iterator[str]:
 
 
 def test_prometheus_scrapes_health_and_all_eight_gpus(prometheus):
-    health = _poll(lambda: _query(prometheus, "trainpulse_health_score"), timeout=60)
+    health = poll(lambda: _query(prometheus, "trainpulse_health_score"), timeout=60)
     assert health, "Prometheus never stored trainpulse_health_score"
     [series] = health
     assert series["metric"]["job"] == "trainpulse" and 0 <= float(series["value"][1]) <= 100
     assert series["metric"]["status"] in ("healthy", "degraded", "critical")
-    gpus = _poll(lambda: _nonempty_if(_query(prometheus, "trainpulse_gpu_utilization_percent"), 8), timeout=30)
+    gpus = poll(lambda: _nonempty_if(_query(prometheus, "trainpulse_gpu_utilization_percent"), 8), timeout=30)
     assert sorted(int(s["metric"]["gpu_index"]) for s in gpus) == list(range(8))
     assert all(0 <= float(s["value"][1]) <= 100 for s in gpus)
     signals = _query(prometheus, "trainpulse_signal_active")
@@ -126,7 +125,7 @@ def test_prometheus_loads_and_evaluates_the_alert_rules(prometheus):
         rules = [rule for group in groups for rule in group["rules"]]
         return rules if rules and all(rule.get("lastEvaluation", "").startswith("2") for rule in rules) else []
 
-    rules = _poll(evaluated, timeout=30)
+    rules = poll(evaluated, timeout=30)
     assert {rule["name"] for rule in rules} >= {
         "TrainPulseSignalCritical",
         "TrainPulseSignalActive",
@@ -137,26 +136,6 @@ def test_prometheus_loads_and_evaluates_the_alert_rules(prometheus):
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        match = re.search(pattern, line)
-        if match:
-            return match.group(1)
-        if not line and proc.poll() is not None:
-            break
-    raise AssertionError(f"the daemon never logged {pattern!r}")
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError):
-        return False
 
 
 def _api(url: str, path: str) -> Any:
@@ -173,13 +152,3 @@ def _query(url: str, promql: str) -> list[dict[str, Any]]:
 
 def _nonempty_if(result: list, size: int) -> list:
     return result if len(result) == size else []
-
-
-def _poll(probe: Any, timeout: float, step: float = 0.5) -> Any:
-    """Call ``probe`` until it returns something truthy, or the timeout passes; return the last answer."""
-    deadline = time.monotonic() + timeout
-    answer = probe()
-    while not answer and time.monotonic() < deadline:
-        time.sleep(step)
-        answer = probe()
-    return answer

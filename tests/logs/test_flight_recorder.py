@@ -13,7 +13,6 @@ import importlib.util
 import json
 import os
 import pickle
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.exports.receivers import free_port
 from trainpulse_otel.cli import main
 from trainpulse_otel.collect.flight_recorder import SCAN_S, FlightRecorderCollector, is_dump
 from trainpulse_otel.logs import flight_recorder
@@ -44,12 +44,6 @@ for _ in range(4):
 open(sys.argv[2] + "pickle_rank_0", "wb").write(torch._C._distributed_c10d._dump_fr_trace())
 open(sys.argv[2] + "json_rank_0", "wb").write(torch._C._distributed_c10d._dump_fr_trace_json())
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

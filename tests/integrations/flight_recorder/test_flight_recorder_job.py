@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_sim_daemon import SimDaemon
-from tests.logs.test_flight_recorder import free_port
+from tests.cli.daemons import SimDaemon
+from tests.exports.receivers import free_port
 from trainpulse_otel.logs.flight_analysis import analyse
 from trainpulse_otel.logs.flight_recorder import parse_dump
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_follow_daemon import PROMISED_S, FollowDaemon
+from tests.cli.daemons import PROMISED_S, FollowDaemon
 from tests.exports.receivers import wait_until
 
 pytest.importorskip("torch")  # the job's, in its own processes

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.integrations.monitor.gloo_job import run_job
-from tests.integrations.monitor.test_gloo_hang import MAX_DETECTION_S, events
+from tests.integrations.monitor.hangs import MAX_DETECTION_S, events
 
 #: A real multi-process job whose timing is what is judged: run alone, after the parallel pass (scripts/test).
 pytestmark = pytest.mark.serial

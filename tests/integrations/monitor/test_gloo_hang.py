@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integrations.monitor.gloo_job import run_job
+from tests.integrations.monitor.hangs import MAX_DETECTION_S, events
 
 #: A real multi-process job whose timing is what is judged: run alone, after the parallel pass (scripts/test).
 pytestmark = pytest.mark.serial
@@ -22,19 +23,6 @@ pytestmark = pytest.mark.serial
 pytest.importorskip("torch")
 
 WORLD, HANG_RANK, HANG_AFTER_S, HANG_S = 3, 2, 6.0, 40.0
-#: The issue's figure: the stall named within 45 s of the block (its own definition is 30 s without a step).
-MAX_DETECTION_S = 45.0
-
-
-def events(result: dict, event: str, name: str) -> list[dict]:
-    key = "cause" if event == "top_cause" else "signal"
-    return [e for e in result["timeline"] if e["event"] == event and e.get(key) == name]
-
-
-def received(result: dict, rank: int, at_s: float) -> int:
-    """Heartbeats rank 0 had received from ``rank`` by ``at_s`` seconds into the run."""
-    seen = [h["received"].get(str(rank), 0) for h in result["heartbeats"] if h["t"] <= at_s]
-    return seen[-1] if seen else 0
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +37,12 @@ def result(tmp_path_factory):
         hang_s=HANG_S,
         heartbeat_s=1.0,
     )
+
+
+def received(result: dict, rank: int, at_s: float) -> int:
+    """Heartbeats rank 0 had received from ``rank`` by ``at_s`` seconds into the run."""
+    seen = [h["received"].get(str(rank), 0) for h in result["heartbeats"] if h["t"] <= at_s]
+    return seen[-1] if seen else 0
 
 
 def test_the_stall_is_raised_within_45_s_naming_the_blocked_rank(result):

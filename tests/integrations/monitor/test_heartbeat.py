@@ -7,21 +7,12 @@ import json
 import threading
 import time
 
-from tests.integrations.monitor.test_sender import Recorder
+from tests.integrations.monitor.fakes import FakeStore, Recorder, wait_for
 from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.monitor import heartbeat
 from trainpulse_otel.integrations.monitor.distributed import World
 from trainpulse_otel.integrations.monitor.heartbeat import StoreChannel
 from trainpulse_otel.samples import RankSample
-
-
-def wait_for(predicate, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def heartbeats(daemon: Recorder) -> list[dict]:
@@ -102,22 +93,6 @@ def test_data_loader_waits_and_phases_set_the_phase_and_restore_it():
     finally:
         monitor.close()
     assert state.beat().phase == "idle"
-
-
-class FakeStore:
-    """The two calls of ``torch.distributed.Store`` the channel uses, plus set."""
-
-    def __init__(self) -> None:
-        self.data: dict[str, bytes] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.data[key] = value.encode()
-
-    def check(self, keys: list[str]) -> bool:
-        return all(k in self.data for k in keys)
-
-    def multi_get(self, keys: list[str]) -> list[bytes]:
-        return [self.data[k] for k in keys]
 
 
 def test_the_store_channel_forwards_fresh_heartbeats_counts_them_and_drops_stale_or_malformed_ones(monkeypatch):

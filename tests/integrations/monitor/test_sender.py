@@ -2,60 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
-import json
 import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from waitress.server import create_server
 
+from tests.integrations.monitor.fakes import Recorder
 from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.monitor.sender import RestSender
 
 pytestmark = pytest.mark.e2e
-
-
-class Recorder:
-    """A real WSGI server that records each request and answers with ``respond``."""
-
-    def __init__(self, respond: Callable[[dict], tuple[str, bytes]]) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self._respond = respond
-        self._server = create_server(self._app, host="127.0.0.1", port=0, threads=2)
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.effective_port}"
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):
-            self._server.run()
-
-    def _app(self, environ, start_response):
-        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        request = {
-            "path": environ["PATH_INFO"],
-            "auth": environ.get("HTTP_AUTHORIZATION"),
-            "json": json.loads(body or b"null"),
-        }
-        self.requests.append(request)
-        status, answer = self._respond(request)
-        start_response(status, [("Content-Type", "application/json")])
-        return [answer]
-
-    def __enter__(self) -> Recorder:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.trigger.pull_trigger(self._server.close)
-        self._thread.join(5)
-        self._server.task_dispatcher.shutdown()
 
 
 def closed_port() -> int:

@@ -6,7 +6,7 @@ import sys
 import threading
 import time
 
-from tests.integrations.monitor.test_heartbeat import FakeStore, wait_for
+from tests.integrations.monitor.fakes import FakeStore, wait_for
 from trainpulse_otel import TrainingMonitor
 from trainpulse_otel.integrations.monitor import stack
 from trainpulse_otel.integrations.monitor.distributed import World

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from tests.integrations.monitor.test_torch_loop import VOCAB, TinyLM, batches  # noqa: E402 - after the guard
+from tests.integrations.monitor.tiny_lm import VOCAB, TinyLM, batches  # noqa: E402 - after the guard
 from trainpulse_otel import TrainingMonitor  # noqa: E402 - after the importorskip guard
 from trainpulse_otel.integrations.torch import batch_stats  # noqa: E402 - after the importorskip guard
 
