@@ -84,3 +84,8 @@ def test_every_cause_spec_and_its_meaning_and_remediation_are_documented(name):
 @pytest.mark.parametrize("key", [o.key for o in OPTIONS])
 def test_every_settings_key_is_in_the_configuration_table(key):
     assert f"\n| `{key}` |" in CONFIGURATION
+
+
+def test_every_count_of_the_thresholds_in_the_docs_is_the_vocabulary_s():
+    counts = {int(n) for n in re.findall(r"\b(\d+) thresholds\b", SIGNALS + CONFIGURATION)}
+    assert counts <= {len(VOCABULARY.knobs)}, f"the docs count {sorted(counts)}, the code {len(VOCABULARY.knobs)}"

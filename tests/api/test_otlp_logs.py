@@ -282,3 +282,13 @@ def test_a_nan_line_beside_the_nan_loss_the_sdk_reported_is_one_nonfinite_loss(s
     assert post(served, log_request([NAN_ITERATION]).SerializeToString(), PROTOBUF)[0] == 200
     found = [s for s in diagnosis(served)["signals"] if s["name"] == "nonfinite_loss"]
     assert len(found) == 1 and found[0]["subject"] == {}
+
+
+def test_records_refused_for_want_of_a_node_are_said_in_the_daemon_s_log_once_a_minute(served, caplog):
+    nameless = log_request([WATCHDOG_RANK3], {}).SerializeToString()
+    with caplog.at_level("WARNING", logger="trainpulse_otel.runtime.engine"):
+        for _ in range(3):
+            status, _, _ = post(served, nameless, PROTOBUF)
+            assert status == 200
+    said = [r.getMessage() for r in caplog.records if "OTLP logs" in r.getMessage()]
+    assert len(said) == 1 and "1 record(s) rejected" in said[0] and "host.name" in said[0]

@@ -49,6 +49,11 @@ def test_an_override_shows_in_the_listing_and_changes_the_diagnosis_of_a_real_ru
     rows = json.loads(trainpulse("thresholds", "-json", config=loose, tmp_path=tmp_path).stdout)
     [row] = [r for r in rows if r["name"] == "rank_straggler.min_slowdown"]
     assert row["value"] == 0.6 and row["default"] == 0.1 and row["overridden"]
+    # the text says what the value rests on: the configuration, the default's reason quoted as the default's
+    text = trainpulse("thresholds", config=loose, tmp_path=tmp_path).stdout
+    [line] = [line for line in text.splitlines() if line.startswith("rank_straggler.min_slowdown ")]
+    assert line.split()[1:4] == ["0.6*", "share", "config"]
+    assert f"set by the config's 'detectors' (the default 0.1: {row['reason']})" in line
     # the recorded real gloo job whose rank 2 does 35 % more work: a straggler by default, not past 60 %
     default = json.loads(trainpulse("replay", str(STRAGGLER), "-json", "-interval", "100ms").stdout)
     loosened = json.loads(

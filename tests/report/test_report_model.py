@@ -106,7 +106,7 @@ def test_without_the_extra_report_exits_2_naming_it(monkeypatch, capsys, tmp_pat
     monkeypatch.setitem(__import__("sys").modules, "matplotlib", None)  # an import of it fails
     assert main(["report", "tests/fixtures/corpus/healthy.jsonl", "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "pip install 'trainpulse-otel[report]'" in err[0]
+    assert len(err) == 1 and "pip install -e '.[report]'" in err[0]
     assert not (tmp_path / "r.html").exists()
 
 
@@ -128,7 +128,7 @@ def no_matplotlib(monkeypatch):
 
 def test_the_endpoint_answers_501_naming_the_extra_without_it(no_matplotlib, served):
     status, body = served.get_json("/v1/report")
-    assert status == 501 and "trainpulse-otel[report]" in body["error"] and body["extra"] == "report"
+    assert status == 501 and "pip install -e '.[report]'" in body["error"] and body["extra"] == "report"
 
 
 def test_the_daemon_and_the_cli_load_no_matplotlib_until_a_page_is_drawn():

@@ -40,13 +40,17 @@ def threshold_rows(vocabulary: Vocabulary, values: Mapping[str, float]) -> list[
 
 
 def format_thresholds(rows: list[dict[str, Any]]) -> str:
-    """The rows as aligned text: name, value (``*`` and the default when overridden), unit, basis, reason."""
+    """The rows as aligned text: name, value, unit, basis, reason. An overridden value (``*``) rests on the
+    configuration, not on the default's reason: its basis is ``config``, and the default's reason is quoted as
+    the default's."""
     width = max((len(r["name"]) for r in rows), default=0)
     lines = [f"{'THRESHOLD':<{width}}  {'VALUE':>10}  {'UNIT':<8}  {'BASIS':<10}  REASON"]
     for r in rows:
         value = f"{r['value']:g}" + ("*" if r["overridden"] else "")
-        reason = r["reason"] + (f" (default {r['default']:g})" if r["overridden"] else "")
-        lines.append(f"{r['name']:<{width}}  {value:>10}  {r['unit']:<8}  {r['basis']:<10}  {reason}")
+        basis, reason = r["basis"], r["reason"]
+        if r["overridden"]:
+            basis, reason = "config", f"set by the config's 'detectors' (the default {r['default']:g}: {reason})"
+        lines.append(f"{r['name']:<{width}}  {value:>10}  {r['unit']:<8}  {basis:<10}  {reason}")
     overridden = sum(r["overridden"] for r in rows)
     lines.append(f"{len(rows)} thresholds, {overridden} overridden (*) by the config's 'detectors'")
     return "\n".join(lines)

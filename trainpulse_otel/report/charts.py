@@ -1,6 +1,6 @@
 """The report's charts: each a function of the model's data, drawn by matplotlib as inline SVG text.
 
-Needs the ``report`` extra (``pip install 'trainpulse-otel[report]'``): :func:`require` raises
+Needs the ``report`` extra (``pip install -e '.[report]'`` in a clone): :func:`require` raises
 :class:`MissingExtra` naming it when matplotlib is absent. The SVG has no script, its text stays text, and the
 same data draws the same bytes (no date, a fixed hash salt). A heat map is an embedded image, not a path a cell.
 """
@@ -14,7 +14,8 @@ from typing import Any
 
 from .model import Fault, Losses, SignalBar, Throughput
 
-EXTRA_HINT = "pip install 'trainpulse-otel[report]'"
+#: TrainPulse installs from a clone (it is not on PyPI): ``scripts/run`` made ``.venv`` there, with the core only.
+EXTRA_HINT = "pip install -e '.[report]' in TrainPulse's clone (.venv/bin/pip in the .venv scripts/run made)"
 SEVERITY_COLOURS = {"critical": "#d62728", "warning": "#ff9f1c"}
 WIDTH_IN = 10.0
 #: A line of at most this many points is drawn with a marker on each (one tick is a dot, not nothing).

@@ -58,6 +58,7 @@ BACKFILL_STEP_S = 1.0
 #: The run loop counts as stalled when its last tick is older than this many intervals (and ``STALL_MIN_S``).
 STALL_INTERVALS = 5
 STALL_MIN_S = 30.0
+REJECTED_LOGS_SAID_EVERY_S = 60.0  # refused OTLP log records are logged at most this often (shippers send each s)
 #: A tick's frame with the losses and failure events reported since the last one, and the ranks' latest stacks
 #: (a slot copy: every tick makes one).
 _WITH_STREAMS = field_replacer(Frame, "losses", "events", "stacks")
@@ -146,6 +147,7 @@ class Engine:
         self.log_reader = LogReader()  # every OTLP log stream's, keyed by node and file
         self.hostnames = _own_hostnames(outputs.telemetry)  # a log record from one of these is this node's
         self._unreadable_logged = False
+        self._rejected_unsaid, self._rejected_said_at = 0, -math.inf
         self.started_at = clock()
         self.ticks = 0
         self._last_progress: float | None = None  # monotonic; set while the run loop is live
@@ -198,7 +200,17 @@ class Engine:
         if decoded.lines:
             self.ingest_log_lines(decoded.lines)
         self.ops.otlp_logs_received(decoded.accepted, decoded.rejected, decoded.ignored)
+        if decoded.rejected:
+            self._say_rejected(decoded)
         return decoded
+
+    def _say_rejected(self, decoded: DecodedLogs) -> None:
+        """Refused records said in the daemon's log too (a shipper rarely logs the answer), once a minute at most."""
+        self._rejected_unsaid += decoded.rejected
+        now = time.monotonic()
+        if now - self._rejected_said_at >= REJECTED_LOGS_SAID_EVERY_S:
+            log.warning("OTLP logs: %d record(s) rejected: %s", self._rejected_unsaid, decoded.error_message)
+            self._rejected_unsaid, self._rejected_said_at = 0, now
 
     def ingest_log_lines(self, lines: Sequence[LogLine]) -> None:
         """Read console lines (in order) and put the training reports and failure events they tell, as a
