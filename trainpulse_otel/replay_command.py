@@ -72,15 +72,22 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     configure(settings)
     errors: dict[str, list] = {}
     accounts: list[LogAccount] = []
+    progress = Progress() if sys.stderr.isatty() else None
     try:
         logs_only = args.framework is not None or not any(map(is_trace_file, args.files))
         stepper = open_replay(settings, words_only=logs_only)  # a log alone cannot support some signals
         stepper.series = series
         result = replay(
-            records(args.files, args.framework, errors, settings, accounts), stepper, interval_s=settings.interval
+            records(args.files, args.framework, errors, settings, accounts),
+            stepper,
+            interval_s=settings.interval,
+            on_result=progress,
         )
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
+    finally:
+        if progress is not None:
+            progress.done()
     if series is not None and accounts:
         series.log_account = accounts[0]
     for path, found in errors.items():
@@ -90,6 +97,30 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
         print(f"trainpulse: no valid trace line or known log line in {' '.join(args.files)}", file=sys.stderr)
         return None
     return result
+
+
+class Progress:
+    """On a terminal, a long replay says how far it got: one line, rewritten each second after the first two."""
+
+    AFTER_S, EVERY_S = 2.0, 1.0
+
+    def __init__(self) -> None:
+        self.started = self.said = time.monotonic()
+        self.ticks, self.shown = 0, False
+
+    def __call__(self, step: Any) -> None:
+        self.ticks += 1
+        now = time.monotonic()
+        if now - self.started >= self.AFTER_S and now - self.said >= self.EVERY_S:
+            at = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(step.diagnosis.ts))
+            sys.stderr.write(f"\rtrainpulse: replaying: {self.ticks:,} ticks, at {at}Z  ")
+            sys.stderr.flush()
+            self.said, self.shown = now, True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")  # the line cleared: what follows is the result
+            sys.stderr.flush()
 
 
 def records(
@@ -138,9 +169,13 @@ def log_records(
     told = log_account(reader, settings)
     if accounts is not None:
         accounts.append(told)
-    print(f"trainpulse: read {told.summary()}", file=sys.stderr)
-    for note in told.notes:
-        print(f"trainpulse: {note}", file=sys.stderr)
+    for line in (f"read {told.summary()}", *told.notes):
+        say(line)
+
+
+def say(line: str) -> None:
+    """One line on stderr; on a terminal, over the progress line a long replay may be showing."""
+    print(("\r\033[K" if sys.stderr.isatty() else "") + f"trainpulse: {line}", file=sys.stderr)
 
 
 def print_timeline(result: ReplayResult) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import time
+import types
 
 from tests.logs.lines import WATCHDOG, iteration
+from trainpulse_otel import replay_command
+from trainpulse_otel.cli import main
 
 TRAINPULSE = [sys.executable, "-m", "trainpulse_otel"]
 
@@ -37,3 +42,30 @@ def test_a_framework_nobody_knows_is_one_line_and_exit_2(tmp_path):
     log.write_text(iteration(1) + "\n")
     proc = replay(str(log), "-framework", "megatorn")
     assert proc.returncode == 2 and proc.stderr.startswith("trainpulse: -framework: unknown framework 'megatorn'")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_replay_on_a_terminal_says_how_far_it_got_then_clears_the_line(monkeypatch):
+    clock = iter([0.0, 1.0, 3.0, 3.5, 4.6])
+    fake_time = types.SimpleNamespace(monotonic=lambda: next(clock), strftime=time.strftime, gmtime=time.gmtime)
+    monkeypatch.setattr(replay_command, "time", fake_time)
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    progress = replay_command.Progress()  # started at 0 s
+    step = types.SimpleNamespace(diagnosis=types.SimpleNamespace(ts=1_764_400_000.0))
+    for _ in range(4):  # at 1 s (too soon), 3 s (said), 3.5 s (within the second), 4.6 s (said)
+        progress(step)
+    progress.done()
+    said = sys.stderr.getvalue()
+    assert said.count("replaying:") == 2 and "2 ticks" in said and "4 ticks, at 2025-11-29 07:06:40Z" in said
+    assert said.endswith("\r\033[K")
+
+
+def test_no_progress_line_where_stderr_is_no_terminal(capsys, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(iteration(step) for step in range(1, 40)) + "\n")
+    assert main(["replay", str(log)]) == 0
+    assert "replaying" not in capsys.readouterr().err
