@@ -7,11 +7,15 @@ import re
 import pytest
 
 from tests.diagnose.builders import job
-from trainpulse_otel.diagnose import VOCABULARY, Knob, ThresholdError, Thresholds
+from trainpulse_otel.diagnose import VOCABULARY, Knob, SignalSpec, SpecError, ThresholdError, Thresholds, Vocabulary
 from trainpulse_otel.diagnose.builtins import DETECTORS
 from trainpulse_otel.diagnose.detectors.forecast import GpuOomRisk, HostOomRisk
+from trainpulse_otel.diagnose.detectors.inputs import DataloaderStarvation
 from trainpulse_otel.diagnose.detectors.llm import LowMfu
+from trainpulse_otel.diagnose.detectors.ranks import RankStraggler
+from trainpulse_otel.diagnose.detectors.stall_bounds import STALL_BOUNDS
 from trainpulse_otel.diagnose.pipeline import DiagnosticPipeline
+from trainpulse_otel.diagnose.spec import TRAINING
 
 
 def test_every_builtin_signal_has_its_tables_from_its_spec():
@@ -75,7 +79,8 @@ def test_a_share_knob_keeps_its_range_and_finite_values():
 def test_every_builtin_detector_is_built_with_its_declared_knobs_and_nothing_else():
     for cls in DETECTORS:
         detector = cls()
-        assert vars(detector.thresholds) == {k.name: k.value for k in cls.knobs}, cls.name
+        declared = {k.name: k.value for k in (*cls.knobs, *(knob for _, knob in cls.reads))}
+        assert vars(detector.thresholds) == declared, cls.name
     with pytest.raises(AttributeError, match="no knob 'warnin' is declared"):
         _ = Thresholds([Knob("warning", 0.1, "share", "convention", "why")]).warnin
 
@@ -102,3 +107,39 @@ def _raised_together(signal: str) -> dict:
     return {"rank_straggler": {"min_slowdown": 0.01}, "low_mfu": {"warning": 0.4}, "oom_risk": {"horizon_s": 7200}}[
         signal
     ]
+
+
+def test_a_bound_read_from_another_signal_moves_with_its_owner_s_override():
+    [entry] = [e for e in VOCABULARY.knobs if e.key == "training_stalled.min_stall_s"]
+    assert entry.detectors[0] == "stall" and {"ranks", "dataloader", "allreduce"} <= set(entry.detectors)
+    overrides = VOCABULARY.resolve({"training_stalled": {"min_stall_s": 45}})
+    straggler = RankStraggler(VOCABULARY.thresholds(RankStraggler, overrides))
+    loader = DataloaderStarvation(VOCABULARY.thresholds(DataloaderStarvation, overrides))
+    assert straggler.thresholds.min_stall_s == loader.thresholds.min_stall_s == 45.0
+    assert straggler.thresholds.step_multiple == 10.0  # read, not overridden: the owner's declared value
+    assert VOCABULARY.knob_values(overrides)["training_stalled.min_stall_s"] == 45.0
+    with pytest.raises(ThresholdError, match="unknown threshold"):  # a reader's name for it is no knob of its own
+        VOCABULARY.resolve({"rank_straggler": {"min_stall_s": 45}})
+
+
+class _Reader:
+    name = "reader"
+    signals = (SignalSpec("reader_signal", "a detector that reads another's bound", TRAINING, 0.1, None),)
+    knobs = ()
+
+    def update(self, tick):
+        return None
+
+
+@pytest.mark.parametrize(
+    ("reads", "knobs", "error"),
+    [
+        ((("training_stalled", Knob("nope_s", 1.0, "s", "convention", "why")),), (), "which no detector declares"),
+        ((("training_stalled", Knob("min_stall_s", 31.0, "s", "convention", "why")),), (), "other than 'stall'"),
+        ((STALL_BOUNDS[0],), (Knob("min_stall_s", 5.0, "s", "convention", "why"),), "declares a knob of that name"),
+    ],
+)
+def test_a_bound_read_from_nowhere_or_differently_is_refused_naming_the_reader(reads, knobs, error):
+    reader = type("Reader", (_Reader,), {"reads": reads, "knobs": knobs})()
+    with pytest.raises(SpecError, match=f"detector 'reader': .*{error}"):
+        Vocabulary([*(cls() for cls in DETECTORS), reader], [])

@@ -64,8 +64,11 @@ class Vocabulary:
         self._declared_by: dict[str, str] = {}
         self._namespaces: dict[str, str] = {}  # detector name -> the signal its knobs are named under
         self._tables: dict[str, tuple[Knob, ...]] = {}  # detector name -> its knobs
+        self._reads: dict[str, tuple[Knob, ...]] = {}  # detector name -> the other signals' knobs it reads
         for detector in detectors:
             self._add_detector(detector)
+        for detector in detectors:
+            self._add_reads(detector)
         for rule in rules:
             self._add_rule(rule)
         self.impacts: dict[str, float] = {n: s.impact for n, s in self.signals.items()}
@@ -112,6 +115,26 @@ class Vocabulary:
         broken = _order_broken(signals[0].name, knobs, {})
         if broken:
             raise SpecError(f"{who}: knob {broken.key} {broken.message} (as declared)")
+
+    def _add_reads(self, detector: Any) -> None:
+        """A detector's bounds derived from another signal's knobs (``reads``: ``(signal, Knob)`` pairs): each must
+        be declared, identically, by its owner; the reader is listed beside the owner and gets the same value."""
+        who, name = f"detector {self._describe(detector)}", detector.name
+        reads = getattr(detector, "reads", ())
+        entries = {e.key: e for e in self.knobs}
+        own = {k.name for k in self._tables[name]}
+        for signal, knob in reads:
+            key = f"{signal}.{knob.name}"
+            entry = entries.get(key)
+            if entry is None:
+                raise SpecError(f"{who}: reads knob {key!r}, which no detector declares")
+            if entry.knob != knob:
+                raise SpecError(f"{who}: reads knob {key!r} other than {entry.detectors[0]!r} declares it")
+            if knob.name in own:
+                raise SpecError(f"{who}: reads knob {key!r}, and declares a knob of that name itself")
+            entries[key] = KnobEntry(key, entry.signal, knob, (*entry.detectors, name))
+        self.knobs = tuple(entries.values())
+        self._reads[name] = tuple(knob for _, knob in reads)
 
     def _add_signal(self, who: str, spec: Any) -> None:
         if not isinstance(spec, SignalSpec):
@@ -200,7 +223,8 @@ class Vocabulary:
 
     def thresholds(self, detector: Any, overrides: Mapping[str, dict[str, float]] | None = None) -> Thresholds:
         """A detector's knob values: its declared ones with the resolved ``overrides`` (:meth:`resolve`)."""
-        return Thresholds(getattr(detector, "knobs", ()), (overrides or {}).get(detector.name))
+        knobs = (*getattr(detector, "knobs", ()), *self._reads.get(detector.name, ()))
+        return Thresholds(knobs, (overrides or {}).get(detector.name))
 
     def knob_values(self, overrides: Mapping[str, dict[str, float]] | None = None) -> dict[str, float]:
         """Every knob's value by ``SIGNAL.KNOB``, with the resolved ``overrides``."""

@@ -26,6 +26,7 @@ from itertools import pairwise
 
 from ..collect.trace import TraceRecord
 from ..diagnose.detectors.logged import COLLECTIVE_TIMEOUT, HOLD, NETWORK_ERROR, OUT_OF_MEMORY, RANK_CRASHED
+from ..diagnose.detectors.stall_bounds import MIN_STALL_S
 from ..diagnose.stats import sorted_median
 from ..samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, GpuSample, LogEvent, TrainingSample
 
@@ -47,8 +48,8 @@ SPAN_S = 60.0
 STRAGGLER = 1.10
 #: Throughput this much below the partner's alone is a collapse (the detector's warning).
 COLLAPSE = 0.30
-#: The contract's stall: no step for 30 s.
-STALL_S = 30.0
+#: The contract's stall: no step for 30 s (the value ``training_stalled.min_stall_s`` declares; never an override).
+STALL_S = MIN_STALL_S.value
 #: A loss this far above its level before the fault is a spike (the detector's 10 % floor).
 SPIKE = 1.10
 #: Steps a fault needs after its onset to show in them at all.

@@ -61,10 +61,14 @@ class BaseDetector:
     name: ClassVar[str] = ""
     signals: ClassVar[tuple[SignalSpec, ...]] = ()
     knobs: ClassVar[tuple[Knob, ...]] = ()
+    #: Bounds derived from another signal's knobs, as ``(signal, Knob)``: read, never copied (an override of the
+    #: owner's knob moves them too), and listed in ``thresholds`` beside the owner.
+    reads: ClassVar[tuple[tuple[str, Knob], ...]] = ()
     every_s: ClassVar[float] = 0.0
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
-        self.thresholds = thresholds if thresholds is not None else Thresholds(self.knobs)
+        declared = (*self.knobs, *(knob for _, knob in self.reads))
+        self.thresholds = thresholds if thresholds is not None else Thresholds(declared)
         self.policy: Policy = self.signals[0].policy
 
     @cached_property

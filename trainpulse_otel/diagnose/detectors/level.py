@@ -17,6 +17,7 @@ from ..thresholds import Thresholds
 from ..tick import Tick
 from ..types import Finding
 from .base import BaseDetector, percent, threshold_of
+from .stall_bounds import MIN_STALL_S, STALL_SIGNAL
 
 #: Values needed before the median is trusted (a fault from the first sample is seen on the third).
 MIN_VALUES = 3
@@ -84,14 +85,14 @@ class LevelDetector(BaseDetector):
         return {} if self.value is None else {self.signal: self.value}
 
 
-#: A wait this long (ms: the contract's shortest stall) and longer than the step it is set against is a stall
-#: the step sat out (``training_stalled``'s business; a hung rank's peers waited that long once), or a rank's
-#: value held from the gather that covered it: no evidence of a slow wait.
-STALL_WAIT_MS = 30_000.0
-
-
 class StepShareDetector(LevelDetector):
-    """A wait as a share of the step's wall time, from new training reports (not a stall's wait)."""
+    """A wait as a share of the step's wall time, from new training reports (not a stall's wait).
+
+    A wait as long as the shortest stall (``training_stalled.min_stall_s``, read) and longer than the step it is
+    set against is a stall the step sat out (a hung rank's peers waited that long once), or a rank's value held
+    from the gather that covered it: no evidence of a slow wait."""
+
+    reads = ((STALL_SIGNAL, MIN_STALL_S),)
 
     #: The job-level field holding the wait (ms); per-rank means are used when it is missing.
     field: ClassVar[str] = ""
@@ -111,7 +112,7 @@ class StepShareDetector(LevelDetector):
         if report is None or not report.step_time_ms:
             return None
         wait = self.wait_ms(report)
-        if wait is None or (wait >= STALL_WAIT_MS and wait > report.step_time_ms):
+        if wait is None or (wait >= self.thresholds.min_stall_s * 1000.0 and wait > report.step_time_ms):
             return None
         return min(1.0, wait / report.step_time_ms)
 

@@ -27,6 +27,7 @@ from . import columns
 from .base import SCORE_CAP, BaseDetector, JobWarmup
 from .columns import UNKNOWN, Column
 from .lateness import RANK_NUMBER, STEP_TIME, lateness, own_busy_vote, reference
+from .stall_bounds import STALL_BOUNDS
 
 RANK_STRAGGLER = SignalSpec(
     "rank_straggler",
@@ -51,9 +52,6 @@ SPREAD_ALPHA = 0.2
 #: The smallest standard error assumed (0.2 %): a perfectly steady job is not infinitely sure.
 MIN_SE = 0.002
 BEST_FORGET = 1.0005  # the best lateness drifts up 0.05 % a report, so an old best is forgotten
-#: A lateness this long (ms: the contract's shortest stall) and this many times the median's is a stall.
-STALLED_MS = 30_000.0
-STALLED_RATIO = 10.0
 
 
 #: How much wider an EWMA of consecutive medians of 3 scatters than one of i.i.d. values: they share two values.
@@ -71,6 +69,7 @@ class RankStraggler(BaseDetector):
 
     name = "ranks"
     signals = (RANK_STRAGGLER,)
+    reads = STALL_BOUNDS  # a rank late by a stall's length is the stall's, not a straggler's
     knobs = (
         Knob(
             "min_slowdown",
@@ -179,7 +178,8 @@ class RankStraggler(BaseDetector):
         typical = reference(present)
         if typical <= 0:
             return None
-        stalled = max(STALLED_MS, STALLED_RATIO * typical)
+        bounds = self.thresholds  # a lateness as long as a stall (training_stalled's bounds) is the stall's
+        stalled = max(bounds.min_stall_s * 1000.0, bounds.step_multiple * typical)
         if self.convention != "tokens" and present[-1] >= stalled:
             late = columns.forget_at_least(late, stalled)
             present = columns.known(late)

@@ -33,6 +33,7 @@ from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import BaseDetector
 from .silence import SILENCE_KNOBS, Silences, told_message
+from .stall_bounds import MIN_STALL_S, STEP_MULTIPLE
 
 TRAINING_STALLED = SignalSpec(
     "training_stalled",
@@ -65,16 +66,8 @@ class TrainingStalled(BaseDetector):
     name = "stall"
     signals = (TRAINING_STALLED,)
     knobs = (
-        Knob(
-            "min_stall_s",
-            30.0,
-            SECONDS,
-            CONVENTION,
-            "the shortest stall: the contract's max(30 s, 10 x the median step), the timeout NVIDIA's resiliency "
-            "extension gives rank heartbeats",
-            1,
-        ),
-        Knob("step_multiple", 10.0, TIMES, CONVENTION, "a stall is at least this many median steps", 1),
+        MIN_STALL_S,
+        STEP_MULTIPLE,
         Knob(
             "min_stall_with_peers_waiting_s",
             15.0,
