@@ -28,7 +28,6 @@ EVALUATION_USES = (
     "trainpulse_otel.collect.trace",
     "trainpulse_otel.samples",
     "trainpulse_otel.config",
-    "trainpulse_otel.durations",
 )
 
 
@@ -138,17 +137,17 @@ def test_no_private_name_is_imported_across_packages():
     assert crossing == []
 
 
-def test_settings_import_nothing_else_of_the_package_but_leaves():
-    # Settings are read before any part exists: they parse syntax, and the parts check names at start-up. What they
-    # import of the package (Go durations, value parsers, the API server's limits) imports nothing of it in turn but
-    # those leaves.
-    found = modules()
-    leaves = {"trainpulse_otel.durations", "trainpulse_otel.config_values"}
-    uses = {m for m in imported("trainpulse_otel.config", found["trainpulse_otel.config"]) if m in found}
-    assert uses == {"trainpulse_otel.config_values", "trainpulse_otel.server_limits"}
-    for leaf in uses:
-        inner = {m for m in imported(leaf, found[leaf]) if m.startswith("trainpulse_otel") and m in found}
-        assert inner <= leaves - {leaf}, leaf
+def test_settings_are_a_leaf_package():
+    # Settings are read before any part exists: they parse syntax (Go durations, value parsers, the API server's
+    # limits), and the parts check names at start-up. The config package imports nothing of TrainPulse but itself.
+    for name, tree in modules().items():
+        if name == "trainpulse_otel.config" or name.startswith("trainpulse_otel.config."):
+            outside = {
+                m
+                for m in imported(name, tree)
+                if m.startswith("trainpulse_otel.") and not m.startswith("trainpulse_otel.config")
+            }
+            assert not outside, f"{name} imports {sorted(outside)}"
 
 
 def test_telemetry_imports_nothing_from_collection():
@@ -192,3 +191,100 @@ def test_no_test_module_imports_another():
             if any(part.startswith("test_") for name in names for part in name.split(".")):
                 offenders.append(f"{path.relative_to(tests)}:{node.lineno}")
     assert offenders == []
+
+
+def run_time_imports(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    """The package's modules ``tree`` imports when it runs (lazily too), not those it imports for types only
+    (``if TYPE_CHECKING:``); ``from . import sub`` is an import of ``sub``, not of the package it sits in."""
+    package = name if (PACKAGE.parent / name.replace(".", "/")).is_dir() else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - (child.level - 1)] if child.level else []
+                module = ".".join([*base, child.module]) if child.module else ".".join(base)
+                subs = {f"{module}.{alias.name}" for alias in child.names}
+                found.update(subs & known)
+                if subs - known:
+                    found.add(module)
+            visit(child)
+
+    visit(tree)
+    return (found & known) - {name}
+
+
+def test_nothing_outside_the_command_line_imports_it():
+    for name, tree in modules().items():
+        if name.startswith("trainpulse_otel.cli") or name == "trainpulse_otel.__main__":
+            continue
+        bad = {m for m in imported(name, tree) if m == "trainpulse_otel.cli" or m.startswith("trainpulse_otel.cli.")}
+        assert not bad, f"{name} imports {sorted(bad)}"
+
+
+def test_no_two_modules_import_each_other_even_through_others():
+    """No import cycle (Tarjan's strongly connected components of the run-time import graph): a module's
+    imports run before it is whole, and a cycle makes which half-built module another sees an accident."""
+    found = modules()
+    graph = {name: run_time_imports(name, tree, set(found)) for name, tree in found.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while component[-1:] != [v]:
+                component.append(stack.pop())
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            strong(v)
+    assert cycles == []
+
+
+#: The layers docs/architecture.md draws, lowest first: a package imports only from layers below its own.
+LAYERS = (
+    ("version", "config", "mfu"),
+    ("samples",),
+    ("adapters", "diagnose", "telemetry"),
+    ("logs", "publish", "report", "actions"),
+    ("collect", "receive", "dashboard"),
+    ("api",),
+    ("runtime",),
+    ("evaluation", "integrations"),
+    ("cli",),
+    ("(root)", "__main__"),
+)
+
+
+def test_no_package_imports_a_layer_above_its_own():
+    found = modules()
+    layer_of = {package: i for i, packages in enumerate(LAYERS) for package in packages}
+    assert set(layer_of) >= {name.split(".")[1] if "." in name else "(root)" for name in found}
+
+    def package(module: str) -> str:
+        return module.split(".")[1] if "." in module else "(root)"
+
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, tree in found.items()
+        for target in run_time_imports(name, tree, set(found))
+        if package(target) != package(name) and layer_of[package(target)] >= layer_of[package(name)]
+    )
+    assert upward == []

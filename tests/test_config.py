@@ -5,7 +5,7 @@ import json
 import pytest
 
 from trainpulse_otel.config import ConfigError, load_settings
-from trainpulse_otel.durations import parse_duration
+from trainpulse_otel.config.durations import parse_duration
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,8 @@ behind it) loads on first use.
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
+
 __all__ = ["TrainingMonitor", "__version__"]
 
 

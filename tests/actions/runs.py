@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainpulse_otel.actions import ActionRunner
-from trainpulse_otel.config_values import actions
+from trainpulse_otel.config.values import actions
 from trainpulse_otel.diagnose import Diagnosis, PipelineResult, RootCause, Signal, Transition
 
 HANG = "training_stalled"

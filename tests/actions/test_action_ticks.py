@@ -13,7 +13,7 @@ from tests import parts
 from tests.actions.probe import probe, told
 from tests.exports.receivers import wait_until
 from trainpulse_otel.config import Settings
-from trainpulse_otel.config_values import actions
+from trainpulse_otel.config.values import actions
 from trainpulse_otel.runtime import warm_up
 
 T0 = 1_764_400_000.0

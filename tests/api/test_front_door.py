@@ -15,7 +15,7 @@ from flask import Flask, request
 
 from tests import parts
 from trainpulse_otel.api import ApiServer
-from trainpulse_otel.server_limits import ServerLimits
+from trainpulse_otel.config.limits import ServerLimits
 
 JSON = {"Content-Type": "application/json"}
 

@@ -11,8 +11,8 @@ import time
 import types
 
 from tests.logs.lines import WATCHDOG, iteration
-from trainpulse_otel import replay_command
 from trainpulse_otel.cli import main
+from trainpulse_otel.cli import replay as replay_command
 
 TRAINPULSE = [sys.executable, "-m", "trainpulse_otel"]
 

@@ -136,7 +136,7 @@ def test_the_daemon_and_the_cli_load_no_matplotlib_until_a_page_is_drawn():
     import sys
 
     code = (
-        "import sys, trainpulse_otel.runtime, trainpulse_otel.api, trainpulse_otel.report.command, "
+        "import sys, trainpulse_otel.runtime, trainpulse_otel.api, trainpulse_otel.cli.report, "
         "trainpulse_otel.report.page; print('matplotlib' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

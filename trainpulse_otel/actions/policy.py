@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError
-from ..config_values import Action
+from ..config.values import Action
 from ..diagnose import PipelineResult
 from .event import SignalEvent, signal_event
 

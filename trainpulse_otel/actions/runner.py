@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 
-from ..config_values import Action
+from ..config.values import Action
 from ..diagnose import PipelineResult
 from .policy import COOLDOWN, RUN, ActionPolicy, Decision, subject_key
 

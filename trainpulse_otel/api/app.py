@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from flask import Flask, Response, jsonify, request
 from werkzeug.routing import Rule as UrlRule
 
-from .. import __version__
 from ..adapters import Adapter, Translation
 from ..publish.snapshot import Snapshot, history_to_dict
 from ..samples import (
@@ -32,6 +31,7 @@ from ..samples import (
 )
 from ..telemetry.exporters import Exports
 from ..telemetry.operational import OperationalMetrics
+from ..version import __version__
 from .auth import require_bearer_token
 from .body import JSON_HINT, Body, query_context, read_body
 from .errors import ApiError, register_error_handlers

@@ -19,7 +19,7 @@ def register_report_route(app: Flask, backend: Any) -> None:
     @app.get("/v1/report")
     def report() -> Response:
         from ..report.charts import EXTRA_HINT, MissingExtra, require
-        from ..report.command import render_run
+        from ..report.page import render_run
 
         try:
             require()

@@ -39,7 +39,7 @@ from waitress.channel import HTTPChannel
 from waitress.server import create_server
 from waitress.task import ErrorTask
 
-from ..server_limits import ServerLimits
+from ..config.limits import ServerLimits
 from . import event_loop
 from .front_door import RETRY_AFTER_S, FrontDoorDispatcher, Overloaded, fit_open_files
 

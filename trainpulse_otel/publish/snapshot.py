@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import __version__
 from ..diagnose.types import Diagnosis
 from ..samples import (
     TRAINING_MEASUREMENT_FIELDS,
@@ -42,6 +41,7 @@ from ..samples import (
     to_dict,
     type_name,
 )
+from ..version import __version__
 
 #: A daemon's own snapshot is not held to the ingest limit: a job daemon merges the ranks of every node.
 UNBOUNDED_RANKS = sys.maxsize

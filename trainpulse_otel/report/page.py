@@ -16,7 +16,8 @@ from html import escape
 from typing import Any
 
 from . import charts
-from .model import Report
+from .model import Report, build_report
+from .series import RunSeries
 
 SECTIONS = (
     "Summary",
@@ -57,6 +58,11 @@ table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ddd;paddin
 pre{background:#f6f6f6;padding:6px;overflow-x:auto;font-size:.8em;max-height:24em}
 .cause{border:1px solid #ddd;border-radius:6px;padding:8px 12px;margin:10px 0}svg{max-width:100%;height:auto}
 """
+
+
+def render_run(series: RunSeries, title: str) -> str:
+    """The page of a run's series, titled ``title`` (needs the ``report`` extra): the command's and the API's."""
+    return render_page(build_report(series.to_dict(), title))
 
 
 def render_page(report: Report) -> str:

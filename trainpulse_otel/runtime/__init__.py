@@ -16,13 +16,14 @@ from .assemble import (
 )
 from .collection import PacedCollection
 from .engine import Engine, Stepper
-from .replay import LogReplay, log_account, replay_logs
+from .replay import FilesReplay, LogReplay, log_account, replay_files, replay_logs
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 
 __all__ = [
     "SIM_WARMUP_S",
     "BackgroundTicks",
     "Engine",
+    "FilesReplay",
     "LocalEngine",
     "LogReplay",
     "PacedCollection",
@@ -36,6 +37,7 @@ __all__ = [
     "open_engine",
     "open_otlp_grpc",
     "open_replay",
+    "replay_files",
     "replay_logs",
     "warm_up",
 ]

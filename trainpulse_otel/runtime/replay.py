@@ -25,8 +25,8 @@ from itertools import islice
 from typing import Any
 
 from ..collect.base import Collected
-from ..collect.logfile import read_logs
-from ..collect.trace import TraceError, TraceRecord
+from ..collect.logfile import is_trace, read_logs
+from ..collect.trace import TraceError, TraceRecord, bounded_lines, read_trace
 from ..config import Settings
 from ..diagnose import Diagnosis, PipelineResult, Transition
 from ..logs import LogReader
@@ -157,15 +157,66 @@ def replay_logs(
     on_result: Callable[[PipelineResult], None] | None = None,
     series: RunSeries | None = None,
 ) -> LogReplay:
-    """Replay the logs at ``paths`` (``framework``: read them as that framework's; None: detect). A stream with
-    no time of its own starts at its file's modification time. ValueError: an unknown framework; OSError: a
-    file that cannot be read. ``series``: fed every tick (the report's)."""
+    """Replay the logs at ``paths`` (``framework``: read them as that framework's; None: detect), every file a
+    log whatever its first line. A stream with no time of its own starts at its file's modification time.
+    ValueError: an unknown framework; OSError: a file that cannot be read. ``series``: fed every tick."""
+    done = replay_files(paths, settings, framework, plugins, on_result, series, logs_only=True)
+    if done.reader is None or done.account is None:
+        raise ValueError("no log file to replay")
+    return LogReplay(done.result, done.reader, done.account)
+
+
+@dataclass
+class FilesReplay:
+    """Replayed files: the pipeline's result, each trace's bad lines by its path, and the logs' account (None
+    when no file was a log)."""
+
+    result: ReplayResult
+    errors: dict[str, list[TraceError]]
+    reader: LogReader | None
+    account: LogAccount | None
+
+
+def replay_files(
+    paths: Sequence[str],
+    settings: Settings,
+    framework: str | None = None,
+    plugins: Plugins | None = None,
+    on_result: Callable[[PipelineResult], None] | None = None,
+    series: RunSeries | None = None,
+    logs_only: bool = False,
+) -> FilesReplay:
+    """Replay traces and logs together, as ``replay`` and ``report`` do: a file is a trace by its first line
+    (every file is a log when ``framework`` names one); the logs, read by one reader and merged in time, come
+    before the traces' records. Logs alone cap what a log cannot support (``words_only``). ValueError: an unknown
+    framework; OSError: a file that cannot be read. ``logs_only``: every file is a log, whatever its first line."""
     plugins = plugins or discover()
-    reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
-    stepper = open_replay(settings, plugins, words_only=True)
+    logs = [path for path in paths if logs_only or framework or not is_trace_file(path)]
+    reader = LogReader(framework, start=min(os.path.getmtime(p) for p in logs)) if logs else None
+    errors: dict[str, list[TraceError]] = {}
+    stepper = open_replay(settings, plugins, words_only=len(logs) == len(paths))
     stepper.series = series
-    result = replay(read_logs(paths, reader), stepper, interval_s=settings.interval, on_result=on_result)
-    return LogReplay(result, reader, log_account(reader, settings, plugins))
+    records = _file_records(paths, logs, reader, errors)
+    result = replay(records, stepper, interval_s=settings.interval, on_result=on_result)
+    account = None if reader is None else log_account(reader, settings, plugins)
+    return FilesReplay(result, errors, reader, account)
+
+
+def _file_records(
+    paths: Sequence[str], logs: list[str], reader: LogReader | None, errors: dict[str, list[TraceError]]
+) -> Iterator[TraceRecord]:
+    if reader is not None:
+        yield from read_logs(logs, reader)
+    for path in paths:
+        if path not in logs:
+            with open(path, "rb") as fh:
+                yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
+
+
+def is_trace_file(path: str) -> bool:
+    """Whether the file at ``path`` is a recorded trace (by its first line), not a log. OSError: unreadable."""
+    with open(path, "rb") as fh:
+        return is_trace(fh)
 
 
 def log_account(reader: LogReader, settings: Settings, plugins: Plugins | None = None) -> LogAccount:

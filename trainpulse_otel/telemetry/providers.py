@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import AlwaysOffExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
-from .. import __version__
+from ..version import __version__
 from .instruments import DEFAULT_NAMESPACE, METER_NAME
 from .reader import FrameReader
 from .resilience import run_bounded

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...durations import format_duration
+from ...config.durations import format_duration
 from ..base import Collected
 from .combine import scenario_named
 from .handover import RealReports

@@ -20,7 +20,7 @@ from collections import deque
 from typing import Any
 from urllib.parse import urlsplit
 
-from ... import __version__
+from ...version import __version__
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import os
 import sys
 from typing import Any
 
-from ..cli import UsageError
-from ..replay_command import add_file_arguments
-from .series import RunSeries
+from ..report.series import RunSeries
+from .flags import UsageError
+from .replay import add_file_arguments, replay_files
 
 
 def add_report_parser(commands: Any) -> None:
@@ -31,8 +31,8 @@ def add_report_parser(commands: Any) -> None:
 
 def run_report(args: argparse.Namespace) -> int:
     """``trainpulse report``: see the module docstring."""
-    from ..replay_command import replay_files
-    from .charts import MissingExtra, require
+    from ..report.charts import MissingExtra, require
+    from ..report.page import render_run
 
     try:
         require()
@@ -49,11 +49,3 @@ def run_report(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     print(f"trainpulse: wrote {args.output} ({len(page.encode()) // 1024} KiB)", file=sys.stderr)
     return 0
-
-
-def render_run(series: RunSeries, title: str) -> str:
-    """The page of a run's series (needs the ``report`` extra)."""
-    from .model import build_report
-    from .page import render_page
-
-    return render_page(build_report(series.to_dict(), title))

@@ -1,7 +1,7 @@
 """``trainpulse eval``'s flags and run: the scenarios, seeds, job shapes and pairs asked for, scored.
 
-A flag that names nothing known is an :class:`EvalUsageError`, which the
-command line prints as one line with exit code 2.
+A flag that names nothing known is a :class:`~.flags.UsageError`: one line,
+exit code 2.
 """
 
 from __future__ import annotations
@@ -11,14 +11,11 @@ import json
 from typing import Any
 
 from ..collect.sim.scenarios import SCENARIOS
-from ..durations import parse_duration
-from .pairs import fault_pairs, parse_pairs
-from .report import evaluate, format_report
-from .sim_replay import VARIANTS
-
-
-class EvalUsageError(ValueError):
-    """A flag of ``trainpulse eval`` that names nothing known."""
+from ..config.durations import parse_duration
+from ..evaluation.pairs import fault_pairs, parse_pairs
+from ..evaluation.report import evaluate, format_report
+from ..evaluation.sim_replay import VARIANTS
+from .flags import UsageError
 
 
 def add_eval_parser(commands: Any) -> None:
@@ -72,22 +69,22 @@ def add_eval_parser(commands: Any) -> None:
     )
 
 
-def run_eval(args: argparse.Namespace) -> int:
+def cmd_eval(args: argparse.Namespace) -> int:
     """Score what ``args`` ask for and print the report; 0 when every figure is met, else 1."""
     if args.logs is not None:
         return _run_logs(args)
     if args.split:
-        raise EvalUsageError("-split goes with -logs DIR")
+        raise UsageError("-split goes with -logs DIR")
     variants = list(VARIANTS) if args.variants == "all" else [v.strip() for v in args.variants.split(",")]
     unknown = [v for v in variants if v not in VARIANTS] + [s for s in args.scenario or () if s not in SCENARIOS]
     if unknown:
-        raise EvalUsageError(f"unknown variant or scenario: {', '.join(unknown)}")
+        raise UsageError(f"unknown variant or scenario: {', '.join(unknown)}")
     if args.seeds < 1:
-        raise EvalUsageError("-seeds must be at least 1")
+        raise UsageError("-seeds must be at least 1")
     try:
         healthy_s = parse_duration(args.healthy)
     except ValueError as exc:
-        raise EvalUsageError(f"-healthy: {exc}") from None
+        raise UsageError(f"-healthy: {exc}") from None
     pairs: list[tuple[str, str]] = []  # no -pairs: none; bare -pairs: every pair of faults; else those listed
     if args.pairs == "all":
         pairs = fault_pairs(args.scenario)
@@ -95,7 +92,7 @@ def run_eval(args: argparse.Namespace) -> int:
         try:
             pairs = parse_pairs(args.pairs)
         except ValueError as exc:
-            raise EvalUsageError(f"-pairs: {exc}") from None
+            raise UsageError(f"-pairs: {exc}") from None
     report = evaluate(args.scenario, seeds=args.seeds, variants=variants, healthy_s=healthy_s, pairs=pairs)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
     return 0 if report.passed else 1
@@ -105,13 +102,13 @@ def _run_logs(args: argparse.Namespace) -> int:
     """``eval -logs DIR``: the corpus scored split by split; 0 when every split meets its figures."""
     from pathlib import Path
 
-    from .log_corpus import CorpusError, evaluate_logs, format_logs_report
+    from ..evaluation.log_corpus import CorpusError, evaluate_logs, format_logs_report
 
     root = Path(args.logs)
     try:
         reports = evaluate_logs(root, args.split)
     except CorpusError as exc:
-        raise EvalUsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps({"corpus": str(root), "splits": [r.to_dict() for r in reports]}, indent=2))
     else:

@@ -1,7 +1,8 @@
 """``trainpulse replay FILE…``: a recorded trace or a job's console logs run through the pipeline, no sleeping.
 
-What the files hold is told by their first line (:func:`~.collect.logfile.is_trace`); logs go through one
-:class:`~.logs.LogReader`, merged in time order. :func:`records` is shared by every command that reads such files.
+The reading and the replay are the composition root's (:func:`trainpulse_otel.runtime.replay_files`); this
+prints what they found: the timeline and diagnosis, the trace lines skipped, what the logs were read as, and on a
+terminal how far a long replay got. :func:`replay_files` is shared by every command that reads such files.
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .cli import UsageError, add_setting_flags, configure, settings_of
+from .flags import UsageError, add_setting_flags, configure, settings_of
 
 if TYPE_CHECKING:
-    from .config import Settings
-    from .logs.account import LogAccount
-    from .report.series import RunSeries
-    from .runtime.replay import ReplayResult
+    from ..report.series import RunSeries
+    from ..runtime.replay import ReplayResult
 
 
 def add_replay_parser(commands: Any) -> None:
@@ -63,40 +61,35 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> ReplayResult | None:
-    """``args.files`` (``args.framework``: how to read logs) through the pipeline, the bad lines said on stderr;
-    None, said on stderr, when nothing in them could be diagnosed. ``series``: fed every tick (the report's)."""
-    from .runtime import open_replay
-    from .runtime.replay import replay
+    """``args.files`` (``args.framework``: how to read logs) through the pipeline, the bad lines and the logs'
+    account said on stderr; None, said on stderr, when nothing in them could be diagnosed. ``series``: fed every
+    tick (the report's)."""
+    from ..runtime import replay_files as replay
 
     settings = settings_of(args)
     configure(settings)
-    errors: dict[str, list] = {}
-    accounts: list[LogAccount] = []
     progress = Progress() if sys.stderr.isatty() else None
     try:
-        logs_only = args.framework is not None or not any(map(is_trace_file, args.files))
-        stepper = open_replay(settings, words_only=logs_only)  # a log alone cannot support some signals
-        stepper.series = series
-        result = replay(
-            records(args.files, args.framework, errors, settings, accounts),
-            stepper,
-            interval_s=settings.interval,
-            on_result=progress,
-        )
+        done = replay(args.files, settings, args.framework, on_result=progress, series=series)
+    except ValueError as exc:
+        raise UsageError(f"-framework: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
     finally:
         if progress is not None:
             progress.done()
-    if series is not None and accounts:
-        series.log_account = accounts[0]
-    for path, found in errors.items():
+    if done.account is not None:
+        if series is not None:
+            series.log_account = done.account
+        for line in (f"read {done.account.summary()}", *done.account.notes):
+            say(line)
+    for path, found in done.errors.items():
         for error in found:
-            print(f"trainpulse: {path}: {error}; skipped", file=sys.stderr)
-    if result.ticks == 0:  # every line bad, or no line any reader understood: nothing was diagnosed
-        print(f"trainpulse: no valid trace line or known log line in {' '.join(args.files)}", file=sys.stderr)
+            say(f"{path}: {error}; skipped")
+    if done.result.ticks == 0:  # every line bad, or no line any reader understood: nothing was diagnosed
+        say(f"no valid trace line or known log line in {' '.join(args.files)}")
         return None
-    return result
+    return done.result
 
 
 class Progress:
@@ -121,56 +114,6 @@ class Progress:
         if self.shown:
             sys.stderr.write("\r\033[K")  # the line cleared: what follows is the result
             sys.stderr.flush()
-
-
-def records(
-    files: list[str],
-    framework: str | None,
-    errors: dict[str, list],
-    settings: Settings,
-    accounts: list[LogAccount] | None = None,
-) -> Iterator[Any]:
-    """The files' records in order: logs (every file, with ``framework``; else those that are not traces) first,
-    then each trace's; a trace's bad lines go to ``errors[path]``, the logs' account to ``accounts``."""
-    from .collect.trace import bounded_lines, read_trace
-
-    logs = [path for path in files if framework or not is_trace_file(path)]
-    if logs:
-        yield from log_records(logs, framework, settings, accounts)
-    for path in files:
-        if path not in logs:
-            with open(path, "rb") as fh:
-                yield from read_trace(bounded_lines(fh), errors.setdefault(path, []))
-
-
-def is_trace_file(path: str) -> bool:
-    from .collect.logfile import is_trace
-
-    with open(path, "rb") as fh:
-        return is_trace(fh)
-
-
-def log_records(
-    paths: list[str], framework: str | None, settings: Settings, accounts: list[LogAccount] | None = None
-) -> Iterator[Any]:
-    """The logs' reports and events; what became of the lines, and what they could not show, on stderr (and
-    appended to ``accounts``)."""
-    import os
-
-    from .collect.logfile import read_logs
-    from .logs import LogReader
-    from .runtime import log_account
-
-    try:
-        reader = LogReader(framework, start=min(os.path.getmtime(p) for p in paths))
-    except ValueError as exc:
-        raise UsageError(f"-framework: {exc}") from None
-    yield from read_logs(paths, reader)
-    told = log_account(reader, settings)
-    if accounts is not None:
-        accounts.append(told)
-    for line in (f"read {told.summary()}", *told.notes):
-        say(line)
 
 
 def say(line: str) -> None:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config_values import (
+from .limits import ServerLimits, parse_server_limits
+from .values import (
     Action,
     actions,
     address,
@@ -31,7 +32,6 @@ from .config_values import (
     text,
     thresholds,
 )
-from .server_limits import ServerLimits, parse_server_limits
 
 ENV_PREFIX = "TRAINPULSE_"
 MODES = ("auto", "nvml", "nvidia-smi", "sim", "none")

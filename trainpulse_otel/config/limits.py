@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .config_values import mapping
 from .durations import parse_duration
+from .values import mapping
 
 
 @dataclass(frozen=True, slots=True)
