@@ -141,3 +141,10 @@ def test_the_daemon_and_the_cli_load_no_matplotlib_until_a_page_is_drawn():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_template_escapes_quotes_as_the_page_always_has():
+    title = "x' onmouseover='alert(1)"
+    page = render_page(build_report(RunSeries().to_dict(), title))
+    assert "<title>TrainPulse report: x&#x27; onmouseover=&#x27;alert(1)</title>" in page
+    assert "onmouseover='" not in page

@@ -1,9 +1,11 @@
-"""The report's page: one self-contained HTML document of a :class:`~.model.Report`.
+"""The report's page: one self-contained HTML document of a :class:`~.model.Report`, rendered from a template.
 
 No script, no stylesheet, font or image from anywhere (a Content-Security-Policy says so to the browser): the
-charts are inline SVG (:mod:`.charts`), the style is in the page. Every string from the run (log lines, messages,
-subjects, evidence) is HTML-escaped, so nothing a job printed can become markup. :data:`SECTIONS` are the page's
-``<h2>`` headings, in order; a run read from logs has :data:`LOG_SECTION` too, after the summary.
+charts are inline SVG (:mod:`.charts`), the style is in the page. ``templates/page.html`` lays the page out; this
+module hands it each section's data. The template environment escapes every value on its way out, so nothing a
+job printed (log lines, messages, subjects, evidence) can become markup; only the charts' SVG and the page's own
+constants are passed as markup. :data:`SECTIONS` are the page's ``<h2>`` headings, in order; a run read from logs
+has :data:`LOG_SECTION` too, after the summary.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping
+from functools import cache
 from html import escape
 from typing import Any
+
+from jinja2 import Environment, PackageLoader, Template
+from markupsafe import Markup
 
 from . import charts
 from .model import Report, build_report
@@ -67,109 +73,113 @@ def render_run(series: RunSeries, title: str) -> str:
 
 def render_page(report: Report) -> str:
     """The whole page."""
-    parts = [_summary(report)]
-    if report.log_account is not None:
-        parts.append(f"<section><h2>{LOG_SECTION}</h2>{_log_account(report.log_account)}</section>")
-    for heading, body in zip(SECTIONS[1:], _bodies(report), strict=True):
-        parts.append(f"<section><h2>{escape(heading)}</h2>{body}</section>")
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
-        f"<title>TrainPulse report: {escape(report.title)}</title><style>{STYLE}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
+    texts = {"log_section": LOG_SECTION, "no_loss": NO_LOSS, "no_throughput": NO_THROUGHPUT, "no_gpus": NO_GPUS}
+    return _template().render(page=_page(report), texts=texts, csp=_trusted(CSP), style=_trusted(STYLE))
+
+
+@cache
+def _template() -> Template:
+    environment = Environment(
+        loader=PackageLoader("trainpulse_otel.report", "templates"),
+        autoescape=True,
+        finalize=_escaped,
+        keep_trailing_newline=True,
     )
+    return environment.get_template("page.html")
 
 
-def _bodies(r: Report) -> list[str]:
-    def chart(ready: bool, draw: Callable[[], str], missing: str) -> str:
-        return draw() if ready and r.times else f"<p class='none'>{escape(missing)}</p>"
+def _escaped(value: Any) -> Any:
+    """Every value as HTML-escaped text (the standard library's escaping, quotes included), markup as it is."""
+    return value if isinstance(value, Markup) else _trusted(escape(str(value)))
 
+
+def _trusted(html: str) -> Markup:
+    """Markup the page may hold as it is: only the charts' SVG (matplotlib's: its text escaped by it), the page's
+    own constants and text already escaped here — never a string from the run."""
+    return Markup(html)  # noqa: S704 - the one place markup is made; see the docstring
+
+
+def _page(r: Report) -> dict[str, Any]:
     has = {name: any(v is not None for v in values) for name, values in r.series.items()}
-    badput = (r.goodput or {}).get("badput_s", {})
-    return [
-        chart(has["health"], lambda: charts.health_chart(r.times, r.series["health"]), "No tick was diagnosed."),
-        _losses(r),
-        chart(
-            r.throughput is not None or has["mfu"],
-            lambda: _throughput_line(r) + charts.throughput_chart(r.times, r.throughput, r.series["mfu"]),
-            NO_THROUGHPUT,
-        ),
-        chart(
-            has["step_time_ms"],
-            lambda: charts.step_chart(r.times, r.step_parts, r.series["step_time_ms"]),
-            "The job reported no step time.",
-        ),
-        _goodput(r, badput),
-        chart(bool(r.bars), lambda: charts.timeline_chart(r.bars, r.duration_s), "No signal was raised.")
-        + _bar_table(r),
-        chart(
-            bool(r.heat_ranks),
-            lambda: charts.heat_chart(r.times, r.heat_ranks, r.heat),
-            "The job reported no per-rank data.",
-        ),
-        _faults(r),
-        _causes(r),
-    ]
+
+    def chart(ready: bool, draw: Callable[[], str]) -> Markup | None:
+        return _trusted(draw()) if ready and r.times else None
+
+    sections: list[tuple[str, str, Any]] = []
+    if r.log_account is not None:
+        account = r.log_account
+        sections.append(
+            (LOG_SECTION, "log", {"summary": account.get("summary", ""), "notes": account.get("notes", ())})
+        )
+    data = {
+        "health": chart(has["health"], lambda: charts.health_chart(r.times, r.series["health"])),
+        "losses": _losses(r),
+        "throughput": {
+            "svg": chart(
+                r.throughput is not None or has["mfu"],
+                lambda: charts.throughput_chart(r.times, r.throughput, r.series["mfu"]),
+            ),
+            "label": None if r.throughput is None else r.throughput.label,
+        },
+        "step": chart(has["step_time_ms"], lambda: charts.step_chart(r.times, r.step_parts, r.series["step_time_ms"])),
+        "goodput": _goodput(r, (r.goodput or {}).get("badput_s", {})),
+        "signals": {"svg": chart(bool(r.bars), lambda: charts.timeline_chart(r.bars, r.duration_s)), "bars": _bars(r)},
+        "heat": chart(bool(r.heat_ranks), lambda: charts.heat_chart(r.times, r.heat_ranks, r.heat)),
+        "faults": _faults(r),
+        "causes": _causes(r),
+    }
+    kinds = ("health", "losses", "throughput", "step", "goodput", "signals", "heat", "faults", "causes")
+    sections += [(heading, kind, data[kind]) for heading, kind in zip(SECTIONS[1:], kinds, strict=True)]
+    return {"title": r.title, "rows": _summary(r), "sections": sections}
 
 
-def _summary(r: Report) -> str:
-    status = escape(str(r.health.get("status", "")))
+def _summary(r: Report) -> list[tuple[str, str]]:
     g = r.goodput
-    rows = [
+    return [
         ("Run", f"{_utc(r.start_ts)} for {r.duration_s:.0f} s ({r.ticks} ticks)"),
-        ("Health at the end", f"{r.health.get('score', 0):.0f} ({status})"),
+        ("Health at the end", f"{r.health.get('score', 0):.0f} ({r.health.get('status', '')})"),
         ("Goodput", f"{g['ratio']:.1%}" if g else "not known"),
-        ("Top cause", escape(r.top_cause) if r.top_cause else "none"),
-        ("Signals", escape(", ".join(r.signals)) if r.signals else "none"),
+        ("Top cause", r.top_cause or "none"),
+        ("Signals", ", ".join(r.signals) if r.signals else "none"),
     ]
-    table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
-    return f"<h1>TrainPulse report: {escape(r.title)}</h1><section><h2>Summary</h2><table>{table}</table></section>"
 
 
-def _goodput(r: Report, badput: Mapping[str, float]) -> str:
+def _goodput(r: Report, badput: Mapping[str, float]) -> dict[str, Any]:
     if r.goodput is None:
         reported = r.losses is not None or any(
             any(v is not None for v in r.series[name]) for name in r.series if name not in ("health", "goodput")
         )
-        return f"<p class='none'>{GOODPUT_UNKNOWN if reported else 'Goodput was not known (no training report).'}</p>"
-    over_time = charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if r.times else ""
-    totals = charts.badput_totals_chart(badput) if any(s > 0 for s in badput.values()) else ""
+        return {"unknown": _trusted(GOODPUT_UNKNOWN) if reported else "Goodput was not known (no training report)."}
     g = r.goodput
-    wall = g.get("wall_s") or r.duration_s
-    line = f"<p>Goodput {g['ratio']:.1%} of {wall:.0f} s; ideal step {g['ideal_step_time_ms']:.0f} ms.</p>"
-    return line + over_time + (totals or "<p class='none'>No time was lost.</p>")
+    totals = charts.badput_totals_chart(badput) if any(s > 0 for s in badput.values()) else ""
+    return {
+        "unknown": None,
+        "ratio": f"{g['ratio']:.1%}",
+        "wall": f"{g.get('wall_s') or r.duration_s:.0f}",
+        "ideal": f"{g['ideal_step_time_ms']:.0f}",
+        "over_time": _trusted(charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if r.times else ""),
+        "totals": _trusted(totals),
+    }
 
 
-def _bar_table(r: Report) -> str:
-    rows = "".join(
-        f"<tr><td>{b.start:.0f}</td><td>{'active' if b.end is None else f'{b.end:.0f}'}</td>"
-        f"<td class='{escape(b.severity)}'>{escape(b.severity)}</td><td>{escape(b.signal)}</td>"
-        f"<td>{escape(b.subject)}</td><td>{escape(b.message)}</td></tr>"
+def _bars(r: Report) -> list[dict[str, str]]:
+    return [
+        {
+            "start": f"{b.start:.0f}",
+            "end": "active" if b.end is None else f"{b.end:.0f}",
+            "severity": b.severity,
+            "signal": b.signal,
+            "subject": b.subject,
+            "message": b.message,
+        }
         for b in r.bars
-    )
-    head = "<tr><th>raised (s)</th><th>cleared (s)</th><th>severity</th><th>signal</th><th>subject</th><th>message</th>"
-    return f"<table>{head}</tr>{rows}</table>" if r.bars else ""
+    ]
 
 
-def _log_account(account: Mapping[str, Any]) -> str:
-    notes = "".join(f"<li>{escape(str(note))}</li>" for note in account.get("notes", ()))
-    return f"<p>Read {escape(str(account.get('summary', '')))}.</p>" + (f"<ul>{notes}</ul>" if notes else "")
-
-
-def _throughput_line(r: Report) -> str:
-    if r.throughput is None:
-        return "<p>No throughput was read (looked for tokens/s, samples/s, TFLOP/s per GPU, a step time): MFU only.</p>"
-    return (
-        f"<p>Throughput shown as <b>{escape(r.throughput.label)}</b>: the first of tokens/s, samples/s, "
-        "TFLOP/s per GPU and steps/s (from the step time) that the run's reports carried.</p>"
-    )
-
-
-def _losses(r: Report) -> str:
+def _losses(r: Report) -> dict[str, Any] | None:
     losses = r.losses
     if losses is None:
-        return f"<p class='none'>{escape(NO_LOSS)}</p>"
+        return None
 
     def nonfinite(values: list[float | None]) -> int:
         return sum(v is not None and not math.isfinite(v) for v in values)
@@ -185,21 +195,23 @@ def _losses(r: Report) -> str:
         if bad_loss or bad_grad
         else ""
     )
-    return f"<p>Over {escape(losses.x_label)}: {drawn}{bad}.</p>" + charts.loss_chart(losses)
+    return {"x_label": losses.x_label, "drawn": drawn, "bad": bad, "svg": _trusted(charts.loss_chart(losses))}
 
 
-def _faults(r: Report) -> str:
-    if r.faults and not r.has_gpus:
-        return f"<p class='none'>{escape(NO_GPUS)}</p>"
-    out = []
-    for fault in r.faults:
-        b = fault.bar
-        out.append(f"<h3>{escape(b.signal)} · {escape(b.subject)} (raised at {b.start:.0f} s)</h3>")
-        out.append(charts.fault_chart(fault) if fault.gpus else "<p class='none'>No GPU reading around it.</p>")
-    return "".join(out) or "<p class='none'>No fault.</p>"
+def _faults(r: Report) -> dict[str, Any]:
+    items = [
+        {
+            "signal": fault.bar.signal,
+            "subject": fault.bar.subject,
+            "start": f"{fault.bar.start:.0f}",
+            "svg": _trusted(charts.fault_chart(fault)) if fault.gpus else None,
+        }
+        for fault in (r.faults if r.has_gpus else ())
+    ]
+    return {"no_gpus": bool(r.faults) and not r.has_gpus, "shown": items}
 
 
-def _causes(r: Report) -> str:
+def _causes(r: Report) -> list[dict[str, Any]]:
     out = []
     for c in r.causes:
         evidence = [
@@ -208,15 +220,19 @@ def _causes(r: Report) -> str:
         if c.get("evidence"):
             evidence.append({"cause": c["evidence"]})
         out.append(
-            "<div class='cause'>"
-            f"<h3>{escape(c['cause'])} <small>({c['confidence']:.0%}; {escape(' '.join(_subject(c['subject'])))})</small></h3>"
-            f"<p>{escape(c['summary'])}</p>"
-            f"<p><b>Seen</b> {c['first_ts'] - r.start_ts:.0f}–{c['last_ts'] - r.start_ts:.0f} s, top cause for "
-            f"{c['top_ticks']} tick(s); <b>signals</b>: {escape(', '.join(c['signals']))}</p>"
-            + "".join(f"<pre>{escape(_json(e))}</pre>" for e in evidence)
-            + f"<p><b>Remediation:</b> {escape(c.get('remediation') or 'none given')}</p></div>"
+            {
+                "cause": c["cause"],
+                "confidence": f"{c['confidence']:.0%}",
+                "subject": " ".join(_subject(c["subject"])),
+                "summary": c["summary"],
+                "seen": f"{c['first_ts'] - r.start_ts:.0f}–{c['last_ts'] - r.start_ts:.0f}",
+                "top_ticks": c["top_ticks"],
+                "signals": ", ".join(c["signals"]),
+                "evidence": [_json(e) for e in evidence],
+                "remediation": c.get("remediation") or "none given",
+            }
         )
-    return "".join(out) or "<p class='none'>No root cause was found.</p>"
+    return out
 
 
 def _subject(subject: Mapping[str, Any]) -> list[str]:
