@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from trainpulse_otel.runtime.logs import SummarizingFilter, configure_logging
+from trainpulse_otel.runtime.logging_setup import SummarizingFilter, configure_logging
 
 
 def test_json_format_is_one_object_per_line():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 
 from trainpulse_otel.runtime import PacedCollection
-from trainpulse_otel.runtime.collection import YOUNG_THRESHOLD
+from trainpulse_otel.runtime.gc_pacing import YOUNG_THRESHOLD
 
 
 class Clock:

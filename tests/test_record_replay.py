@@ -9,7 +9,7 @@ from tests import parts
 from tests.recording import recording_engine, training_report
 from trainpulse_otel.collect.trace import TraceError, read_trace
 from trainpulse_otel.config import Settings
-from trainpulse_otel.runtime.collection import YOUNG_THRESHOLD, rare_cycle_collection
+from trainpulse_otel.runtime.gc_pacing import YOUNG_THRESHOLD, rare_cycle_collection
 from trainpulse_otel.runtime.replay import group_ticks, replay
 from trainpulse_otel.samples import HostSample, RankSample, TrainingSample
 

@@ -22,7 +22,7 @@ import pytest
 
 from tests.exports.receivers import free_port
 from trainpulse_otel.cli import main
-from trainpulse_otel.collect.flight_recorder import SCAN_S, FlightRecorderCollector, is_dump
+from trainpulse_otel.collect.flight_dumps import SCAN_S, FlightRecorderCollector, is_dump
 from trainpulse_otel.logs import flight_recorder
 from trainpulse_otel.logs.flight_analysis import analyse, details, events, message, ranges, when
 from trainpulse_otel.logs.flight_recorder import DumpError, parse_dump, rank_of

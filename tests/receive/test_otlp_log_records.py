@@ -1,4 +1,4 @@
-"""receive/logs.py: OTLP log records into console lines, pure (no server, no clock)."""
+"""receive/otlp_logs.py: OTLP log records into console lines, pure (no server, no clock)."""
 
 from __future__ import annotations
 

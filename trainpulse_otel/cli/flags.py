@@ -103,7 +103,7 @@ def settings_of(args: argparse.Namespace) -> Settings:
 
 def configure(settings: Settings, quiet: bool = False) -> None:
     """Logging as the settings say (``quiet``: warnings only, for commands that draw or print data)."""
-    from ..runtime.logs import configure_logging
+    from ..runtime.logging_setup import configure_logging
 
     configure_logging("warning" if quiet and settings.log_level == "info" else settings.log_level, settings.log_format)
 

@@ -20,7 +20,7 @@ from typing import IO
 
 from ..logs import LogLine, LogReader, first_stamp
 from ..samples import LogEvent
-from .flight_recorder import dump_events, is_dump
+from .flight_dumps import dump_events, is_dump
 from .trace import KINDS, TraceRecord, bounded_lines
 
 log = logging.getLogger(__name__)

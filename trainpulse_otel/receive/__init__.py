@@ -13,7 +13,7 @@ log reader takes (:mod:`trainpulse_otel.logs`). Pure: the transports
 """
 
 from .decode import OtlpReceiver, decode_request
-from .logs import DecodedLogs, decode_logs, logs_response, parse_logs_request
+from .otlp_logs import DecodedLogs, decode_logs, logs_response, parse_logs_request
 from .series import SeriesState
 from .tally import Decoded
 from .wire import ENCODINGS, JSON, PROTOBUF, UndecodableRequest, encode_response, parse_request, response

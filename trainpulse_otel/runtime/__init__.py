@@ -14,8 +14,8 @@ from .assemble import (
     open_otlp_grpc,
     open_replay,
 )
-from .collection import PacedCollection
 from .engine import Engine, Stepper
+from .gc_pacing import PacedCollection
 from .replay import FilesReplay, LogReplay, log_account, replay_files, replay_logs
 from .session import SIM_WARMUP_S, BackgroundTicks, LocalEngine, warm_up
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..actions import ActionRunner, check_actions
 from ..collect.base import Collector
-from ..collect.flight_recorder import open_flight_recorder
+from ..collect.flight_dumps import open_flight_recorder
 from ..collect.modes import build_collectors, open_follow
 from ..collect.sim.combine import check_scenario
 from ..collect.sim.handover import RealReports

@@ -35,8 +35,8 @@ from ..report.series import RunSeries
 from ..samples import NodeReport
 from ..telemetry.latest import LatestSamples
 from .assemble import open_replay
-from .collection import rare_cycle_collection
 from .engine import Stepper
+from .gc_pacing import rare_cycle_collection
 from .plugins import Plugins, discover
 
 
