@@ -1,5 +1,5 @@
-"""docs/signals.md and docs/configuration.md stay true to the code: every knob with its current value, every
-signal's and cause's spec, every settings key."""
+"""docs/thresholds.md, docs/signals.md and docs/configuration.md stay true to the code: every knob with its current
+value, every signal's and cause's spec, every settings key."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from trainpulse_otel.diagnose import VOCABULARY, CauseSpec, KnobEntry, SignalSpe
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 SIGNALS = (DOCS / "signals.md").read_text(encoding="utf-8")
+THRESHOLDS = (DOCS / "thresholds.md").read_text(encoding="utf-8")
 CONFIGURATION = (DOCS / "configuration.md").read_text(encoding="utf-8")
 NONE = "—"
 
@@ -52,11 +53,11 @@ def section(name: str) -> str:
 
 @pytest.mark.parametrize("entry", VOCABULARY.knobs, ids=lambda e: e.key)
 def test_every_knob_is_in_the_thresholds_table_with_its_current_value(entry):
-    assert knob_row(entry) in SIGNALS, f"docs/signals.md: regenerate the Thresholds row of {entry.key}"
+    assert knob_row(entry) in THRESHOLDS, f"docs/thresholds.md: regenerate the row of {entry.key}"
 
 
 def test_the_thresholds_table_lists_no_knob_the_code_lacks():
-    listed = set(re.findall(r"^\| `([a-z_]+\.[a-z_0-9]+)` \|", SIGNALS, re.MULTILINE))
+    listed = set(re.findall(r"^\| `([a-z_]+\.[a-z_0-9]+)` \|", THRESHOLDS, re.MULTILINE))
     assert listed == {e.key for e in VOCABULARY.knobs}
 
 
@@ -87,5 +88,5 @@ def test_every_settings_key_is_in_the_configuration_table(key):
 
 
 def test_every_count_of_the_thresholds_in_the_docs_is_the_vocabulary_s():
-    counts = {int(n) for n in re.findall(r"\b(\d+) thresholds\b", SIGNALS + CONFIGURATION)}
+    counts = {int(n) for n in re.findall(r"\b(\d+) thresholds\b", SIGNALS + THRESHOLDS + CONFIGURATION)}
     assert counts <= {len(VOCABULARY.knobs)}, f"the docs count {sorted(counts)}, the code {len(VOCABULARY.knobs)}"

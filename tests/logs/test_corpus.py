@@ -2,7 +2,7 @@
 
 The corpus is data the reader is judged on (tests/fixtures/logs/corpus/README.md): every excerpt listed, cited,
 labelled with a known class, and on the side of the split its source's hash puts it. The scoring is checked on
-small corpora made here from its ``train`` files; the figures of both splits are in docs/signals.md.
+small corpora made here from its ``train`` files; the figures of both splits are in docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def test_eval_logs_usage_errors_are_one_line_and_exit_2(argv, said):
 
 def test_the_train_split_keeps_the_figures_the_reader_reached_on_it():
     """A guard against regressions on the split the reader was tuned on, a little below the figures it reached
-    (docs/signals.md); the test split is reported there, never asserted here: it must stay unread."""
+    (docs/evaluation.md); the test split is reported there, never asserted here: it must stay unread."""
     (train,) = evaluate_logs(CORPUS, ["train"])
     assert train.macro_f1 >= 0.93
     for got, of in (train.right_signal, train.subject_named):

@@ -12,7 +12,7 @@ Each training report's step is decomposed against the job's own healthy pace:
 The *ideal step* (:class:`Pace`) is the job's best sustained pace, the lowest median of
 ``PACE_STEPS`` consecutive steps over the last ``PACE_SPAN_S``; each wait's baseline is learned
 the same way. Pure: reports in, budgets out; the clock is the tick's. The rules and their
-reasons: docs/signals.md ("Goodput").
+reasons: docs/goodput.md.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ included, sums to the wall time not counted as productive. A report's claims, mo
 Wall time while ``training_stalled`` is raised is booked to the cause that names it as it passes; wall
 time no claim takes is ``unattributed``. Goodput is productive time over that wall time (``ratio``) and
 over the last ``WINDOW_S`` (``window_ratio``). Every badput figure only grows (they are exported as
-counters). Pure: the clock is the reports'. The attribution and its reasons: docs/signals.md ("Goodput").
+counters). Pure: the clock is the reports'. The attribution and its reasons: docs/goodput.md.
 """
 
 from __future__ import annotations

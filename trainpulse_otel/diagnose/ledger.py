@@ -13,7 +13,7 @@ step's time) and wall time is booked ``unattributed``. So, by construction::
     productive_s + open_s + sum(booked.values()) == wall_s    # booked includes "unattributed"
 
 and no second is booked twice. Every booked figure only grows. Pure: the clock is the caller's.
-The rules and their reasons: docs/signals.md ("Goodput").
+The rules and their reasons: docs/goodput.md.
 """
 
 from __future__ import annotations

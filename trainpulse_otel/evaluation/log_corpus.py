@@ -15,7 +15,7 @@ judged on:
 
 Per split: each class's precision, recall and F1, the macro-F1 over the classes labelled or given, and the
 shares above, checked against :data:`FIGURES` (the issue's bar). The corpus and its gathering:
-tests/fixtures/logs/corpus/README.md; the published tables: docs/signals.md.
+tests/fixtures/logs/corpus/README.md; the published tables: docs/evaluation.md.
 """
 
 from __future__ import annotations

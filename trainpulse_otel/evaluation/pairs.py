@@ -15,7 +15,7 @@ either of its GPU's heat signals. Both are counted. For example::
 
     trainpulse eval -pairs rank_straggler+dataloader_starvation,low_mfu+allreduce_wait
 
-The rules and the measured results: docs/signals.md ("Evaluation"), docs/simulation.md.
+The rules and the measured results: docs/evaluation.md, docs/simulation.md.
 """
 
 from __future__ import annotations

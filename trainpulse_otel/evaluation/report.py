@@ -11,7 +11,7 @@ job shapes, so no threshold is tuned to one; ``-pairs`` adds two faults at once 
     report = evaluate(seeds=3, variants=("default", "multinode"))
     print(format_report(report))  # per scenario: latency, top cause; the summary line; exit 1 on a miss
 
-The rules and the measured figures: docs/signals.md ("Evaluation").
+The rules and the measured figures: docs/evaluation.md.
 """
 
 from __future__ import annotations
