@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted([*(ROOT / "docs").glob("*.md"), ROOT / "README.md", ROOT / "tests/fixtures/logs/corpus/README.md"])
+PAGES = sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md", ROOT / "tests/fixtures/logs/corpus/README.md"])
 LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)")
 
 
