@@ -64,15 +64,18 @@ def replay_files(args: argparse.Namespace, series: RunSeries | None = None) -> R
     """``args.files`` (``args.framework``: how to read logs) through the pipeline, the bad lines and the logs'
     account said on stderr; None, said on stderr, when nothing in them could be diagnosed. ``series``: fed every
     tick (the report's)."""
+    from ..logs import LogReader
     from ..runtime import replay_files as replay
 
     settings = settings_of(args)
     configure(settings)
+    try:
+        LogReader(args.framework)  # an unknown framework is said before any file is read
+    except ValueError as exc:
+        raise UsageError(f"-framework: {exc}") from None
     progress = Progress() if sys.stderr.isatty() else None
     try:
         done = replay(args.files, settings, args.framework, on_result=progress, series=series)
-    except ValueError as exc:
-        raise UsageError(f"-framework: {exc}") from None
     except OSError as exc:
         raise UsageError(f"cannot read {exc.filename or ' '.join(args.files)}: {exc.strerror or exc}") from None
     finally:
