@@ -7,27 +7,19 @@ cites each); the lines are read through :class:`~trainpulse_otel.logs.LogReader`
 from __future__ import annotations
 
 import math
-from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.generic import line_values
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
 from trainpulse_otel.samples import LogEvent, TrainingSample
 
-TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
-
 
 def reports(name: str) -> list[TrainingSample]:
-    reader = LogReader()
-    out: list[Any] = []
-    for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
-        out += reader.feed(LogLine(line, "excerpt.log", n))
-    out += reader.flush()
-    return [r for r in out if isinstance(r, TrainingSample)]
+    return [r for r in read_excerpt(name) if isinstance(r, TrainingSample)]
 
 
 # (corpus file, what its first report says: the line's own numbers, in the contract's fields and units)

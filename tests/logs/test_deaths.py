@@ -7,17 +7,13 @@ where named, public documentation quoted in ``DOCUMENTED``; each is read by :cla
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
+from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
-
-TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
 
 #: Lines public documentation quotes: PyTorch's distributed debugging docs (``monitored_barrier``), and a
 #: cluster-operations write-up's torchrun error file (the search tool's code index, ids 49343896 and 10679892842).
@@ -28,12 +24,7 @@ DOCUMENTED = {
 
 
 def events(name: str) -> list[LogEvent]:
-    reader = LogReader()
-    out: list[Any] = []
-    for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
-        out += reader.feed(LogLine(line, "excerpt.log", n))
-    out += reader.flush()
-    return [e for e in out if isinstance(e, LogEvent)]
+    return [e for e in read_excerpt(name) if isinstance(e, LogEvent)]
 
 
 def line_of(name: str, words: str) -> str:

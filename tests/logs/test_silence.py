@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.logs.excerpts import TRAIN
 from trainpulse_otel.config import Settings
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
 from trainpulse_otel.runtime import replay_logs
-
-TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
 
 
 def signals(name: str, tmp_path: Path) -> dict[str, dict]:

@@ -1,0 +1,20 @@
+"""The labelled corpus's ``train`` excerpts, read by :class:`LogReader` as a replay reads a file (the ``test``
+split is never read by the tests: it must stay unread)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainpulse_otel.logs import LogLine, LogReader
+from trainpulse_otel.samples import LogEvent, TrainingSample
+
+TRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
+
+
+def read_excerpt(name: str) -> list[TrainingSample | LogEvent]:
+    """What the reader tells of the ``train`` excerpt ``name``, in order, under a neutral file name."""
+    reader = LogReader()
+    out: list[TrainingSample | LogEvent] = []
+    for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
+        out += reader.feed(LogLine(line, "excerpt.log", n))
+    return out + reader.flush()
