@@ -2,8 +2,9 @@
 
 Three gloo ranks on the CPU (``crash_job.py``). When rank 1 raises, the others fail in their next all-reduce
 with gloo's ``Connection closed by peer … typically caused by a remote worker crashing`` and torchrun sends them
-SIGTERM; when rank 1 is killed, only torchrun's table says so. Either way the log holds transport errors and
-crashes of ranks 0 and 2: the diagnosis must rank rank 1's failure first and count the rest as its consequences.
+SIGTERM; when rank 1 is killed, only torchrun's table says so. The log holds crashes of ranks 0 and 2, and
+transport errors when the others reach their all-reduce before torchrun's SIGTERM reaches them (a race on a
+loaded machine): the diagnosis must rank rank 1's failure first and count the rest as its consequences.
 """
 
 from __future__ import annotations
@@ -48,4 +49,5 @@ def test_the_rank_that_died_first_is_the_root_cause_not_the_ranks_its_death_brok
     assert all(c.cause != "network_failure" for c in diagnosis.root_causes)  # the closed links are its doing
     crashed = {s.subject.get("rank") for s in diagnosis.signals if s.name == "rank_crashed"}
     assert {0, 1, 2} <= crashed  # the others' crashes are there, explained by rank 1's
-    assert any(s.name == "network_error" for s in diagnosis.signals)
+    if "Connection closed by peer" in log.read_text():  # a race: torchrun may tear the others down first
+        assert any(s.name == "network_error" for s in diagnosis.signals)
