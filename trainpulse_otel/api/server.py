@@ -11,17 +11,14 @@ buffered without bound (past it: 413, connection closed). waitress's own
 errors (that 413, malformed HTTP, oversized headers) answer in the app's
 JSON error shape too.
 
-Responses leave in one write where they fit in ``SEND_BYTES`` (waitress's
-default sends header and body apart, which costs an ingest client most of
-its throughput), and requests are read up to ``RECV_BYTES`` a ``recv()``
-(waitress's 8 kB took a node daemon's OTLP export in several turns of the
-serving loop); the measurements are in docs/performance.md. waitress marks
-``send_bytes`` deprecated: while it exists it is used, and when it goes the
-server runs with waitress's default.
+Responses leave in one write where they fit in ``SEND_BYTES`` (waitress's default sends header and body
+apart, which costs an ingest client most of its throughput), and requests are read up to ``RECV_BYTES`` a
+``recv()`` (docs/performance.md). ``send_bytes`` is deprecated: used while it exists.
 
 Connections, idle time and workers follow the ``server`` settings (1,024 ranks): reads go ahead
 of ingest, ingest past the queue limit gets a 503 (:mod:`.front_door`), the loop runs on epoll
-(:mod:`.event_loop`). ``limits=None`` is waitress as it comes (a baseline).
+(:mod:`.event_loop`), on the waitress releases :mod:`.waitress_seams` lists (elsewhere: documented options
+only). ``limits=None`` is waitress as it comes (a baseline).
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ from waitress.server import create_server
 from waitress.task import ErrorTask
 
 from ..config.limits import ServerLimits
-from . import event_loop
+from . import event_loop, waitress_seams
 from .front_door import RETRY_AFTER_S, FrontDoorDispatcher, Overloaded, fit_open_files
 
 log = logging.getLogger(__name__)
@@ -97,19 +94,22 @@ class ApiServer:
         if hasattr(Adjustments, "send_bytes"):
             adjustments["send_bytes"] = SEND_BYTES
         self.dispatcher: FrontDoorDispatcher | None = None
-        epoll = epoll and limits is not None and event_loop.AVAILABLE
+        tested = waitress_seams.seams_usable()
+        seams = tested and limits is not None
+        epoll = epoll and seams and event_loop.AVAILABLE
         if epoll:
             adjustments["map"] = event_loop.TrackedMap()
         if limits is not None:
             adjustments.update(_tuned(limits))
-            self.dispatcher = FrontDoorDispatcher(limits.queue_limit)
-            self.dispatcher.set_thread_count(limits.threads)
+        if seams:
+            self.dispatcher = FrontDoorDispatcher(limits.queue_limit)  # type: ignore[union-attr]
+            self.dispatcher.set_thread_count(limits.threads)  # type: ignore[union-attr]
+            adjustments["_dispatcher"] = self.dispatcher
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "send_bytes", DeprecationWarning)
-            self._server = create_server(
-                app, host=host, port=port, ident="trainpulse", _dispatcher=self.dispatcher, **adjustments
-            )
-        self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
+            self._server = create_server(app, host=host, port=port, ident="trainpulse", **adjustments)
+        if tested:
+            self._server.channel_class = JsonErrorChannel  # type: ignore[union-attr]
         if epoll:
             self._server.asyncore = event_loop  # type: ignore[union-attr]  # waitress calls its .loop()
         if self.dispatcher is not None:
