@@ -37,7 +37,7 @@ def straggler(rank: int = 5) -> Signal:
 
 
 #: The MFU low_mfu's warning knob calls normal: what its facts carry beside the MFU.
-NORMAL = {NORMAL_MFU: LowMfu().threshold.warning}
+NORMAL = {NORMAL_MFU.name: LowMfu().threshold.warning}
 
 
 def causes(signals, facts=None, n=None, losses=None):

@@ -14,13 +14,14 @@ from trainpulse_otel.diagnose import (
     VOCABULARY,
     Candidate,
     DiagnosticPipeline,
+    FactSpec,
     Signal,
     SignalSpec,
     SpecError,
     Vocabulary,
 )
 from trainpulse_otel.diagnose.builtins import DETECTORS, RULES
-from trainpulse_otel.diagnose.detectors import LowMfu
+from trainpulse_otel.diagnose.detectors import LowMfu, ThroughputCollapse
 from trainpulse_otel.diagnose.rootcause import rank_candidates
 from trainpulse_otel.runtime import build_pipeline, plugins
 
@@ -314,3 +315,46 @@ def test_detectors_of_one_period_take_turns_instead_of_sharing_a_tick():
         pipeline.update(job(float(t)))
     assert first.calls == third.calls == [0.0, 2.0, 4.0, 6.0]
     assert second.calls == [1.0, 3.0, 5.0, 7.0]  # half a period later: the 2-second work spread over two ticks
+
+
+class Twin(Broken):
+    """A detector that declares a fact a built-in already provides."""
+
+    name = "twin"
+    signals = (SignalSpec("twin_signal", "a plugin's signal", "training", 0.1, None),)
+    provides = (FactSpec("throughput_drop", "share", "a second meaning for the same name"),)
+
+
+def test_a_fact_two_detectors_declare_stops_start_up_naming_both():
+    with pytest.raises(SpecError) as raised:
+        DiagnosticPipeline([ThroughputCollapse(), Twin()], [])
+    message = str(raised.value)
+    assert "fact 'throughput_drop' is already declared by detector" in message
+    assert "'twin'" in message and "'throughput'" in message
+
+
+def test_the_facts_rules_read_are_declared_once_with_their_detector():
+    owners = VOCABULARY.fact_owner
+    assert owners["throughput_drop"] == "throughput" and owners["checkpoint_write_surge"] == "checkpoint"
+    assert owners["low_mfu"] == owners["normal_mfu"] == "mfu"
+    assert all(spec.meaning and spec.unit for spec in VOCABULARY.facts.values())
+
+
+class Gossip(Broken):
+    """A detector that returns a fact it never declared."""
+
+    name = "gossip"
+
+    def update(self, tick):
+        return []
+
+    def facts(self):
+        return {"rumour": 1.0}
+
+
+def test_an_undeclared_fact_is_dropped_and_said_once(caplog):
+    pipeline = DiagnosticPipeline([Gossip()], [])
+    assert pipeline.facts() == {} and pipeline.facts() == {}
+    assert [r.getMessage() for r in caplog.records] == [
+        "detector gossip returned fact 'rumour', which it does not declare: dropped"
+    ]

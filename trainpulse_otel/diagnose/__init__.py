@@ -20,7 +20,7 @@ from .detectors.base import BaseDetector, Detector, Threshold, percent
 from .detectors.ranks import RANK_STRAGGLER
 from .pipeline import DiagnosticPipeline, PipelineResult
 from .rootcause import Candidate, RootCauseRule, Rule, base_confidence, symptoms
-from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, SignalSpec
+from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, FactSpec, SignalSpec
 from .stats import RecentMedian, RobustBaseline, Trend, WindowMin, decay, median
 from .thresholds import BASES, Knob, ThresholdError, Thresholds
 from .tick import GpuState, HostState, NodeState, Tick
@@ -61,6 +61,7 @@ __all__ = [
     "Diagnosis",
     "DiagnosticPipeline",
     "Evidence",
+    "FactSpec",
     "Finding",
     "GpuState",
     "Health",

@@ -24,9 +24,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..samples import GpuKey, gpu_order, gpu_subject
-from .detectors.llm import LOW_MFU, NORMAL_MFU
+from .detectors.llm import MFU, NORMAL_MFU
 from .detectors.ranks import RANK_STRAGGLER
 from .rank_budget import RankBudgets
+from .spec import FactSpec
 from .tick import GpuState, NodeState
 from .types import CRITICAL, Signal
 
@@ -209,19 +210,20 @@ class Evidence:
 
     # ------------------------------------------------------------ job statistics
 
-    def fact(self, name: str) -> Any:
-        return self.facts.get(name)
+    def fact(self, spec: FactSpec) -> Any:
+        """The latest value of a declared fact (None until its detector has one)."""
+        return self.facts.get(spec.name)
 
     def mfu_without(self, waste: float | None) -> float | None:
         """The MFU the job would reach without a wasted share (padding, bubble)."""
-        mfu = self.facts.get(LOW_MFU.name)
+        mfu = self.fact(MFU)
         if mfu is None or waste is None or waste >= 1.0:
             return None
         return mfu / (1.0 - waste)
 
     def explains_mfu(self, waste: float | None) -> bool:
         """True when removing ``waste`` would bring MFU up to normal (``low_mfu``'s warning bound)."""
-        mfu, normal = self.mfu_without(waste), self.facts.get(NORMAL_MFU)
+        mfu, normal = self.mfu_without(waste), self.fact(NORMAL_MFU)
         return mfu is not None and normal is not None and mfu >= normal
 
     def host_cpu(self) -> float | None:

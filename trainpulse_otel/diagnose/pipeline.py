@@ -64,6 +64,9 @@ class DiagnosticPipeline:
         self.rules: tuple[RootCauseRule, ...] = tuple(rules)
         self.vocabulary = vocabulary if vocabulary is not None else Vocabulary(self.detectors, self.rules)
         self._declared = [frozenset(spec.name for spec in d.signals) for d in self.detectors]
+        owner = self.vocabulary.fact_owner
+        self._provides = [frozenset(f for f, by in owner.items() if by == d.name) for d in self.detectors]
+        self._undeclared_facts: set[str] = set()  # detectors already logged for a fact they did not declare
         self._layers = {name: spec.layer for name, spec in self.vocabulary.signals.items()}
         #: The signals capped at a warning: the measured ones, when the job is judged from its own words alone.
         self._measured = (
@@ -205,10 +208,15 @@ class DiagnosticPipeline:
         return self._causes
 
     def facts(self) -> dict[str, Any]:
-        """Every detector's latest statistics, merged (for correlation and debugging)."""
+        """Every detector's latest declared facts (``provides``), by name; an undeclared one is dropped, logged once."""
         merged: dict[str, Any] = {}
-        for detector in self.detectors:
-            merged.update(detector.facts())
+        for detector, provides in zip(self.detectors, self._provides, strict=True):
+            for name, value in detector.facts().items():
+                if name in provides:
+                    merged[name] = value
+                elif detector.name not in self._undeclared_facts:
+                    self._undeclared_facts.add(detector.name)
+                    log.warning("detector %s returned fact %r, which it does not declare: dropped", detector.name, name)
         return merged
 
 

@@ -72,3 +72,17 @@ class CauseSpec:
     remediation: str
     books: str | None = None
     wait: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FactSpec:
+    """A statistic a detector shares with the root-cause rules, declared once: its name, unit and meaning.
+
+    A detector lists the facts it provides in ``provides`` and returns them from ``facts()`` under these names;
+    :mod:`.vocabulary` rejects a name two detectors declare, and a rule reads a fact with its spec
+    (:meth:`~.correlate.Evidence.fact`), never by a string.
+    """
+
+    name: str
+    unit: str
+    meaning: str

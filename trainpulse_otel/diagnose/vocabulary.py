@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, SignalSpec
+from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, FactSpec, SignalSpec
 from .thresholds import BASES, Knob, ThresholdError, Thresholds
 from .types import Policy
 
@@ -59,6 +59,9 @@ class Vocabulary:
     ) -> None:
         self.signals: dict[str, SignalSpec] = {}
         self.causes: dict[str, CauseSpec] = {}
+        #: Every detector's declared facts, and the detector each comes from.
+        self.facts: dict[str, FactSpec] = {}
+        self.fact_owner: dict[str, str] = {}
         self.knobs: tuple[KnobEntry, ...] = ()
         self._describe = describe
         self._declared_by: dict[str, str] = {}
@@ -109,12 +112,29 @@ class Vocabulary:
         knobs = getattr(detector, "knobs", ())
         self._add_knobs(who, name, signals[0].name, knobs)
         self._tables[name] = tuple(knobs)
+        self._add_facts(who, name, getattr(detector, "provides", ()))
         unknown = sorted({k.at_least for k in knobs if k.at_least} - {k.name for k in knobs})
         if unknown:
             raise SpecError(f"{who}: a knob must be at least {', '.join(unknown)}, which it does not declare")
         broken = _order_broken(signals[0].name, knobs, {})
         if broken:
             raise SpecError(f"{who}: knob {broken.key} {broken.message} (as declared)")
+
+    def _add_facts(self, who: str, detector: str, provides: Any) -> None:
+        if not isinstance(provides, (tuple, list)):
+            raise SpecError(f"{who}: its provides are not a tuple of trainpulse_otel.diagnose.FactSpec")
+        for spec in provides:
+            if not isinstance(spec, FactSpec):
+                raise SpecError(f"{who}: provides {spec!r}, which is not a trainpulse_otel.diagnose.FactSpec")
+            owner = self.fact_owner.get(spec.name)
+            if owner is not None:
+                raise SpecError(
+                    f"{who}: fact {spec.name!r} is already declared by detector {self._declared_by['detector:' + owner]}"
+                )
+            if not spec.name or not spec.meaning:
+                raise SpecError(f"{who}: fact {spec.name!r} needs a name and a meaning")
+            self.facts[spec.name] = spec
+            self.fact_owner[spec.name] = detector
 
     def _add_reads(self, detector: Any) -> None:
         """A detector's bounds derived from another signal's knobs (``reads``: ``(signal, Knob)`` pairs): each must

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar, Protocol
 
-from ..spec import SignalSpec
+from ..spec import FactSpec, SignalSpec
 from ..stats import RobustBaseline
 from ..thresholds import Knob, Thresholds
 from ..tick import Tick
@@ -39,7 +39,8 @@ SCORE_CAP = 5.0
 class Detector(Protocol):
     """What the pipeline needs from a detector: a class built with its :class:`Thresholds`.
 
-    ``signals``: the signals it raises (its knobs are named under the first).
+    ``signals``: the signals it raises (its knobs are named under the first). ``provides`` (optional): the
+    facts ``facts()`` returns (:class:`~..spec.FactSpec`); a fact it does not declare is dropped.
     ``every_s``: the pipeline calls ``update`` at most this often (0: every
     tick) — slow physics (memory, temperature) needs no per-second look.
     """
@@ -64,6 +65,8 @@ class BaseDetector:
     #: Bounds derived from another signal's knobs, as ``(signal, Knob)``: read, never copied (an override of the
     #: owner's knob moves them too), and listed in ``thresholds`` beside the owner.
     reads: ClassVar[tuple[tuple[str, Knob], ...]] = ()
+    #: The facts ``facts()`` returns.
+    provides: ClassVar[tuple[FactSpec, ...]] = ()
     every_s: ClassVar[float] = 0.0
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ...samples import TrainingSample
+from ..spec import FactSpec
 from ..stats import RecentMedian, RobustBaseline
 from ..thresholds import Thresholds
 from ..tick import Tick
@@ -33,6 +34,12 @@ class LevelDetector(BaseDetector):
     sigma is at least the ``min_sigma`` knob); subclasses say what and how to say it."""
 
     higher_is_worse: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A level detector provides its value as a fact named after its signal, in its warning knob's unit."""
+        super().__init_subclass__(**kwargs)
+        if cls.signals and "provides" not in cls.__dict__:
+            cls.provides = (level_fact(cls),)
 
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         super().__init__(thresholds)
@@ -123,3 +130,10 @@ class StepShareDetector(LevelDetector):
         if step:
             message += f" ({value * step:.0f} of {step:.0f} ms)"
         return message, {f"{self.field[:-3]}_share": round(value, 4), "step_time_ms": step}
+
+
+def level_fact(detector: type[LevelDetector]) -> FactSpec:
+    """The fact a level detector provides: its latest median-filtered value, named after its signal."""
+    unit = next((knob.unit for knob in detector.knobs if knob.name == "warning"), "")
+    signal = detector.signals[0].name
+    return FactSpec(signal, unit, f"the latest value {signal} is judged on (median of the last {WINDOW})")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec import TRAINING, SignalSpec
+from ..spec import TRAINING, FactSpec, SignalSpec
 from ..thresholds import CONVENTION, PHYSICS, SHARE, Knob
 from ..tick import Tick
 from .base import percent
@@ -13,8 +13,10 @@ from .level import LevelDetector
 LOW_MFU = SignalSpec(
     "low_mfu", "the job achieves a small share of the GPUs' peak FLOP rate", TRAINING, 0.08, "compute", measured=True
 )
+#: The job's MFU as judged (the median of the last reports): what a waste's share is set against.
+MFU = FactSpec(LOW_MFU.name, SHARE, "the job's model FLOPs utilisation, the median of its last reports")
 #: The fact naming the MFU that counts as normal (the ``warning`` knob).
-NORMAL_MFU = "normal_mfu"
+NORMAL_MFU = FactSpec("normal_mfu", SHARE, "the MFU a wasted share's removal must restore to explain it")
 SEQUENCE_PADDING = SignalSpec(
     "sequence_padding", "much of every batch is padding", TRAINING, 0.06, "compute", measured=True
 )
@@ -48,6 +50,7 @@ class LowMfu(LevelDetector):
         Knob("critical", 0.10, SHARE, PHYSICS, "a tenth of peak: the GPUs mostly wait or run slow kernels", 0, 1),
     )
     higher_is_worse = False
+    provides = (MFU, NORMAL_MFU)
 
     def measure(self, tick: Tick) -> float | None:
         report = tick.report
@@ -62,7 +65,7 @@ class LowMfu(LevelDetector):
 
     def facts(self) -> dict[str, Any]:
         """The MFU, and the warning bound a wasted share's removal must lift it to for that share to explain it."""
-        return {} if self.value is None else {self.signal: self.value, NORMAL_MFU: self.threshold.warning}
+        return {} if self.value is None else {self.signal: self.value, NORMAL_MFU.name: self.threshold.warning}
 
 
 class SequencePadding(LevelDetector):

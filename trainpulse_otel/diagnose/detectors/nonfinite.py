@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import LossPoint
-from ..spec import NUMERICS, TRAINING, SignalSpec
+from ..spec import NUMERICS, TRAINING, FactSpec, SignalSpec
 from ..thresholds import CONVENTION, COUNT, SECONDS, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, Finding, Policy
@@ -28,6 +28,8 @@ NONFINITE_LOSS = SignalSpec(
 )
 #: A non-finite finding scores this: raised on its first observation, held while it lasts.
 NONFINITE_SCORE = 3.0
+#: When the current episode of non-finite values began.
+NONFINITE_SINCE = FactSpec("nonfinite_since", SECONDS, "when the current episode of non-finite losses began")
 
 
 @dataclass
@@ -61,6 +63,7 @@ class NonfiniteLoss(BaseDetector):
 
     name = "nonfinite_loss"
     signals = (NONFINITE_LOSS,)
+    provides = (NONFINITE_SINCE,)
     knobs = (
         Knob(
             "skipped_in_a_row",
@@ -196,7 +199,7 @@ class NonfiniteLoss(BaseDetector):
         return evidence
 
     def facts(self) -> dict[str, Any]:
-        return {} if self.episode is None else {"nonfinite_since": self.episode.first_ts}
+        return {} if self.episode is None else {NONFINITE_SINCE.name: self.episode.first_ts}
 
 
 def _nonfinite_message(e: NonfiniteEpisode, in_a_row: int) -> str:

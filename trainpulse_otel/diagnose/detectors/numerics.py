@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...samples import LossPoint
-from ..spec import TRAINING, SignalSpec
+from ..spec import TRAINING, FactSpec, SignalSpec
 from ..stats import MAD_TO_SIGMA, sorted_median
-from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, Knob, Thresholds
+from ..thresholds import CONVENTION, COUNT, SECONDS, SHARE, SIGMAS, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import WARNING, Finding, Policy
 from .base import SCORE_CAP, BaseDetector
@@ -37,6 +37,10 @@ BASELINE_LOSSES = 128
 
 def finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
+
+
+#: The worst spike's loss over its rolling median.
+LOSS_SPIKE_RATIO = FactSpec("loss_spike_ratio", TIMES, "the worst recent loss spike over its rolling median")
 
 
 class RollingLosses:
@@ -124,6 +128,7 @@ class LossSpike(BaseDetector):
 
     name = "loss_spike"
     signals = (LOSS_SPIKE,)
+    provides = (LOSS_SPIKE_RATIO,)
     knobs = (
         Knob(
             "sigmas",
@@ -253,7 +258,7 @@ class LossSpike(BaseDetector):
         return evidence
 
     def facts(self) -> dict[str, Any]:
-        return {} if self.worst is None or self.worst.ratio is None else {"loss_spike_ratio": self.worst.ratio}
+        return {} if self.worst is None or self.worst.ratio is None else {LOSS_SPIKE_RATIO.name: self.worst.ratio}
 
 
 def _spike_message(s: Spike) -> str:

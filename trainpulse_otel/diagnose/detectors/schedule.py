@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ..spec import TRAINING, SignalSpec
+from ..spec import TRAINING, FactSpec, SignalSpec
 from ..thresholds import CONVENTION, SECONDS, SHARE, TIMES, Knob, Thresholds
 from ..tick import Tick
 from ..types import Finding, Policy
@@ -28,6 +28,12 @@ CHECKPOINT_STALL = SignalSpec(
     "checkpoint",
     measured=True,
     policy=Policy(clear_after_s=60.0),
+)
+
+#: The share of recent time checkpoint saves blocked training, and the disk-write surge a save was inferred from.
+CHECKPOINT_SHARE = FactSpec("checkpoint_share", SHARE, "the share of recent time checkpoint saves blocked training")
+CHECKPOINT_WRITE_SURGE = FactSpec(
+    "checkpoint_write_surge", TIMES, "disk writes over their normal rate when a save was inferred (None: none)"
 )
 
 
@@ -95,6 +101,7 @@ class CheckpointStall(BaseDetector):
 
     name = "checkpoint"
     signals = (CHECKPOINT_STALL,)
+    provides = (CHECKPOINT_SHARE, CHECKPOINT_WRITE_SURGE)
     knobs = (
         Knob(
             "warning",
@@ -221,4 +228,4 @@ class CheckpointStall(BaseDetector):
         return evidence
 
     def facts(self) -> dict[str, Any]:
-        return {"checkpoint_share": self.share, "checkpoint_write_surge": self._write_surge}
+        return {CHECKPOINT_SHARE.name: self.share, CHECKPOINT_WRITE_SURGE.name: self._write_surge}

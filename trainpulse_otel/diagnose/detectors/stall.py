@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Any
 
 from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, RankStack, TrainingSample
-from ..spec import JOB, SignalSpec
+from ..spec import JOB, FactSpec, SignalSpec
 from ..stacks import odd_ranks, stack_groups
 from ..stats import RecentMedian
 from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
@@ -46,6 +46,8 @@ TRAINING_STALLED = SignalSpec(
 )
 #: Reports whose step times give the median step.
 MEDIAN_REPORTS = 31
+#: How long the job has been stalled, while it is.
+STALLED_S = FactSpec("stalled_s", SECONDS, "how long the job has made no step, while training_stalled holds")
 #: At most this many lagging ranks are listed in the evidence.
 MAX_LISTED = 16
 #: A rank in one of these phases is not stuck, however long its peers wait for it: its own evaluation,
@@ -65,6 +67,7 @@ class TrainingStalled(BaseDetector):
 
     name = "stall"
     signals = (TRAINING_STALLED,)
+    provides = (STALLED_S,)
     knobs = (
         MIN_STALL_S,
         STEP_MULTIPLE,
@@ -229,7 +232,7 @@ class TrainingStalled(BaseDetector):
             self._progress_ts = ts
 
     def facts(self) -> dict[str, Any]:
-        return {"stalled_s": self.stalled_s} if self.stalled_s else {}
+        return {STALLED_S.name: self.stalled_s} if self.stalled_s else {}
 
 
 def _job_step(training: TrainingSample) -> int | None:

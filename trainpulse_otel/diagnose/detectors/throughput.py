@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...samples import GpuSample, TrainingSample
-from ..spec import GPU, TRAINING, SignalSpec
+from ..spec import GPU, TRAINING, FactSpec, SignalSpec
 from ..stats import RecentMedian, RobustBaseline, median
 from ..thresholds import CONVENTION, COUNT, MEASURED, PERCENT, SHARE, SIGMAS, Knob, Thresholds
 from ..tick import Tick
@@ -26,6 +26,10 @@ GPU_UNDERUTILIZATION = SignalSpec(
     measured=True,
 )
 #: The throughput baseline: a robust EWMA of this weight that adopts improvements.
+#: How far the job's pace fell below its own baseline (shared with the rules that weigh a slowdown).
+THROUGHPUT_DROP = FactSpec(
+    "throughput_drop", SHARE, "the relative drop of recent tokens/s or steps/s below the job's own baseline"
+)
 BASELINE_ALPHA = 0.02
 
 
@@ -66,6 +70,7 @@ class ThroughputCollapse(BaseDetector):
 
     name = "throughput"
     signals = (THROUGHPUT_COLLAPSE,)
+    provides = (THROUGHPUT_DROP,)
     knobs = (
         Knob("warning", 0.30, SHARE, CONVENTION, "a drop below the job's own pace no noise or data mix explains", 0, 1),
         Knob("critical", 0.50, SHARE, CONVENTION, "half the job's throughput gone", 0, 1, at_least="warning"),
@@ -126,7 +131,7 @@ class ThroughputCollapse(BaseDetector):
         return evidence
 
     def facts(self) -> dict[str, Any]:
-        return {} if self.drop is None else {"throughput_drop": self.drop}
+        return {} if self.drop is None else {THROUGHPUT_DROP.name: self.drop}
 
 
 class GpuUnderutilization(LevelDetector):

@@ -13,7 +13,7 @@ from ..detectors.ranks import RANK_STRAGGLER
 from ..detectors.stall import TRAINING_STALLED
 from ..detectors.thermal import THERMAL_INSTABILITY
 from ..detectors.thermal_forecast import THERMAL_THROTTLE_RISK
-from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
+from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE, THROUGHPUT_DROP
 from ..spec import HARDWARE, CauseSpec
 from ..types import Signal
 from .common import (
@@ -201,7 +201,7 @@ def power(ev: Evidence) -> list[Candidate]:
             )
             + f": SM clocks at {pct(ev.median_clock_ratio(capped))} of max"
         )
-        drop = ev.fact("throughput_drop")
+        drop = ev.fact(THROUGHPUT_DROP)
         if drop is not None and drop > NOTABLE_DROP:
             summary += f", throughput down {pct(drop)}"
         clock = ev.median_clock_ratio(capped)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..correlate import Evidence
-from ..detectors.llm import LOW_MFU
+from ..detectors.llm import LOW_MFU, MFU
 from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
 from ..spec import COMPUTE, CauseSpec
 from .common import CORROBORATED, SYMPTOM_ONLY, symptoms
@@ -40,7 +40,7 @@ def inefficiency(ev: Evidence) -> list[Candidate]:
         )
         base = CORROBORATED
     elif LOW_MFU.name in names:
-        mfu = ev.fact(LOW_MFU.name)
+        mfu = ev.fact(MFU)
         summary = (
             (
                 f"MFU is {mfu:.2f} while the GPUs are busy: the kernels themselves are slow (unfused "

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from ..correlate import Evidence
 from ..detectors.comms import ALLREDUCE_WAIT
 from ..detectors.inputs import DATALOADER_STARVATION, TOKENIZER_STALL
-from ..detectors.llm import LOW_MFU, SEQUENCE_PADDING
-from ..detectors.schedule import CHECKPOINT_STALL, PIPELINE_BUBBLE
-from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE
+from ..detectors.llm import LOW_MFU, MFU, SEQUENCE_PADDING
+from ..detectors.schedule import CHECKPOINT_STALL, CHECKPOINT_WRITE_SURGE, PIPELINE_BUBBLE
+from ..detectors.throughput import GPU_UNDERUTILIZATION, THROUGHPUT_COLLAPSE, THROUGHPUT_DROP
 from ..spec import STEP, CauseSpec
 from .common import CORROBORATED, STRONG, base_confidence, pct, symptoms
 from .ranking import Candidate, Rule
@@ -98,7 +98,7 @@ def _waiting(
 
 def _consequence(ev: Evidence) -> str:
     under = ev.job_signal(GPU_UNDERUTILIZATION.name)
-    drop = ev.fact("throughput_drop")
+    drop = ev.fact(THROUGHPUT_DROP)
     parts = []
     if under is not None:
         parts.append(f"GPUs busy only {under.evidence.get('median_utilization_percent', 0):.0f}% of the time")
@@ -160,7 +160,7 @@ def _bubble_remedy(_: Evidence) -> str:
 def checkpoint(ev: Evidence) -> list[Candidate]:
     """Blocking checkpoint saves, with the disk writes that show them."""
     out = _waiting(CHECKPOINT_IO_BOUND.name, CHECKPOINT_STALL.name, _checkpoint_remedy, inside_step=False)(ev)
-    surge = ev.fact("checkpoint_write_surge")  # only ever set from a surge past checkpoint_stall.write_surge
+    surge = ev.fact(CHECKPOINT_WRITE_SURGE)  # only ever set from a surge past checkpoint_stall.write_surge
     for c in out:
         if surge is not None:
             c.summary += f"; the disk writes at {surge:.0f}x its normal rate while training waits"
@@ -179,7 +179,7 @@ def padding(ev: Evidence) -> list[Candidate]:
     if ev.explains_mfu(waste):
         explains += symptoms(ev, LOW_MFU.name)
         summary += (
-            f": MFU {ev.fact(LOW_MFU.name):.2f} counts real tokens only; without the padding it would "
+            f": MFU {ev.fact(MFU):.2f} counts real tokens only; without the padding it would "
             f"be ~{ev.mfu_without(waste):.2f}"
         )
     remedy = (
