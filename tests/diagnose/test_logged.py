@@ -155,3 +155,22 @@ def test_an_unprefixed_watchdog_line_is_of_the_watchdog_s_own_rank():
     d = diagnose(with_events(t, *((old,) if t == 5 else ())) for t in range(8))
     (signal,) = [s for s in d.signals if s.name == "collective_timeout"]
     assert signal.subject == {"ranks": (7,)}
+
+
+def launcher_killed(t: float, local_rank: int, line: int) -> LogEvent:
+    """torchrun's agent line for a worker that died of SIGKILL, no exception of its own (ColossalAI#2531's)."""
+    text = f"failed (exitcode: -9) local_rank: {local_rank} (pid: 12076) of binary: /usr/bin/python"
+    return LogEvent(T0 + t, PROCESS_FAILED, text, source="job.log", line=line,
+                    details={"exit_code": -9, "signal": "SIGKILL", "local_rank": local_rank, "pid": 12076})  # fmt: skip
+
+
+def test_a_death_the_launcher_tells_after_a_timeout_is_the_hang_s_teardown_and_one_before_is_its_cause():
+    """torchrun notices a dead worker within seconds: a death it tells after a watchdog's timeout came after the
+    hang began. In one tick (an unstamped excerpt) the order of the lines decides."""
+    hang = replace(timeout(5, 0), source="job.log", line=1)
+    after = diagnose(with_events(t, *((hang, launcher_killed(5, 1, 14)) if t == 5 else ())) for t in range(10))
+    assert [c.cause for c in after.root_causes][:1] == ["rank_hang"]
+    assert "rank_failure" not in [c.cause for c in after.root_causes]
+    first = replace(timeout(5, 0), source="job.log", line=20)
+    before = diagnose(with_events(t, *((launcher_killed(5, 1, 3), first) if t == 5 else ())) for t in range(10))
+    assert before.root_causes[0].cause == "rank_failure"  # killed first (the OOM killer): the others then wait

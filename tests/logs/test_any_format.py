@@ -176,3 +176,14 @@ def test_a_header_without_a_step_or_loss_closes_the_table_and_words_are_no_heade
     table = table_header("epoch       main/loss   validation/main/loss  elapsed_time")
     assert table.row("1           2.30032     1.93991               78.7839") == {"global_step": 1, "loss": 2.30032}
     assert table.row("all        66     73    0.0125") is None
+
+
+def test_keras_s_epoch_line_with_its_val_twins_is_a_report_and_a_bracketed_key_is_a_key():
+    # Keras 2 (verbose=2) under ``Epoch 3/10``: the training loss beside its ``val_`` twin
+    keras = line_values("3093s - loss: 0.6163 - acc: 0.8242 - val_loss: 0.2946 - val_acc: 0.9136", epoch=3)
+    assert keras is not None and keras["loss"] == 0.6163 and keras["global_step"] == 3
+    # an evaluation that estimates the training loss too is still no report (nanoGPT)
+    assert line_values("step 3000: train loss 4.0390, val loss 4.0427") is None
+    # LION's trainer: ``| [Loss] nan | … | [step]   104 |``
+    lion = line_values("- [R0] | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125 | [step]   104 | [url] none |")
+    assert lion is not None and math.isnan(lion["loss"])

@@ -109,6 +109,18 @@ ONE_LINERS = [
         TRANSPORT_ERROR,
         {"transport": "OFI"},
     ),
+    (
+        "horovod_network_error_2019-mxnet-ucx-roce-retry-exceeded.log",
+        "Transport retry count exceeded",
+        TRANSPORT_ERROR,
+        {"transport": "RoCE", "status": "IBV_WC_RETRY_EXC_ERR", "device": "mlx5_0:1/RoCE"},
+    ),
+    (
+        "paddle_out_of_memory_deepspeech2-mul-badalloc-gpu0.log",
+        "Out of memory error on GPU 0",
+        CUDA_OOM,
+        {},
+    ),
 ]
 
 
@@ -204,3 +216,22 @@ def test_the_host_a_failure_line_names_is_in_its_evidence():
     told = reader.feed(LogLine("srun: error: node17: task 3: Killed", "launcher.log", 1)) + reader.flush()
     (event,) = [e for e in told if isinstance(e, LogEvent)]
     assert (event.details["host"], event.rank, event.details["signal"]) == ("node17", 3, "SIGKILL")
+
+
+def test_round_three_wordings_name_their_gpu_and_survive_a_terminal_s_wrap():
+    """ROCm's ``HIP out of memory … GPU 0 has a total capacity``; Paddle's ``Out of memory error on GPU 0``; an
+    MXNet ``cudaMalloc fail`` / ``ed: out of memory`` the paste wrapped mid-word; an old ``[Rank 1] Caught
+    collective operation timeout: WorkNCCL(…, Tim`` wrapped inside its fields."""
+    (hip,) = [
+        e for e in events("autotrain_out_of_memory_rocm-hip-out-of-memory-trainer-wrapper.log") if e.kind == CUDA_OOM
+    ][:1]
+    assert hip.gpu_index == 0
+    paddle = [e for e in events("paddle_out_of_memory_deepspeech2-mul-badalloc-gpu0.log") if e.kind == CUDA_OOM]
+    assert 0 in {e.gpu_index for e in paddle}
+    assert CUDA_OOM in {e.kind for e in events("mxnet_out_of_memory_maskrcnn-cudamalloc-failed-after-batch-2260.log")}
+    timeouts = [
+        e
+        for e in events("ultralytics_collective_timeout_caught-allreduce-3h-dataset-cache.log")
+        if e.kind == WATCHDOG_TIMEOUT
+    ]
+    assert timeouts and timeouts[0].details["op"] == "ALLREDUCE" and timeouts[0].details["seq"] == 6

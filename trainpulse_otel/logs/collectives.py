@@ -13,7 +13,7 @@ from typing import Any
 
 #: ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, …) ran for N milliseconds`` —
 #: the text of ProcessGroupNCCL's checkTimeout in every PyTorch since 1.8 (fields come and go).
-WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)\)(?: ran for (?P<ran>\d+) millisecond)?")
+WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)(?:\)(?: ran for (?P<ran>\d+) millisecond)?|$)")
 #: One ``Key=value`` of a WorkNCCL: ``SeqNum=88``, ``Timeout(ms)=600000``, ``TensorShape=[1, 2]``.
 FIELD = re.compile(r"(\w+(?:\(ms\))?)=(\[[^\]]*\]|[^,)\s]+)")
 #: The ``[Rank 3]`` of the watchdog's own message: the rank in the process group — of the first group whose work
@@ -48,6 +48,11 @@ IB_HCA = re.compile(r"\bhca (\S+)")
 IB_ASYNC = re.compile(
     r"NET/IB\w*\s*:\s*(?:(?P<dev>\S+) )?Got (?P<nonfatal>non-fatal )?async event\s*:\s*(?P<event>[^(]+)"
 )
+#: A verbs completion status in words (``ibv_wc_status_str``'s, and UCX's ib_mlx5 log): ``Transport retry count
+#: exceeded on mlx5_0:1/RoCE``, ``transport retry counter exceeded``, ``RNR retry counter exceeded``.
+VERBS_WORDS = re.compile(r"\b(?P<what>[Tt]ransport|RNR) retry count(?:er)? exceeded(?: on (?P<dev>[\w:/.-]+))?")
+#: The marks of :data:`VERBS_WORDS` (substrings the reader tests first).
+VERBS_MARKS = ("retry count exceeded", "retry counter exceeded")
 #: An ``ibv_wc_status`` name anywhere in a WARN line: ``IBV_WC_RETRY_EXC_ERR``.
 IBV_STATUS = re.compile(r"\b(IBV_WC_\w+_ERR)\b")
 #: NCCL's socket errors: ``Net : Connection closed by remote peer host<47861>``, ``socketProgress: Connection
@@ -332,6 +337,19 @@ def ib_event(text: str) -> dict[str, Any] | None:
         return details
     status = IBV_STATUS.search(text)
     return None if status is None else {"transport": "IB", "status": status[1]}
+
+
+def verbs_status(text: str) -> dict[str, Any] | None:
+    """A work request the HCA gave up on, in the verbs library's words (:data:`VERBS_WORDS`): the status it names,
+    the device and port where the line gives them."""
+    match = VERBS_WORDS.search(text)
+    if match is None:
+        return None
+    status = "IBV_WC_RNR_RETRY_EXC_ERR" if match["what"] == "RNR" else "IBV_WC_RETRY_EXC_ERR"
+    details: dict[str, Any] = {"transport": "RoCE" if "RoCE" in text else "IB", "status": status}
+    if match["dev"]:
+        details["device"] = match["dev"]
+    return details
 
 
 def socket_error(text: str) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ COLLECTIVE_FAILURE = re.compile(
 )
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
-WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error")
+WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc")
 WRAPPED_MIN = 60
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256
@@ -313,18 +313,22 @@ class FailureScanner:
 
     #: (substrings one of which must be in the line, the form it may be), in the order they are tried.
     _handlers: tuple[tuple[tuple[str, ...], Callable[[FailureScanner, str], list[Failure] | None]], ...] = (
-        (("Watchdog caught", "timed out in blocking wait"), _watchdog),
+        (("Watchdog caught", "timed out in blocking wait", "Caught collective operation timeout"), _watchdog),
         (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
         (("Terminating the process after attempting",), _fatal),
         (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
         (c.STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
-        (("out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"), _oom),
+        (
+            ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"),
+            _oom,
+        ),
         (
             ("async event", "IBV_WC_"),
             lambda self, text: self._transport(c.ib_event(text) if _warn(text) else None, text),
         ),
         (("gloo/transport/tcp/pair.cc",), lambda self, text: self._transport(c.gloo_error(text), text)),
+        (c.VERBS_MARKS, lambda self, text: self._transport(c.verbs_status(text), text)),
         (
             ("Connection closed by remote peer", " failed : "),
             lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),

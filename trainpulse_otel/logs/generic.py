@@ -24,11 +24,11 @@ from typing import Any
 Payload = dict[str, Any]
 
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
-#: value: ``loss nan lr 0.1``), optionally quoted, then ``:``,
+#: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
 #: inside ``tensor(…)``) and its unit.
 PAIR = re.compile(
-    r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})['\"]?\s*(?:[:=]\s*|\s+)"
+    r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
@@ -206,9 +206,16 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     if "step_time_ms" not in payload:
         _rate(payload, text)
     timed = any(name in payload for name in TIMED_FIELDS)
-    if ("loss" in payload and len(training) == len(losses)) or timed:
+    if ("loss" in payload and (len(training) == len(losses) or _keras_epoch(training, losses))) or timed:
         return payload
     return None if bad is None else {"loss": bad}
+
+
+def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
+    """Keras's epoch line: the training ``loss`` and each evaluation loss its ``val_`` twin (``loss: 0.54 -
+    val_loss: 0.29``), not an evaluation that estimates the training loss too (nanoGPT's ``train loss``)."""
+    names = {key for key, _ in training}
+    return "loss" in names and all(key in names or key.removeprefix("val_") in names for key, _ in losses)
 
 
 def field_key(key: str) -> str:

@@ -12,7 +12,8 @@
   memory``, Apple's ``MPS backend out of memory``, NCCL's ``Cuda failure 'out of memory'``, fairseq's recovered
   ``ran out of memory on GPU #2, skipping batch``, TensorFlow's ``OOM when allocating tensor … on
   /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
-  Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``. The host's OOM killer is no
+  Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``, MXNet's ``cudaMalloc failed: out of
+  memory``, Paddle's ``Out of memory error on GPU 0``. The host's OOM killer is no
   allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
@@ -38,10 +39,14 @@ OLD = re.compile(
 #: An accelerator's allocator failing, in the words of every framework and runtime (see the module docstring).
 OTHER_OOM = re.compile(
     r"(?:CUDA|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|CUDA_ERROR_OUT_OF_MEMORY:|"
-    r"ran|\(2 vs\. 0\))\s*out of memory|OOM when allocating|ResourceExhaustedError|RESOURCE_EXHAUSTED:.*memory"
+    r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
+    r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU"
 )
-#: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``.
-OTHER_GPU = re.compile(r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)")
+#: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
+#: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``.
+OTHER_GPU = re.compile(
+    r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
+)
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.

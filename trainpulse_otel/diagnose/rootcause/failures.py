@@ -113,7 +113,39 @@ def caused(ev: Evidence) -> list[Signal]:
     if any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name)):
         # a traceback the log ends within, its exception unseen, beside a failure that explains it
         out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
+    out += [c for c in killed_after_timeout(ev) if c not in out]
     return out
+
+
+def killed_after_timeout(ev: Evidence) -> list[Signal]:
+    """The deaths only the launcher tells (an exit code, no exception of the rank's own) that it told after a
+    collective had timed out: the launcher notices a dead worker within seconds, so a death it reports after a
+    watchdog's timeout came after the hang began — the watchdog's teardown or the launcher's, not its cause."""
+    timeouts = ev.active(COLLECTIVE_TIMEOUT.name)
+    if not timeouts:
+        return []
+    return [
+        c
+        for c in ev.active(RANK_CRASHED.name)
+        if "exit_code" in c.evidence
+        and not c.evidence.get("exception")
+        and not any(told_before(c, t) for t in timeouts)
+    ]
+
+
+def told_before(a: Signal, b: Signal) -> bool:
+    """Whether ``a`` was told before ``b``: by time, and in one tick by the line of one log that first told it."""
+    if a.since != b.since:
+        return a.since < b.since
+    first_a, first_b = _first_line(a), _first_line(b)
+    return first_a is not None and first_b is not None and first_a[0] == first_b[0] and first_a[1] < first_b[1]
+
+
+def _first_line(s: Signal) -> tuple[str, int] | None:
+    """The log and line number (``path:N``, as the logged detectors list them) that first told a signal."""
+    lines = s.evidence.get("lines") or ()
+    path, _, number = str(lines[0]).rpartition(":") if lines else ("", "", "")
+    return (path, int(number)) if path and number.isdigit() else None
 
 
 def _torn_down(crash: Signal) -> bool:
