@@ -65,6 +65,19 @@ def test_an_override_shows_in_the_listing_and_changes_the_diagnosis_of_a_real_ru
     assert "straggler_rank" not in {c["cause"] for c in loosened["diagnosis"]["root_causes"]}
 
 
+def test_a_disabled_detector_is_gone_from_thresholds_and_judges_nothing(tmp_path):
+    off = {"detectors": {"disabled": ["ranks"], "loss_spike": {"sigmas": 8}}}
+    rows = json.loads(trainpulse("thresholds", "-json", config=off, tmp_path=tmp_path).stdout)
+    assert not [r for r in rows if r["signal"] == "rank_straggler"]
+    assert [r["value"] for r in rows if r["name"] == "loss_spike.sigmas"] == [8]  # the overrides still apply
+    replayed = json.loads(
+        trainpulse("replay", str(STRAGGLER), "-json", "-interval", "100ms", config=off, tmp_path=tmp_path).stdout
+    )
+    assert "rank_straggler" not in {e["signal"] for e in replayed["timeline"]}
+    bad = trainpulse("thresholds", "-detectors", '{"disabled": ["rank_stragler"]}')
+    assert bad.returncode == 2 and "detectors.disabled: no built-in detector or signal 'rank_stragler'" in bad.stderr
+
+
 @pytest.mark.parametrize(
     ("detectors", "message"),
     [

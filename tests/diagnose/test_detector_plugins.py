@@ -4,11 +4,13 @@ against one vocabulary; a plugin's signal and cause are as first class as a buil
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.diagnose.builders import T0, job
+from trainpulse_otel.config import ConfigError
 from trainpulse_otel.diagnose import (
     DEFAULT_POLICY,
     VOCABULARY,
@@ -358,3 +360,90 @@ def test_an_undeclared_fact_is_dropped_and_said_once(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "detector gossip returned fact 'rumour', which it does not declare: dropped"
     ]
+
+
+#: A third party's straggler detector replacing the built-in ``ranks``: the same signal, its own judgement.
+REPLACEMENT = """
+from trainpulse_otel.diagnose import BaseDetector, Finding, SignalSpec
+
+RANK_STRAGGLER = SignalSpec(
+    "rank_straggler", "a rank late at the collective (acme's judgement)", "ranks", 0.1, "sync", role="straggler"
+)
+
+
+class AcmeStraggler(BaseDetector):
+    name = "ranks"
+    signals = (RANK_STRAGGLER,)
+
+    def update(self, tick):
+        report = tick.report
+        if report is None or report.loss is None:
+            return None
+        return [Finding("rank_straggler", 1.7, message="acme says rank 3 is late", subject={"rank": 3})]
+"""
+
+
+def test_a_disabled_builtin_leaves_the_vocabulary_and_a_plugin_may_take_its_name_and_signal(install):
+    off = plugins.discover(autoload=False, disabled=["rank_straggler"])
+    assert "ranks" not in off.detectors and "rank_straggler" not in off.vocabulary.signal_names
+    assert not any(e.key.startswith("rank_straggler.") for e in off.vocabulary.knobs)
+    assert "rank_straggler" not in _scored(build_pipeline(off), off.vocabulary)
+    install(REPLACEMENT, "[trainpulse.detectors]\nranks = acme_detectors:AcmeStraggler\n")
+    with pytest.raises(plugins.PluginError, match="'ranks' is already taken"):
+        plugins.discover(autoload=True)  # the built-in still holds the name
+    replaced = plugins.discover(autoload=True, disabled=["ranks"])
+    assert replaced.vocabulary.signals["rank_straggler"].meaning.endswith("(acme's judgement)")
+    assert replaced.vocabulary.roles["straggler"] == "rank_straggler"
+    pipeline = build_pipeline(replaced)
+    for t in range(4):
+        result = pipeline.update(job(float(t), training={"loss": 2.0}))
+    (signal,) = [s for s in result.diagnosis.signals if s.name == "rank_straggler"]
+    assert signal.subject == {"rank": 3} and result.scores["rank_straggler"] == 1.7
+
+
+def test_a_name_no_builtin_has_is_a_config_error_naming_the_key():
+    with pytest.raises(ConfigError, match=r"detectors\.disabled: no built-in detector or signal 'rank_stragler'"):
+        plugins.discover(autoload=False, disabled=["rank_stragler"])
+
+
+def test_a_role_is_held_by_one_signal():
+    taker = SignalSpec("hang_watch", "a second stall", "job", 0.1, None, role="stall")
+
+    class Taker(Broken):
+        name, signals = "taker", (taker,)
+
+    with pytest.raises(SpecError, match="takes role 'stall', which 'training_stalled' holds"):
+        Vocabulary([*DETECTORS, Taker], [])
+    with pytest.raises(SpecError, match="has role 'waiting'"):
+        Vocabulary([type("Odd", (Taker,), {"signals": (replace(taker, role="waiting"),)})], [])
+
+
+def _scored(pipeline, vocabulary) -> dict[str, float]:
+    """The ``trainpulse.signal.score`` points a publisher of ``vocabulary`` exports after a few ticks."""
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from trainpulse_otel.publish.otel import DiagnosisPublisher
+
+    reader = InMemoryMetricReader()
+    publisher = DiagnosisPublisher(
+        MeterProvider(metric_readers=[reader]).get_meter("t"), LoggerProvider().get_logger("t"), vocabulary=vocabulary
+    )
+    for t in range(6):
+        publisher.publish(pipeline.update(job(float(t), training={"mfu": 0.05})))
+    return {
+        p.attributes["signal"]: p.value
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "trainpulse.signal.score"
+        for p in m.data.data_points
+    }
+
+
+def test_each_judged_signal_s_score_is_exported_beside_its_state():
+    scores = _scored(build_pipeline(plugins.discover(autoload=False)), VOCABULARY)
+    assert scores["low_mfu"] >= 2.0  # MFU 0.05 against the 0.20 warning: four times past it
+    assert scores["sequence_padding"] == 0.0 or "sequence_padding" not in scores  # judged fine, or never judged
+    assert all(value >= 0.0 for value in scores.values())

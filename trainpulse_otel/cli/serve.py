@@ -24,7 +24,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     configure(settings)
     _check_exposure(settings)
-    plugins = discover()
+    plugins = discover(disabled=settings.disabled_detectors)
     engine = open_engine(settings, push=True, plugins=plugins, actions=True)
     try:
         server = ApiServer(create_api(engine, settings, plugins), settings.host, settings.port, settings.server)

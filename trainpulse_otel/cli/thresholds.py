@@ -29,8 +29,8 @@ def cmd_thresholds(args: argparse.Namespace) -> int:
 
     settings = settings_of(args)
     configure(settings, quiet=True)
-    plugins = discover()
-    values = plugins.vocabulary.knob_values(knob_overrides(plugins, settings.detectors))
+    plugins = discover(disabled=settings.disabled_detectors)
+    values = plugins.vocabulary.knob_values(knob_overrides(plugins, settings.detector_knobs))
     rows = threshold_rows(plugins.vocabulary, values)
     print(json.dumps(rows, indent=2) if args.json else format_thresholds(rows))
     return 0

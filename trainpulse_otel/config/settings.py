@@ -16,6 +16,7 @@ from typing import Any
 
 from .limits import ServerLimits, parse_server_limits
 from .values import (
+    DISABLED,
     Action,
     actions,
     address,
@@ -168,7 +169,13 @@ OPTIONS: tuple[Option, ...] = (
         "DURATION",
     ),
     Option("smi_timeout", duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
-    Option("detectors", optional(thresholds), None, 'thresholds: {"SIGNAL": {"KNOB": value}}', "JSON"),
+    Option(
+        "detectors",
+        optional(thresholds),
+        None,
+        'thresholds: {"SIGNAL": {"KNOB": value}}; "disabled": built-in detectors turned off, by detector or signal',
+        "JSON",
+    ),
     Option(
         "follow",
         optional(paths),
@@ -219,11 +226,23 @@ class Settings:
     sim_node_rank: int = 0
     warmup: float = 0.0
     smi_timeout: float = 5.0
-    detectors: dict[str, dict[str, float]] | None = None
+    detectors: dict[str, Any] | None = None
     follow: tuple[str, ...] | None = None
     flight_recorder: str | None = None
     actions: tuple[Action, ...] = ()
     actions_dry_run: bool = False
+
+    @property
+    def detector_knobs(self) -> dict[str, dict[str, float]] | None:
+        """The ``detectors`` key's knob overrides, ``{"SIGNAL": {"KNOB": value}}``."""
+        if self.detectors is None:
+            return None
+        return {signal: knobs for signal, knobs in self.detectors.items() if signal != DISABLED}
+
+    @property
+    def disabled_detectors(self) -> tuple[str, ...]:
+        """The built-in detectors ``detectors.disabled`` turns off, by detector or signal name."""
+        return tuple((self.detectors or {}).get(DISABLED, ()))
 
     @property
     def host(self) -> str:

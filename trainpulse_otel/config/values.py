@@ -132,11 +132,21 @@ def headers(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def thresholds(value: Any) -> dict[str, dict[str, Any]]:
-    """``{"SIGNAL": {"KNOB": number}}``, its shape only: the signals, knobs and values are checked at start-up
-    against the detectors found (an error naming ``detectors.SIGNAL.KNOB``)."""
-    out = {}
+#: The key of ``detectors`` listing the built-in detectors turned off (by detector or signal name).
+DISABLED = "disabled"
+
+
+def thresholds(value: Any) -> dict[str, Any]:
+    """``{"SIGNAL": {"KNOB": number}, "disabled": ["NAME", …]}``, its shape only: the signals, knobs, values and
+    names are checked at start-up against the detectors found (an error naming ``detectors.SIGNAL.KNOB`` or
+    ``detectors.disabled``)."""
+    out: dict[str, Any] = {}
     for signal, knobs in mapping(value).items():
+        if signal == DISABLED:
+            if not isinstance(knobs, (list, tuple)) or not all(isinstance(n, str) and n for n in knobs):
+                raise ValueError(f"{DISABLED}: must be a list of detector or signal names, got {knobs!r}")
+            out[DISABLED] = tuple(knobs)
+            continue
         try:
             out[signal] = dict(mapping(knobs))
         except ValueError as exc:

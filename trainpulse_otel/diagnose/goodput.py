@@ -27,10 +27,9 @@ from collections.abc import Mapping, Sequence
 
 from ..samples import TrainingSample
 from .budget import StepBudget, saved_ms
-from .detectors.stall import TRAINING_STALLED
 from .ledger import PRODUCTIVE, UNATTRIBUTED, WallLedger
 from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
-from .spec import NUMERICS
+from .spec import NUMERICS, ROLE_STALL
 from .stats import decay
 from .types import Goodput, RankLoss, RootCause
 from .vocabulary import Vocabulary
@@ -58,6 +57,7 @@ class GoodputAccount:
             vocabulary = VOCABULARY
         self._booked: Mapping[str, str] = vocabulary.booked
         self._waits = vocabulary.waits
+        self._stall_signal = vocabulary.roles.get(ROLE_STALL)  # the signal whose time is the stall
         self.window_s = window_s
         self.ledger = WallLedger()
         self._ideal_ms: float | None = None
@@ -235,7 +235,7 @@ class GoodputAccount:
         if booked is not None:
             return booked
         if component == "stall":  # the deepest ranked cause that explains the stall
-            return next((c.cause for c in causes if TRAINING_STALLED.name in c.signals), UNATTRIBUTED)
+            return next((c.cause for c in causes if self._stall_signal in c.signals), UNATTRIBUTED)
         deeper = next((c.cause for c in causes if c.cause not in self._waits), None)
         if component == "sync":  # waiting for a late rank: the straggler, or what makes it late
             return deeper or STRAGGLER_RANK.name

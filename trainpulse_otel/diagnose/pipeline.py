@@ -11,20 +11,19 @@ tick costs the same however long the job has run.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..samples import Frame, TrainingSample
 from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
-from .detectors.ranks import RANK_STRAGGLER
-from .detectors.stall import TRAINING_STALLED
 from .goodput import GoodputAccount
 from .health import HealthScorer
 from .rank_budget import RankBudgets
 from .relay import RELAY_POLICY, relayed_findings
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
+from .spec import ROLE_STALL, ROLE_STRAGGLER
 from .tick import TickBuilder
 from .tracker import SignalTracker
 from .types import CRITICAL, WARNING, Diagnosis, Finding, RootCause, Signal, Transition
@@ -34,8 +33,6 @@ log = logging.getLogger(__name__)
 
 #: Root causes are re-inferred at least this often while signals are active (evidence moves).
 CAUSE_REFRESH_S = 5.0
-#: The signal whose time is counted as stalled (the goodput's ``stall``), whatever its cause.
-STALL_SIGNAL = TRAINING_STALLED.name
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,9 @@ class PipelineResult:
     diagnosis: Diagnosis
     transitions: tuple[Transition, ...] = ()
     top_cause_changed: bool = False
+    #: Each signal's score at its detectors' latest judgement (the highest over subjects; 0: judged and below
+    #: the report floor), for a backend to threshold apart from the signal's own state. Absent: never judged.
+    scores: Mapping[str, float] = field(default_factory=dict)
 
 
 class DiagnosticPipeline:
@@ -68,6 +68,9 @@ class DiagnosticPipeline:
         self._provides = [frozenset(f for f, by in owner.items() if by == d.name) for d in self.detectors]
         self._undeclared_facts: set[str] = set()  # detectors already logged for a fact they did not declare
         self._layers = {name: spec.layer for name, spec in self.vocabulary.signals.items()}
+        #: The signals whose roles the core plays (:data:`~.spec.ROLES`): None where no detector raises one.
+        self._stall_signal = self.vocabulary.roles.get(ROLE_STALL)
+        self._straggler_signal = self.vocabulary.roles.get(ROLE_STRAGGLER)
         #: The signals capped at a warning: the measured ones, when the job is judged from its own words alone.
         self._measured = (
             frozenset(name for name, spec in self.vocabulary.signals.items() if spec.measured)
@@ -89,6 +92,7 @@ class DiagnosticPipeline:
         self._goodput = GoodputAccount(self.vocabulary)
         self._ranks = RankBudgets()
         self._stalled = False  # training_stalled was raised since the last report
+        self._scores: dict[str, float] = {}  # each signal's score at its latest judgement
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
         self._undeclared: set[str] = set()  # detectors already logged for raising a signal they did not declare
@@ -118,6 +122,7 @@ class DiagnosticPipeline:
                         findings = [_words_only(f) if f.signal in self._measured else f for f in findings]
                 if findings is not None:
                     tracker.observe(source, findings, detector.policy, ts)
+                    self._score(source, findings)
             except Exception:  # one broken detector (a plugin) must not blind the others
                 if self._failed(detector) == 1:  # the first failure with its traceback, then quiet
                     log.warning(
@@ -129,7 +134,7 @@ class DiagnosticPipeline:
         transitions = tracker.drain()
         signals = tracker.signals()
         top_before = self._top
-        stalled = any(s.name == STALL_SIGNAL for s in signals)
+        stalled = self._stall_signal is not None and any(s.name == self._stall_signal for s in signals)
         if stalled:
             self._stalled = True
             self._goodput.stall(ts)
@@ -148,7 +153,12 @@ class DiagnosticPipeline:
             root_causes=causes,
             goodput=self._goodput.goodput(ts, self._ranks.worst()),
         )
-        return PipelineResult(self._diagnosis, transitions, self._top != top_before)
+        return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
+
+    def _score(self, source: int, findings: list[Finding]) -> None:
+        """The scores of a detector's latest judgement, per signal it declares (its highest finding's, or 0)."""
+        for name in self._declared[source]:
+            self._scores[name] = max((f.score for f in findings if f.signal == name), default=0.0)
 
     def _account(
         self,
@@ -164,7 +174,7 @@ class DiagnosticPipeline:
         budget = self._budget.add(ts, report, steps, stalled=self._stalled, all_reduce=all_reduce)
         self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
-        straggler_share = stragglers_sync_share([s for s in signals if s.name == RANK_STRAGGLER.name])
+        straggler_share = stragglers_sync_share([s for s in signals if s.name == self._straggler_signal])
         self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler_share, steps)
 
     def _declared_only(self, source: int, findings: list[Finding]) -> list[Finding]:

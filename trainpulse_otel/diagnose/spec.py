@@ -28,6 +28,12 @@ CAUSE_LAYERS = (HARDWARE, RANK, STEP, COMPUTE, MODEL)
 NUMERICS = "numerics"
 #: The components lost time is measured in: the step budget's (:mod:`.budget`), and diverged steps.
 COMPONENTS = (*STEP_COMPONENTS, NUMERICS)
+#: What the core does with a signal beyond weighing it (:attr:`SignalSpec.role`), at most one signal each.
+ROLE_STALL, ROLE_STRAGGLER = "stall", "straggler"
+ROLES = {
+    ROLE_STALL: "its time is the goodput's stall, booked to the cause that explains it",
+    ROLE_STRAGGLER: "its evidence's sync share is the part of the others' wait the late rank makes",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +45,7 @@ class SignalSpec:
     ``predictive``: a forecast — about time not lost yet. ``explainer_claims``: a cause that explains
     this signal claims its lost time (the wait for a straggler it makes late, the stall of a rank it hangs).
     ``policy``: how its findings become a raised and a cleared signal (a detector may refine it).
+    ``role``: what the core does with it beyond weighing it (:data:`ROLES`; one signal per role).
     ``measured``: it judges the job's efficiency (waits, MFU, throughput, stragglers), which is critical only
     where TrainPulse reads the machine beside the job's own figures: from a job's words alone (a log replayed
     with no GPU or host readings: sampled every Nth step, the framework's own FLOP count and peak), at most a
@@ -54,6 +61,7 @@ class SignalSpec:
     explainer_claims: bool = False
     measured: bool = False
     policy: Policy = DEFAULT_POLICY
+    role: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import CAUSE_LAYERS, COMPONENTS, SIGNAL_LAYERS, CauseSpec, FactSpec, SignalSpec
+from .spec import CAUSE_LAYERS, COMPONENTS, ROLES, SIGNAL_LAYERS, CauseSpec, FactSpec, SignalSpec
 from .thresholds import BASES, Knob, ThresholdError, Thresholds
 from .types import Policy
 
@@ -56,14 +56,19 @@ class Vocabulary:
         detectors: Iterable[Any],
         rules: Iterable[Any],
         describe: Callable[[Any], str] = describe_part,
+        off: frozenset[str] = frozenset(),
     ) -> None:
         self.signals: dict[str, SignalSpec] = {}
         self.causes: dict[str, CauseSpec] = {}
         #: Every detector's declared facts, and the detector each comes from.
         self.facts: dict[str, FactSpec] = {}
         self.fact_owner: dict[str, str] = {}
+        #: The signal that holds each role (:data:`~.spec.ROLES`).
+        self.roles: dict[str, str] = {}
         self.knobs: tuple[KnobEntry, ...] = ()
         self._describe = describe
+        #: Signals turned off (their detectors disabled): a cause may still name them among what it explains.
+        self.off = off
         self._declared_by: dict[str, str] = {}
         self._namespaces: dict[str, str] = {}  # detector name -> the signal its knobs are named under
         self._tables: dict[str, tuple[Knob, ...]] = {}  # detector name -> its knobs
@@ -146,6 +151,8 @@ class Vocabulary:
         for signal, knob in reads:
             key = f"{signal}.{knob.name}"
             entry = entries.get(key)
+            if entry is None and signal in self.off:  # its owner is turned off: the reader keeps the bound
+                entry = KnobEntry(key, signal, knob, ())
             if entry is None:
                 raise SpecError(f"{who}: reads knob {key!r}, which no detector declares")
             if entry.knob != knob:
@@ -169,8 +176,14 @@ class Vocabulary:
         problem = _signal_problem(spec)
         if problem:
             raise SpecError(f"{who}: signal {spec.name!r} {problem}")
+        if spec.role is not None and spec.role in self.roles:
+            raise SpecError(
+                f"{who}: signal {spec.name!r} takes role {spec.role!r}, which {self.roles[spec.role]!r} holds"
+            )
         self.signals[spec.name] = spec
         self._declared_by[spec.name] = who
+        if spec.role is not None:
+            self.roles[spec.role] = spec.name
 
     def _add_knobs(self, who: str, detector: str, signal: str, knobs: Any) -> None:
         if not isinstance(knobs, (tuple, list)):
@@ -201,7 +214,7 @@ class Vocabulary:
             raise SpecError(
                 f"{who}: cause {spec.name!r} is already declared by {self._declared_by['cause:' + spec.name]}"
             )
-        problem = _cause_problem(spec, self.signals)
+        problem = _cause_problem(spec, [*self.signals, *sorted(self.off)])
         if problem:
             raise SpecError(f"{who}: cause {spec.name!r} {problem}")
         if spec.books and spec.books in {c.books for c in self.causes.values()}:
@@ -265,10 +278,12 @@ def _signal_problem(spec: SignalSpec) -> str:
         return f"has component {spec.component!r}; known: {', '.join(COMPONENTS)}"
     if not isinstance(spec.policy, Policy):
         return "has a policy that is not a trainpulse_otel.diagnose.Policy"
+    if spec.role is not None and spec.role not in ROLES:
+        return f"has role {spec.role!r}; known: {', '.join(ROLES)}"
     return ""
 
 
-def _cause_problem(spec: CauseSpec, signals: Mapping[str, SignalSpec]) -> str:
+def _cause_problem(spec: CauseSpec, signals: Sequence[str]) -> str:
     if not _NAME.fullmatch(spec.name):
         return "must be lower_snake_case"
     if not spec.meaning or not spec.remediation:

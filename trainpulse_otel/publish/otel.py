@@ -58,6 +58,7 @@ class DiagnosisPublisher:
         self, meter: Any, logger: Any, namespace: str = "trainpulse", vocabulary: Vocabulary = VOCABULARY
     ) -> None:
         self._diagnosis = Diagnosis()
+        self._scores: Mapping[str, float] = {}
         self._signal_names = vocabulary.signal_names
         self._causes = frozenset(vocabulary.cause_names)
         self._logger = logger
@@ -72,6 +73,13 @@ class DiagnosisPublisher:
             callbacks=[self._observe_signals],
             unit="1",
             description="1 while the signal is active at this severity, 0 otherwise.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.signal.score",
+            callbacks=[self._observe_scores],
+            unit="1",
+            description="Each signal's score at its detectors' latest judgement, the highest over its subjects: 1 "
+            "at its warning threshold, more past it; 0 when judged fine. Absent until first judged.",
         )
         meter.create_observable_gauge(
             f"{namespace}.signal.subject",
@@ -118,6 +126,7 @@ class DiagnosisPublisher:
     def publish(self, result: PipelineResult) -> None:
         """Make ``result`` the published diagnosis and emit its events."""
         self._diagnosis = result.diagnosis
+        self._scores = result.scores
         for transition in result.transitions:
             self._emit_transition(transition)
         if result.top_cause_changed:
@@ -137,6 +146,10 @@ class DiagnosisPublisher:
             for name in self._signal_names
             for severity in SEVERITIES
         ]
+
+    def _observe_scores(self, _options: CallbackOptions) -> Iterable[Observation]:
+        scores = self._scores
+        return [Observation(scores[name], {"signal": name}) for name in self._signal_names if name in scores]
 
     def _observe_subjects(self, _options: CallbackOptions) -> Iterable[Observation]:
         return [

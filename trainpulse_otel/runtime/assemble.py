@@ -107,7 +107,7 @@ def open_engine(
     follower last, when ``follow`` is set. ``actions``: run the settings' actions on raised signals (the
     daemon's; their signals and causes are checked against the vocabulary whether or not they run).
     """
-    plugins = plugins or discover()
+    plugins = plugins or discover(disabled=settings.disabled_detectors)
     check_scenario(settings.scenario)  # in every mode, as every other setting is checked at start-up
     check_actions(settings.actions, plugins.vocabulary.signal_names, plugins.vocabulary.cause_names)
     reports = RealReports(settings.stale_after)  # ingest stamps it; the simulator yields to it
@@ -124,7 +124,7 @@ def open_engine(
     latest = LatestSamples(settings.stale_after, settings.max_ranks, settings.node_series)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
-    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detectors))
+    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detector_knobs))
     stepper.series = RunSeries()  # what GET /v1/report draws: the run since start, bounded
     ops = OperationalMetrics(telemetry.meter, settings.metrics_namespace)
     if settings.follow:  # the job's own logs, read beside any mode's collectors (``-mode none`` too)
@@ -205,7 +205,9 @@ def open_replay(settings: Settings, plugins: Plugins | None = None, words_only: 
     """The engine's step for a trace: latest samples, frames, window (``history_size``) and pipeline
     (``words_only``: of a job's logs alone, :func:`build_pipeline`)."""
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
-    pipeline = build_pipeline(plugins or discover(), settings.detectors, words_only)
+    pipeline = build_pipeline(
+        plugins or discover(disabled=settings.disabled_detectors), settings.detector_knobs, words_only
+    )
     return Stepper(latest, SampleFrames(latest), Window(settings.history_size), pipeline)
 
 

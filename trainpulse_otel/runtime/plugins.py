@@ -9,6 +9,9 @@
 - ``trainpulse.adapters`` — an :class:`~trainpulse_otel.adapters.Adapter`
   (built-ins: :data:`~trainpulse_otel.adapters.builtins.ADAPTERS`).
 
+``disabled`` (the config's ``detectors.disabled``) turns built-in detectors off, by detector or signal name,
+before the plugins load: their signals and knobs are gone from the vocabulary (so from ``thresholds``, the
+snapshot and ``/metrics``), and a plugin may take their names. A name no built-in has is a ConfigError.
 Third-party entry points load unless ``TRAINPULSE_DISABLE_PLUGIN_AUTOLOAD=1``
 (or ``autoload=False``). One that fails to import is logged and skipped; one
 whose declarations do not fit — not a detector or rule, a clashing or missing
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
@@ -30,6 +33,7 @@ from ..adapters.base import Adapter
 from ..adapters.builtins import ADAPTERS
 from ..collect.base import CollectorFactory
 from ..collect.modes import COLLECTORS
+from ..config import ConfigError
 from ..diagnose import Detector, RootCauseRule, SpecError, Vocabulary
 from ..diagnose.builtins import DETECTORS, RULES
 
@@ -66,13 +70,19 @@ class Plugins:
         return [cls(self.vocabulary.thresholds(cls, overrides)) for cls in self.detectors.values()]
 
 
-def discover(autoload: bool | None = None) -> Plugins:
-    """The built-ins and, while autoloading, every installed third-party plugin (see the module docstring)."""
+def discover(autoload: bool | None = None, disabled: Collection[str] = ()) -> Plugins:
+    """The built-ins but the ``disabled`` and, while autoloading, every installed third-party plugin (see the
+    module docstring)."""
     origins: dict[int, str] = {}
-    detectors = _with_builtins({d.name: d for d in DETECTORS}, DETECTORS_GROUP, as_detector, autoload, origins)
+    builtins = _enabled({d.name: d for d in DETECTORS}, disabled)
+    detectors = _with_builtins(builtins, DETECTORS_GROUP, as_detector, autoload, origins)
     rules = _with_builtins({r.name: r for r in RULES}, ROOT_CAUSES_GROUP, as_rule, autoload, origins)
+    declared = {getattr(spec, "name", None) for d in detectors.values() for spec in getattr(d, "signals", ())}
+    off = {spec.name for d in DETECTORS if d.name not in builtins for spec in d.signals} - declared
     try:
-        vocabulary = Vocabulary(detectors.values(), rules.values(), lambda part: _origin(part, origins))
+        vocabulary = Vocabulary(
+            detectors.values(), rules.values(), lambda part: _origin(part, origins), off=frozenset(off)
+        )
     except SpecError as exc:
         raise PluginError(str(exc)) from None
     return Plugins(
@@ -82,6 +92,20 @@ def discover(autoload: bool | None = None) -> Plugins:
         adapters=_with_builtins({a.name: a for a in ADAPTERS}, ADAPTERS_GROUP, as_adapter, autoload, origins),
         vocabulary=vocabulary,
     )
+
+
+def _enabled(builtins: dict[str, type[Detector]], disabled: Collection[str]) -> dict[str, type[Detector]]:
+    """The built-in detectors but those ``disabled`` names: a detector's name, or a signal it raises."""
+    signals = {spec.name for d in builtins.values() for spec in d.signals}
+    unknown = sorted(set(disabled) - set(builtins) - signals)
+    if unknown:
+        raise ConfigError(
+            "detectors.disabled",
+            f"no built-in detector or signal {', '.join(map(repr, unknown))}; "
+            f"detectors: {', '.join(builtins)}; signals: {', '.join(sorted(signals))}",
+        )
+    off = set(disabled)
+    return {n: d for n, d in builtins.items() if n not in off and not off & {s.name for s in d.signals}}
 
 
 def autoload_enabled(autoload: bool | None = None) -> bool:

@@ -190,7 +190,7 @@ def replay_files(
     (every file is a log when ``framework`` names one); the logs, read by one reader and merged in time, come
     before the traces' records. Logs alone cap what a log cannot support (``words_only``). ValueError: an unknown
     framework; OSError: a file that cannot be read. ``logs_only``: every file is a log, whatever its first line."""
-    plugins = plugins or discover()
+    plugins = plugins or discover(disabled=settings.disabled_detectors)
     logs = [path for path in paths if logs_only or framework or not is_trace_file(path)]
     reader = LogReader(framework, start=min(os.path.getmtime(p) for p in logs)) if logs else None
     errors: dict[str, list[TraceError]] = {}
@@ -221,5 +221,5 @@ def is_trace_file(path: str) -> bool:
 
 def log_account(reader: LogReader, settings: Settings, plugins: Plugins | None = None) -> LogAccount:
     """What ``reader`` read, in words, quoting the knob values ``settings`` give."""
-    vocabulary = (plugins or discover()).vocabulary
-    return account(reader.stats, vocabulary.knob_values(vocabulary.resolve(settings.detectors)))
+    vocabulary = (plugins or discover(disabled=settings.disabled_detectors)).vocabulary
+    return account(reader.stats, vocabulary.knob_values(vocabulary.resolve(settings.detector_knobs)))

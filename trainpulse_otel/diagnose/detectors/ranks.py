@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...samples import RankSample
-from ..spec import RANKS, SignalSpec
+from ..spec import RANKS, ROLE_STRAGGLER, SignalSpec
 from ..stats import IQR_TO_SIGMA
 from ..thresholds import ALPHA, CONVENTION, SHARE, T_STAT, Knob, Thresholds
 from ..tick import Tick
@@ -38,6 +38,7 @@ RANK_STRAGGLER = SignalSpec(
     measured=True,
     explainer_claims=True,
     policy=Policy(clear_after_s=30.0),
+    role=ROLE_STRAGGLER,
 )
 #: Below this many ranks their scatter says nothing about noise: each rank's own noise is used.
 FEW_RANKS = 4

@@ -25,7 +25,7 @@ from collections import Counter
 from typing import Any
 
 from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, RankStack, TrainingSample
-from ..spec import JOB, FactSpec, SignalSpec
+from ..spec import JOB, ROLE_STALL, FactSpec, SignalSpec
 from ..stacks import odd_ranks, stack_groups
 from ..stats import RecentMedian
 from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob, Thresholds
@@ -43,6 +43,7 @@ TRAINING_STALLED = SignalSpec(
     "stall",
     explainer_claims=True,
     policy=Policy(raise_evidence=2.0, min_observations=1, clear_after_s=2.0),
+    role=ROLE_STALL,
 )
 #: Reports whose step times give the median step.
 MEDIAN_REPORTS = 31
