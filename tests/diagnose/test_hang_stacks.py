@@ -13,7 +13,7 @@ from trainpulse_otel.diagnose.rootcause.hang import rank_hang
 from trainpulse_otel.diagnose.stacks import is_library_file, odd_ranks, script_frame, stack_groups
 from trainpulse_otel.diagnose.tick import NodeState
 from trainpulse_otel.diagnose.types import CRITICAL, Signal
-from trainpulse_otel.samples import Frame, RankSample, RankStack, StackFrame
+from trainpulse_otel.samples import Frame, RankSample, RankStack, StackFrame, TrainingSample
 
 SCRIPT = "/home/me/jobs/train.py"
 OUTER = (StackFrame("<frozen runpy>", 88, "_run_code"), StackFrame(SCRIPT, 120, "<module>"))
@@ -114,3 +114,30 @@ def test_heartbeats_that_came_are_never_called_none():
     silent = replace(signal, evidence={"lagging": [], "inferred_from": None})
     (unknown,) = rank_hang(Evidence((silent,), {}, NodeState(), T0))
     assert "no rank heartbeats came" in unknown.summary
+
+
+def test_one_odd_stack_among_ranks_standing_alike_is_plain_enough_for_the_faster_threshold():
+    """The monitor handed the inner module (DDP's all-reduce unmarked): every rank says compute, and only the
+    stacks tell the hung rank from the peers waiting alike in backward — the 15 s rule, not the 30 s one."""
+    stacks = tuple(RankStack(r, 24059, "compute", STUCK if r == 5 else WAITING) for r in range(8))
+    healthy = [job(float(t)) for t in range(60)]  # the last step at 59
+    wait = [replace(_no_hook_hang(float(t), stacks), training=_since(t, 59.0)) for t in range(60, 100)]
+    harness = Harness(TrainingStalled()).feed(healthy + wait)
+    assert 59 + 15 <= harness.first_raise_s("training_stalled") <= 59 + 17
+    (signal,) = harness.active()
+    assert signal.evidence["threshold_s"] == 15.0 and signal.evidence["peers_waiting"] is True
+    alike = tuple(RankStack(r, 24059, "compute", WAITING) for r in range(8))  # nothing stands out: 30 s
+    same = [replace(_no_hook_hang(float(t), alike), training=_since(t, 59.0)) for t in range(60, 100)]
+    assert Harness(TrainingStalled()).feed(healthy + same).first_raise_s("training_stalled") >= 59 + 30
+    half = tuple(RankStack(r, 24059, "compute", STUCK if r < 4 else WAITING) for r in range(8))
+    split = [replace(_no_hook_hang(float(t), half), training=_since(t, 59.0)) for t in range(60, 100)]
+    assert Harness(TrainingStalled()).feed(healthy + split).first_raise_s("training_stalled") >= 59 + 30
+
+
+def _since(t: int, last_step_s: float) -> TrainingSample:
+    """Every rank in compute at step 24059 since the last step, as its heartbeat says at ``t``."""
+    ranks = tuple(
+        RankSample(rank=r, gpu_index=r, global_step=24059, phase="compute", phase_since=T0 + last_step_s + 0.1)
+        for r in range(8)
+    )
+    return TrainingSample(ranks=ranks)

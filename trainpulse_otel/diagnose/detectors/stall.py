@@ -32,6 +32,7 @@ from ..thresholds import CONVENTION, COUNT, PERCENT, SECONDS, SHARE, TIMES, Knob
 from ..tick import BUSY_UTIL, IDLE_UTIL, Tick
 from ..types import CRITICAL, Finding, Policy
 from .base import BaseDetector
+from .hang_evidence import one_odd_stack, peers_wait_plainly
 from .silence import SILENCE_KNOBS, Silences, told_message
 from .stall_bounds import MIN_STALL_S, STEP_MULTIPLE
 
@@ -51,9 +52,6 @@ MEDIAN_REPORTS = 31
 STALLED_S = FactSpec("stalled_s", SECONDS, "how long the job has made no step, while training_stalled holds")
 #: At most this many lagging ranks are listed in the evidence.
 MAX_LISTED = 16
-#: A rank in one of these phases is not stuck, however long its peers wait for it: its own evaluation,
-#: a save, a closed monitor. The faster threshold never applies while one is.
-NOT_STUCK_PHASES = frozenset(("eval", "checkpoint", "idle"))
 
 
 class TrainingStalled(BaseDetector):
@@ -164,7 +162,7 @@ class TrainingStalled(BaseDetector):
         if self._progress_ts is None:
             return None  # no step seen yet: a job still starting up is not judged
         self.stalled_s = stalled = ts - self._progress_ts
-        threshold = self._threshold_now(ts, training, stalled)
+        threshold = self._threshold_now(ts, training, stalled, tick.frame.stacks)
         score = stalled / threshold
         if score < self.report_floor:
             return []  # (whether it should run is only asked of a gap worth judging: healthy ticks stay cheap)
@@ -206,16 +204,21 @@ class TrainingStalled(BaseDetector):
         median_ms = self._steps.value
         return max(floor_s, multiple * median_ms / 1000.0) if median_ms else floor_s
 
-    def _threshold_now(self, ts: float, training: TrainingSample, stalled: float) -> float:
+    def _threshold_now(
+        self, ts: float, training: TrainingSample, stalled: float, stacks: tuple[RankStack, ...] = ()
+    ) -> float:
         """The faster threshold once it is passed and the heartbeats plainly show a hang; else the usual one.
 
         Every rank must have stayed in its phase for the faster threshold less one median step: the peers
-        reach the collective up to a step after the last one completed, and have waited there since."""
+        reach the collective up to a step after the last one completed, and have waited there since. Plain:
+        the peers in a collective, or, where no phase tells one (the monitor given the inner module, not the DDP
+        wrapper), one odd stack among ranks that stand alike (:mod:`.hang_evidence`)."""
         usual, faster = self.threshold_s, self.peers_waiting_threshold_s
         if faster is None or faster >= usual or stalled < faster:
             return usual
         step_s = (self._steps.value or 0.0) / 1000.0
-        plain = _peers_wait_plainly(ts - faster + step_s, training.ranks, self.thresholds.max_elsewhere_share)
+        since, share = ts - faster + step_s, self.thresholds.max_elsewhere_share
+        plain = peers_wait_plainly(since, training.ranks, share) or one_odd_stack(since, training.ranks, stacks, share)
         return faster if plain else usual
 
     def _observe(self, tick: Tick, training: TrainingSample) -> None:
@@ -254,26 +257,6 @@ def _expected_to_run(tick: Tick, training: TrainingSample, write_surge: float) -
     if surge is not None and surge >= write_surge:
         return None
     return any((g.utilization_percent or 0.0) >= BUSY_UTIL for g in tick.gpus)
-
-
-def _peers_wait_plainly(since: float, ranks: tuple[RankSample, ...], max_elsewhere_share: float) -> bool:
-    """Whether the heartbeats plainly show a hang since ``since``: every heartbeating rank has stayed in its
-    phase since then; a majority wait in a collective at the furthest step; the rest — at least one, at most
-    ``max_elsewhere_share`` of them (one always may be) — are stuck elsewhere or behind, none in a phase of
-    :data:`NOT_STUCK_PHASES`. A rank whose phase moved since, or that does not say since when, is no plain
-    evidence (a merely slow rank changes phase with every step it completes)."""
-    beating = [r for r in ranks if r.phase is not None]
-    steps = [r.global_step for r in beating if r.global_step is not None]
-    top = max(steps) if steps else None
-    waiting = 0
-    for r in beating:
-        if r.phase_since is None or not r.phase_since <= since or r.phase in NOT_STUCK_PHASES:
-            return False
-        behind = top is not None and r.global_step is not None and r.global_step < top
-        if r.phase in COLLECTIVE_PHASES and not behind:
-            waiting += 1
-    elsewhere = len(beating) - waiting
-    return 1 <= elsewhere <= max(1.0, max_elsewhere_share * len(beating)) and 2 * waiting > len(beating)
 
 
 def _lagging(tick: Tick, training: TrainingSample, t: Thresholds) -> dict[str, Any]:
