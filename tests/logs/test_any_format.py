@@ -187,3 +187,13 @@ def test_keras_s_epoch_line_with_its_val_twins_is_a_report_and_a_bracketed_key_i
     # LION's trainer: ``| [Loss] nan | … | [step]   104 |``
     lion = line_values("- [R0] | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125 | [step]   104 | [url] none |")
     assert lion is not None and math.isnan(lion["loss"])
+
+
+def test_a_loss_printed_as_an_array_with_a_nan_in_it_is_a_non_finite_loss():
+    from trainpulse_otel.logs.statements import statement
+
+    said = statement(
+        "Pass 0, batch 500, loss [     nan 9.211133      nan      nan      nan      nan 9.210888      nan]"
+    )
+    assert said is not None and math.isnan(said["loss"])
+    assert statement("Pass 0, batch 400, loss [ 9.351679   9.2102585  9.151485 ]") is None  # finite: no statement

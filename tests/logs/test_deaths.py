@@ -121,6 +121,24 @@ ONE_LINERS = [
         CUDA_OOM,
         {},
     ),
+    (
+        "horovod_rank_crashed_mpirun-keras-rank7-signal9-no-error.log",
+        "mpirun noticed that process rank 7",
+        PROCESS_FAILED,
+        {"signal": "SIGKILL"},
+    ),
+    (
+        "vllm-ascend_network_error_npu-grpo-weight-sync-hccl-ei0009-transport-init.log",
+        "Transport init error",
+        TRANSPORT_ERROR,
+        {"transport": "HCCL", "code": "EI0009"},
+    ),
+    (
+        "deepspeed_rank_crashed_bus-error-ncclgroupend-after-11h.log",
+        "Caught signal 7",
+        PROCESS_FAILED,
+        {"signal": "SIGBUS", "host": "experiment-3fce9b69-1446-worker-0"},
+    ),
 ]
 
 
@@ -235,3 +253,14 @@ def test_round_three_wordings_name_their_gpu_and_survive_a_terminal_s_wrap():
         if e.kind == WATCHDOG_TIMEOUT
     ]
     assert timeouts and timeouts[0].details["op"] == "ALLREDUCE" and timeouts[0].details["seq"] == 6
+
+
+def test_an_npu_out_of_memory_names_its_device_and_mpirun_names_the_rank_it_saw_die():
+    (oom,) = [
+        e for e in events("llamafactory_out_of_memory_ascend-910b-npu2-oom-loading-shards.log") if e.kind == CUDA_OOM
+    ][:1]
+    assert oom.gpu_index == 2  # ``NPU out of memory. Tried to allocate 386.00 MiB (NPU 2; 60.97 GiB total …``
+    (death,) = FailureScanner().feed(
+        line_of("horovod_rank_crashed_mpirun-keras-rank7-signal9-no-error.log", "mpirun noticed")
+    )
+    assert death.rank == 7 and "host" not in death.details  # the poster's ``HOSTNAME`` placeholder is no host

@@ -99,6 +99,8 @@ MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
 #: time``, ``EI0002: … The wait execution of the Notify register times out``.
 HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out")
+#: HCCL's transport between NPUs failed to come up: ``EI0009: … Transport init error. Reason: [Create][DestLink]…``.
+HCCL_TRANSPORT = re.compile(r"\b(?P<code>EI\d{4}):.*?\b(?P<error>Transport init error)")
 #: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``.
 TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)")
 #: c10d's barrier that names who did not come: ``Rank 1 failed to pass monitoredBarrier in 1800000 ms``, ``Ranks 1, 3
@@ -142,11 +144,13 @@ STORE_MARKS = (
 #: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
 #: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``.
 NCCL_ORIGIN = re.compile(r"^\s*(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
+#: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
+UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
 
 
 def nccl_host(text: str) -> str | None:
-    """The host NCCL's prefix names on ``text``, or None."""
-    match = NCCL_ORIGIN.match(text)
+    """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
+    match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
     return None if match is None else match["host"]
 
 
@@ -337,6 +341,12 @@ def ib_event(text: str) -> dict[str, Any] | None:
         return details
     status = IBV_STATUS.search(text)
     return None if status is None else {"transport": "IB", "status": status[1]}
+
+
+def hccl_transport(text: str) -> dict[str, Any] | None:
+    """HCCL's transport between NPUs failed (:data:`HCCL_TRANSPORT`): its error code and words."""
+    match = HCCL_TRANSPORT.search(text)
+    return None if match is None else {"transport": "HCCL", "error": match["error"], "code": match["code"]}
 
 
 def verbs_status(text: str) -> dict[str, Any] | None:

@@ -289,6 +289,8 @@ class FailureScanner:
         if said is not None and said["error"] and said["error"] in str(details.get("error", "")):
             details = {**said, **details}
         rank = rank if rank is not None else named_rank(text)
+        if text and "host" not in details and (host := c.nccl_host(text)) is not None:
+            details = {**details, "host": host}  # evidence: the subject stays the line's rank
         key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
         failure = Failure(
             PROCESS_FAILED,
@@ -297,6 +299,10 @@ class FailureScanner:
             gpu_index=details.get("gpu_index"),
         )
         return self._once(key, failure)
+
+    def _mpirun(self, text: str) -> list[Failure] | None:
+        found = fatal.mpirun_death(text)
+        return None if found is None else self._died(found[0], found[1])
 
     def _srun(self, text: str) -> list[Failure] | None:
         found = fatal.srun_failure(text)
@@ -329,6 +335,7 @@ class FailureScanner:
         ),
         (("gloo/transport/tcp/pair.cc",), lambda self, text: self._transport(c.gloo_error(text), text)),
         (c.VERBS_MARKS, lambda self, text: self._transport(c.verbs_status(text), text)),
+        (("Transport init error",), lambda self, text: self._transport(c.hccl_transport(text), text)),
         (
             ("Connection closed by remote peer", " failed : "),
             lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
@@ -344,6 +351,7 @@ class FailureScanner:
         ),
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
+        (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
         (
             fatal.HOST_OOM,
             lambda self, t: self._died(fatal.host_oom(t)),
@@ -355,7 +363,7 @@ class FailureScanner:
         (fatal.STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
         (
             ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃"),
-            lambda self, t: self._died(fatal.fatal_signal(t)),
+            lambda self, t: self._died(fatal.fatal_signal(t), text=t),
         ),
     )
 

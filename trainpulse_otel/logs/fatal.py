@@ -84,6 +84,24 @@ NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error", "NVLink error"
 STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file handle", "Disk quota")
 
 
+#: OpenMPI's report of a rank it saw die: ``mpirun noticed that process rank 7 with PID 0 on node n3 exited on signal
+#: 9 (Killed).``
+MPIRUN_DEATH = re.compile(
+    r"mpirun noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) exited on signal (?P<num>\d+)"
+)
+
+
+def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
+    """OpenMPI's ``mpirun noticed that process rank N … exited on signal S``: the death's details and its rank."""
+    match = MPIRUN_DEATH.search(text)
+    if match is None:
+        return None
+    details: dict[str, Any] = {"signal": signal_name(int(match["num"])), "error": text.strip()[:200]}
+    if match["host"] != "HOSTNAME":  # a poster's placeholder is no host
+        details["host"] = match["host"]
+    return details, int(match["rank"])
+
+
 def fatal_signal(text: str) -> dict[str, Any] | None:
     """A line that says a process died of a signal: ``signal`` (``SIGSEGV``…), and ``error`` (the words)."""
     if (match := CAUGHT.search(text)) is not None:

@@ -43,9 +43,10 @@ OTHER_OOM = re.compile(
     r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU"
 )
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
-#: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``.
+#: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
     r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
+    r"|\((?:NPU|XPU|GPU) (\d+);"
 )
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")

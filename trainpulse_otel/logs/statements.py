@@ -31,6 +31,10 @@ FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(
 DETECTED = re.compile(r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)", re.IGNORECASE)
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
 TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
+#: A loss printed as an array, one per trainer or device, with a non-finite element: Paddle's ``loss [     nan
+#: 9.211133      nan …]``, ``losses: [nan, 2.31]``.
+ARRAY = re.compile(r"\bloss(?:es)?\b\s*[:=]?\s*\[(?P<items>[^\]]*)", re.IGNORECASE)
+NONFINITE_ITEM = re.compile(r"(?:^|[\s,])[-+]?(?:nan|inf)\b", re.IGNORECASE)
 #: fairseq's scaler: ``overflow detected, setting loss scale to: 0.25``; ``Minimum loss scale reached (0.0001)``.
 SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: Apex's amp scaler: ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00390625``.
@@ -73,6 +77,8 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
     if (match := FOUND.search(text)) is not None:
         return {"loss" if match["what"].lower() == "loss" else "grad_norm": math.nan}
     if DETECTED.search(text) is not None or TENSOR.search(text) is not None:
+        return {"loss": math.nan}
+    if (array := ARRAY.search(text)) is not None and NONFINITE_ITEM.search(array["items"]) is not None:
         return {"loss": math.nan}
     return None
 
