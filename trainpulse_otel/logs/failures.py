@@ -22,10 +22,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..samples import CUDA_OOM, DRIVER_XID, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
+from ..samples import (
+    CUDA_OOM,
+    DRIVER_XID,
+    GPU_FAULT,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    WORKERS_RESTARTED,
+)
 from . import collectives as c
-from . import cpp, fatal
+from . import cpp, fatal, launcher
 from .gpu_faults import GPU_MARKS, gpu_fault
+from .lines import named_rank
 from .oom import cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
 from .xid import xid_details
@@ -300,6 +309,13 @@ class FailureScanner:
         )
         return self._once(key, failure)
 
+    def _restarted(self, text: str) -> list[Failure] | None:
+        """The launcher restarting the workers: an event (a new attempt begins), told once per attempt left."""
+        found = launcher.workers_restarted(text)
+        if found is None:
+            return None
+        return self._once(("restart", found["remaining"], found.get("role")), Failure(WORKERS_RESTARTED, found))
+
     def _mpirun(self, text: str) -> list[Failure] | None:
         found = fatal.mpirun_death(text)
         return None if found is None else self._died(found[0], found[1])
@@ -352,6 +368,7 @@ class FailureScanner:
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
         (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
+        ((launcher.MARK,), lambda self, t: self._restarted(t)),
         (
             fatal.HOST_OOM,
             lambda self, t: self._died(fatal.host_oom(t)),
@@ -366,18 +383,6 @@ class FailureScanner:
             lambda self, t: self._died(fatal.fatal_signal(t), text=t),
         ),
     )
-
-
-#: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
-#: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
-#: found NaN``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
-NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank (\d+)\]|\bRank (\d+):")
-
-
-def named_rank(text: str) -> int | None:
-    """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
-    match = NAMED_RANK.search(text) if "ank" in text else None
-    return None if match is None else int(match[1] or match[2] or match[3])
 
 
 def _warn(text: str) -> bool:

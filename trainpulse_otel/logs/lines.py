@@ -124,3 +124,15 @@ def _unix_time(match: re.Match[str]) -> float | None:
     except ValueError:
         return None
     return when.astimezone(timezone.utc).timestamp()
+
+
+#: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
+#: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
+#: found NaN``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
+NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank (\d+)\]|\bRank (\d+):")
+
+
+def named_rank(text: str) -> int | None:
+    """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
+    match = NAMED_RANK.search(text) if "ank" in text else None
+    return None if match is None else int(match[1] or match[2] or match[3])

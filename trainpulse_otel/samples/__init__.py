@@ -19,6 +19,7 @@ from .events import (
     PROGRESS_GAP,
     TRANSPORT_ERROR,
     WATCHDOG_TIMEOUT,
+    WORKERS_RESTARTED,
     LogEvent,
     parse_log_event,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "TRAINING_RULES",
     "TRANSPORT_ERROR",
     "WATCHDOG_TIMEOUT",
+    "WORKERS_RESTARTED",
     "Collected",
     "Frame",
     "GpuKey",

@@ -35,7 +35,20 @@ GPU_FAULT = "gpu_fault"
 #: stamped line (``since``, ``gap_s``, ``last_step``, ``interval_s`` between its progress lines, the ``phase`` its
 #: words since say: ``checkpoint``, ``eval``).
 PROGRESS_GAP = "progress_gap"
-EVENT_KINDS = (WATCHDOG_TIMEOUT, TRANSPORT_ERROR, CUDA_OOM, PROCESS_FAILED, DRIVER_XID, GPU_FAULT, PROGRESS_GAP)
+#: The launcher restarted the job's workers after a failure (torchrun's elastic agent: ``[default] Worker group
+#: FAILED. 3/3 attempts left; will restart worker group``): ``state``, ``remaining``, ``max_restarts``, ``role``.
+#: A new attempt begins with the next step; no signal of its own.
+WORKERS_RESTARTED = "workers_restarted"
+EVENT_KINDS = (
+    WATCHDOG_TIMEOUT,
+    TRANSPORT_ERROR,
+    CUDA_OOM,
+    PROCESS_FAILED,
+    DRIVER_XID,
+    GPU_FAULT,
+    PROGRESS_GAP,
+    WORKERS_RESTARTED,
+)
 #: The longest quoted line, and the most details an event keeps.
 MAX_MESSAGE = 2048
 MAX_DETAILS = 32

@@ -1,0 +1,172 @@
+"""A job's attempts across restarts, from what it reports: where each began and ended, and what each restart cost.
+
+An attempt begins with its first step and ends with a failure, a kill or the job's end. A new one is seen from
+the job's own words and numbers, never from a call: the launcher saying it restarts the workers
+(:meth:`AttemptLedger.restarted`), the step going back to a checkpoint's (:meth:`AttemptLedger.progress`), a
+rank's reports resuming from a new process after a gap. What each restart cost, booked in three parts:
+
+- ``lost_progress``: the time the ended attempt spent on steps the new one does again — from when it passed the
+  step the new one resumed from to its last progress;
+- ``checkpoint_load``: the new attempt's load, where the job said how long it took;
+- ``restart``: the rest of the gap from the ended attempt's last progress to the new one's first step (noticing
+  the failure, rescheduling, starting the processes).
+
+The ETTR of the life is then productive time over wall time; MTBF the attempts' running time per interruption.
+Pure: times and steps in, the ledger out; bounded by :data:`MAX_POINTS` progress points per attempt.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Progress points (step, time) an attempt keeps to find when it passed a step; beyond, every other one is
+#: dropped (the resolution halves, the span stays whole).
+MAX_POINTS = 4096
+#: Why an attempt ended: interrupted (a failure, a kill, a preemption: the job went on in a new attempt), or the end.
+FAILED, ENDED = "failure", "end"
+
+
+@dataclass
+class Attempt:
+    """One attempt: its span, its steps, why it ended, and what the restart into it cost."""
+
+    index: int
+    start: float
+    first_step: int | None = None
+    last_step: int | None = None
+    end: float | None = None
+    end_reason: str | None = None
+    resumed_from_step: int | None = None
+    pid: int | None = None
+    lost_progress_s: float = 0.0
+    restart_s: float = 0.0
+    checkpoint_load_s: float = 0.0
+    points: list[tuple[int, float]] = field(default_factory=list, repr=False)
+
+    @property
+    def last_progress(self) -> float:
+        return self.points[-1][1] if self.points else self.start
+
+    def add(self, step: int, ts: float) -> None:
+        if self.first_step is None:
+            self.first_step = step
+        self.last_step = step
+        self.points.append((step, ts))
+        if len(self.points) > MAX_POINTS:
+            self.points = self.points[::2] + ([self.points[-1]] if len(self.points) % 2 == 0 else [])
+
+    def passed(self, step: int) -> float | None:
+        """When this attempt had done ``step`` (the latest point at or before it), None if it never had."""
+        at = bisect_right(self.points, (step, float("inf")))
+        return self.points[at - 1][1] if at else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "start": self.start,
+            "end": self.end,
+            "first_step": self.first_step,
+            "last_step": self.last_step,
+            "end_reason": self.end_reason,
+        }
+
+
+class AttemptLedger:
+    """The attempts of one job, in order (see the module)."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Attempt] = []
+        self._restart_said: float | None = None  # a launcher said it restarts the workers, at this time
+        self._load_s = 0.0  # a checkpoint load told since the last attempt began
+
+    @property
+    def current(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    def progress(self, ts: float, step: int, pid: int | None = None) -> None:
+        """A step reported at ``ts`` (``pid``: the reporting process's, where known): the current attempt's, or —
+        after a restart was said, with the step gone back, or from a new process — the first of a new one."""
+        now = self.current
+        if now is None:
+            self._begin(ts, step, pid)
+            return
+        went_back = now.last_step is not None and step < now.last_step
+        new_process = pid is not None and now.pid is not None and pid != now.pid
+        if went_back or new_process or self._restart_said is not None:
+            self._end(now, FAILED)
+            self._begin(ts, step, pid)
+            return
+        now.pid = now.pid if pid is None else pid
+        now.add(step, ts)
+
+    def restarted(self, ts: float) -> None:
+        """The launcher said it restarts the workers (torchrun's ``Worker group FAILED. 3/3 attempts left; will
+        restart worker group``): the next step is a new attempt's."""
+        self._restart_said = ts
+
+    def checkpoint_loaded(self, duration_s: float) -> None:
+        """A checkpoint was loaded, taking ``duration_s`` (the next attempt's load)."""
+        if duration_s > 0:
+            self._load_s += duration_s
+
+    def finish(self, ts: float, reason: str = ENDED) -> None:
+        """The job ended (or was killed) at ``ts``: the current attempt ends there."""
+        now = self.current
+        if now is not None and now.end is None:
+            self._end(now, reason)
+
+    def _begin(self, ts: float, step: int, pid: int | None = None) -> None:
+        previous = self.current
+        attempt = Attempt(index=len(self.attempts), start=ts, pid=pid)
+        attempt.add(step, ts)
+        if previous is not None:
+            attempt.resumed_from_step = resumed = step - 1
+            if step <= (previous.last_step or 0):  # steps done again: the ended attempt's time past ``resumed``
+                passed = previous.passed(resumed)
+                attempt.lost_progress_s = previous.last_progress - (passed if passed is not None else previous.start)
+            gap = max(0.0, ts - previous.last_progress)
+            attempt.checkpoint_load_s = min(self._load_s, gap)
+            attempt.restart_s = gap - attempt.checkpoint_load_s
+        self.attempts.append(attempt)
+        self._restart_said, self._load_s = None, 0.0
+
+    @staticmethod
+    def _end(attempt: Attempt, reason: str) -> None:
+        attempt.end, attempt.end_reason = attempt.last_progress, reason
+
+    # ------------------------------------------------------------------ the ledger's figures
+
+    @property
+    def interruptions(self) -> int:
+        return sum(1 for a in self.attempts if a.end_reason == FAILED)
+
+    def mtbf_s(self) -> float | None:
+        """The attempts' running time per interruption; None before the first."""
+        if not self.interruptions:
+            return None
+        running = sum(a.last_progress - a.start for a in self.attempts)
+        return running / self.interruptions
+
+    def lost(self) -> dict[str, float]:
+        """Seconds lost to the restarts, by bucket: ``lost_progress``, ``restart``, ``checkpoint_load``."""
+        return {
+            "lost_progress": sum(a.lost_progress_s for a in self.attempts),
+            "restart": sum(a.restart_s for a in self.attempts),
+            "checkpoint_load": sum(a.checkpoint_load_s for a in self.attempts),
+        }
+
+    def ettr(self, productive_s: float, now: float) -> float | None:
+        """The life's ETTR: ``productive_s`` (each attempt's productive time, re-done steps included) less the
+        progress lost, over the wall time since the first attempt began; None before it."""
+        if not self.attempts or now <= self.attempts[0].start:
+            return None
+        wall = now - self.attempts[0].start
+        return max(0.0, min(1.0, (productive_s - self.lost()["lost_progress"]) / wall))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempts": [a.to_dict() for a in self.attempts],
+            "interruptions": self.interruptions,
+            "mtbf_s": self.mtbf_s(),
+        }
