@@ -264,3 +264,13 @@ def test_an_npu_out_of_memory_names_its_device_and_mpirun_names_the_rank_it_saw_
         line_of("horovod_rank_crashed_mpirun-keras-rank7-signal9-no-error.log", "mpirun noticed")
     )
     assert death.rank == 7 and "host" not in death.details  # the poster's ``HOSTNAME`` placeholder is no host
+
+
+def test_a_device_side_hccl_timeout_and_the_crash_it_raised_inside_a_collective():
+    """Ascend's ``EI9999 … hccl fftsplus task timeout occurred during task execution … timeout:30min(default)``
+    is the collective's timeout; the ``RuntimeError`` raised inside ``broadcast_object_list`` (its innermost frame in
+    ``distributed_c10d.py``) died of that collective, as a consequence does."""
+    told = events("lmdeploy_collective_timeout_ascend-hccl-fftsplus-task-timeout-broadcast.log")
+    assert WATCHDOG_TIMEOUT in {e.kind for e in told}
+    (crash,) = [e for e in told if e.kind == PROCESS_FAILED]
+    assert crash.details["collective"] is True and crash.details["exception"] == "RuntimeError"

@@ -97,8 +97,9 @@ CONNECT_RETRY = re.compile(r"Call to connect returned (?P<reason>[^,]+), retryin
 HOROVOD_STALL = re.compile(r"waiting for remainder of ranks for more than (\d+) seconds")
 MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
-#: time``, ``EI0002: … The wait execution of the Notify register times out``.
-HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out")
+#: time``, ``EI0002: … The wait execution of the Notify register times out``, and the device's own ``hccl fftsplus
+#: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``).
+HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred")
 #: HCCL's transport between NPUs failed to come up: ``EI0009: … Transport init error. Reason: [Create][DestLink]…``.
 HCCL_TRANSPORT = re.compile(r"\b(?P<code>EI\d{4}):.*?\b(?P<error>Transport init error)")
 #: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``.
@@ -121,6 +122,7 @@ STALLED_MARKS = (
     "remainder of ranks",
     "missing ranks",
     "EI000",
+    "task timeout occurred",
     "Timeout at NCCL work",
     "didn't join",
     "didn't finish",

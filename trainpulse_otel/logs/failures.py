@@ -160,8 +160,9 @@ class FailureScanner:
 
     def _crash(self, told: Told) -> Failure:
         details = told.details
-        if COLLECTIVE_FAILURE.search(f"{details.get('exception', '')}: {details.get('error', '')}") is not None:
-            details = {**details, "collective": True}  # it died of a collective or its link failing
+        words = f"{details.get('exception', '')}: {details.get('error', '')}"
+        if COLLECTIVE_FAILURE.search(words) is not None or "distributed_c10d" in str(details.get("file", "")):
+            details = {**details, "collective": True}  # it died of a collective (raised inside one) or its link
         return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
 
     @property
