@@ -197,3 +197,17 @@ def test_a_loss_printed_as_an_array_with_a_nan_in_it_is_a_non_finite_loss():
     )
     assert said is not None and math.isnan(said["loss"])
     assert statement("Pass 0, batch 400, loss [ 9.351679   9.2102585  9.151485 ]") is None  # finite: no statement
+
+
+def test_numbers_said_not_finite_in_words_and_icefall_s_small_grad_scale():
+    from trainpulse_otel.logs.statements import statement
+
+    # SpeechBrain's check (speechbrain.core), torch.nn.utils.clip_grad_norm_'s error, icefall's scaler warning
+    said = statement("2023-06-14 13:04:41,744 - speechbrain.core - WARNING - Parameter is not finite: Parameter")
+    assert said is not None and math.isnan(said["loss"])
+    clip = "RuntimeError: The total norm of order 2.0 for gradients from `parameters` is non-finite, so it cannot be"
+    assert math.isnan(statement(clip)["grad_norm"])
+    scale = statement("2024-01-14 01:03:00,826 WARNING [train.py:1057] (2/4) Grad scale is small: 1.29e-26")
+    assert scale == {"loss_scale": 1.29e-26}
+    for plain in ("the learning rate is finite", "the definite article is not finite-state"):
+        assert statement(plain) is None

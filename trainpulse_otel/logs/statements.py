@@ -25,6 +25,15 @@ SAID = re.compile(
     r"(?:infinite or |inf or )?(?P<value>nan|inf(?:inity|inite)?|infinite)\b",
     re.IGNORECASE,
 )
+#: ``Loss is not finite``, SpeechBrain's ``Parameter is not finite``, torch's ``clip_grad_norm_`` error ``The total norm
+#: of order 2.0 for gradients from `parameters` is non-finite``: the numbers named, then "not finite" in words.
+NOT_FINITE = re.compile(
+    r"\b(?P<what>loss|parameter|grad(?:ient)?[ _]norm|total norm)\b(?:[^.]|\.\d){0,60}?\b(?:is|are|was|became) "
+    r"(?:not finite|non-finite)\b",
+    re.IGNORECASE,
+)
+#: icefall's scaler check: ``Grad scale is small: 1.2924697071141057e-26``, ``grad_scale is too small, exiting: …``.
+GRAD_SCALE = re.compile(r"[Gg]rad[ _]scale is (?:too )?small(?:, exiting)?:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: ``found NaN in local grad norm``, ``found inf in gradients``.
 FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``.
@@ -48,7 +57,7 @@ def statement(text: str) -> dict[str, Any] | None:
     """The payload a line's words give of the job's numbers (see the module docstring), or None."""
     if not _hinted(text):
         return None
-    payload = _scale(text) if "loss scale" in text else None
+    payload = _scale(text) if "loss scale" in text or "scale is" in text else None
     if payload is None:
         payload = _nonfinite(text)
     if payload is not None and (step := STEP.search(text)) is not None:
@@ -66,6 +75,9 @@ def _hinted(text: str) -> bool:
         or "inf" in text
         or "Inf" in text
         or "loss scale" in text
+        or "finite" in text
+        or "rad scale is" in text
+        or "rad_scale is" in text
         or ("INF" in text and "INFO" not in text)
     )
 
@@ -80,6 +92,9 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
         return {"loss": math.nan}
     if (array := ARRAY.search(text)) is not None and NONFINITE_ITEM.search(array["items"]) is not None:
         return {"loss": math.nan}
+    if (match := NOT_FINITE.search(text)) is not None:
+        what = match["what"].lower()
+        return {"grad_norm" if what.startswith(("grad", "total")) else "loss": math.nan}
     return None
 
 
@@ -88,4 +103,6 @@ def _scale(text: str) -> dict[str, Any] | None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
     if (match := SCALE_FLOOR.search(text) or APEX_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
+    if (match := GRAD_SCALE.search(text)) is not None:
+        return {"loss_scale": float(match["scale"])}
     return None
