@@ -49,3 +49,23 @@ def test_a_restart_is_told_once_per_attempt_left_and_other_words_are_none():
     assert len(scanner.feed(line.replace("3/3", "2/3"))) == 1  # the next restart
     for other in ("[default] Worker group SUCCEEDED.", "Cannot restart workers with fatal error.", "restart later"):
         assert workers_restarted(other) is None
+
+
+def test_the_steps_a_restarted_attempt_does_again_are_reports_not_another_rank_s_copies():
+    from trainpulse_otel.logs import LogLine, LogReader
+    from trainpulse_otel.samples import TrainingSample
+
+    lines = [
+        "step 1 | loss 2.3000 | step_time 0.050s",
+        "step 2 | loss 2.2000 | step_time 0.050s",
+        "step 3 | loss 2.1000 | step_time 0.050s",
+        WORDINGS[0][0],
+        "step 2 | loss 2.2100 | step_time 0.050s",  # the new attempt, resumed from the step-1 checkpoint
+        "step 3 | loss 2.1100 | step_time 0.050s",
+    ]
+    reader = LogReader()
+    out = [item for n, text in enumerate(lines, 1) for item in reader.feed(LogLine(text, "job.log", n))]
+    out += reader.flush()
+    steps = [item.global_step for item in out if isinstance(item, TrainingSample)]
+    assert steps == [1, 2, 3, 2, 3]
+    assert [item.kind for item in out if not isinstance(item, TrainingSample)] == [WORKERS_RESTARTED]
