@@ -102,12 +102,24 @@ def test_a_nan_loss_is_critical_at_once_with_the_first_step_and_count():
 
 def test_an_infinite_gradient_norm_or_a_rank_nan_is_non_finite_too():
     h = Harness(NonfiniteLoss()).run(range(10), frame)
-    h.feed([frame(10, grad_norm=INF)])
+    h.feed([frame(10, grad_norm=INF), frame(11)])  # judged with the report after it: no scaler skipped it
     assert h.active()[0].evidence["field"] == "grad_norm"
     f = frame(11)
     bad = tuple(replace(r, loss=NAN) if r.rank == 6 else r for r in f.training.ranks)
     g = Harness(NonfiniteLoss()).feed([replace(f, training=replace(f.training, ranks=bad))])
     assert g.active()[0].evidence["ranks"] == [6] and "rank(s) 6" in g.active()[0].message
+
+
+def test_an_infinite_gradient_norm_the_scaler_then_skips_is_its_overflow_not_a_fault():
+    """NVIDIA's fp16 optimizer (MLPerf GNMT): ``Gradient norm: inf``, then ``Skipped batch, new scale: 2048.0``."""
+    h = Harness(NonfiniteLoss()).run(range(10), frame)
+    for t in (10, 40, 70):
+        h.feed([frame(t, grad_norm=INF), frame(t + 1, skipped_steps=1, loss_scale=2048.0)])
+        h.run(range(t + 2, t + 30), frame)
+    assert h.raised() == []
+    nan = Harness(NonfiniteLoss()).run(range(10), frame)
+    nan.feed([frame(10, grad_norm=NAN)])  # a NaN norm is no overflow's: judged at once
+    assert nan.active()[0].evidence["field"] == "grad_norm"
 
 
 def test_fp16_overflows_now_and_then_are_normal_but_many_in_a_row_are_a_fault():

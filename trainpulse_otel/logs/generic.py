@@ -80,6 +80,7 @@ PRIMARY_LOSSES = (
     "batch_avg_loss",  # icefall: ``Epoch 0, batch 10, batch avg loss 0.5356, total avg loss: 0.7556``
     "running_loss",
     "total_avg_loss",
+    "loss/tok",  # NVIDIA's MLPerf GNMT and Transformer: ``Loss/tok 3.2949 (4.5542)``
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 

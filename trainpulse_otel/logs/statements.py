@@ -49,6 +49,8 @@ SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>
 #: Apex's amp scaler: ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00390625``.
 APEX_SCALE = re.compile(r"Skipping step, loss scaler \d+ reducing loss scale to (?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)\)")
+#: NVIDIA's fp16 optimizer in its MLPerf GNMT: ``Skipped batch, new scale: 2048.0`` and ``Upscaling, new scale: 4096.0``.
+NEW_SCALE = re.compile(r"(?P<what>Skipped batch|Upscaling), new scale:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: The step the line names: ``at iteration=2137``, ``iteration 12``, ``step 40``.
 STEP = re.compile(r"\b(?:iteration|iter|step)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 
@@ -57,7 +59,7 @@ def statement(text: str) -> dict[str, Any] | None:
     """The payload a line's words give of the job's numbers (see the module docstring), or None."""
     if not _hinted(text):
         return None
-    payload = _scale(text) if "loss scale" in text or "scale is" in text else None
+    payload = _scale(text) if "loss scale" in text or "scale is" in text or "new scale" in text else None
     if payload is None:
         payload = _nonfinite(text)
     if payload is not None and (step := STEP.search(text)) is not None:
@@ -77,6 +79,7 @@ def _hinted(text: str) -> bool:
         or "loss scale" in text
         or "finite" in text
         or "rad scale is" in text
+        or "new scale:" in text
         or "rad_scale is" in text
         or ("INF" in text and "INFO" not in text)
     )
@@ -105,4 +108,7 @@ def _scale(text: str) -> dict[str, Any] | None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
     if (match := GRAD_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"])}
+    if (match := NEW_SCALE.search(text)) is not None:
+        skipped = {"skipped_steps": 1} if match["what"] == "Skipped batch" else {}
+        return {"loss_scale": float(match["scale"]), **skipped}
     return None

@@ -7,6 +7,7 @@ NaN between two ticks is still judged.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +117,17 @@ class NonfiniteLoss(BaseDetector):
         self._run_scale: float | None = None  # the loss scale the current run of skips began at
         self._skipped_total = 0
         self._last_step: int | None = None
+        self._pending: LossPoint | None = None  # a non-finite gradient norm beside a finite loss, until the next report
 
     def update(self, tick: Tick) -> list[Finding] | None:
         for point in tick.losses:
-            self._judge(point)
+            self._resolve(point)
+            if _overflow_like(point):
+                self._pending = point  # judged with the report after it: a scaler's skip makes it an overflow
+            else:
+                self._judge(point)
+        if not tick.losses:
+            self._resolve(None)
         episode = self.episode
         if episode is None:
             return [] if tick.losses else None
@@ -128,6 +136,16 @@ class NonfiniteLoss(BaseDetector):
             return []
         message = _nonfinite_message(episode, self.thresholds.skipped_in_a_row)
         return [Finding(NONFINITE_LOSS.name, NONFINITE_SCORE, CRITICAL, message, {}, self._evidence(episode))]
+
+    def _resolve(self, after: LossPoint | None) -> None:
+        """The held non-finite gradient norm, now that the next report (``after``) is known: the overflow a
+        dynamic loss scaler skipped (the skip counts, as every skip does), or non-finite."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if after is not None and after.skipped_steps and after.loss_scale is not None:
+            return
+        self._judge(pending)
 
     def _judge(self, point: LossPoint) -> None:
         bad = [
@@ -200,6 +218,20 @@ class NonfiniteLoss(BaseDetector):
 
     def facts(self) -> dict[str, Any]:
         return {} if self.episode is None else {NONFINITE_SINCE.name: self.episode.first_ts}
+
+
+def _overflow_like(point: LossPoint) -> bool:
+    """An infinite gradient norm beside a finite loss (or none), no skip said: what an fp16 overflow looks like
+    before the scaler says it skipped the step (NVIDIA's ``Gradient norm: inf`` then ``Skipped batch, new scale``).
+    A NaN norm is no overflow's (an overflowing gradient is infinite): judged at once."""
+    norm, loss = point.grad_norm, point.loss
+    return (
+        norm is not None
+        and norm == math.inf
+        and (loss is None or finite(loss))
+        and not point.skipped_steps
+        and point.rank is None
+    )
 
 
 def _nonfinite_message(e: NonfiniteEpisode, in_a_row: int) -> str:
