@@ -20,13 +20,14 @@ from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
 from .goodput import GoodputAccount
 from .health import HealthScorer
+from .joblife.life import JobLife
 from .rank_budget import RankBudgets
 from .relay import RELAY_POLICY, relayed_findings
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .spec import ROLE_STALL, ROLE_STRAGGLER
 from .tick import TickBuilder
 from .tracker import SignalTracker
-from .types import CRITICAL, WARNING, Diagnosis, Finding, RootCause, Signal, Transition
+from .types import CRITICAL, WARNING, Diagnosis, Finding, Goodput, RootCause, Signal, Transition
 from .vocabulary import Vocabulary
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ class DiagnosticPipeline:
         self._ranks = RankBudgets()
         self._stalled = False  # training_stalled was raised since the last report
         self._scores: dict[str, float] = {}  # each signal's score at its latest judgement
+        self._life = JobLife()  # the job's attempts across restarts, its checkpoints
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
         self._undeclared: set[str] = set()  # detectors already logged for raising a signal they did not declare
@@ -146,14 +148,22 @@ class DiagnosticPipeline:
             self._account(ts, tick.report, tick.all_reduce_ms, causes, signals)
             if causes and self._ranks.samples != self._causes_samples:  # one set of numbers: the causes' summaries
                 causes = self._root_causes(ts, signals, transitions, refresh=True)  # read the budgets goodput reads
+        self._life.observe(ts, tick.report, frame.events)
         self._diagnosis = Diagnosis(
             ts=ts,
             health=health,
             signals=signals,
             root_causes=causes,
-            goodput=self._goodput.goodput(ts, self._ranks.worst()),
+            goodput=self._with_life(self._goodput.goodput(ts, self._ranks.worst()), ts),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
+
+    def _with_life(self, goodput: Goodput | None, ts: float) -> Goodput | None:
+        """The goodput with its ``job`` block (the life's ETTR is over the goodput's productive seconds)."""
+        if goodput is None or goodput.wall_s is None:
+            return goodput
+        job = self._life.block(goodput.ratio * goodput.wall_s, ts)
+        return goodput if job is None else replace(goodput, job=job)
 
     def _score(self, source: int, findings: list[Finding]) -> None:
         """The scores of a detector's latest judgement, per signal it declares (its highest finding's, or 0)."""

@@ -187,6 +187,8 @@ class Goodput:
     badput_s: Mapping[str, float] = field(default_factory=dict)
     ranks: tuple[RankLoss, ...] = ()
     wall_s: float | None = None
+    #: The job's whole life across restarts (the contract's ``job`` block, :mod:`.joblife.life`); None: not given.
+    job: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -198,6 +200,8 @@ class Goodput:
         }
         if self.wall_s is not None:
             out["wall_s"] = round(self.wall_s, 3)
+        if self.job is not None:
+            out["job"] = dict(self.job)
         return out
 
     @classmethod
@@ -212,6 +216,7 @@ class Goodput:
             badput_s={k: _item(v, float, f"{where}.badput_s.{k}") for k, v in badput.items()},
             ranks=tuple(RankLoss.from_dict(r, f"{where}.ranks[{i}]") for i, r in enumerate(ranks)),
             wall_s=_field(data, "wall_s", float, where, None),  # absent from a daemon older than the field
+            job=_field(data, "job", Mapping, where, None),  # absent from a daemon older than the field
         )
 
 

@@ -91,6 +91,8 @@ class AttemptLedger:
         if now is None:
             self._begin(ts, step, pid)
             return
+        if step == now.last_step:
+            return  # the same step again: a report repeated (or another rank's), no progress and no new attempt
         went_back = now.last_step is not None and step < now.last_step
         new_process = pid is not None and now.pid is not None and pid != now.pid
         if went_back or new_process or self._restart_said is not None:

@@ -1,0 +1,66 @@
+"""The diagnosis's ``goodput.job`` block: a job's attempts across a restart, what the restart cost, its
+checkpoints, the life's ETTR and the interval to checkpoint at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.diagnose.builders import T0, job
+from trainpulse_otel.diagnose.types import Goodput
+from trainpulse_otel.runtime import build_pipeline, discover
+from trainpulse_otel.samples import WORKERS_RESTARTED, LogEvent
+
+RESTART = LogEvent(
+    T0 + 100,
+    WORKERS_RESTARTED,
+    "[default] Worker group FAILED. 1/1 attempts left; will restart worker group",
+    details={"state": "FAILED", "remaining": 1, "max_restarts": 1},
+)
+
+
+def life(save_every: int | None = None) -> dict:
+    """Steps 1-80 a second apart, killed; torchrun restarts at +100 s; steps again from 51 at +119 s to +189 s.
+    ``save_every``: a 2 s checkpoint save in every that many steps."""
+    pipeline = build_pipeline(discover(autoload=False))
+
+    def report(t: int, step: int) -> dict:
+        saved = save_every is not None and step % save_every == 0
+        return {"global_step": step, "step_time_ms": 1000.0, **({"checkpoint_ms": 2000.0} if saved else {})}
+
+    for t in range(80):
+        pipeline.update(job(float(t), training=report(t, 1 + t)))
+    pipeline.update(replace(job(100.0, training={"global_step": 80}), events=(RESTART,)))  # the last report, again
+    for t in range(119, 190):
+        result = pipeline.update(job(float(t), training=report(t, 51 + t - 119)))
+    goodput = result.diagnosis.goodput
+    assert goodput is not None and goodput.job is not None
+    return goodput.to_dict()
+
+
+def test_a_restart_from_a_checkpoint_is_two_attempts_with_the_re_done_steps_lost():
+    block = life()["job"]
+    first, second = block["attempts"]
+    assert (first["first_step"], first["last_step"], first["end_reason"]) == (1, 80, "failure")
+    assert (second["first_step"], second["end_reason"]) == (51, None) and second["start"] == T0 + 119
+    assert block["interruptions"] == 1 and block["mtbf_s"] == pytest.approx(79.0 + 70.0)
+    assert block["lost_s"] == {"lost_progress": 30.0, "restart": 40.0, "checkpoint_load": 0.0}
+    goodput = life()
+    productive, wall = goodput["ratio"] * goodput["wall_s"], 189.0
+    assert block["ettr"] == pytest.approx((productive - 30.0) / wall, abs=1e-3)
+    assert block["recommended_checkpoint_interval_s"] is None  # no save seen: no save cost to weigh
+
+
+def test_with_saves_the_block_gives_their_cost_and_cadence_and_daly_s_interval():
+    block = life(save_every=10)["job"]
+    checkpoint = block["checkpoint"]
+    assert checkpoint["save_s"] == pytest.approx(2.0) and checkpoint["interval_s"] == pytest.approx(10.0)
+    assert checkpoint["last_step"] == 120
+    recommended = block["recommended_checkpoint_interval_s"]
+    assert recommended == pytest.approx(23.1, abs=0.1)  # Daly: sqrt(2 x 2 x 149) x (1 + 0.027 + 0.001) - 2
+
+
+def test_the_block_round_trips_through_the_snapshot_form():
+    goodput = life()
+    assert Goodput.from_dict(goodput).to_dict() == goodput

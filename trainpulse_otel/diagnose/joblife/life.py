@@ -1,0 +1,81 @@
+"""The ``goodput.job`` block: a job's attempts, what its restarts cost, its checkpoints and the interval to use.
+
+:class:`JobLife` watches what the pipeline sees each tick — the job's step, its checkpoint saves (a report's
+``checkpoint_ms``), the launcher's ``workers_restarted`` events — and gives the contract's ``job`` block:
+``attempts``, ``interruptions``, ``mtbf_s``, ``ettr`` (the life's productive share, :meth:`AttemptLedger.ettr`),
+``checkpoint`` (``last_step``, ``interval_s`` and ``save_s`` as medians of the saves seen, ``load_s`` where a
+restart's load was told) and ``recommended_checkpoint_interval_s`` (Daly's, :mod:`.interval`, once an
+interruption gives an MTBF), with ``lost_s`` (TrainPulse's addition: the restarts' cost by bucket). Pure.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from itertools import pairwise
+from statistics import median
+from typing import Any
+
+from ...samples import WORKERS_RESTARTED, LogEvent, TrainingSample
+from .attempts import AttemptLedger
+from .interval import advise_interval
+
+#: Checkpoint saves kept for the medians.
+MAX_SAVES = 64
+
+
+class JobLife:
+    """One job's life as the pipeline sees it (see the module)."""
+
+    def __init__(self) -> None:
+        self.attempts = AttemptLedger()
+        self._saves: deque[tuple[float, int | None, float]] = deque(maxlen=MAX_SAVES)  # (ts, step, seconds)
+
+    def observe(self, ts: float, report: TrainingSample | None, events: Iterable[LogEvent] = ()) -> None:
+        """One tick: the launcher's restarts first (the step that follows begins a new attempt), then the report."""
+        for event in events:
+            if event.kind == WORKERS_RESTARTED:
+                self.attempts.restarted(event.ts)
+        if report is None:
+            return
+        if report.global_step is not None:
+            self.attempts.progress(ts, report.global_step)
+        if report.checkpoint_ms:
+            self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
+
+    def block(self, productive_s: float, now: float) -> dict[str, Any] | None:
+        """The ``job`` block at ``now`` (``productive_s``: the goodput's productive seconds), None before a step."""
+        ledger = self.attempts
+        if not ledger.attempts:
+            return None
+        out = ledger.to_dict()
+        ettr = ledger.ettr(productive_s, now)
+        out["ettr"] = None if ettr is None else round(ettr, 4)
+        out["lost_s"] = {bucket: round(s, 3) for bucket, s in ledger.lost().items()}
+        out["checkpoint"] = self._checkpoint()
+        out["recommended_checkpoint_interval_s"] = self._recommended(out["checkpoint"])
+        if out["mtbf_s"] is not None:
+            out["mtbf_s"] = round(out["mtbf_s"], 1)
+        return out
+
+    def _checkpoint(self) -> dict[str, Any]:
+        saves = list(self._saves)
+        gaps = [b[0] - a[0] for a, b in pairwise(saves)]
+        loads = [a.checkpoint_load_s for a in self.attempts.attempts if a.checkpoint_load_s > 0]
+        return {
+            "last_step": saves[-1][1] if saves else None,
+            "interval_s": round(median(gaps), 1) if gaps else None,
+            "save_s": round(median(s for _, _, s in saves), 3) if saves else None,
+            "load_s": round(median(loads), 3) if loads else None,
+        }
+
+    def _recommended(self, checkpoint: dict[str, Any]) -> float | None:
+        """Daly's interval from the observed MTBF, save cost and restart cost (load included); None until the
+        job has had an interruption and a save."""
+        mtbf, save = self.attempts.mtbf_s(), checkpoint["save_s"]
+        restarts = [a.restart_s + a.checkpoint_load_s for a in self.attempts.attempts[1:]]
+        if mtbf is None or not save or mtbf <= 0:
+            return None
+        restart = median(restarts) if restarts else 0.0
+        advice = advise_interval(save, restart, mtbf, current_interval_s=checkpoint["interval_s"])
+        return round(advice.interval_s, 1)
