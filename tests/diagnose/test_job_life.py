@@ -64,3 +64,24 @@ def test_with_saves_the_block_gives_their_cost_and_cadence_and_daly_s_interval()
 def test_the_block_round_trips_through_the_snapshot_form():
     goodput = life()
     assert Goodput.from_dict(goodput).to_dict() == goodput
+
+
+def test_the_life_s_figures_are_on_metrics_under_the_contract_s_names():
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk.metrics import MeterProvider
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from trainpulse_otel.diagnose import PipelineResult
+    from trainpulse_otel.diagnose.types import Diagnosis
+    from trainpulse_otel.publish.otel import DiagnosisPublisher
+    from trainpulse_otel.telemetry.prometheus import PrometheusExposition
+
+    exposition = PrometheusExposition()
+    meter = MeterProvider(metric_readers=[exposition.reader]).get_meter("trainpulse_otel")
+    publisher = DiagnosisPublisher(meter, LoggerProvider().get_logger("t"))
+    goodput = Goodput.from_dict(life(save_every=10))
+    publisher.publish(PipelineResult(Diagnosis(ts=T0 + 189, goodput=goodput)))
+    got = {s.name: s.value for f in text_string_to_metric_families(exposition.render().decode()) for s in f.samples}
+    assert got["trainpulse_job_ettr_ratio"] == pytest.approx(goodput.job["ettr"])
+    assert got["trainpulse_job_attempts_total"] == 2
+    assert got["trainpulse_checkpoint_interval_recommended_seconds"] == pytest.approx(23.1, abs=0.1)

@@ -23,10 +23,16 @@ def straggler_raised(ts: float) -> PipelineResult:
         subject,
         "check GPU 5's clocks and host",
     )
-    goodput = Goodput(0.81, 0.74, 1712.0, {"straggler_rank": 42.0, "unattributed": 3.5})
+    job = {  # a job restarted once, its saves seen: every figure of the life block
+        "attempts": [{"start": ts - 900, "end": ts - 400, "first_step": 1, "last_step": 500, "end_reason": "failure"},
+                     {"start": ts - 300, "end": None, "first_step": 401, "last_step": 700, "end_reason": None}],
+        "ettr": 0.78,
+        "recommended_checkpoint_interval_s": 412.0,
+    }  # fmt: skip
+    goodput = Goodput(0.81, 0.74, 1712.0, {"straggler_rank": 42.0, "unattributed": 3.5}, wall_s=900.0, job=job)
     diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,), goodput)
     transition = Transition(ts, "raised", "rank_straggler", "warning", subject, signal.message)
-    return PipelineResult(diagnosis, (transition,), top_cause_changed=True)
+    return PipelineResult(diagnosis, (transition,), top_cause_changed=True, scores={"rank_straggler": 1.38})
 
 
 def straggler_cleared(ts: float) -> PipelineResult:

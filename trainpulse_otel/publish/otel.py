@@ -112,6 +112,26 @@ class DiagnosisPublisher:
             callbacks=[self._goodput_reading(lambda g: g.ideal_step_time_ms / 1000.0)],
             description="The job's ideal step: its best sustained pace (lowest 31-step median, 30 minutes).",
         )
+        meter.create_observable_gauge(
+            f"{namespace}.job.ettr.ratio",
+            callbacks=[self._job_reading("ettr")],
+            unit="1",
+            description="The job's ETTR across its attempts: productive time less the progress its restarts made it "
+            "do again, over the wall time since its first attempt began, 0-1.",
+        )
+        meter.create_observable_counter(
+            f"{namespace}.job.attempts",
+            callbacks=[self._job_reading("attempts", len)],
+            unit="{attempt}",
+            description="The job's attempts so far: 1, and one more per restart seen.",
+        )
+        meter.create_observable_gauge(
+            f"{namespace}.checkpoint.interval.recommended",
+            callbacks=[self._job_reading("recommended_checkpoint_interval_s")],
+            unit="s",
+            description="Daly's checkpoint interval from the job's MTBF, save and restart costs; absent until an "
+            "interruption and a save give them.",
+        )
         meter.create_observable_counter(
             f"{namespace}.badput",
             callbacks=[self._observe_badput],
@@ -171,6 +191,19 @@ class DiagnosisPublisher:
         def observe(_options: CallbackOptions) -> list[Observation]:
             goodput = self._diagnosis.goodput
             return [] if goodput is None else [Observation(read(goodput))]
+
+        return observe
+
+    def _job_reading(
+        self, key: str, measure: Callable[[Any], float] = float
+    ) -> Callable[[CallbackOptions], list[Observation]]:
+        """A callback observing one figure of the goodput's ``job`` block (nothing while it has none)."""
+
+        def observe(_options: CallbackOptions) -> list[Observation]:
+            goodput = self._diagnosis.goodput
+            job = None if goodput is None else goodput.job
+            value = None if job is None else job.get(key)
+            return [] if value is None else [Observation(measure(value))]
 
         return observe
 
