@@ -47,8 +47,10 @@ def test_a_restart_from_a_checkpoint_is_two_attempts_with_the_re_done_steps_lost
     assert block["interruptions"] == 1 and block["mtbf_s"] == pytest.approx(79.0 + 70.0)
     assert block["lost_s"] == {"lost_progress": 30.0, "restart": 40.0, "checkpoint_load": 0.0}
     goodput = life()
-    productive, wall = goodput["ratio"] * goodput["wall_s"], 189.0
-    assert block["ettr"] == pytest.approx((productive - 30.0) / wall, abs=1e-3)
+    badput = goodput["badput_s"]
+    assert badput["lost_progress"] == pytest.approx(30.0) and badput["restart"] > 0  # beside the causes
+    assert sum(badput.values()) == pytest.approx((1 - goodput["ratio"]) * goodput["wall_s"], abs=0.01)  # adds up
+    assert block["ettr"] == pytest.approx(goodput["ratio"] * goodput["wall_s"] / 189.0, abs=1e-3)
     assert block["recommended_checkpoint_interval_s"] is None  # no save seen: no save cost to weigh
 
 

@@ -34,6 +34,10 @@ from .stats import decay
 from .types import Goodput, RankLoss, RootCause
 from .vocabulary import Vocabulary
 
+#: The badput of a job's restarts, beside its causes' (the contract's buckets, :mod:`.joblife`).
+LOST_PROGRESS, RESTART, CHECKPOINT_LOAD = "lost_progress", "restart", "checkpoint_load"
+RESTART_BUCKETS = frozenset((LOST_PROGRESS, RESTART, CHECKPOINT_LOAD))
+
 #: The span of ``window_ratio``.
 WINDOW_S = 600.0
 #: The memory (seconds) of the recent loss rates root causes are ranked by.
@@ -168,6 +172,24 @@ class GoodputAccount:
         if self._ideal_ms is None:
             return None
         return CARRY_STEPS * self._ideal_ms / 1000.0
+
+    def booked_now(self) -> dict[str, float]:
+        """The seconds booked to each cause so far (what :meth:`book_restart` measures a restart's gap from)."""
+        return dict(self.ledger.booked)
+
+    def book_restart(self, before: Mapping[str, float], lost_progress_s: float, load_s: float) -> None:
+        """A new attempt began: the time booked since ``before`` (:meth:`booked_now` at the ended attempt's last
+        step: the gap a stall's causes took) is the restart's, its checkpoint load first; ``lost_progress_s`` of
+        the productive time went to steps the new attempt does again."""
+        ledger, load_left = self.ledger, load_s
+        for key, now in list(ledger.booked.items()):
+            gap = now - before.get(key, 0.0)
+            if gap <= 0 or key in RESTART_BUCKETS:
+                continue
+            to_load = min(gap, load_left)
+            load_left -= ledger.rebook(key, to_load, CHECKPOINT_LOAD)
+            ledger.rebook(key, gap - to_load, RESTART)
+        ledger.rebook(PRODUCTIVE, lost_progress_s, LOST_PROGRESS)
 
     def stall(self, ts: float) -> None:
         """Count the time since the last report as stalled, up to ``ts`` (each tick ``training_stalled`` is raised).

@@ -74,6 +74,22 @@ class WallLedger:
         self.frontier = ts
         return seconds
 
+    def rebook(self, key: str, seconds: float, to: str) -> float:
+        """Move up to ``seconds`` booked to ``key`` (:data:`PRODUCTIVE` for productive time) to ``to``, as far as
+        ``key`` holds them; the seconds moved. The wall time and the sum stay what they were."""
+        held = self.productive_s if key == PRODUCTIVE else self.booked.get(key, 0.0)
+        moved = max(0.0, min(seconds, held))
+        if moved <= 0:
+            return 0.0
+        if key == PRODUCTIVE:
+            self.productive_s -= moved
+        elif held - moved > 1e-9:
+            self.booked[key] = held - moved
+        else:
+            del self.booked[key]  # all of it moved
+        self._book(to, moved)
+        return moved
+
     def _book(self, key: str, seconds: float) -> None:
         if key == PRODUCTIVE:
             self.productive_s += seconds

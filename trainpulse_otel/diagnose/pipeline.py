@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..samples import Frame, TrainingSample
+from ..samples import Frame, LogEvent, TrainingSample
 from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
 from .goodput import GoodputAccount
@@ -95,6 +95,7 @@ class DiagnosticPipeline:
         self._stalled = False  # training_stalled was raised since the last report
         self._scores: dict[str, float] = {}  # each signal's score at its latest judgement
         self._life = JobLife()  # the job's attempts across restarts, its checkpoints
+        self._before_gap: dict[str, float] = {}  # the badput booked at the job's latest step
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}
         self._undeclared: set[str] = set()  # detectors already logged for raising a signal they did not declare
@@ -148,7 +149,7 @@ class DiagnosticPipeline:
             self._account(ts, tick.report, tick.all_reduce_ms, causes, signals)
             if causes and self._ranks.samples != self._causes_samples:  # one set of numbers: the causes' summaries
                 causes = self._root_causes(ts, signals, transitions, refresh=True)  # read the budgets goodput reads
-        self._life.observe(ts, tick.report, frame.events)
+        self._observe_life(ts, tick.report, frame.events)
         self._diagnosis = Diagnosis(
             ts=ts,
             health=health,
@@ -157,6 +158,16 @@ class DiagnosticPipeline:
             goodput=self._with_life(self._goodput.goodput(ts, self._ranks.worst()), ts),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
+
+    def _observe_life(self, ts: float, report: TrainingSample | None, events: Sequence[LogEvent]) -> None:
+        """The job's life this tick; a restart's gap and re-done steps go to their badput (:mod:`.joblife`)."""
+        current = self._life.attempts.current
+        last = None if current is None else current.last_step
+        began = self._life.observe(ts, report, events)
+        if began is not None:
+            self._goodput.book_restart(self._before_gap, began.lost_progress_s, began.checkpoint_load_s)
+        if report is not None and report.global_step is not None and (began is not None or report.global_step != last):
+            self._before_gap = self._goodput.booked_now()  # the job stepped: a later gap is booked from here
 
     def _with_life(self, goodput: Goodput | None, ts: float) -> Goodput | None:
         """The goodput with its ``job`` block (the life's ETTR is over the goodput's productive seconds)."""

@@ -84,23 +84,24 @@ class AttemptLedger:
     def current(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None
 
-    def progress(self, ts: float, step: int, pid: int | None = None) -> None:
+    def progress(self, ts: float, step: int, pid: int | None = None) -> Attempt | None:
         """A step reported at ``ts`` (``pid``: the reporting process's, where known): the current attempt's, or —
-        after a restart was said, with the step gone back, or from a new process — the first of a new one."""
+        after a restart was said, with the step gone back, or from a new process — the first of a new one, which
+        is returned (a restart: the first attempt is no restart's)."""
         now = self.current
         if now is None:
             self._begin(ts, step, pid)
-            return
+            return None
         if step == now.last_step:
-            return  # the same step again: a report repeated (or another rank's), no progress and no new attempt
+            return None  # the same step again: a report repeated (or another rank's), no progress, no new attempt
         went_back = now.last_step is not None and step < now.last_step
         new_process = pid is not None and now.pid is not None and pid != now.pid
         if went_back or new_process or self._restart_said is not None:
             self._end(now, FAILED)
-            self._begin(ts, step, pid)
-            return
+            return self._begin(ts, step, pid)
         now.pid = now.pid if pid is None else pid
         now.add(step, ts)
+        return None
 
     def restarted(self, ts: float) -> None:
         """The launcher said it restarts the workers (torchrun's ``Worker group FAILED. 3/3 attempts left; will
@@ -118,7 +119,7 @@ class AttemptLedger:
         if now is not None and now.end is None:
             self._end(now, reason)
 
-    def _begin(self, ts: float, step: int, pid: int | None = None) -> None:
+    def _begin(self, ts: float, step: int, pid: int | None = None) -> Attempt:
         previous = self.current
         attempt = Attempt(index=len(self.attempts), start=ts, pid=pid)
         attempt.add(step, ts)
@@ -132,6 +133,7 @@ class AttemptLedger:
             attempt.restart_s = gap - attempt.checkpoint_load_s
         self.attempts.append(attempt)
         self._restart_said, self._load_s = None, 0.0
+        return attempt
 
     @staticmethod
     def _end(attempt: Attempt, reason: str) -> None:
@@ -159,12 +161,11 @@ class AttemptLedger:
         }
 
     def ettr(self, productive_s: float, now: float) -> float | None:
-        """The life's ETTR: ``productive_s`` (each attempt's productive time, re-done steps included) less the
-        progress lost, over the wall time since the first attempt began; None before it."""
+        """The life's ETTR: ``productive_s`` (the goodput's, the re-done steps already booked as lost progress)
+        over the wall time since the first attempt began; None before it."""
         if not self.attempts or now <= self.attempts[0].start:
             return None
-        wall = now - self.attempts[0].start
-        return max(0.0, min(1.0, (productive_s - self.lost()["lost_progress"]) / wall))
+        return max(0.0, min(1.0, productive_s / (now - self.attempts[0].start)))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,7 @@ from statistics import median
 from typing import Any
 
 from ...samples import WORKERS_RESTARTED, LogEvent, TrainingSample
-from .attempts import AttemptLedger
+from .attempts import Attempt, AttemptLedger
 from .interval import advise_interval
 
 #: Checkpoint saves kept for the medians.
@@ -31,17 +31,18 @@ class JobLife:
         self.attempts = AttemptLedger()
         self._saves: deque[tuple[float, int | None, float]] = deque(maxlen=MAX_SAVES)  # (ts, step, seconds)
 
-    def observe(self, ts: float, report: TrainingSample | None, events: Iterable[LogEvent] = ()) -> None:
-        """One tick: the launcher's restarts first (the step that follows begins a new attempt), then the report."""
+    def observe(self, ts: float, report: TrainingSample | None, events: Iterable[LogEvent] = ()) -> Attempt | None:
+        """One tick: the launcher's restarts first (the step that follows begins a new attempt), then the report;
+        the attempt it began, if it began one after another (a restart to book)."""
         for event in events:
             if event.kind == WORKERS_RESTARTED:
                 self.attempts.restarted(event.ts)
         if report is None:
-            return
-        if report.global_step is not None:
-            self.attempts.progress(ts, report.global_step)
+            return None
+        began = None if report.global_step is None else self.attempts.progress(ts, report.global_step)
         if report.checkpoint_ms:
             self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
+        return began
 
     def block(self, productive_s: float, now: float) -> dict[str, Any] | None:
         """The ``job`` block at ``now`` (``productive_s``: the goodput's productive seconds), None before a step."""
