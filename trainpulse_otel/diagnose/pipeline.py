@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..samples import Frame, LogEvent, TrainingSample
+from ..samples import Frame, LogEvent, LossPoint, TrainingSample
 from .budget import BudgetBuilder, StepCounter
 from .detectors.base import Detector
 from .goodput import GoodputAccount
@@ -149,7 +149,7 @@ class DiagnosticPipeline:
             self._account(ts, tick.report, tick.all_reduce_ms, causes, signals)
             if causes and self._ranks.samples != self._causes_samples:  # one set of numbers: the causes' summaries
                 causes = self._root_causes(ts, signals, transitions, refresh=True)  # read the budgets goodput reads
-        self._observe_life(ts, tick.report, frame.events)
+        self._observe_life(ts, tick.report, frame.events, tick.losses)
         self._diagnosis = Diagnosis(
             ts=ts,
             health=health,
@@ -159,11 +159,13 @@ class DiagnosticPipeline:
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
 
-    def _observe_life(self, ts: float, report: TrainingSample | None, events: Sequence[LogEvent]) -> None:
+    def _observe_life(
+        self, ts: float, report: TrainingSample | None, events: Sequence[LogEvent], points: Sequence[LossPoint]
+    ) -> None:
         """The job's life this tick; a restart's gap and re-done steps go to their badput (:mod:`.joblife`)."""
         current = self._life.attempts.current
         last = None if current is None else current.last_step
-        began = self._life.observe(ts, report, events)
+        began = self._life.observe(ts, report, events, points)
         if began is not None:
             self._goodput.book_restart(self._before_gap, began.lost_progress_s, began.checkpoint_load_s)
         if report is not None and report.global_step is not None and (began is not None or report.global_step != last):

@@ -16,7 +16,7 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from ...samples import WORKERS_RESTARTED, LogEvent, TrainingSample
+from ...samples import WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
 from .attempts import Attempt, AttemptLedger
 from .interval import advise_interval
 
@@ -31,16 +31,27 @@ class JobLife:
         self.attempts = AttemptLedger()
         self._saves: deque[tuple[float, int | None, float]] = deque(maxlen=MAX_SAVES)  # (ts, step, seconds)
 
-    def observe(self, ts: float, report: TrainingSample | None, events: Iterable[LogEvent] = ()) -> Attempt | None:
-        """One tick: the launcher's restarts first (the step that follows begins a new attempt), then the report;
-        the attempt it began, if it began one after another (a restart to book)."""
-        for event in events:
-            if event.kind == WORKERS_RESTARTED:
-                self.attempts.restarted(event.ts)
-        if report is None:
-            return None
-        began = None if report.global_step is None else self.attempts.progress(ts, report.global_step)
-        if report.checkpoint_ms:
+    def observe(
+        self,
+        ts: float,
+        report: TrainingSample | None,
+        events: Iterable[LogEvent] = (),
+        points: Iterable[LossPoint] = (),
+    ) -> Attempt | None:
+        """One tick, in the order things happened: the steps of every report since the last tick (``points``, the
+        job's; else the tick's ``report``) and the launcher's restarts (a step after one begins a new attempt); the
+        attempt begun after another, if one was (a restart to book)."""
+        moments = [(e.ts, 0, None) for e in events if e.kind == WORKERS_RESTARTED]
+        steps = [(p.ts, 1, p.global_step) for p in points if p.rank is None and p.global_step is not None]
+        if not steps and report is not None and report.global_step is not None:
+            steps = [(ts, 1, report.global_step)]
+        began = None
+        for at, _, step in sorted(moments + steps, key=lambda m: (m[0], m[1])):
+            if step is None:
+                self.attempts.restarted(at)
+            else:
+                began = self.attempts.progress(at, step) or began
+        if report is not None and report.checkpoint_ms:
             self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
         return began
 
