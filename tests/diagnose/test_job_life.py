@@ -10,7 +10,7 @@ import pytest
 from tests.diagnose.builders import T0, job
 from trainpulse_otel.diagnose.types import Goodput
 from trainpulse_otel.runtime import build_pipeline, discover
-from trainpulse_otel.samples import WORKERS_RESTARTED, LogEvent
+from trainpulse_otel.samples import CHECKPOINT_LOADED, WORKERS_RESTARTED, LogEvent
 
 RESTART = LogEvent(
     T0 + 100,
@@ -20,7 +20,13 @@ RESTART = LogEvent(
 )
 
 
-def life(save_every: int | None = None) -> dict:
+#: torchtitan's load line, 10 s after the restart: the new attempt's checkpoint load took 5 s of the gap.
+LOADED = LogEvent(
+    T0 + 110, CHECKPOINT_LOADED, "Finished loading the checkpoint in 5.00 seconds.", details={"duration_s": 5.0}
+)
+
+
+def life(save_every: int | None = None, load: bool = False) -> dict:
     """Steps 1-80 a second apart, killed; torchrun restarts at +100 s; steps again from 51 at +119 s to +189 s.
     ``save_every``: a 2 s checkpoint save in every that many steps."""
     pipeline = build_pipeline(discover(autoload=False))
@@ -32,6 +38,8 @@ def life(save_every: int | None = None) -> dict:
     for t in range(80):
         pipeline.update(job(float(t), training=report(t, 1 + t)))
     pipeline.update(replace(job(100.0, training={"global_step": 80}), events=(RESTART,)))  # the last report, again
+    if load:
+        pipeline.update(replace(job(110.0, training={"global_step": 80}), events=(LOADED,)))
     for t in range(119, 190):
         result = pipeline.update(job(float(t), training=report(t, 51 + t - 119)))
     goodput = result.diagnosis.goodput
@@ -87,3 +95,11 @@ def test_the_life_s_figures_are_on_metrics_under_the_contract_s_names():
     assert got["trainpulse_job_ettr_ratio"] == pytest.approx(goodput.job["ettr"])
     assert got["trainpulse_job_attempts_total"] == 2
     assert got["trainpulse_checkpoint_interval_recommended_seconds"] == pytest.approx(23.1, abs=0.1)
+
+
+def test_a_checkpoint_load_the_job_told_is_its_own_part_of_the_gap():
+    goodput = life(load=True)
+    assert goodput["job"]["lost_s"] == {"lost_progress": 30.0, "restart": 35.0, "checkpoint_load": 5.0}
+    assert goodput["job"]["checkpoint"]["load_s"] == 5.0
+    assert goodput["badput_s"]["checkpoint_load"] == pytest.approx(5.0)
+    assert sum(goodput["badput_s"].values()) == pytest.approx((1 - goodput["ratio"]) * goodput["wall_s"], abs=0.01)

@@ -150,6 +150,11 @@ NCCL_ORIGIN = re.compile(r"^\s*(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
 UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
 
 
+def warn_line(text: str) -> bool:
+    """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
+    return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
+
+
 def nccl_host(text: str) -> str | None:
     """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
     match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)

@@ -1,18 +1,14 @@
 """Failure lines: what a job's output says when a collective, the transport, memory, a process or a GPU fails.
 
-:class:`FailureScanner` reads one stream's lines and tells each failure as a
-:class:`Failure` (an event kind of :mod:`trainpulse_otel.samples.events`, the
-details the line gives, the rank or GPU it names). One-line failures are told
-at their line; a multi-line report (a Python traceback, torchrun's failure
-table) at the line after it ends, quoting the line that says it (``text``).
-One failure is told once: the fatal and summary lines NCCL prints after a
-timeout, the ``what():`` that repeats it and the same error repeated by the
-exception that carries it are claimed and tell nothing. A traceback is a crash
-(``process_failed``) unless its exception is a timeout's (the timeout is the
-news) or torchrun's ChildFailedError (its table tells each rank); one that ends
-in a CUDA OOM or a transport error is both: the allocation or the link, and the
-crash. Pure: a few substring checks per line before any regex; the forms read
-and their sources: tests/fixtures/logs/SOURCES.md.
+:class:`FailureScanner` reads one stream's lines and tells each failure as a :class:`Failure` (an event kind of
+:mod:`trainpulse_otel.samples.events`, the details the line gives, the rank or GPU it names). One-line failures are
+told at their line; a multi-line report (a Python traceback, torchrun's failure table) at the line after it ends,
+quoting the line that says it (``text``). One failure is told once: the fatal and summary lines NCCL prints after
+a timeout, the ``what():`` that repeats it and the same error repeated by the exception that carries it are
+claimed and tell nothing. A traceback is a crash (``process_failed``) unless its exception is a timeout's or
+torchrun's ChildFailedError (its table tells each rank); one that ends in a CUDA OOM or a transport error is both.
+The launcher's restarts and a checkpoint's load are events too. Pure: a few substring checks per line before any
+regex; the forms read and their sources: tests/fixtures/logs/SOURCES.md.
 """
 
 from __future__ import annotations
@@ -23,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..samples import (
+    CHECKPOINT_LOADED,
     CUDA_OOM,
     DRIVER_XID,
     GPU_FAULT,
@@ -31,8 +28,8 @@ from ..samples import (
     WATCHDOG_TIMEOUT,
     WORKERS_RESTARTED,
 )
+from . import checkpoints, cpp, fatal, launcher
 from . import collectives as c
-from . import cpp, fatal, launcher
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank
 from .oom import cuda_oom
@@ -348,14 +345,14 @@ class FailureScanner:
         ),
         (
             ("async event", "IBV_WC_"),
-            lambda self, text: self._transport(c.ib_event(text) if _warn(text) else None, text),
+            lambda self, text: self._transport(c.ib_event(text) if c.warn_line(text) else None, text),
         ),
         (("gloo/transport/tcp/pair.cc",), lambda self, text: self._transport(c.gloo_error(text), text)),
         (c.VERBS_MARKS, lambda self, text: self._transport(c.verbs_status(text), text)),
         (("Transport init error",), lambda self, text: self._transport(c.hccl_transport(text), text)),
         (
             ("Connection closed by remote peer", " failed : "),
-            lambda self, text: self._transport(c.socket_error(text) if _warn(text) else None, text),
+            lambda self, text: self._transport(c.socket_error(text) if c.warn_line(text) else None, text),
         ),
         (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
         (("ncclRemoteError", "Last error:"), _nccl_remote),
@@ -370,6 +367,7 @@ class FailureScanner:
         (("srun: error",), _srun),
         (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
         ((launcher.MARK,), lambda self, t: self._restarted(t)),
+        (("Finished loading the checkpoint",), lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (
             fatal.HOST_OOM,
             lambda self, t: self._died(fatal.host_oom(t)),
@@ -386,11 +384,6 @@ class FailureScanner:
     )
 
 
-def _warn(text: str) -> bool:
-    """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
-    return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
-
-
 #: Every handler's words: a line holding none is no failure line of one. Substring tests, not one alternation:
 #: CPython's regex tries every branch at every position, 2.5x slower on a 300-character iteration line.
 MARKS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for mark in marks))
@@ -398,3 +391,7 @@ MARKS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for ma
 
 def _marked(text: str) -> bool:
     return any(mark in text for mark in MARKS)
+
+
+def _loaded(said: tuple[str, dict[str, Any]] | None) -> list[Failure] | None:
+    return [Failure(CHECKPOINT_LOADED, said[1])] if said is not None and said[0] == "load" else None

@@ -18,6 +18,8 @@ import math
 import re
 from typing import Any
 
+from .checkpoints import checkpoint_said
+
 #: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``: a loss or gradient
 #: norm named, up to three words, a verb or ``=``, then a non-finite value.
 SAID = re.compile(
@@ -59,6 +61,8 @@ def statement(text: str) -> dict[str, Any] | None:
     """The payload a line's words give of the job's numbers (see the module docstring), or None."""
     if not _hinted(text):
         return None
+    if (said := checkpoint_said(text)) is not None:  # a save's duration: the time it blocked training
+        return {"checkpoint_ms": said[1]["duration_s"] * 1000.0} if said[0] == "save" else None
     payload = _scale(text) if "loss scale" in text or "scale is" in text or "new scale" in text else None
     if payload is None:
         payload = _nonfinite(text)
@@ -80,6 +84,7 @@ def _hinted(text: str) -> bool:
         or "finite" in text
         or "rad scale is" in text
         or "new scale:" in text
+        or "the checkpoint" in text
         or "rad_scale is" in text
         or ("INF" in text and "INFO" not in text)
     )

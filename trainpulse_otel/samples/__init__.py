@@ -11,6 +11,7 @@ precise 4xx instead of guessing.
 
 from .collected import Collected
 from .events import (
+    CHECKPOINT_LOADED,
     CUDA_OOM,
     DRIVER_XID,
     EVENT_KINDS,
@@ -72,6 +73,7 @@ from .validation import (
 )
 
 __all__ = [
+    "CHECKPOINT_LOADED",
     "COLLECTIVE_PHASES",
     "CUDA_OOM",
     "DEFAULT_MAX_RANKS",

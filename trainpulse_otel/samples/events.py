@@ -39,6 +39,9 @@ PROGRESS_GAP = "progress_gap"
 #: FAILED. 3/3 attempts left; will restart worker group``): ``state``, ``remaining``, ``max_restarts``, ``role``.
 #: A new attempt begins with the next step; no signal of its own.
 WORKERS_RESTARTED = "workers_restarted"
+#: The job loaded a checkpoint, taking ``duration_s`` (torchtitan's ``Finished loading the checkpoint in 54.49
+#: seconds.``): the load that ends a restart. No signal of its own.
+CHECKPOINT_LOADED = "checkpoint_loaded"
 EVENT_KINDS = (
     WATCHDOG_TIMEOUT,
     TRANSPORT_ERROR,
@@ -48,6 +51,7 @@ EVENT_KINDS = (
     GPU_FAULT,
     PROGRESS_GAP,
     WORKERS_RESTARTED,
+    CHECKPOINT_LOADED,
 )
 #: The longest quoted line, and the most details an event keeps.
 MAX_MESSAGE = 2048

@@ -16,12 +16,14 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from ...samples import WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
+from ...samples import CHECKPOINT_LOADED, WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
 from .attempts import Attempt, AttemptLedger
 from .interval import advise_interval
 
 #: Checkpoint saves kept for the medians.
 MAX_SAVES = 64
+#: What happened at a moment of a tick, in the order :meth:`JobLife.observe` replays them.
+RESTARTED, LOADED, STEPPED = "restarted", "loaded", "stepped"
 
 
 class JobLife:
@@ -39,18 +41,27 @@ class JobLife:
         points: Iterable[LossPoint] = (),
     ) -> Attempt | None:
         """One tick, in the order things happened: the steps of every report since the last tick (``points``, the
-        job's; else the tick's ``report``) and the launcher's restarts (a step after one begins a new attempt); the
-        attempt begun after another, if one was (a restart to book)."""
-        moments = [(e.ts, 0, None) for e in events if e.kind == WORKERS_RESTARTED]
-        steps = [(p.ts, 1, p.global_step) for p in points if p.rank is None and p.global_step is not None]
+        job's; else the tick's ``report``), the launcher's restarts (a step after one begins a new attempt) and the
+        checkpoint loads (the next attempt's); the attempt begun after another, if one was (a restart to book)."""
+        moments: list[tuple[float, int, str, float]] = []
+        for e in events:
+            if e.kind == WORKERS_RESTARTED:
+                moments.append((e.ts, 0, RESTARTED, 0.0))
+            elif e.kind == CHECKPOINT_LOADED and isinstance(e.details.get("duration_s"), (int, float)):
+                moments.append((e.ts, 0, LOADED, float(e.details["duration_s"])))
+        steps = [
+            (p.ts, 1, STEPPED, float(p.global_step)) for p in points if p.rank is None and p.global_step is not None
+        ]
         if not steps and report is not None and report.global_step is not None:
-            steps = [(ts, 1, report.global_step)]
+            steps = [(ts, 1, STEPPED, float(report.global_step))]
         began = None
-        for at, _, step in sorted(moments + steps, key=lambda m: (m[0], m[1])):
-            if step is None:
+        for at, _, what, value in sorted(moments + steps, key=lambda m: (m[0], m[1])):
+            if what == RESTARTED:
                 self.attempts.restarted(at)
+            elif what == LOADED:
+                self.attempts.checkpoint_loaded(value)
             else:
-                began = self.attempts.progress(at, step) or began
+                began = self.attempts.progress(at, int(value)) or began
         if report is not None and report.checkpoint_ms:
             self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
         return began
