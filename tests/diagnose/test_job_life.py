@@ -103,3 +103,16 @@ def test_a_checkpoint_load_the_job_told_is_its_own_part_of_the_gap():
     assert goodput["job"]["checkpoint"]["load_s"] == 5.0
     assert goodput["badput_s"]["checkpoint_load"] == pytest.approx(5.0)
     assert sum(goodput["badput_s"].values()) == pytest.approx((1 - goodput["ratio"]) * goodput["wall_s"], abs=0.01)
+
+
+def test_before_its_first_interruption_a_job_s_interval_rests_on_the_configured_mtbf_prior():
+    pipeline = build_pipeline(discover(autoload=False), mtbf_prior_s=4 * 3600.0)
+    for t in range(60):
+        saved = {"checkpoint_ms": 2000.0} if (t + 1) % 10 == 0 else {}
+        result = pipeline.update(job(float(t), training={"global_step": t + 1, "step_time_ms": 1000.0, **saved}))
+    block = result.diagnosis.goodput.to_dict()["job"]
+    assert block["interruptions"] == 0 and block["mtbf_s"] is None
+    inputs = block["interval_inputs"]
+    assert inputs["mtbf_from"] == "prior" and inputs["mtbf_s"] == 14400.0 and inputs["save_s"] == 2.0
+    assert block["recommended_checkpoint_interval_s"] == pytest.approx(238.2, abs=0.5)  # Daly: C 2 s, M 4 h
+    assert inputs["current_interval_s"] == 10.0 and inputs["current_ettr"] < inputs["expected_ettr"]

@@ -170,6 +170,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("smi_timeout", duration(0.1), 5.0, "timeout of one nvidia-smi call", "DURATION"),
     Option(
+        "mtbf",
+        optional(duration(1.0)),
+        None,
+        "the job's mean time between interruptions, a prior for the checkpoint interval until it has had one",
+        "DURATION",
+    ),
+    Option(
         "detectors",
         optional(thresholds),
         None,
@@ -226,6 +233,7 @@ class Settings:
     sim_node_rank: int = 0
     warmup: float = 0.0
     smi_timeout: float = 5.0
+    mtbf: float | None = None
     detectors: dict[str, Any] | None = None
     follow: tuple[str, ...] | None = None
     flight_recorder: str | None = None

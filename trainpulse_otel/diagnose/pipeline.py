@@ -60,6 +60,7 @@ class DiagnosticPipeline:
         rules: Sequence[RootCauseRule],
         vocabulary: Vocabulary | None = None,
         words_only: bool = False,
+        mtbf_prior_s: float | None = None,
     ) -> None:
         self.detectors: tuple[Detector, ...] = tuple(detectors)
         self.rules: tuple[RootCauseRule, ...] = tuple(rules)
@@ -94,7 +95,7 @@ class DiagnosticPipeline:
         self._ranks = RankBudgets()
         self._stalled = False  # training_stalled was raised since the last report
         self._scores: dict[str, float] = {}  # each signal's score at its latest judgement
-        self._life = JobLife()  # the job's attempts across restarts, its checkpoints
+        self._life = JobLife(mtbf_prior_s)  # the job's attempts across restarts, its checkpoints
         self._before_gap: dict[str, float] = {}  # the badput booked at the job's latest step
         #: Exceptions raised by each detector's update, by detector name.
         self.failures: dict[str, int] = {}

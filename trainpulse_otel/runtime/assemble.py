@@ -76,14 +76,19 @@ def knob_overrides(plugins: Plugins, thresholds: Mapping[str, Any] | None) -> di
 
 
 def build_pipeline(
-    plugins: Plugins, thresholds: Mapping[str, Any] | None = None, words_only: bool = False
+    plugins: Plugins,
+    thresholds: Mapping[str, Any] | None = None,
+    words_only: bool = False,
+    mtbf_prior_s: float | None = None,
 ) -> DiagnosticPipeline:
     """A fresh pipeline: new instances of every detector, built with their knobs (``thresholds``: the config's
     ``detectors`` overrides, :func:`knob_overrides`), and every root-cause rule; ``words_only``: it judges a job
-    from its own output alone (a log replayed), where measured signals are at most warnings."""
+    from its own output alone (a log replayed), where measured signals are at most warnings; ``mtbf_prior_s``:
+    the config's ``mtbf``, the checkpoint interval's prior until the job's first interruption."""
     overrides = knob_overrides(plugins, thresholds)
     rules = list(plugins.root_causes.values())
-    return DiagnosticPipeline(plugins.new_detectors(overrides), rules, plugins.vocabulary, words_only=words_only)
+    detectors = plugins.new_detectors(overrides)
+    return DiagnosticPipeline(detectors, rules, plugins.vocabulary, words_only=words_only, mtbf_prior_s=mtbf_prior_s)
 
 
 def open_engine(
@@ -124,7 +129,8 @@ def open_engine(
     latest = LatestSamples(settings.stale_after, settings.max_ranks, settings.node_series)
     register_measurements(telemetry.meter, latest, settings.metrics_namespace)
     frames = LiveFrames(telemetry.frame_reader, latest)
-    stepper = Stepper(latest, frames, Window(settings.history_size), build_pipeline(plugins, settings.detector_knobs))
+    pipeline = build_pipeline(plugins, settings.detector_knobs, mtbf_prior_s=settings.mtbf)
+    stepper = Stepper(latest, frames, Window(settings.history_size), pipeline)
     stepper.series = RunSeries()  # what GET /v1/report draws: the run since start, bounded
     ops = OperationalMetrics(telemetry.meter, settings.metrics_namespace)
     if settings.follow:  # the job's own logs, read beside any mode's collectors (``-mode none`` too)
@@ -206,7 +212,7 @@ def open_replay(settings: Settings, plugins: Plugins | None = None, words_only: 
     (``words_only``: of a job's logs alone, :func:`build_pipeline`)."""
     latest = LatestSamples(stale_after_s=settings.stale_after, max_ranks=settings.max_ranks)
     pipeline = build_pipeline(
-        plugins or discover(disabled=settings.disabled_detectors), settings.detector_knobs, words_only
+        plugins or discover(disabled=settings.disabled_detectors), settings.detector_knobs, words_only, settings.mtbf
     )
     return Stepper(latest, SampleFrames(latest), Window(settings.history_size), pipeline)
 

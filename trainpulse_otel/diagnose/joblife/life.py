@@ -5,7 +5,8 @@
 ``attempts``, ``interruptions``, ``mtbf_s``, ``ettr`` (the life's productive share, :meth:`AttemptLedger.ettr`),
 ``checkpoint`` (``last_step``, ``interval_s`` and ``save_s`` as medians of the saves seen, ``load_s`` where a
 restart's load was told) and ``recommended_checkpoint_interval_s`` (Daly's, :mod:`.interval`, once an
-interruption gives an MTBF), with ``lost_s`` (TrainPulse's addition: the restarts' cost by bucket). Pure.
+interruption gives an MTBF, or with the config's ``mtbf`` prior; ``interval_inputs`` says which and what else it
+rests on), with ``lost_s`` (TrainPulse's addition: the restarts' cost by bucket). Pure.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from ...samples import CHECKPOINT_LOADED, WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
 from .attempts import Attempt, AttemptLedger
-from .interval import advise_interval
+from .interval import IntervalAdvice, advise_interval
 
 #: Checkpoint saves kept for the medians.
 MAX_SAVES = 64
@@ -29,8 +30,9 @@ RESTARTED, LOADED, STEPPED = "restarted", "loaded", "stepped"
 class JobLife:
     """One job's life as the pipeline sees it (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, mtbf_prior_s: float | None = None) -> None:
         self.attempts = AttemptLedger()
+        self.mtbf_prior_s = mtbf_prior_s  # the config's mtbf, until the job's first interruption
         self._saves: deque[tuple[float, int | None, float]] = deque(maxlen=MAX_SAVES)  # (ts, step, seconds)
 
     def observe(
@@ -76,7 +78,9 @@ class JobLife:
         out["ettr"] = None if ettr is None else round(ettr, 4)
         out["lost_s"] = {bucket: round(s, 3) for bucket, s in ledger.lost().items()}
         out["checkpoint"] = self._checkpoint()
-        out["recommended_checkpoint_interval_s"] = self._recommended(out["checkpoint"])
+        advice = self._advice(out["checkpoint"])
+        out["recommended_checkpoint_interval_s"] = None if advice is None else round(advice.interval_s, 1)
+        out["interval_inputs"] = None if advice is None else advice.to_dict()
         if out["mtbf_s"] is not None:
             out["mtbf_s"] = round(out["mtbf_s"], 1)
         return out
@@ -92,13 +96,14 @@ class JobLife:
             "load_s": round(median(loads), 3) if loads else None,
         }
 
-    def _recommended(self, checkpoint: dict[str, Any]) -> float | None:
-        """Daly's interval from the observed MTBF, save cost and restart cost (load included); None until the
-        job has had an interruption and a save."""
-        mtbf, save = self.attempts.mtbf_s(), checkpoint["save_s"]
+    def _advice(self, checkpoint: dict[str, Any]) -> IntervalAdvice | None:
+        """Daly's interval from the MTBF (observed, else the config's prior), save cost and restart cost (load
+        included), with its inputs; None until the job has had a save and an MTBF is known."""
+        observed = self.attempts.mtbf_s()
+        mtbf, save = observed or self.mtbf_prior_s, checkpoint["save_s"]
         restarts = [a.restart_s + a.checkpoint_load_s for a in self.attempts.attempts[1:]]
         if mtbf is None or not save or mtbf <= 0:
             return None
         restart = median(restarts) if restarts else 0.0
-        advice = advise_interval(save, restart, mtbf, current_interval_s=checkpoint["interval_s"])
-        return round(advice.interval_s, 1)
+        origin = "observed" if observed else "prior"
+        return advise_interval(save, restart, mtbf, origin, current_interval_s=checkpoint["interval_s"])
