@@ -35,7 +35,7 @@ COLLECT_FLAGS = (
     "follow",
     "flight_recorder",
 )
-#: Only the daemon serves an API: these flags are its own.
+#: Only the daemon serves an API (and keeps a job's life across its restarts): these flags are its own.
 SERVER_FLAGS = (
     "addr",
     "auth_token",
@@ -47,6 +47,8 @@ SERVER_FLAGS = (
     "server",
     "actions",
     "actions_dry_run",
+    "state_dir",
+    "job_id",
 )
 #: Flags each command takes beyond COLLECT_FLAGS. ``top`` reads a daemon with the token;
 #: ``-addr`` is accepted by ``top`` and ``snapshot`` as the contract's "same flags", but has no effect there.

@@ -7,11 +7,16 @@ import argparse
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..version import __version__
 from .flags import UsageError, configure, on_signals, settings_of
+
+if TYPE_CHECKING:
+    from ..publish.life_state import LifeKeeper
 
 log = logging.getLogger("trainpulse_otel.cli")
 
@@ -19,7 +24,7 @@ log = logging.getLogger("trainpulse_otel.cli")
 def cmd_daemon(args: argparse.Namespace) -> int:
     """``trainpulse daemon``: until SIGTERM or SIGINT, then the exporters flushed."""
     from ..api import ApiServer
-    from ..runtime import PacedCollection, create_api, discover, open_engine, open_otlp_grpc, warm_up
+    from ..runtime import PacedCollection, create_api, discover, open_engine, open_life_keeper, open_otlp_grpc, warm_up
 
     settings = settings_of(args)
     configure(settings)
@@ -36,6 +41,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         engine.close()
         raise UsageError(f"cannot listen for OTLP/gRPC on {settings.otlp_grpc_addr}: {exc}") from None
+    keeper = open_life_keeper(engine, settings)  # the job's life so far, when a -state-dir keeps it
     stop = threading.Event()
     on_signals(lambda: stop.set())
     if engine.mode == "sim":
@@ -46,14 +52,28 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     log.info("trainpulse daemon %s: mode %s, interval %gs", __version__, engine.mode, settings.interval)
     try:
         with PacedCollection() as collection:  # full collections between ticks, after start-up is frozen
-            engine.run(stop, after_tick=collection.after_tick)
+            engine.run(stop, after_tick=_after_tick(collection.after_tick, keeper))
     finally:
         log.info("shutting down: flushing exporters")
+        if keeper is not None:
+            keeper.save()
         if grpc_server is not None:
             grpc_server.close()
         server.close()
         engine.close()
     return 0
+
+
+def _after_tick(collect: Callable[[], None], keeper: LifeKeeper | None) -> Callable[[], None]:
+    """What runs in the gap after each tick: the paced garbage collection, and the life's state written when due."""
+    if keeper is None:
+        return collect
+
+    def after() -> None:
+        keeper.after_tick()
+        collect()
+
+    return after
 
 
 def _check_exposure(settings: Settings) -> None:

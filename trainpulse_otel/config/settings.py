@@ -177,6 +177,20 @@ OPTIONS: tuple[Option, ...] = (
         "DURATION",
     ),
     Option(
+        "job_id",
+        optional(text(r"[^\x00-\x1f]{1,128}", "a name of 1-128 printable characters")),
+        None,
+        "the job's identity (else SLURM_JOB_ID or TORCHELASTIC_RUN_ID): a -state-dir ledger belongs to one job",
+        "ID",
+    ),
+    Option(
+        "state_dir",
+        optional(text()),
+        None,
+        "keep the job's life (attempts, goodput, checkpoints) in DIR across the daemon's restarts",
+        "DIR",
+    ),
+    Option(
         "detectors",
         optional(thresholds),
         None,
@@ -234,6 +248,8 @@ class Settings:
     warmup: float = 0.0
     smi_timeout: float = 5.0
     mtbf: float | None = None
+    job_id: str | None = None
+    state_dir: str | None = None
     detectors: dict[str, Any] | None = None
     follow: tuple[str, ...] | None = None
     flight_recorder: str | None = None
@@ -311,6 +327,20 @@ NON_SETTING_ENV |= {
 }
 
 
+#: The launcher's variables a job's identity is read from when no ``job_id`` is set, first found wins.
+LAUNCHER_JOB_ENV = ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
+
+
+def launcher_job_id(environ: Mapping[str, str]) -> str | None:
+    """The job id the launcher's environment gives (:data:`LAUNCHER_JOB_ENV`; torchrun's default run id
+    ``none`` is none), else None."""
+    for name in LAUNCHER_JOB_ENV:
+        value = environ.get(name, "").strip()
+        if value and value != "none" and len(value) <= 128 and value.isprintable():
+            return value
+    return None
+
+
 def load_settings(
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -335,6 +365,8 @@ def load_settings(
                 values[key] = option.parse(raw)
             except ValueError as exc:
                 raise ConfigError(key, str(exc), source) from None
+    if "job_id" not in values and (launched := launcher_job_id(environ)) is not None:
+        values["job_id"] = launched
     if (settings := Settings(**values)).sim_node_rank >= settings.sim_nodes:  # two keys that hold only together
         raise ConfigError("sim_node_rank", f"must be below sim_nodes ({settings.sim_nodes})")
     return settings

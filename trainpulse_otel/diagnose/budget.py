@@ -52,6 +52,13 @@ class Pace:
         self.count += 1
         self.value = self._lowest.add(ts, self._median.add(x))
 
+    def seed(self, ts: float, x: float) -> None:
+        """Start from a pace known before (a restored state's): ready at once, at ``x``, until new values move it."""
+        for _ in range(PACE_STEPS):
+            self._median.add(x)
+        self.value = self._lowest.add(ts, x)
+        self.count = max(self.count, WARMUP_REPORTS)
+
 
 @dataclass(frozen=True)
 class StepBudget:
@@ -83,6 +90,15 @@ class StepCounter:
 
     def __init__(self) -> None:
         self._last: int | None = None
+
+    @property
+    def last(self) -> int | None:
+        """The latest ``global_step`` counted."""
+        return self._last
+
+    def resume(self, step: int | None) -> None:
+        """Count on from ``step`` (a restored state's): the next report stands for the steps since."""
+        self._last = step
 
     def advance(self, report: TrainingSample) -> int:
         step, last = report.global_step, self._last

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..samples import TrainingSample
 from .budget import StepBudget, saved_ms
@@ -78,6 +79,11 @@ class GoodputAccount:
     def first_ts(self) -> float | None:
         """When the first training report came (the wall time is counted from it)."""
         return self.ledger.start
+
+    @property
+    def ideal_ms(self) -> float | None:
+        """The ideal step the account books productive time by (None until known)."""
+        return self._ideal_ms
 
     @property
     def productive_s(self) -> float:
@@ -191,6 +197,24 @@ class GoodputAccount:
             ledger.rebook(key, gap - to_load, RESTART)
         ledger.rebook(PRODUCTIVE, lost_progress_s, LOST_PROGRESS)
 
+    def to_state(self) -> dict[str, Any]:
+        """What the account has booked, and the ideal step it books by, as plain data (:meth:`restore`)."""
+        return {"ledger": self.ledger.to_state(), "ideal_ms": self._ideal_ms, "recent": [list(r) for r in self._recent]}
+
+    def restore(self, state: Any) -> None:
+        """Continue the account :meth:`to_state` saved; ValueError (nothing changed) when it does not hold one."""
+        if not isinstance(state, dict):
+            raise ValueError("the goodput is not an object")
+        ideal, recent = state.get("ideal_ms"), state.get("recent", [])
+        if ideal is not None and (not isinstance(ideal, (int, float)) or not ideal > 0):
+            raise ValueError("the goodput's ideal step is not a positive number")
+        if not isinstance(recent, list) or not all(_pair(r) for r in recent):
+            raise ValueError("the goodput's recent steps are not [time, seconds] pairs")
+        self.ledger.restore(state.get("ledger"))
+        self._ideal_ms = None if ideal is None else float(ideal)
+        self._recent = deque((float(ts), float(s)) for ts, s in recent)
+        self._recent_s = sum(s for _, s in self._recent)
+
     def stall(self, ts: float) -> None:
         """Count the time since the last report as stalled, up to ``ts`` (each tick ``training_stalled`` is raised).
 
@@ -267,3 +291,7 @@ class GoodputAccount:
 def _diverged(report: TrainingSample) -> bool:
     """True when the report's loss or gradient norm is NaN or infinite."""
     return any(v is not None and not math.isfinite(v) for v in (report.loss, report.grad_norm))
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)

@@ -18,7 +18,9 @@ The rules and their reasons: docs/goodput.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from typing import Any
 
 #: The key of a claim of productive time (not a cause).
 PRODUCTIVE = "productive"
@@ -90,6 +92,38 @@ class WallLedger:
         self._book(to, moved)
         return moved
 
+    def to_state(self) -> dict[str, Any]:
+        """The ledger's figures as plain data, with the claims still waiting for wall time."""
+        return {
+            "start": self.start,
+            "frontier": self.frontier,
+            "productive_s": self.productive_s,
+            "booked": dict(self.booked),
+            "dropped_s": self.dropped_s,
+            "open_s": self.open_s,
+            "pending": [list(claim) for claim in self._pending],
+        }
+
+    def restore(self, state: Any) -> None:
+        """Continue the figures :meth:`to_state` saved; ValueError (nothing changed) when it does not hold them."""
+        if not isinstance(state, dict):
+            raise ValueError("the goodput ledger is not an object")
+        numbers = [state.get(k) for k in ("start", "frontier", "productive_s", "dropped_s", "open_s")]
+        booked, pending = state.get("booked"), state.get("pending", [])
+        if not all(_number(n) for n in numbers) or not isinstance(booked, dict):
+            raise ValueError("the goodput ledger's figures are missing or not numbers")
+        if not isinstance(pending, list) or not all(_claim(c) for c in pending):
+            raise ValueError("the goodput ledger's pending claims are not [key, seconds] pairs")
+        if not all(isinstance(k, str) and _number(v) and v >= 0 for k, v in booked.items()):
+            raise ValueError("the goodput ledger's badput is not seconds by cause")
+        start, frontier, productive, dropped, open_s = (float(n) for n in numbers)
+        if frontier < start or min(productive, dropped, open_s) < 0:
+            raise ValueError("the goodput ledger's figures do not add up")
+        self.start, self.frontier, self.productive_s = start, frontier, productive
+        self.booked = {k: float(v) for k, v in booked.items()}
+        self.dropped_s, self.open_s = dropped, open_s
+        self._pending = [[key, float(seconds)] for key, seconds in pending]
+
     def _book(self, key: str, seconds: float) -> None:
         if key == PRODUCTIVE:
             self.productive_s += seconds
@@ -110,3 +144,11 @@ class WallLedger:
             self.dropped_s += cut
             if last[1] <= 0:
                 self._pending.pop()
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _claim(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and _number(value[1])

@@ -172,6 +172,33 @@ class DiagnosticPipeline:
         if report is not None and report.global_step is not None and (began is not None or report.global_step != last):
             self._before_gap = self._goodput.booked_now()  # the job stepped: a later gap is booked from here
 
+    def life_state(self) -> dict[str, Any]:
+        """The job's life and the goodput it is measured by, as plain data: what a daemon keeps across its own
+        restarts (:meth:`restore_life`)."""
+        return {
+            "life": self._life.to_state(),
+            "goodput": self._goodput.to_state(),
+            "last_step": self._steps.last,
+            "before_gap": dict(self._before_gap),
+        }
+
+    def restore_life(self, state: Mapping[str, Any]) -> None:
+        """Continue the life :meth:`life_state` saved (before the first frame): the attempts, what was booked,
+        the ideal step, the step counted to; ValueError, with nothing changed, when ``state`` does not hold one."""
+        life, goodput = JobLife(self._life.mtbf_prior_s), GoodputAccount(self.vocabulary)
+        life.restore(state.get("life"))
+        goodput.restore(state.get("goodput"))
+        last_step, before = state.get("last_step"), state.get("before_gap", {})
+        if not isinstance(last_step, (int, type(None))) or isinstance(last_step, bool):
+            raise ValueError("'last_step' is not a step")
+        if not isinstance(before, dict) or not all(isinstance(v, (int, float)) for v in before.values()):
+            raise ValueError("'before_gap' is not seconds by cause")
+        self._life, self._goodput, self._before_gap = life, goodput, {str(k): float(v) for k, v in before.items()}
+        self._steps.resume(last_step)
+        ideal, frontier = goodput.ideal_ms, goodput.ledger.frontier
+        if ideal is not None and frontier is not None:  # the budget books by the ideal at once, as before
+            self._budget.ideal.seed(frontier, ideal)
+
     def _with_life(self, goodput: Goodput | None, ts: float) -> Goodput | None:
         """The goodput with its ``job`` block (the life's ETTR is over the goodput's productive seconds)."""
         if goodput is None or goodput.wall_s is None:

@@ -11,6 +11,7 @@ from .assemble import (
     discover,
     knob_overrides,
     open_engine,
+    open_life_keeper,
     open_otlp_grpc,
     open_replay,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "knob_overrides",
     "log_account",
     "open_engine",
+    "open_life_keeper",
     "open_otlp_grpc",
     "open_replay",
     "replay_files",

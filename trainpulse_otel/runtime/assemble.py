@@ -35,6 +35,7 @@ from ..collect.sim.placement import node_hostname
 from ..collect.trace import TraceWriter
 from ..config import ConfigError, Settings
 from ..diagnose import DiagnosticPipeline, ThresholdError
+from ..publish.life_state import LifeKeeper, LifeStore
 from ..publish.otel import DiagnosisPublisher
 from ..report.series import RunSeries
 from ..telemetry.exporters import build_exports
@@ -61,6 +62,7 @@ __all__ = [
     "discover",
     "knob_overrides",
     "open_engine",
+    "open_life_keeper",
     "open_otlp_grpc",
     "open_replay",
 ]
@@ -229,6 +231,16 @@ def create_api(engine: Engine, settings: Settings, plugins: Plugins) -> Flask:
         auth_token=settings.auth_token,
         auth_scope=settings.auth_scope,
     )
+
+
+def open_life_keeper(engine: Engine, settings: Settings) -> LifeKeeper | None:
+    """The job's life kept in ``state_dir`` (None when unset), the saved one already continued in ``engine``'s
+    pipeline (:mod:`~trainpulse_otel.publish.life_state`)."""
+    if settings.state_dir is None:
+        return None
+    keeper = LifeKeeper(LifeStore(settings.state_dir, settings.job_id), engine.pipeline)
+    keeper.restore()
+    return keeper
 
 
 def open_otlp_grpc(engine: Engine, settings: Settings) -> OtlpGrpcServer | None:

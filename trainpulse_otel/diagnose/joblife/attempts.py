@@ -26,6 +26,23 @@ from typing import Any
 MAX_POINTS = 4096
 #: Why an attempt ended: interrupted (a failure, a kill, a preemption: the job went on in a new attempt), or the end.
 FAILED, ENDED = "failure", "end"
+#: Progress points the running attempt keeps in a saved state (:meth:`AttemptLedger.to_state`): enough to find
+#: the step a restart resumes from to within 1/512 of the attempt's span; an ended attempt keeps none.
+SAVED_POINTS = 512
+#: An attempt's fields as saved, with their types (a state file is checked against them before it is trusted).
+_SAVED_FIELDS: dict[str, tuple[type, ...]] = {
+    "index": (int,),
+    "start": (int, float),
+    "first_step": (int, type(None)),
+    "last_step": (int, type(None)),
+    "end": (int, float, type(None)),
+    "end_reason": (str, type(None)),
+    "resumed_from_step": (int, type(None)),
+    "pid": (int, type(None)),
+    "lost_progress_s": (int, float),
+    "restart_s": (int, float),
+    "checkpoint_load_s": (int, float),
+}
 
 
 @dataclass
@@ -70,6 +87,31 @@ class Attempt:
             "last_step": self.last_step,
             "end_reason": self.end_reason,
         }
+
+    def to_state(self, keep_points: int) -> dict[str, Any]:
+        """Every field, with at most ``keep_points`` progress points (evenly thinned, the last kept)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in _SAVED_FIELDS}
+        points = self.points
+        if len(points) > keep_points:
+            stride = -(-len(points) // max(1, keep_points))
+            points = [*points[::stride][: max(0, keep_points - 1)], points[-1]] if keep_points else []
+        out["points"] = [[step, ts] for step, ts in points]
+        return out
+
+    @classmethod
+    def from_state(cls, state: Any) -> Attempt:
+        """The attempt :meth:`to_state` saved; ValueError naming the field that is missing or of a wrong type."""
+        if not isinstance(state, dict):
+            raise ValueError("an attempt is not an object")
+        for name, types in _SAVED_FIELDS.items():
+            if not isinstance(state.get(name), types) or isinstance(state.get(name), bool):
+                raise ValueError(f"attempt field {name!r} is missing or not {'/'.join(t.__name__ for t in types)}")
+        points = state.get("points", [])
+        if not isinstance(points, list) or not all(_is_point(p) for p in points):
+            raise ValueError("attempt field 'points' is not a list of [step, time]")
+        attempt = cls(**{name: state[name] for name in _SAVED_FIELDS})
+        attempt.points = sorted((int(step), float(ts)) for step, ts in points)
+        return attempt
 
 
 class AttemptLedger:
@@ -173,3 +215,31 @@ class AttemptLedger:
             "interruptions": self.interruptions,
             "mtbf_s": self.mtbf_s(),
         }
+
+    # ------------------------------------------------------------------ saved and restored
+
+    def to_state(self) -> dict[str, Any]:
+        """The ledger as plain data (:meth:`restore` takes it back): the running attempt keeps
+        :data:`SAVED_POINTS` progress points, the ended ones none."""
+        last = len(self.attempts) - 1
+        return {
+            "attempts": [a.to_state(SAVED_POINTS if i == last else 0) for i, a in enumerate(self.attempts)],
+            "restart_said": self._restart_said,
+            "load_s": self._load_s,
+        }
+
+    def restore(self, state: Any) -> None:
+        """Continue the ledger :meth:`to_state` saved; ValueError (nothing changed) when it does not hold one."""
+        if not isinstance(state, dict) or not isinstance(state.get("attempts"), list):
+            raise ValueError("the attempts are missing")
+        said, load = state.get("restart_said"), state.get("load_s", 0.0)
+        if not isinstance(said, (int, float, type(None))) or not isinstance(load, (int, float)):
+            raise ValueError("'restart_said' or 'load_s' is not a number")
+        attempts = [Attempt.from_state(a) for a in state["attempts"]]
+        self.attempts, self._restart_said, self._load_s = attempts, said, float(load)
+
+
+def _is_point(point: Any) -> bool:
+    return (
+        isinstance(point, list) and len(point) == 2 and isinstance(point[0], int) and isinstance(point[1], (int, float))
+    )

@@ -85,6 +85,22 @@ class JobLife:
             out["mtbf_s"] = round(out["mtbf_s"], 1)
         return out
 
+    def to_state(self) -> dict[str, Any]:
+        """The life as plain data: its attempts and the saves seen (:meth:`restore` takes it back)."""
+        return {"attempts": self.attempts.to_state(), "saves": [list(save) for save in self._saves]}
+
+    def restore(self, state: Any) -> None:
+        """Continue the life :meth:`to_state` saved; ValueError (nothing changed) when it does not hold one."""
+        if not isinstance(state, dict) or not isinstance(state.get("saves"), list):
+            raise ValueError("the checkpoint saves are missing")
+        saves = state["saves"]
+        if not all(_is_save(save) for save in saves):
+            raise ValueError("a checkpoint save is not [time, step, seconds]")
+        attempts = AttemptLedger()
+        attempts.restore(state.get("attempts"))
+        self.attempts = attempts
+        self._saves = deque(((float(ts), step, float(s)) for ts, step, s in saves), maxlen=MAX_SAVES)
+
     def _checkpoint(self) -> dict[str, Any]:
         saves = list(self._saves)
         gaps = [b[0] - a[0] for a, b in pairwise(saves)]
@@ -107,3 +123,13 @@ class JobLife:
         restart = median(restarts) if restarts else 0.0
         origin = "observed" if observed else "prior"
         return advise_interval(save, restart, mtbf, origin, current_interval_s=checkpoint["interval_s"])
+
+
+def _is_save(save: Any) -> bool:
+    return (
+        isinstance(save, list)
+        and len(save) == 3
+        and isinstance(save[0], (int, float))
+        and isinstance(save[1], (int, type(None)))
+        and isinstance(save[2], (int, float))
+    )
