@@ -25,7 +25,7 @@ def test_a_rank_killed_between_checkpoints_is_two_attempts_with_the_re_done_step
     ledger = AttemptLedger()
     run(ledger, 1, 80, T0, pid=100)
     ledger.restarted(T0 + 85)
-    ledger.checkpoint_loaded(5.0)
+    ledger.checkpoint_loaded(0.0, 5.0)
     end = run(ledger, 51, 120, T0 + 79 + 40, pid=200)
     ledger.finish(end - 1)
     first, second = ledger.attempts
@@ -75,3 +75,14 @@ def test_a_long_attempt_keeps_bounded_points_and_still_finds_when_it_passed_a_st
     assert passed is not None and 0 <= (T0 + MAX_POINTS - 1) - passed < spacing  # within the kept resolution
     assert attempt.passed(3 * MAX_POINTS - 3) == pytest.approx(T0 + 3 * MAX_POINTS - 4, abs=spacing)
     assert attempt.passed(0) is None
+
+
+def test_a_heartbeat_of_the_ended_process_that_lingers_begins_no_further_attempt():
+    ledger = AttemptLedger()
+    for step in range(1, 41):
+        ledger.progress(float(step), step, pid=100)
+    ledger.restarted(45.0)
+    for i, pid in enumerate((100, 100, 100, 200, 100, 200)):  # the old heartbeat lingers for a few reports
+        ledger.progress(60.0 + i, 31 + i, pid=pid)
+    first, second = ledger.attempts
+    assert (first.pid, second.pid, second.first_step, second.last_step) == (100, 200, 31, 36)

@@ -116,3 +116,40 @@ def test_before_its_first_interruption_a_job_s_interval_rests_on_the_configured_
     assert inputs["mtbf_from"] == "prior" and inputs["mtbf_s"] == 14400.0 and inputs["save_s"] == 2.0
     assert block["recommended_checkpoint_interval_s"] == pytest.approx(238.2, abs=0.5)  # Daly: C 2 s, M 4 h
     assert inputs["current_interval_s"] == 10.0 and inputs["current_ettr"] < inputs["expected_ettr"]
+
+
+def test_the_sdk_s_checkpoint_load_phase_is_its_own_part_of_the_gap():
+    pipeline = build_pipeline(discover(autoload=False))
+    for t in range(80):
+        pipeline.update(job(float(t), training={"global_step": 1 + t, "step_time_ms": 1000.0}))
+    resumed = {"global_step": 51, "step_time_ms": 1000.0, "checkpoint_load_ms": 5000.0}  # monitor.checkpoint_loaded
+    pipeline.update(job(119.0, training=resumed))
+    for t in range(120, 150):
+        result = pipeline.update(job(float(t), training={"global_step": 51 + t - 119, "step_time_ms": 1000.0}))
+    block = result.diagnosis.goodput.to_dict()["job"]
+    assert len(block["attempts"]) == 2 and block["attempts"][1]["first_step"] == 51
+    assert block["lost_s"] == {"lost_progress": 30.0, "restart": 35.0, "checkpoint_load": 5.0}
+
+
+def pid_life(stale_first: bool) -> dict:
+    """Steps 1-40 from process 100; after a 20 s gap, steps 41-70 from process 200 (the job had checkpointed at
+    its last step: nothing goes back). ``stale_first``: the torchrun line came first, and the new attempt's first
+    report still carries the old process's heartbeat."""
+    pipeline = build_pipeline(discover(autoload=False))
+    for t in range(40):
+        pipeline.update(job(float(t), training={"global_step": 1 + t, "step_time_ms": 1000.0}, rank={"pid": 100}))
+    if stale_first:
+        pipeline.update(replace(job(50.0, training={"global_step": 40}, rank={"pid": 100}), events=(RESTART,)))
+    for t in range(59, 89):
+        pid = 100 if stale_first and t == 59 else 200
+        training = {"global_step": 41 + t - 59, "step_time_ms": 1000.0}
+        result = pipeline.update(job(float(t), training=training, rank={"pid": pid}))
+    return result.diagnosis.goodput.to_dict()["job"]
+
+
+@pytest.mark.parametrize("stale_first", [False, True])
+def test_reports_from_a_new_process_after_a_gap_begin_one_new_attempt(stale_first):
+    block = pid_life(stale_first)
+    first, second = block["attempts"]
+    assert (first["last_step"], first["end_reason"], second["first_step"]) == (40, "failure", 41)
+    assert block["lost_s"]["lost_progress"] == 0.0 and block["lost_s"]["restart"] == pytest.approx(20.0)

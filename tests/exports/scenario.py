@@ -63,6 +63,7 @@ FULL_TRAINING = {
     "sync_wait_ms": 40.0,
     "all_reduce_wait_ms": 95.0,
     "checkpoint_ms": 0.0,
+    "checkpoint_load_ms": 0.0,
     "pipeline_bubble_ratio": 0.08,
     "loss": 2.1,
     "grad_norm": 0.9,

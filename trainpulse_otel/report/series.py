@@ -34,7 +34,7 @@ MAX_GPUS = 64
 MAX_TRANSITIONS = 5000
 MAX_CAUSES = 24
 #: The phases that are a rank's own work: a rank stuck in one is late; one in a collective or idle waits for others.
-OWN_PHASES = frozenset(("data", "tokenizer", "compute", "checkpoint", "optimizer", "eval"))
+OWN_PHASES = frozenset(("data", "tokenizer", "compute", "checkpoint", "checkpoint_load", "optimizer", "eval"))
 #: The parts of a step a training report may carry (ms), as the step-time chart stacks them.
 STEP_PARTS = ("data_wait_ms", "tokenizer_wait_ms", "sync_wait_ms", "all_reduce_wait_ms", "checkpoint_ms")
 #: What a point keeps of the job's throughput (the report shows the first the run has, else steps/s).

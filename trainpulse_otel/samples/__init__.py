@@ -25,6 +25,7 @@ from .events import (
     parse_log_event,
 )
 from .model import (
+    CHECKPOINT_PHASES,
     COLLECTIVE_PHASES,
     DEFAULT_MAX_RANKS,
     RANK_PHASES,
@@ -74,6 +75,7 @@ from .validation import (
 
 __all__ = [
     "CHECKPOINT_LOADED",
+    "CHECKPOINT_PHASES",
     "COLLECTIVE_PHASES",
     "CUDA_OOM",
     "DEFAULT_MAX_RANKS",

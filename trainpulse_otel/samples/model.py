@@ -34,10 +34,13 @@ RANK_PHASES: tuple[str, ...] = (
     "all_reduce",
     "sync",
     "checkpoint",
+    "checkpoint_load",
     "optimizer",
     "eval",
     "idle",
 )
+#: Phases in which a rank saves or loads a checkpoint: steps are not expected to complete meanwhile.
+CHECKPOINT_PHASES = frozenset(("checkpoint", "checkpoint_load"))
 #: Phases in which a rank waits inside a collective for its peers.
 COLLECTIVE_PHASES = frozenset(("all_reduce", "sync"))
 
@@ -214,6 +217,7 @@ class TrainingSample:
     sync_wait_ms: float | None = None
     all_reduce_wait_ms: float | None = None
     checkpoint_ms: float | None = None
+    checkpoint_load_ms: float | None = None  # a resume: time spent loading a checkpoint since the last report
     pipeline_bubble_ratio: float | None = None
     loss: float | None = None
     grad_norm: float | None = None

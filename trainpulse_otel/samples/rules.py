@@ -134,6 +134,7 @@ TRAINING_RULES: dict[str, Rule] = {
     "sync_wait_ms": NONNEG,
     "all_reduce_wait_ms": NONNEG,
     "checkpoint_ms": NONNEG,
+    "checkpoint_load_ms": NONNEG,
     "pipeline_bubble_ratio": FRACTION,
     "loss": LOSS,
     "grad_norm": GRAD_NORM,

@@ -151,6 +151,12 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     _t("training.sync_wait", "ms", "sync_wait_ms", "Time spent waiting for peer ranks at synchronisation points."),
     _t("training.all_reduce_wait", "ms", "all_reduce_wait_ms", "Time spent in the gradient all-reduce."),
     _t("training.checkpoint_time", "ms", "checkpoint_ms", "Time the step spent saving a checkpoint."),
+    _t(
+        "training.checkpoint_load_time",
+        "ms",
+        "checkpoint_load_ms",
+        "Time spent loading a checkpoint to resume from, since the last report.",
+    ),
     _t("training.pipeline_bubble_ratio", "1", "pipeline_bubble_ratio", "Idle fraction of the pipeline schedule, 0-1."),
     _t("training.loss", "1", "loss", "Training loss."),
     _t("training.grad_norm", "1", "grad_norm", "Gradient norm before clipping."),

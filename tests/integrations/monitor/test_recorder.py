@@ -53,6 +53,26 @@ def test_a_phase_between_steps_counts_toward_the_next_iteration(monitor):
     assert sample.step_time_ms >= 25 / 2  # the save is in the second step's iteration time
 
 
+def test_a_resume_counts_steps_on_from_the_checkpoint_and_reports_its_load_apart_from_the_step(monitor):
+    with monitor.phase("checkpoint_load"):
+        time.sleep(0.03)
+    monitor.checkpoint_loaded(30)
+    with monitor.step():
+        pass
+    first = monitor.drain()
+    assert first.global_step == 31  # the step after the checkpoint's
+    assert first.checkpoint_load_ms >= 25 and first.step_time_ms < 25  # the load is the restart's, no step's
+    monitor.checkpoint_loaded(40, seconds=2.5)  # a load timed elsewhere
+    for _ in range(2):
+        with monitor.step():
+            pass
+    second = monitor.drain()
+    assert second.global_step == 42 and second.checkpoint_load_ms == pytest.approx(2500.0)
+    monitor.checkpoint_loaded(-1)  # refused, never raised
+    monitor.checkpoint_loaded("50")
+    assert monitor.stats["invalid_fields"] == 2
+
+
 def test_hot_path_never_raises(monitor, caplog):
     with monitor.phase("no-such-phase"):
         pass

@@ -3,12 +3,12 @@ threshold. Pure: ranks and stacks in, a yes or no out."""
 
 from __future__ import annotations
 
-from ...samples import COLLECTIVE_PHASES, RankSample, RankStack
+from ...samples import CHECKPOINT_PHASES, COLLECTIVE_PHASES, RankSample, RankStack
 from ..stacks import odd_ranks, stack_groups
 
 #: A rank in one of these phases is not stuck, however long its peers wait for it: its own evaluation,
 #: a save, a closed monitor. The faster threshold never applies while one is.
-NOT_STUCK_PHASES = frozenset(("eval", "checkpoint", "idle"))
+NOT_STUCK_PHASES = frozenset(("eval", "idle")) | CHECKPOINT_PHASES
 
 
 def peers_wait_plainly(since: float, ranks: tuple[RankSample, ...], max_elsewhere_share: float) -> bool:

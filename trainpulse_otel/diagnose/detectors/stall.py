@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...samples import COLLECTIVE_PHASES, GpuSample, RankSample, RankStack, TrainingSample
+from ...samples import CHECKPOINT_PHASES, COLLECTIVE_PHASES, GpuSample, RankSample, RankStack, TrainingSample
 from ..spec import JOB, ROLE_STALL, FactSpec, SignalSpec
 from ..stacks import odd_ranks, stack_groups
 from ..stats import RecentMedian
@@ -252,7 +252,7 @@ def _expected_to_run(tick: Tick, training: TrainingSample, write_surge: float) -
     rate, perhaps a save nobody reported; a one-tick burst of writes must not restart the stall clock)."""
     phases = [r.phase for r in training.ranks if r.phase is not None]
     if phases:
-        return "checkpoint" not in phases and any(p != "idle" for p in phases)
+        return not CHECKPOINT_PHASES.intersection(phases) and any(p != "idle" for p in phases)
     surge = tick.node.host.write_surge()
     if surge is not None and surge >= write_surge:
         return None

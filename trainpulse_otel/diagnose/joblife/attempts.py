@@ -120,6 +120,7 @@ class AttemptLedger:
     def __init__(self) -> None:
         self.attempts: list[Attempt] = []
         self._restart_said: float | None = None  # a launcher said it restarts the workers, at this time
+        self._ended_pids: set[int] = set()  # the processes of the ended attempts
         self._load_s = 0.0  # a checkpoint load told since the last attempt began
 
     @property
@@ -136,9 +137,13 @@ class AttemptLedger:
             return None
         if step == now.last_step:
             return None  # the same step again: a report repeated (or another rank's), no progress, no new attempt
+        if pid in self._ended_pids:
+            pid = None  # an ended attempt's process, still in a heartbeat not yet replaced: no news
         went_back = now.last_step is not None and step < now.last_step
-        new_process = pid is not None and now.pid is not None and pid != now.pid
-        if went_back or new_process or self._restart_said is not None:
+        if went_back or self._restart_said is not None:  # a pid still the ended attempt's is not the new one's
+            self._end(now, FAILED)
+            return self._begin(ts, step, None if pid == now.pid else pid)
+        if pid is not None and now.pid is not None and pid != now.pid:
             self._end(now, FAILED)
             return self._begin(ts, step, pid)
         now.pid = now.pid if pid is None else pid
@@ -150,10 +155,13 @@ class AttemptLedger:
         restart worker group``): the next step is a new attempt's."""
         self._restart_said = ts
 
-    def checkpoint_loaded(self, duration_s: float) -> None:
-        """A checkpoint was loaded, taking ``duration_s`` (the next attempt's load)."""
+    def checkpoint_loaded(self, ts: float, duration_s: float) -> None:
+        """A checkpoint was loaded at ``ts``, taking ``duration_s``: a resume, so — once the job has run — the next
+        step is a new attempt's, and the load its cost."""
         if duration_s > 0:
             self._load_s += duration_s
+        if self.attempts:
+            self._restart_said = ts
 
     def finish(self, ts: float, reason: str = ENDED) -> None:
         """The job ended (or was killed) at ``ts``: the current attempt ends there."""
@@ -177,9 +185,10 @@ class AttemptLedger:
         self._restart_said, self._load_s = None, 0.0
         return attempt
 
-    @staticmethod
-    def _end(attempt: Attempt, reason: str) -> None:
+    def _end(self, attempt: Attempt, reason: str) -> None:
         attempt.end, attempt.end_reason = attempt.last_progress, reason
+        if attempt.pid is not None:
+            self._ended_pids.add(attempt.pid)
 
     # ------------------------------------------------------------------ the ledger's figures
 
@@ -237,6 +246,7 @@ class AttemptLedger:
             raise ValueError("'restart_said' or 'load_s' is not a number")
         attempts = [Attempt.from_state(a) for a in state["attempts"]]
         self.attempts, self._restart_said, self._load_s = attempts, said, float(load)
+        self._ended_pids = {a.pid for a in attempts if a.end is not None and a.pid is not None}
 
 
 def _is_point(point: Any) -> bool:

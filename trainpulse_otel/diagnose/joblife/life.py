@@ -51,19 +51,23 @@ class JobLife:
                 moments.append((e.ts, 0, RESTARTED, 0.0))
             elif e.kind == CHECKPOINT_LOADED and isinstance(e.details.get("duration_s"), (int, float)):
                 moments.append((e.ts, 0, LOADED, float(e.details["duration_s"])))
+        if report is not None and report.checkpoint_load_ms:  # the SDK's checkpoint_load phase
+            moments.append((report.timestamp or ts, 0, LOADED, report.checkpoint_load_ms / 1000.0))
         steps = [
             (p.ts, 1, STEPPED, float(p.global_step)) for p in points if p.rank is None and p.global_step is not None
         ]
         if not steps and report is not None and report.global_step is not None:
             steps = [(ts, 1, STEPPED, float(report.global_step))]
+        ordered = sorted(moments + steps, key=lambda m: (m[0], m[1]))
+        last = max((i for i, m in enumerate(ordered) if m[2] == STEPPED), default=None)
         began = None
-        for at, _, what, value in sorted(moments + steps, key=lambda m: (m[0], m[1])):
+        for i, (at, _, what, value) in enumerate(ordered):
             if what == RESTARTED:
                 self.attempts.restarted(at)
             elif what == LOADED:
-                self.attempts.checkpoint_loaded(value)
-            else:
-                began = self.attempts.progress(at, int(value)) or began
+                self.attempts.checkpoint_loaded(at, value)
+            else:  # the process reporting now is the latest step's
+                began = self.attempts.progress(at, int(value), _pid(report) if i == last else None) or began
         if report is not None and report.checkpoint_ms:
             self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
         return began
@@ -123,6 +127,11 @@ class JobLife:
         restart = median(restarts) if restarts else 0.0
         origin = "observed" if observed else "prior"
         return advise_interval(save, restart, mtbf, origin, current_interval_s=checkpoint["interval_s"])
+
+
+def _pid(report: TrainingSample | None) -> int | None:
+    """The process of the first rank the report lists with one (its heartbeat's; ranks are listed in order)."""
+    return None if report is None else next((r.pid for r in report.ranks if r.pid is not None), None)
 
 
 def _is_save(save: Any) -> bool:

@@ -24,21 +24,24 @@ from typing import Any, NamedTuple
 from ...mfu import ModelShape
 from ...samples import TRAINING_MEASUREMENT_FIELDS, RankSample, TrainingSample
 
-#: Phases a step can spend time in, in the order StepRecord.phases_s keeps them; the last four feed no
-#: field of their own but name what the rank is doing in its heartbeat (the contract's phases).
+#: Phases a step can spend time in, in the order StepRecord.phases_s keeps them; ``compute`` to ``idle`` feed no
+#: field of their own but name what the rank is doing in its heartbeat (the contract's phases). A checkpoint load
+#: (a resume) is the restart's time, not a step's: it is reported apart (``checkpoint_load_ms``), never in
+#: ``step_time_ms``.
 PHASES: tuple[str, ...] = (
     "data",
     "tokenizer",
     "checkpoint",
     "all_reduce",
     "sync",
+    "checkpoint_load",
     "compute",
     "optimizer",
     "eval",
     "idle",
 )
 PHASE_INDEX: dict[str, int] = {name: i for i, name in enumerate(PHASES)}
-DATA, TOKENIZER, CHECKPOINT, ALL_REDUCE, SYNC = range(5)
+DATA, TOKENIZER, CHECKPOINT, ALL_REDUCE, SYNC, CHECKPOINT_LOAD = range(6)
 #: Mean-per-step phases and the training field each fills.
 MEAN_PHASE_FIELDS: tuple[tuple[int, str], ...] = (
     (DATA, "data_wait_ms"),
@@ -138,6 +141,8 @@ def _timing(records: Sequence[StepRecord], used_phases: frozenset[int]) -> dict[
             out[field] = 1000.0 * sum(r.phases_s[index] for r in records) / n
     if CHECKPOINT in used_phases:
         out["checkpoint_ms"] = 1000.0 * max(r.phases_s[CHECKPOINT] for r in records)
+    if CHECKPOINT_LOAD in used_phases:
+        out["checkpoint_load_ms"] = 1000.0 * sum(r.phases_s[CHECKPOINT_LOAD] for r in records)
     return out
 
 

@@ -169,6 +169,11 @@ class TrainingMonitor:
         timer.tokens, timer.samples, timer.seq_lens, timer.padded_len = tokens, samples, seq_lens, padded_len
         timer.__exit__(None, None, None)
 
+    def checkpoint_loaded(self, step: int, seconds: float | None = None) -> None:
+        """The job resumed from the checkpoint of ``step``: steps counted from here go on from it (the next is
+        ``step + 1``); ``seconds``: the load's time, where not timed with ``monitor.phase("checkpoint_load")``."""
+        self._invalid_fields += not self._recorder.resumed(step, seconds)
+
     def add_phase_time(self, name: str, seconds: float) -> None:
         """Attribute time measured elsewhere (``"data"``, ``"checkpoint"``, …) as in :meth:`phase`."""
         self._recorder.add_phase_time(name, seconds)

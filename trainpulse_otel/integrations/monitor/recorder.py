@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from time import perf_counter, time
 from typing import Any
 
-from .aggregate import DATA, PHASE_INDEX, PHASES, StepRecord
+from .aggregate import CHECKPOINT_LOAD, DATA, PHASE_INDEX, PHASES, StepRecord
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class PhaseTimer:
         recorder = self._recorder
         recorder.now = recorder.back
         recorder.phases_s[self._index] += seconds
-        if not recorder.in_step:
+        if not recorder.in_step and self._index != CHECKPOINT_LOAD:  # a load is the restart's time, no step's
             recorder.outside_s += seconds
         recorder.used_phases[self._index] = True
         return False
@@ -187,13 +187,24 @@ class StepRecorder:
         elif seconds >= 0:
             self.add_phase(index, seconds)
 
+    def resumed(self, step: Any, seconds: float | None) -> bool:
+        """The job resumed from the checkpoint of ``step`` (the next step is ``step + 1``), its load taking
+        ``seconds`` where given; False (logged once) when ``step`` is not an int >= 0."""
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            self.log_once("checkpoint_loaded", "checkpoint_loaded(): step must be an int >= 0, got %r; ignored", step)
+            return False
+        self.step_base = step - self.steps
+        if seconds is not None:
+            self.add_phase_time("checkpoint_load", seconds)
+        return True
+
     def _unknown_phase(self, name: str) -> None:
         self.log_once(f"phase:{name}", "unknown phase %r ignored; known: %s", name, ", ".join(PHASES))
 
     def add_phase(self, index: int, seconds: float) -> None:
         """Attribute ``seconds`` to a phase of the open step, or of the next one to close."""
         self.phases_s[index] += seconds
-        if not self.in_step:
+        if not self.in_step and index != CHECKPOINT_LOAD:
             self.outside_s += seconds
         self.used_phases[index] = True
 
