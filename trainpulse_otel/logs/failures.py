@@ -367,7 +367,7 @@ class FailureScanner:
         (("srun: error",), _srun),
         (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
         ((launcher.MARK,), lambda self, t: self._restarted(t)),
-        (("Finished loading the checkpoint",), lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
+        (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (
             fatal.HOST_OOM,
             lambda self, t: self._died(fatal.host_oom(t)),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from ..samples import PROGRESS_GAP, WORKERS_RESTARTED, LogEvent, SampleError, TrainingSample, parse_training
+from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, GenericLines, line_values
@@ -373,7 +373,7 @@ class LogReader:
         return False
 
     def _event(self, failure: Failure, line: LogLine, rank: int | None, ts: float) -> LogEvent:
-        if failure.kind == WORKERS_RESTARTED:
+        if failure.kind in NEW_ATTEMPT:
             self._reported.clear()  # a new attempt: the steps it does again are new reports, not copies
         self.stats.events += 1
         self.stats.kinds[failure.kind] += 1

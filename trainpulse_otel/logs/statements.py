@@ -85,6 +85,7 @@ def _hinted(text: str) -> bool:
         or "rad scale is" in text
         or "new scale:" in text
         or "the checkpoint" in text
+        or "Checkpoint Save" in text
         or "rad_scale is" in text
         or ("INF" in text and "INFO" not in text)
     )

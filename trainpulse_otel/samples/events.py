@@ -39,9 +39,11 @@ PROGRESS_GAP = "progress_gap"
 #: FAILED. 3/3 attempts left; will restart worker group``): ``state``, ``remaining``, ``max_restarts``, ``role``.
 #: A new attempt begins with the next step; no signal of its own.
 WORKERS_RESTARTED = "workers_restarted"
-#: The job loaded a checkpoint, taking ``duration_s`` (torchtitan's ``Finished loading the checkpoint in 54.49
-#: seconds.``): the load that ends a restart. No signal of its own.
+#: The job loaded a checkpoint, taking ``duration_s`` where it said (torchtitan's ``Finished loading the checkpoint
+#: in 54.49 seconds.``), resuming from ``step`` where it said: the load that ends a restart. No signal of its own.
 CHECKPOINT_LOADED = "checkpoint_loaded"
+#: The events after which a job's steps are a new attempt's: the steps it reports again are new, not copies.
+NEW_ATTEMPT = frozenset((WORKERS_RESTARTED, CHECKPOINT_LOADED))
 EVENT_KINDS = (
     WATCHDOG_TIMEOUT,
     TRANSPORT_ERROR,

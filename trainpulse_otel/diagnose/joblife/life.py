@@ -45,12 +45,15 @@ class JobLife:
         """One tick, in the order things happened: the steps of every report since the last tick (``points``, the
         job's; else the tick's ``report``), the launcher's restarts (a step after one begins a new attempt) and the
         checkpoint loads (the next attempt's); the attempt begun after another, if one was (a restart to book)."""
+        # at one time, a report's own load comes before its steps, and a log line's event after the steps stamped
+        # with it: a line with no stamp of its own is given the one before it
         moments: list[tuple[float, int, str, float]] = []
         for e in events:
             if e.kind == WORKERS_RESTARTED:
-                moments.append((e.ts, 0, RESTARTED, 0.0))
-            elif e.kind == CHECKPOINT_LOADED and isinstance(e.details.get("duration_s"), (int, float)):
-                moments.append((e.ts, 0, LOADED, float(e.details["duration_s"])))
+                moments.append((e.ts, 2, RESTARTED, 0.0))
+            elif e.kind == CHECKPOINT_LOADED:  # the load's time, where the job said it
+                took = e.details.get("duration_s")
+                moments.append((e.ts, 2, LOADED, float(took) if isinstance(took, (int, float)) else 0.0))
         if report is not None and report.checkpoint_load_ms:  # the SDK's checkpoint_load phase
             moments.append((report.timestamp or ts, 0, LOADED, report.checkpoint_load_ms / 1000.0))
         steps = [
