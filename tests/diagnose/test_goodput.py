@@ -214,3 +214,9 @@ def test_the_all_reduce_time_is_each_reports_own_however_the_reports_are_asked_a
         92.0,
     ]
     assert all_reduce_ms(TrainingSample(all_reduce_wait_ms=7.0)) == 7.0  # no rank reports it: the job's
+
+
+def test_a_report_whose_step_went_back_stands_for_one_step_and_the_count_goes_on_from_it():
+    counter = StepCounter()
+    steps = [counter.advance(TrainingSample(global_step=g)) for g in (100, 110, 40, 41, 45)]
+    assert steps == [1, 10, 1, 1, 4]  # a resume from step 39's checkpoint: its steps are counted again

@@ -106,6 +106,12 @@ def test_a_reported_checkpoint_phase_of_any_length_is_no_stall():
     assert stalled_run(healthy + saving).raised() == []
 
 
+def test_a_job_resumed_from_an_earlier_checkpoint_steps_again_and_is_no_stall():
+    before = [job(float(t)) for t in range(60)]  # steps 24000-24059
+    redone = [job(float(t), training={"global_step": 24000 + t - 60}) for t in range(60, 200)]  # again from 24000
+    assert stalled_run(before + redone).raised() == []
+
+
 def test_a_job_whose_ranks_all_went_idle_has_ended_not_stalled():
     healthy = [job(float(t)) for t in range(60)]
     done = [heartbeat_frame(float(t), 24059, dict.fromkeys(range(8), "idle"), 60.0) for t in range(60, 200)]

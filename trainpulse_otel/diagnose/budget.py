@@ -84,7 +84,8 @@ class StepBudget:
 
 
 class StepCounter:
-    """How many steps each report stands for: the advance of ``global_step`` (one a report without it)."""
+    """How many steps each report stands for: the advance of ``global_step`` (one a report without it, or one
+    whose step went back: a job resumed from a checkpoint counts its steps again from there)."""
 
     __slots__ = ("_last",)
 
@@ -105,7 +106,7 @@ class StepCounter:
         if step is None:
             return 1
         self._last = step
-        return 1 if last is None else max(0, step - last)
+        return 1 if last is None or step < last else step - last
 
 
 def saved_ms(report: TrainingSample, steps: int = 1) -> float:

@@ -185,9 +185,10 @@ class GoodputAccount:
 
     def book_restart(self, before: Mapping[str, float], lost_progress_s: float, load_s: float) -> None:
         """A new attempt began: the time booked since ``before`` (:meth:`booked_now` at the ended attempt's last
-        step: the gap a stall's causes took) is the restart's, its checkpoint load first; ``lost_progress_s`` of
-        the productive time went to steps the new attempt does again."""
+        step: the gap a stall's causes took) and the open time no report claimed are the restart's, its checkpoint
+        load first; ``lost_progress_s`` of the productive time went to steps the new attempt does again."""
         ledger, load_left = self.ledger, load_s
+        ledger.book_open(UNATTRIBUTED)  # the gap's wall time no report claimed, moved on with the rest below
         for key, now in list(ledger.booked.items()):
             gap = now - before.get(key, 0.0)
             if gap <= 0 or key in RESTART_BUCKETS:

@@ -76,6 +76,13 @@ class WallLedger:
         self.frontier = ts
         return seconds
 
+    def book_open(self, key: str) -> float:
+        """The open time — wall time no claim has taken — to ``key`` at once; its seconds."""
+        seconds, self.open_s = self.open_s, 0.0
+        if seconds > 0:
+            self._book(key, seconds)
+        return seconds
+
     def rebook(self, key: str, seconds: float, to: str) -> float:
         """Move up to ``seconds`` booked to ``key`` (:data:`PRODUCTIVE` for productive time) to ``to``, as far as
         ``key`` holds them; the seconds moved. The wall time and the sum stay what they were."""

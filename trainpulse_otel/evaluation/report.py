@@ -6,7 +6,8 @@ raise at or after the onset and its latency; false alarms (raised before the ons
 scenario's expected ∪ allowed signals); the top root cause and its subject at the end (for a leak,
 one second before memory runs out); and the ``oom_risk`` lead time. Then the healthy scenario
 runs for an hour and every signal raised is a false alarm. Variants re-run the scenarios on other
-job shapes, so no threshold is tuned to one; ``-pairs`` adds two faults at once (:mod:`.pairs`)::
+job shapes, so no threshold is tuned to one; ``-pairs`` adds two faults at once (:mod:`.pairs`). A full
+run also scores the job's life across restarts on the jobs the simulator fails and restarts (:mod:`.job_life`)::
 
     report = evaluate(seeds=3, variants=("default", "multinode"))
     print(format_report(report))  # per scenario: latency, top cause; the summary line; exit 1 on a miss
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..collect.sim.scenarios import SCENARIOS
 from ..runtime import Plugins, discover
+from .job_life import LifeResult, evaluate_lives, format_lives, lives_summary
 from .pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
 from .sim_replay import (
     MAX_GOODPUT_GAP,
@@ -97,6 +99,7 @@ class EvalReport:
     scenarios: list[ScenarioResult]
     healthy: list[HealthyResult]
     pairs: list[PairResult] = field(default_factory=list)  # only with ``-pairs``
+    lives: list[LifeResult] = field(default_factory=list)  # a full run's jobs restarted from their checkpoints
 
     def summary(self) -> dict[str, Any]:
         """The figures, and whether each is met."""
@@ -130,6 +133,9 @@ class EvalReport:
         if self.pairs:
             out["pairs"] = pairs_summary(self.pairs)
             out["figures"].update(pair_figures(out["pairs"]))
+        if self.lives:
+            out["job_life"] = lives_summary(self.lives)
+            out["figures"]["job_life"] = out["job_life"]["right"] == len(self.lives)
         return out
 
     @property
@@ -138,10 +144,12 @@ class EvalReport:
 
     def to_dict(self) -> dict[str, Any]:
         pairs = {"pairs": [asdict(p) for p in self.pairs]} if self.pairs else {}
+        lives = {"job_life": [{**asdict(r), "ok": r.ok} for r in self.lives]} if self.lives else {}
         return {
             "scenarios": [asdict(r) for r in self.scenarios],
             "healthy": [asdict(h) for h in self.healthy],
             **pairs,
+            **lives,
             "summary": self.summary(),
         }
 
@@ -240,7 +248,8 @@ def evaluate(
     interval_s: float = 1.0,
     pairs: Sequence[tuple[str, str]] = (),
 ) -> EvalReport:
-    """Every (variant, seed, scenario) run, the healthy runs, and each pair per seed on the default variant."""
+    """Every (variant, seed, scenario) run, the healthy runs, each pair per seed on the default variant, and —
+    asked for no scenario by name — every job restarted from its checkpoints per seed."""
     names = [n for n in (scenarios or SCENARIOS) if n != HEALTHY]
     plugins = discover()
     runs, healthy = [], []
@@ -251,7 +260,8 @@ def evaluate(
             if healthy_s > 0:
                 healthy.append(run_healthy(seed, healthy_s, variant, interval_s, plugins))
     paired = [run_pair(p, seed, interval_s=interval_s, plugins=plugins) for seed in range(seeds) for p in pairs]
-    return EvalReport(runs, healthy, paired)
+    lives = evaluate_lives(seeds, interval_s, plugins) if scenarios is None else []
+    return EvalReport(runs, healthy, paired, lives)
 
 
 # ------------------------------------------------------------------ printing
@@ -290,6 +300,8 @@ def format_report(report: EvalReport) -> str:
     s = report.summary()
     if report.pairs:
         lines += ["", *format_pairs(report.pairs)]
+    if report.lives:
+        lines += ["", *format_lives(report.lives)]
     lines.append("")
     lines.append(
         f"summary: {s['detected']}/{s['runs']} detected; median latency {_secs(s['median_latency_s'])}, "
@@ -307,6 +319,9 @@ def format_report(report: EvalReport) -> str:
     )
     if report.pairs:
         lines.append(pairs_line(s["pairs"]))
+    if report.lives:
+        life = s["job_life"]
+        lines.append(f"job life: {life['right']}/{life['runs']} restarted jobs with their attempts and costs right")
     return "\n".join(lines)
 
 

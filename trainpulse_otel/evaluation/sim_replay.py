@@ -56,13 +56,26 @@ class SimRun:
     goodput_gap: float | None = None
 
 
-def sim_records(
-    scenario: Scenario, seed: int, duration_s: float, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
-) -> Iterator[TraceRecord]:
-    """The trace a daemon would record for this scenario: events, gpus, host and (new) training lines per tick."""
+def sim_node(
+    scenario: Scenario, seed: int, variant: Variant = VARIANTS["default"], interval_s: float = 1.0
+) -> SimulatedNode:
+    """The simulated node of this scenario on the variant's job shape."""
     if variant.job:
         scenario = replace(scenario, job={**variant.job, **scenario.job})
-    node = SimulatedNode(scenario, seed=seed, ranks=variant.ranks, interval_s=interval_s, start_ts=START_TS)
+    return SimulatedNode(scenario, seed=seed, ranks=variant.ranks, interval_s=interval_s, start_ts=START_TS)
+
+
+def sim_records(
+    scenario: Scenario,
+    seed: int,
+    duration_s: float,
+    variant: Variant = VARIANTS["default"],
+    interval_s: float = 1.0,
+    node: SimulatedNode | None = None,
+) -> Iterator[TraceRecord]:
+    """The trace a daemon would record for this scenario: events, gpus, host and (new) training lines per tick
+    (``node``: the scenario's, made by :func:`sim_node`, where the caller reads it afterwards)."""
+    node = node or sim_node(scenario, seed, variant, interval_s)
     for i in range(int(duration_s / interval_s)):
         t = i * interval_s
         got = node.sample(t)

@@ -30,6 +30,7 @@ pytest.importorskip("torch")  # the job's, in its own processes
 pytestmark = [pytest.mark.serial, pytest.mark.e2e, pytest.mark.slow]
 
 JOB = Path(__file__).with_name("restart_job.py")
+STEP_S = 0.5  # restart_job.py's step
 STEP = re.compile(r"^\[(?P<at>[\d-]+ [\d:,]+)\] step (?P<step>\d+) \|")
 
 
@@ -89,7 +90,7 @@ def test_a_restarted_job_is_two_attempts_with_its_lost_progress_and_restart_meas
     first, second = steps[:back], steps[back:]
     resumed = second[0][0] - 1
     redone_s = first[-1][1] - next(t for s, t in first if s == resumed)  # the first attempt's time past it
-    gap_s = second[0][1] - first[-1][1]
+    gap_s = second[0][1] - STEP_S - first[-1][1]  # to the new attempt's first step's start: that step is work
     out = subprocess.run(
         [sys.executable, "-m", "trainpulse_otel", "replay", str(log), "-json", "-interval", "250ms"],
         capture_output=True, text=True, timeout=120, check=True,

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ...samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+from ...samples import (
+    CHECKPOINT_LOADED,
+    CUDA_OOM,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    WORKERS_RESTARTED,
+    LogEvent,
+)
 from .job import JobConfig
 from .physics import GIB
 from .training import PID_BASE
@@ -157,6 +165,27 @@ class Console:
             details["signal"] = signal
         details["host"] = self.hostname
         return self._event(ts, PROCESS_FAILED, text, r, details, source=self._log())
+
+    def restarting(self, ts: float, remaining: int, max_restarts: int) -> LogEvent:
+        """torchrun's agent restarting the worker group (``--max-restarts``; printed at ``LOGLEVEL=INFO``)."""
+        when, _ = _stamp(ts)
+        micros = round((ts % 1.0) * 1000) % 1000 * 1000
+        text = (
+            f"I{when.month}{when.day:02d} {when:%H:%M:%S}.{micros:06d} {AGENT_PID} "
+            f"torch/distributed/elastic/agent/server/api.py:942] [default] Worker group FAILED. "
+            f"{remaining}/{max_restarts} attempts left; will restart worker group"
+        )
+        details = {"state": "FAILED", "remaining": remaining, "max_restarts": max_restarts, "role": "default"}
+        return LogEvent(
+            ts=ts, kind=WORKERS_RESTARTED, message=text, hostname=self.hostname, source=self._log(), details=details
+        )
+
+    def checkpoint_loaded(self, ts: float, seconds: float) -> LogEvent:
+        """Rank 0's torchtitan-style line as the restarted job's load ends."""
+        text = (
+            f"[rank{self.ranks[0]}]:[titan] - root - INFO - Finished loading the checkpoint in {seconds:.2f} seconds."
+        )
+        return self._event(ts, CHECKPOINT_LOADED, text, 0, {"duration_s": round(seconds, 2)})
 
     def _native(self, r: int, text: str) -> str:
         """A line C++ code (c10, NCCL) wrote to the rank's stderr: torchrun's prefix runs straight into it."""

@@ -49,12 +49,13 @@ class Crashes:
         self._link_down: dict[int, float] = {}  # local GPU -> when its NIC failed (unix seconds)
         self._told: set[tuple] = set()
         self._pending: list[tuple[float, int, int]] = []  # agent reports due: (when, local rank, exit code)
+        self.spent: frozenset[int] = frozenset()  # ranks whose exception killed an earlier attempt: not again
 
     def tick(self, now: float, k: Knobs) -> list[LogEvent]:
         """The deaths the knobs bring at ``now`` (unix seconds), and what is printed by then."""
         out: list[LogEvent] = []
         for g in k.exited():
-            if g not in self.dead:
+            if g not in self.dead and g not in self.spent:
                 out += self._exception(now, g)
                 self._die(g, EXCEPTION_EXIT, now)
         for g, frac in enumerate(k.memory_frac):

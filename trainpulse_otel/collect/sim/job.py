@@ -81,6 +81,12 @@ class JobConfig:
     #: TORCH_NCCL_ASYNC_ERROR_HANDLING: True (3, the default) takes a rank's process down on a collective's error or
     #: timeout; False (0) only reports it and leaves the process up.
     watchdog_teardown: bool = True
+    #: torchrun's ``--max-restarts``: once the launcher has ended the job (a rank died), it starts the workers again
+    #: ``restart_after_s`` later (noticing, rendezvous, the processes' start and the checkpoint's load), from the
+    #: last checkpoint saved; the fault that killed a rank is spent (a new process). None: no restart.
+    restart_after_s: float | None = None
+    #: The part of that gap the restarted job spends loading the checkpoint (it prints how long).
+    checkpoint_load_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

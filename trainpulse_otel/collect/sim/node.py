@@ -17,7 +17,10 @@ without them); the step that finally completes includes the hang in its time. A
 rank that dies (:mod:`.crashes`) ends the job or leaves the others waiting, as
 its launcher does; ``events`` carries what the job printed (:mod:`.console`),
 for a job whose output is read. ``global_step`` advances with the simulated wall
-time, so with steps longer than the interval two reports may carry the same step number.
+time, so with steps longer than the interval two reports may carry the same step number. A job its launcher
+restarts (``JobConfig.restart_after_s``) goes on that long after it went down, from the steps of the last
+checkpoint saved; ``attempts`` keeps each attempt's reported steps and times, what the evaluation scores the
+job's life against.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ...samples import LogEvent
 from ..base import Collected
 from .combine import scenario_named
 from .console import Console
-from .crashes import Crashes
+from .crashes import AGENT_NOTICE_S, Crashes
 from .faults import HardwareFaults, spinning_gpus
 from .gpus import Heat, busy_gpus, governed_clock, hung_gpus, idle_gpus, new_gpu
 from .host import HOST_CPU_PERCENT, SAVE_CPU_PERCENT, HostModel
@@ -41,6 +44,11 @@ from .physics import GPU_MEMORY_BYTES, GPU_RESERVED_BYTES, THERMAL_TAU_S, approa
 from .placement import Placement
 from .scenarios import Scenario
 from .training import Checkpointing, LossState, RankNames, Reporter, Step, StepModel
+
+#: torchrun's ``--max-restarts`` for a job that restarts (``JobConfig.restart_after_s``).
+RESTARTS = 3
+#: How long before the restarted job's first report its load's line is printed (a step's time, within a tick).
+LOAD_LINE_BEFORE_S = 0.5
 
 
 class SimulatedNode:
@@ -89,6 +97,11 @@ class SimulatedNode:
         self._hung_since: float | None = None  # when the current hang began (seconds since start)
         self._hung_s = 0.0  # how long the step in progress has been hung
         self._stalled_since: float | None = None  # when a GPU fell off the bus (seconds since start)
+        self._down_at: float | None = None  # when the launcher ended the job, to restart it (seconds since start)
+        self._saved_steps = 0.0  # the steps done when the last checkpoint was saved
+        self._restart_told = False  # the agent said it restarts the workers (this time down)
+        #: Each attempt's reports: (global_step, unix time); a new list when the launcher restarts the job.
+        self.attempts: list[list[tuple[int, float]]] = [[]]
 
     def _rank_names(self, hostname: str) -> RankNames:
         """The job's number and host of every internal rank, and which of them this node reports."""
@@ -120,8 +133,9 @@ class SimulatedNode:
         printed = self._crashes.reports(now) if self._crashed else self._crashes.tick(now, k)
         if self._crashes.job_down or k.host_memory_leak >= 1.0:
             self._crashed = True  # the OOM killer, or a dead rank (a CUDA OOM, an exception) tearing the job down
+        relaunched = self._relaunch(t) if self._crashed else []
         if self._crashed:
-            return _printing(self._idle(t, dt, k, saving=False), printed)
+            return _printing(self._idle(t, dt, k, saving=False), printed + relaunched)
         hung, gone = k.hung(), tuple(self._crashes.dead)  # stuck ranks; dead ones the others wait for (srun)
         if (hung or gone or k.links_down() or k.peer_lost >= 0.5) and self._last_step is not None:
             return _printing(self._stuck(t, dt, k, hung, self._last_step, gone), printed)
@@ -129,9 +143,11 @@ class SimulatedNode:
         if self._checkpoint.saving(dt):
             return self._idle(t, dt, k, saving=True)
         checkpoint_ms = self._checkpoint.finished_ms()
+        if checkpoint_ms:
+            self._saved_steps = self._steps  # a save that finished: what a restart resumes from
         if not checkpoint_ms and self._checkpoint.due(dt, k.checkpoint_every_s):
             self._checkpoint.start(k.checkpoint_save_s * (0.75 + 0.5 * self._rng.random()))
-        return self._train(t, dt, k, checkpoint_ms)
+        return _printing(self._train(t, dt, k, checkpoint_ms), relaunched)  # a restart's load, as the job resumes
 
     def _train(self, t: float, dt: float, k: Knobs, checkpoint_ms: float) -> Collected:
         """A tick on which a step finished: time it, then show it on GPUs, host and the report."""
@@ -146,7 +162,34 @@ class SimulatedNode:
         loss = LossState(k.loss_factor * (1.0 + 2.0 * k.divergence), k.divergence >= 1.0)
         stalled_ms, self._hung_s, self._last_step = self._hung_s * 1000.0, 0.0, step
         training = self._reporter.report(self.start_ts + t, global_step, step, checkpoint_ms, loss, stalled_ms)
+        self.attempts[-1].append((global_step, self.start_ts + t))
         return Collected(gpus=gpus, host=host, training=training)
+
+    def _relaunch(self, t: float) -> list[LogEvent]:
+        """The launcher's part once it has ended the job: its restart line as it notices, and — ``restart_after_s``
+        later — the job started again from its last checkpoint, the load's line as it ends (none without one)."""
+        after, console = self.job.restart_after_s, self._crashes.console
+        if after is None or not self._crashes.job_down:
+            return []
+        now = self.start_ts + t
+        if self._down_at is None:
+            self._down_at = t
+        if len(self.attempts) > RESTARTS:
+            return []
+        if t - self._down_at < after:  # the agent says so after its report of the dead worker
+            told = t - self._down_at >= AGENT_NOTICE_S and not self._restart_told
+            self._restart_told |= told
+            left = RESTARTS - len(self.attempts) + 1
+            return [console.restarting(now, left, RESTARTS)] if told and console is not None else []
+        spent = self._crashes.spent | frozenset(self._crashes.dead)
+        self._crashes = Crashes(self.job, console, self.gpus, self._crashes.capacity)
+        self._crashes.spent = spent
+        self._crashed, self._down_at, self._last_step, self._hung_s = False, None, None, 0.0
+        self._restart_told = False
+        self._steps, self._checkpoint = self._saved_steps, Checkpointing()
+        self.attempts.append([])
+        load = self.job.checkpoint_load_s  # its line, before the first step of the new attempt ends
+        return [] if console is None or load <= 0 else [console.checkpoint_loaded(now - LOAD_LINE_BEFORE_S, load)]
 
     def _stuck(
         self, t: float, dt: float, k: Knobs, hung: tuple[int, ...], last: Step, gone: tuple[int, ...] = ()

@@ -222,10 +222,15 @@ class TrainingStalled(BaseDetector):
         return faster if plain else usual
 
     def _observe(self, tick: Tick, training: TrainingSample) -> None:
-        """Note progress: a higher step anywhere (report or heartbeat), or a new report without step numbers."""
+        """Note progress: a higher step anywhere (report or heartbeat), a new report whose step went back (the job
+        resumed from a checkpoint: it counts from there), or a new report without step numbers."""
         report, ts = tick.report, tick.ts
         if report is not None and report.step_time_ms and not report.checkpoint_ms:
             self._steps.add(report.step_time_ms)
+        back = report.global_step if report is not None else None
+        if back is not None and self._last_step is not None and back < self._last_step:
+            self._last_step, self._progress_ts = back, ts
+            return
         step = training.global_step
         if step is None or self._last_step is None or step <= self._last_step:
             step = _job_step(training)  # the job's report did not move: a rank's heartbeat may have
