@@ -71,6 +71,26 @@ def test_straggler_at_160x48_shows_every_panel_in_full(screen, snapshot, history
     assert re.search(r"goodput +78% 10 min 75% · lost: straggler_rank 38s, checkpoint_io_bound 4s *$", goodput), goodput
 
 
+def test_a_restarted_job_s_life_is_a_row_under_goodput(screen, snapshot, history):
+    snap = snapshot("straggler_8gpu")
+    snap["diagnosis"]["goodput"]["job"] = {
+        "attempts": [
+            {"start": 1.0, "end": 54.0, "first_step": 1, "last_step": 50, "end_reason": "failure"},
+            {"start": 75.0, "end": None, "first_step": 41, "last_step": 90, "end_reason": None},
+        ],
+        "interruptions": 1,
+        "mtbf_s": 106.0,
+        "ettr": 0.7323,
+        "lost_s": {"lost_progress": 12.0, "restart": 16.0, "checkpoint_load": 5.0},
+        "checkpoint": {"last_step": None, "interval_s": 1200.0, "save_s": 2.0, "load_s": 5.0},
+        "recommended_checkpoint_interval_s": 19.3,
+    }
+    lines = screen(snap, 160, 48, history=history("straggler_8gpu"))
+    assert fits(lines, 160, 48)
+    row = line_with(lines, "ETTR")
+    assert re.search(r"job +ETTR 73% attempt 2 · restarts lost 33s · saves every 20m00s, Daly 19s", row), row
+
+
 # ------------------------------------------------------------------ 16 GPUs, thermal
 
 

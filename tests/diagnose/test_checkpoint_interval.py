@@ -51,3 +51,14 @@ def test_a_cost_that_is_no_positive_number_of_seconds_is_refused(bad):
         daly_interval(bad, 3600.0)
     with pytest.raises(ValueError, match="mtbf_s must be a positive number"):
         young_interval(60.0, bad)
+
+
+def test_the_advice_says_so_when_the_job_saves_far_more_or_less_often_than_daly_s_interval():
+    best = advise_interval(60.0, 600.0, LLAMA3_MTBF_S).interval_s  # ~1,116 s
+    hourly = advise_interval(60.0, 600.0, LLAMA3_MTBF_S, current_interval_s=3600.0)
+    assert hourly.note is not None and "3.2x less often than Daly's" in hourly.note
+    assert "ETTR 0.787 now, 0.853 at 18.6 min" in hourly.note and hourly.to_dict()["note"] == hourly.note
+    often = advise_interval(60.0, 600.0, LLAMA3_MTBF_S, current_interval_s=300.0)
+    assert often.note is not None and "3.7x more often" in often.note
+    for near in (best * 0.6, best, best * 1.9):  # within a factor of two: the curve is flat, nothing said
+        assert advise_interval(60.0, 600.0, LLAMA3_MTBF_S, current_interval_s=near).note is None

@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from trainpulse_otel.diagnose.budget import COMPONENTS, WARMUP_REPORTS, BudgetBuilder, StepCounter, all_reduce_ms
+from trainpulse_otel.diagnose.budget import (
+    COMPONENTS,
+    WARMUP_REPORTS,
+    BudgetBuilder,
+    StepCounter,
+    all_reduce_ms,
+    saved_ms,
+)
 from trainpulse_otel.diagnose.goodput import UNATTRIBUTED, GoodputAccount
 from trainpulse_otel.diagnose.types import RootCause
 from trainpulse_otel.samples import RankSample, TrainingSample
@@ -220,3 +227,11 @@ def test_a_report_whose_step_went_back_stands_for_one_step_and_the_count_goes_on
     counter = StepCounter()
     steps = [counter.advance(TrainingSample(global_step=g)) for g in (100, 110, 40, 41, 45)]
     assert steps == [1, 10, 1, 1, 4]  # a resume from step 39's checkpoint: its steps are counted again
+
+
+def test_a_log_s_line_that_only_says_how_long_a_save_took_is_the_save_and_no_step():
+    counter = StepCounter()
+    counter.advance(TrainingSample(global_step=20, step_time_ms=1000.0))
+    save = TrainingSample(checkpoint_ms=2000.0)  # torchtitan's "Finished saving the checkpoint in 2.00 seconds."
+    assert counter.advance(save) == 0 and saved_ms(save, 0) == 2000.0
+    assert saved_ms(TrainingSample(step_time_ms=1500.0, checkpoint_ms=2000.0)) == 1500.0  # the SDK's: within its step

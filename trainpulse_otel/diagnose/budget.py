@@ -84,8 +84,9 @@ class StepBudget:
 
 
 class StepCounter:
-    """How many steps each report stands for: the advance of ``global_step`` (one a report without it, or one
-    whose step went back: a job resumed from a checkpoint counts its steps again from there)."""
+    """How many steps each report stands for: the advance of ``global_step`` (one a report without it that times a
+    step, none one that times no step — a log's line saying only how long a save took —, one a report whose step
+    went back: a job resumed from a checkpoint counts its steps again from there)."""
 
     __slots__ = ("_last",)
 
@@ -104,16 +105,19 @@ class StepCounter:
     def advance(self, report: TrainingSample) -> int:
         step, last = report.global_step, self._last
         if step is None:
-            return 1
+            return 0 if report.step_time_ms is None and report.checkpoint_ms else 1
         self._last = step
         return 1 if last is None or step < last else step - last
 
 
 def saved_ms(report: TrainingSample, steps: int = 1) -> float:
-    """The time the report's save took (its ``checkpoint_ms``), at most the ``steps`` steps' own time."""
+    """The time the report's save took (its ``checkpoint_ms``), at most the ``steps`` steps' own time; all of it
+    when the report times no step (a log's line that says only how long a save took)."""
     step = report.step_time_ms
     saved = report.checkpoint_ms or 0.0
-    return min(max(1, steps) * step, saved) if step is not None and step > 0 else 0.0
+    if step is None:
+        return saved
+    return min(max(1, steps) * step, saved) if step > 0 else 0.0
 
 
 class BudgetBuilder:

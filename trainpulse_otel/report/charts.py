@@ -169,9 +169,10 @@ def badput_totals_chart(badput_s: Mapping[str, float]) -> str:
         return _svg(fig)
 
 
-def timeline_chart(bars: Sequence[SignalBar], end_s: float) -> str:
+def timeline_chart(bars: Sequence[SignalBar], end_s: float, restarts_s: Sequence[float] = ()) -> str:
     """Each signal as a bar from raised to cleared, and a diamond where it was raised: a signal raised for a
-    single tick (or raised and cleared at once) has a bar of at least a 150th of the axis and its diamond."""
+    single tick (or raised and cleared at once) has a bar of at least a 150th of the axis and its diamond; a
+    dashed line where each attempt after the first began (``restarts_s``)."""
     import matplotlib
 
     rows = list(dict.fromkeys(plain(f"{b.signal} · {b.subject}") for b in bars))
@@ -185,11 +186,15 @@ def timeline_chart(bars: Sequence[SignalBar], end_s: float) -> str:
             colour = SEVERITY_COLOURS.get(b.severity, "#7f7f7f")
             ax.broken_barh([(b.start, max(end - b.start, span / 150))], (y - 0.35, 0.7), color=colour)
             ax.plot([b.start], [y], marker="D", ms=5, color=colour, mec="black", mew=0.5, clip_on=False)
+        for i, at in enumerate(restarts_s, start=2):
+            ax.axvline(at, color="#555555", linestyle="--", linewidth=1.0)
+            ax.annotate(f"attempt {i}", (at, 0), xytext=(3, 0), textcoords="offset points", fontsize=8, va="bottom")
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(-0.6, max(len(rows), 1) - 0.4)
         ax.invert_yaxis()
         ax.set_xlim(-span / 100, span * 1.01)
-        ax.set_xlabel("seconds since the run's first tick (orange: warning, red: critical)")
+        dashed = ", dashed: a restart's new attempt" if restarts_s else ""
+        ax.set_xlabel(f"seconds since the run's first tick (orange: warning, red: critical{dashed})")
         return _svg(fig)
 
 

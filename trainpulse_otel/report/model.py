@@ -108,6 +108,17 @@ class Report:
     def top_cause(self) -> str | None:
         return self.causes[0]["cause"] if self.causes else None
 
+    @property
+    def job(self) -> Mapping[str, Any] | None:
+        """The goodput's ``job`` block: the job's attempts across restarts and its checkpoints (None: not known)."""
+        return (self.goodput or {}).get("job")
+
+    @property
+    def restarts_s(self) -> list[float]:
+        """When each attempt after the first began, in seconds since the run's first tick."""
+        attempts = (self.job or {}).get("attempts") or ()
+        return [a["start"] - self.start_ts for a in attempts[1:] if isinstance(a.get("start"), (int, float))]
+
 
 def build_report(run: Mapping[str, Any], title: str) -> Report:
     """The report of one run's recorded data (see the module docstring)."""

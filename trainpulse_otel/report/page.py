@@ -123,7 +123,12 @@ def _page(r: Report) -> dict[str, Any]:
         },
         "step": chart(has["step_time_ms"], lambda: charts.step_chart(r.times, r.step_parts, r.series["step_time_ms"])),
         "goodput": _goodput(r, (r.goodput or {}).get("badput_s", {})),
-        "signals": {"svg": chart(bool(r.bars), lambda: charts.timeline_chart(r.bars, r.duration_s)), "bars": _bars(r)},
+        "signals": {
+            "svg": chart(
+                bool(r.bars or r.restarts_s), lambda: charts.timeline_chart(r.bars, r.duration_s, r.restarts_s)
+            ),
+            "bars": _bars(r),
+        },
         "heat": chart(bool(r.heat_ranks), lambda: charts.heat_chart(r.times, r.heat_ranks, r.heat)),
         "faults": _faults(r),
         "causes": _causes(r),
@@ -159,6 +164,39 @@ def _goodput(r: Report, badput: Mapping[str, float]) -> dict[str, Any]:
         "ideal": f"{g['ideal_step_time_ms']:.0f}",
         "over_time": _trusted(charts.badput_chart(r.times, r.badput_over_time, r.series["goodput"]) if r.times else ""),
         "totals": _trusted(totals),
+        "life": _life(r),
+    }
+
+
+def _life(r: Report) -> dict[str, Any] | None:
+    """The job's life for the goodput section: its attempts, what its restarts cost, its checkpoints and the
+    interval to save at with what it rests on (None before the job has stepped)."""
+    job = r.job
+    if not job:
+        return None
+    attempts = [
+        {
+            "n": i,
+            "start": f"{a['start'] - r.start_ts:.0f}",
+            "end": "running" if a.get("end") is None else f"{a['end'] - r.start_ts:.0f}",
+            "steps": f"{a.get('first_step')}–{a.get('last_step')}",
+            "reason": a.get("end_reason") or "",
+        }
+        for i, a in enumerate(job.get("attempts") or (), start=1)
+    ]
+    lost = job.get("lost_s") or {}
+    checkpoint = job.get("checkpoint") or {}
+    inputs = job.get("interval_inputs") or {}
+    return {
+        "attempts": attempts,
+        "ettr": "not known" if job.get("ettr") is None else f"{job['ettr']:.1%}",
+        "interruptions": job.get("interruptions", 0),
+        "mtbf": "none yet" if job.get("mtbf_s") is None else f"{job['mtbf_s']:.0f} s",
+        "lost": ", ".join(f"{k.replace('_', ' ')} {v:.1f} s" for k, v in lost.items()),
+        "checkpoint": ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in checkpoint.items() if v is not None),
+        "recommended": job.get("recommended_checkpoint_interval_s"),
+        "inputs": ", ".join(f"{k} {v}" for k, v in inputs.items() if k != "note" and v is not None),
+        "note": inputs.get("note"),
     }
 
 

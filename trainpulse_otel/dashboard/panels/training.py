@@ -59,7 +59,7 @@ def training_panel(view: View, width: int) -> Variants:
         stacked_bar([(ms, style) for _, ms, style in parts], max(8, width - LABEL_W - VALUE_W - 1)),
         no_wrap=True,
     )
-    goodput = _goodput_row(view)
+    goodput = _goodput_row(view) + _job_row(view)
     full = titled("Training", _context(t), tokens, mfu, step, *_legend(parts, width), *goodput, note=stale)
     short = titled("Training", tokens, mfu, step, *goodput, note=stale)
     line = one_line(
@@ -95,6 +95,34 @@ def _goodput_row(view: View) -> list[Text]:
     )
     if lost:
         row.append(" · lost: " + ", ".join(f"{cause} {fmt.duration(s)}" for s, cause in lost), style=DIM)
+    return [row]
+
+
+def _job_row(view: View) -> list[Text]:
+    """``job  ETTR 73% · attempt 2 · restarts lost 33 s · saves every 22 s, Daly 19 s`` once the job has been
+    restarted or an interval can be recommended (nothing for a job of one attempt with nothing to advise)."""
+    goodput = view.diagnosis.goodput
+    job = goodput.job if goodput is not None else None
+    if not job:
+        return []
+    attempts, recommended = len(job.get("attempts") or ()), job.get("recommended_checkpoint_interval_s")
+    if attempts < 2 and recommended is None:
+        return []
+    parts = [f"attempt {attempts}"]
+    lost = sum((job.get("lost_s") or {}).values())
+    if attempts > 1:
+        parts.append(f"restarts lost {fmt.duration(lost)}")
+    every = (job.get("checkpoint") or {}).get("interval_s")
+    if recommended is not None:
+        parts.append((f"saves every {fmt.duration(every)}, " if every else "") + f"Daly {fmt.duration(recommended)}")
+    ettr = job.get("ettr")
+    row = Text.assemble(
+        (f"{'job':<{LABEL_W}}", LABEL_STYLE),
+        (f"ETTR {ettr:.0%} " if ettr is not None else "", "bold"),
+        no_wrap=True,
+        overflow="ellipsis",
+    )
+    row.append(" · ".join(parts), style=DIM)
     return [row]
 
 
