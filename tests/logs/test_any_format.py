@@ -211,3 +211,21 @@ def test_numbers_said_not_finite_in_words_and_icefall_s_small_grad_scale():
     assert scale == {"loss_scale": 1.29e-26}
     for plain in ("the learning rate is finite", "the definite article is not finite-state"):
         assert statement(plain) is None
+
+
+def test_a_line_naming_one_loss_of_its_own_and_seconds_per_batch_is_a_report():
+    """ClearerVoice's MossFormer (the corpus's train split): its only loss is ``Mask_Loss``, its time ``s/batch``."""
+    line = "Train Epoch: 0/100 Step: 10/965 | 2.057s/batch | lr 5.0000e-04 || Mask_Loss 1.6780"
+    assert line_values(line) == {"global_step": 10, "loss": 1.678, "learning_rate": 5e-4, "step_time_ms": 2057.0}
+    # two losses of their own and no training loss named: which one is the job's is not the line's to say
+    assert "loss" not in (line_values("step 10 | d_loss 0.61 | g_loss 1.20 | 0.5s/batch") or {})
+
+
+def test_a_key_closed_by_is_is_the_key():
+    """BigDL's optimizer (the corpus's train split): ``loss is 0.1296…`` is the loss."""
+    line = (
+        "2018-11-15 11:10:46 INFO  NCFOptimizer2$:251 - [Epoch 1 99385344/99385344][Iteration 1012][Wall Clock "
+        "184.418117875s] loss is 0.12964652452085698, training cost 184.418117875s."
+    )
+    values = line_values(line)
+    assert values is not None and values["global_step"] == 1012 and values["loss"] == pytest.approx(0.1296465245)

@@ -24,6 +24,7 @@ from ..adapters.megatron_text import RecordReader
 from ..samples import SampleError
 from .generic import GenericLines
 from .lines import split_prefixes
+from .marian import MarianLines
 
 Payload = dict[str, Any]
 #: A DeepSpeed log prefix whose message is on the next line (``[INFO] [fused_optimizer.py:382:_update_scale]``).
@@ -380,5 +381,6 @@ FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "huggingface": HuggingFaceLines,
     "lightning": LightningLines,
     "deepspeed": DeepSpeedLines,
+    "marian": MarianLines,
     GenericLines.name: GenericLines,
 }

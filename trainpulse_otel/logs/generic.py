@@ -31,14 +31,14 @@ PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
-    r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?)|s/(?:step|it(?:er)?)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
+    r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
     r"(?![A-Za-z]))?(?P<clock>:\d)?",
     re.IGNORECASE,
 )
 #: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
 #: last, a bare ``(123.45 ms | …)`` (llm.c): on a line with a step, the iteration's time.
 RATE = re.compile(
-    r"(?P<num>\d+\.?\d*)\s?(?P<unit>s/it|it/s|steps?/s(?:ec)?|ms/(?:step|it)|s/(?:step|it)|sec/step|tok(?:en)?s?/s(?:ec)?|"
+    r"(?P<num>\d+\.?\d*)\s?(?P<unit>s/it|it/s|steps?/s(?:ec)?|ms/(?:step|it|batch)|s/(?:step|it|batch)|sec/step|tok(?:en)?s?/s(?:ec)?|"
     r"samples?/s(?:ec)?|ms)\b",
     re.IGNORECASE,
 )
@@ -190,7 +190,8 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return None
-    pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in PAIR.finditer(text) if not m["clock"]]
+    matches = [m for m in PAIR.finditer(text) if not m["clock"]]
+    pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in matches]
     losses = [(key, _number(num)) for key, num, _ in pairs if loss_like(key)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
@@ -198,7 +199,8 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     if step is None:
         return None if bad is None else {"loss": bad}
     payload: Payload = {"global_step": step}
-    if (loss := training_loss(training)) is not None:
+    loss = training_loss(training)
+    if (loss := _own_loss(training, losses, matches) if loss is None else loss) is not None:
         payload["loss"] = loss
     if bad is not None:
         payload["loss"] = bad
@@ -212,6 +214,15 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     return None if bad is None else {"loss": bad}
 
 
+def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]], matches: list) -> float | None:
+    """The line's only loss where it names no primary one and that one is a single word of the script's own
+    (``Mask_Loss 1.678``; not words around it: ``at step 100 with loss 2.3``)."""
+    if len(training) != 1 or len(losses) != 1 or training[0][0] in KL_KEYS:
+        return None
+    key = training[0][0]
+    return training[0][1] if any(field_key(m["key"]) == key and " " not in m["key"].strip() for m in matches) else None
+
+
 def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
     """Keras's epoch line: the training ``loss`` and each evaluation loss its ``val_`` twin (``loss: 0.54 -
     val_loss: 0.29``), not an evaluation that estimates the training loss too (nanoGPT's ``train loss``)."""
@@ -221,8 +232,8 @@ def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, floa
 
 def field_key(key: str) -> str:
     """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
-    are one key)."""
-    return SEPARATORS.sub("_", key.strip().lower())
+    are one key), a closing ``is`` dropped (BigDL's ``loss is 0.1296``)."""
+    return SEPARATORS.sub("_", key.strip().lower()).removesuffix("_is")
 
 
 def _may_hold(text: str) -> bool:
@@ -280,7 +291,16 @@ def _step_key(key: str) -> bool:
 
 def _field(payload: Payload, key: str, value: float, unit: str) -> None:
     """One pair's contract field, where its key (or unit) says which."""
-    if key in STEP_TIME_KEYS or unit in ("ms/step", "ms/it", "ms/iter", "s/step", "s/it", "s/iter"):
+    if key in STEP_TIME_KEYS or unit in (
+        "ms/step",
+        "ms/it",
+        "ms/iter",
+        "ms/batch",
+        "s/step",
+        "s/it",
+        "s/iter",
+        "s/batch",
+    ):
         if (ms := _step_ms(key, value, unit)) is not None:
             payload.setdefault("step_time_ms", ms)
         return
