@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from trainpulse_otel.config import Settings
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.logs.launcher import workers_restarted
-from trainpulse_otel.samples import WORKERS_RESTARTED
+from trainpulse_otel.runtime import replay_logs
+from trainpulse_otel.samples import JOB_CANCELLED, WORKERS_RESTARTED
 
 #: torch.distributed.elastic.agent.server.api's ``log.info('[%s] Worker group %s. %s/%s attempts left; will restart
 #: worker group', …)`` (PyTorch 1.9 on; with Python's default logging prefix, and bare), NVIDIA's ft_launcher (as
@@ -69,3 +71,61 @@ def test_the_steps_a_restarted_attempt_does_again_are_reports_not_another_rank_s
     steps = [item.global_step for item in out if isinstance(item, TrainingSample)]
     assert steps == [1, 2, 3, 2, 3]
     assert [item.kind for item in out if not isinstance(item, TrainingSample)] == [WORKERS_RESTARTED]
+
+
+#: slurmstepd's ``error("*** %s ON %s CANCELLED AT %s DUE TO … ***")`` (src/slurmd/slurmstepd/req.c), as users and
+#: cluster docs quote it: Stanford Sherlock's requeue docs, IDRIS Jean Zay's node failure, a preempted job with
+#: the timestamped prefix of newer releases; 25.05's ``DUE to SIGNAL`` and a bare ``scancel``.
+CANCELLATIONS = [
+    (
+        "slurmstepd: error: *** JOB 31182239 ON sh-06-34 CANCELLED AT 2018-11-05T10:35:06 DUE TO JOB REQUEUE ***",
+        {"job_id": "31182239", "node": "sh-06-34", "reason": "job_requeue", "end": "kill"},
+    ),
+    (
+        (
+            "slurmstepd: error: *** STEP 1943824.0 ON jean-zay-iam17 CANCELLED AT 2023-03-06T03:17:51 DUE TO NODE "
+            "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***"
+        ),
+        {"job_id": "1943824.0", "node": "jean-zay-iam17", "reason": "node_failure", "end": "failure"},
+    ),
+    (
+        (
+            "[2026-03-25T10:34:07.531] error: *** JOB 11509447 ON nodeau01 CANCELLED AT 2026-03-25T10:34:07 DUE TO "
+            "PREEMPTION ***"
+        ),
+        {"job_id": "11509447", "node": "nodeau01", "reason": "preemption", "end": "kill"},
+    ),
+    (
+        "slurmstepd-gpu07: error: *** JOB 88 ON gpu07 CANCELLED AT 2025-06-01T00:00:00 DUE to SIGNAL Terminated ***",
+        {"job_id": "88", "node": "gpu07", "reason": "signal", "end": "kill"},
+    ),
+    (
+        "slurmstepd: error: *** JOB 88 ON gpu07 CANCELLED AT 2024-01-01T00:00:00 ***",
+        {"job_id": "88", "node": "gpu07", "reason": "cancelled", "end": "kill"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "details"), CANCELLATIONS)
+def test_slurm_ending_the_job_is_an_event_that_ends_the_attempt(line, details):
+    scanner = FailureScanner()
+    (event,) = scanner.feed(line)
+    assert event.kind == JOB_CANCELLED and event.details == details
+    assert scanner.feed(line) == []  # told once per job and node
+
+
+def test_a_job_slurm_preempted_and_requeued_is_two_attempts_the_first_killed(tmp_path):
+    lines = [
+        f"[2025-11-29 07:0{t // 60}:{t % 60:02d},000] step {t} | loss 2.5000 | step_time 1.000s" for t in range(1, 41)
+    ]
+    lines.append("slurmstepd: error: *** JOB 4242 ON gpu07 CANCELLED AT 2025-11-29T07:00:41 DUE TO PREEMPTION ***")
+    lines += [
+        f"[2025-11-29 07:0{t // 60}:{t % 60:02d},000] step {t - 80} | loss 2.5000 | step_time 1.000s"
+        for t in range(101, 141)
+    ]
+    log = tmp_path / "slurm-4242.out"
+    log.write_text("\n".join(lines) + "\n")
+    job = replay_logs([str(log)], Settings()).result.diagnosis.goodput.to_dict()["job"]
+    first, second = job["attempts"]
+    assert (first["last_step"], first["end_reason"], second["first_step"]) == (40, "kill", 21)
+    assert job["interruptions"] == 1

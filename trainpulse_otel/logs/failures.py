@@ -23,6 +23,7 @@ from ..samples import (
     CUDA_OOM,
     DRIVER_XID,
     GPU_FAULT,
+    JOB_CANCELLED,
     PROCESS_FAILED,
     TRANSPORT_ERROR,
     WATCHDOG_TIMEOUT,
@@ -308,11 +309,12 @@ class FailureScanner:
         return self._once(key, failure)
 
     def _restarted(self, text: str) -> list[Failure] | None:
-        """The launcher restarting the workers: an event (a new attempt begins), told once per attempt left."""
-        found = launcher.workers_restarted(text)
-        if found is None:
-            return None
-        return self._once(("restart", found["remaining"], found.get("role")), Failure(WORKERS_RESTARTED, found))
+        """The launcher restarting the workers or the scheduler ending the job (the attempt ends), told once."""
+        if (found := launcher.workers_restarted(text)) is not None:
+            return self._once(("restart", found["remaining"], found.get("role")), Failure(WORKERS_RESTARTED, found))
+        if (ended := launcher.job_cancelled(text)) is not None:
+            return self._once(("cancelled", ended["job_id"], ended["node"]), Failure(JOB_CANCELLED, ended))
+        return None
 
     def _mpirun(self, text: str) -> list[Failure] | None:
         found = fatal.mpirun_death(text)
@@ -366,7 +368,7 @@ class FailureScanner:
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
         (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
-        ((launcher.MARK,), lambda self, t: self._restarted(t)),
+        ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),
         (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (
             fatal.HOST_OOM,

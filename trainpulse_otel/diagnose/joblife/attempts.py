@@ -24,8 +24,10 @@ from typing import Any
 #: Progress points (step, time) an attempt keeps to find when it passed a step; beyond, every other one is
 #: dropped (the resolution halves, the span stays whole).
 MAX_POINTS = 4096
-#: Why an attempt ended: interrupted (a failure, a kill, a preemption: the job went on in a new attempt), or the end.
-FAILED, ENDED = "failure", "end"
+#: Why an attempt ended: a failure, a kill (the scheduler preempted or cancelled a sound job) — each an
+#: interruption, the job going on in a new attempt — or the end.
+FAILED, KILLED, ENDED = "failure", "kill", "end"
+INTERRUPTED = frozenset((FAILED, KILLED))
 #: Progress points the running attempt keeps in a saved state (:meth:`AttemptLedger.to_state`): enough to find
 #: the step a restart resumes from to within 1/512 of the attempt's span; an ended attempt keeps none.
 SAVED_POINTS = 512
@@ -121,6 +123,7 @@ class AttemptLedger:
         self.attempts: list[Attempt] = []
         self._restart_said: float | None = None  # a launcher said it restarts the workers, at this time
         self._ended_pids: set[int] = set()  # the processes of the ended attempts
+        self._end_said: str | None = None  # why the scheduler said it ended the current attempt
         self._load_s = 0.0  # a checkpoint load told since the last attempt began
 
     @property
@@ -141,7 +144,7 @@ class AttemptLedger:
             pid = None  # an ended attempt's process, still in a heartbeat not yet replaced: no news
         went_back = now.last_step is not None and step < now.last_step
         if went_back or self._restart_said is not None:  # a pid still the ended attempt's is not the new one's
-            self._end(now, FAILED)
+            self._end(now, self._end_said or FAILED)
             return self._begin(ts, step, None if pid == now.pid else pid)
         if pid is not None and now.pid is not None and pid != now.pid:
             self._end(now, FAILED)
@@ -154,6 +157,12 @@ class AttemptLedger:
         """The launcher said it restarts the workers (torchrun's ``Worker group FAILED. 3/3 attempts left; will
         restart worker group``): the next step is a new attempt's."""
         self._restart_said = ts
+
+    def cancelled(self, ts: float, end: str) -> None:
+        """The scheduler ended the job at ``ts`` (Slurm's ``CANCELLED AT … DUE TO PREEMPTION``): the attempt ended
+        so (``end``: :data:`KILLED` or :data:`FAILED`), and a step after it — a requeued job's — is a new one's."""
+        self._restart_said = ts
+        self._end_said = end if end in INTERRUPTED else FAILED
 
     def checkpoint_loaded(self, ts: float, duration_s: float) -> None:
         """A checkpoint was loaded at ``ts``, taking ``duration_s``: a resume, so — once the job has run — the next
@@ -182,7 +191,7 @@ class AttemptLedger:
             attempt.checkpoint_load_s = min(self._load_s, gap)
             attempt.restart_s = gap - attempt.checkpoint_load_s
         self.attempts.append(attempt)
-        self._restart_said, self._load_s = None, 0.0
+        self._restart_said, self._load_s, self._end_said = None, 0.0, None
         return attempt
 
     def _end(self, attempt: Attempt, reason: str) -> None:
@@ -194,7 +203,7 @@ class AttemptLedger:
 
     @property
     def interruptions(self) -> int:
-        return sum(1 for a in self.attempts if a.end_reason == FAILED)
+        return sum(1 for a in self.attempts if a.end_reason in INTERRUPTED)
 
     def mtbf_s(self) -> float | None:
         """The attempts' running time per interruption; None before the first."""
@@ -235,6 +244,7 @@ class AttemptLedger:
             "attempts": [a.to_state(SAVED_POINTS if i == last else 0) for i, a in enumerate(self.attempts)],
             "restart_said": self._restart_said,
             "load_s": self._load_s,
+            "end_said": self._end_said,
         }
 
     def restore(self, state: Any) -> None:
@@ -244,8 +254,11 @@ class AttemptLedger:
         said, load = state.get("restart_said"), state.get("load_s", 0.0)
         if not isinstance(said, (int, float, type(None))) or not isinstance(load, (int, float)):
             raise ValueError("'restart_said' or 'load_s' is not a number")
+        end_said = state.get("end_said")
+        if end_said not in (None, *INTERRUPTED):
+            raise ValueError("'end_said' is not why an attempt ends")
         attempts = [Attempt.from_state(a) for a in state["attempts"]]
-        self.attempts, self._restart_said, self._load_s = attempts, said, float(load)
+        self.attempts, self._restart_said, self._load_s, self._end_said = attempts, said, float(load), end_said
         self._ended_pids = {a.pid for a in attempts if a.end is not None and a.pid is not None}
 
 

@@ -17,14 +17,14 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from ...samples import CHECKPOINT_LOADED, WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
-from .attempts import Attempt, AttemptLedger
+from ...samples import CHECKPOINT_LOADED, JOB_CANCELLED, WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
+from .attempts import FAILED, KILLED, Attempt, AttemptLedger
 from .interval import IntervalAdvice, advise_interval
 
 #: Checkpoint saves kept for the medians.
 MAX_SAVES = 64
 #: What happened at a moment of a tick, in the order :meth:`JobLife.observe` replays them.
-RESTARTED, LOADED, STEPPED = "restarted", "loaded", "stepped"
+RESTARTED, CANCELLED, LOADED, STEPPED = "restarted", "cancelled", "loaded", "stepped"
 
 
 class JobLife:
@@ -51,6 +51,8 @@ class JobLife:
         for e in events:
             if e.kind == WORKERS_RESTARTED:
                 moments.append((e.ts, 2, RESTARTED, 0.0))
+            elif e.kind == JOB_CANCELLED:
+                moments.append((e.ts, 2, CANCELLED, 1.0 if e.details.get("end") == KILLED else 0.0))
             elif e.kind == CHECKPOINT_LOADED:  # the load's time, where the job said it
                 took = e.details.get("duration_s")
                 moments.append((e.ts, 2, LOADED, float(took) if isinstance(took, (int, float)) else 0.0))
@@ -67,6 +69,8 @@ class JobLife:
         for i, (at, _, what, value) in enumerate(ordered):
             if what == RESTARTED:
                 self.attempts.restarted(at)
+            elif what == CANCELLED:
+                self.attempts.cancelled(at, KILLED if value else FAILED)
             elif what == LOADED:
                 self.attempts.checkpoint_loaded(at, value)
             else:  # the process reporting now is the latest step's
