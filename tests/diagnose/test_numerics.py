@@ -183,3 +183,18 @@ def test_a_negative_loss_spikes_by_its_distance_and_has_no_ratio():
     (signal,) = h.active()
     assert signal.evidence["spike_ratio"] is None and signal.evidence["spike_sigmas"] > 6
     assert "above its rolling median" in signal.message
+
+
+def short_excerpt(history: int, jump: float, noise: float = 0.025) -> list[str]:
+    """``history`` noisy losses around 3.2, then one ``jump`` × it (an excerpt of a record's log), then two more."""
+    rng = random.Random(f"excerpt:{history}:{noise}")
+    losses = [3.2 + rng.gauss(0.0, noise) for _ in range(history)] + [3.2 * jump, 3.2, 3.21]
+    h = Harness(LossSpike()).run(range(len(losses)), lambda t: frame(float(t), losses[int(t)]))
+    return [r.signal for r in h.raised()]
+
+
+def test_two_dozen_steps_are_enough_to_see_a_one_step_jump_short_of_doubling():
+    assert short_excerpt(22, 1.6) == ["loss_spike"]  # past 6 x sqrt(32/22) sigmas: judged by the spread
+    assert short_excerpt(12, 1.6) == []  # fewer than mid_history: it must double its median
+    assert short_excerpt(12, 2.2) == ["loss_spike"]
+    assert short_excerpt(22, 1.6, noise=0.4) == []  # a loss this noisy moves that much: no spike

@@ -93,16 +93,20 @@ class Spike:
 def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
     """``loss`` against its series before it joins: a Spike when past median + max(``sigmas`` x sigma,
     ``min_rise`` x the median), once the series holds ``min_history`` losses; from ``short_history`` losses on,
-    with the floor ``short_min_rise`` x the median (a positive one) until then."""
+    with the floor ``short_min_rise`` x the median (a positive one) until then — or, from ``mid_history`` on, past
+    the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer losses is less sure)."""
     n = len(series)
     if n < t.min_history and (n < t.short_history or series.median() <= 0):
         return None
     median = series.median()
-    floor = (t.min_rise if n >= t.min_history else t.short_min_rise) * abs(median)
+    short = n < t.min_history
+    floor = (t.short_min_rise if short and n < t.mid_history else t.min_rise) * abs(median)
     if loss - median <= floor:
         return None  # under the relative floor: no spike whatever the spread (and no MAD computed)
     sigma = series.sigma(median)
-    threshold = max(t.sigmas * sigma, floor)
+    threshold = max(t.sigmas * sigma, (t.short_min_rise if short else t.min_rise) * abs(median))
+    if short and n >= t.mid_history:  # enough losses to judge by their spread, less surely
+        threshold = min(threshold, max(t.sigmas * math.sqrt(t.min_history / n) * sigma, floor))
     if threshold <= 0:
         return None
     score = (loss - median) / threshold
@@ -161,6 +165,16 @@ class LossSpike(BaseDetector):
             COUNT,
             CONVENTION,
             "finite losses a series needs before a spike is judged by its spread and min_rise",
+            2,
+            at_least="mid_history",
+        ),
+        Knob(
+            "mid_history",
+            16,
+            COUNT,
+            CONVENTION,
+            "finite losses from which a series is judged by its spread before min_history, its sigmas widened by "
+            "√(min_history / n): the MAD's standard error grows as 1/√n, so 16 losses are judged at 8.5 sigmas",
             2,
             at_least="short_history",
         ),
