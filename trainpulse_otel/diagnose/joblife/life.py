@@ -43,16 +43,17 @@ class JobLife:
         points: Iterable[LossPoint] = (),
     ) -> Attempt | None:
         """One tick, in the order things happened: the steps of every report since the last tick (``points``, the
-        job's; else the tick's ``report``), the launcher's restarts (a step after one begins a new attempt) and the
-        checkpoint loads (the next attempt's); the attempt begun after another, if one was (a restart to book)."""
+        job's; else the tick's ``report``), the launcher's restarts and the scheduler's cancellations (a step after
+        one begins a new attempt) and the checkpoint loads (the next attempt's); the attempt begun after another,
+        if one was (a restart to book)."""
         # at one time, a report's own load comes before its steps, and a log line's event after the steps stamped
         # with it: a line with no stamp of its own is given the one before it
-        moments: list[tuple[float, int, str, float]] = []
+        moments: list[tuple[float, int, str, Any]] = []
         for e in events:
             if e.kind == WORKERS_RESTARTED:
-                moments.append((e.ts, 2, RESTARTED, 0.0))
+                moments.append((e.ts, 2, RESTARTED, None))
             elif e.kind == JOB_CANCELLED:
-                moments.append((e.ts, 2, CANCELLED, 1.0 if e.details.get("end") == KILLED else 0.0))
+                moments.append((e.ts, 2, CANCELLED, KILLED if e.details.get("end") == KILLED else FAILED))
             elif e.kind == CHECKPOINT_LOADED:  # the load's time, where the job said it
                 took = e.details.get("duration_s")
                 moments.append((e.ts, 2, LOADED, float(took) if isinstance(took, (int, float)) else 0.0))
@@ -70,7 +71,7 @@ class JobLife:
             if what == RESTARTED:
                 self.attempts.restarted(at)
             elif what == CANCELLED:
-                self.attempts.cancelled(at, KILLED if value else FAILED)
+                self.attempts.cancelled(at, value)
             elif what == LOADED:
                 self.attempts.checkpoint_loaded(at, value)
             else:  # the process reporting now is the latest step's
@@ -137,8 +138,8 @@ class JobLife:
 
 
 def _pid(report: TrainingSample | None) -> int | None:
-    """The process of the first rank the report lists with one (its heartbeat's; ranks are listed in order)."""
-    return None if report is None else next((r.pid for r in report.ranks if r.pid is not None), None)
+    """The process of the lowest rank the report lists (its heartbeat's; ranks are listed in order), where known."""
+    return report.ranks[0].pid if report is not None and report.ranks else None
 
 
 def _is_save(save: Any) -> bool:
