@@ -277,7 +277,8 @@ def test_a_noisy_all_reduce_wandering_to_three_times_its_usual_time_is_not_a_deg
         return job(t, n_ranks=2, rank={"all_reduce_wait_ms": _noisy_all_reduce_ms(t), "step_time_ms": 45.0})
 
     h = Harness(detector).run(range(600), frame)
-    assert len(old_bars_met) >= 5 and max(old_bars_met) < detector.min_excess_sigmas
+    # the old bars (3x its usual time, a share of the step) are met now and then; its own sigmas never are
+    assert len(old_bars_met) >= 3 and max(old_bars_met) < detector.min_excess_sigmas
     assert h.raised() == []
 
 

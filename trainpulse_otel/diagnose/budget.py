@@ -34,7 +34,9 @@ WAITS = ("data", "tokenizer", "sync", "all_reduce")
 
 
 class Pace:
-    """The lowest median of ``PACE_STEPS`` consecutive values within the last ``PACE_SPAN_S``."""
+    """The lowest median of ``PACE_STEPS`` consecutive values within the last ``PACE_SPAN_S``: a median enters the
+    lowest once it rests on ``WARMUP_REPORTS`` values (the median of the first few is no pace: a first report
+    whose step was mostly a save would otherwise stand as the job's pace for the whole span)."""
 
     __slots__ = ("_lowest", "_median", "count", "value")
 
@@ -50,7 +52,8 @@ class Pace:
 
     def add(self, ts: float, x: float) -> None:
         self.count += 1
-        self.value = self._lowest.add(ts, self._median.add(x))
+        median = self._median.add(x)
+        self.value = self._lowest.add(ts, median) if self.ready else median
 
     def seed(self, ts: float, x: float) -> None:
         """Start from a pace known before (a restored state's): ready at once, at ``x``, until new values move it."""
