@@ -274,3 +274,19 @@ def test_a_device_side_hccl_timeout_and_the_crash_it_raised_inside_a_collective(
     assert WATCHDOG_TIMEOUT in {e.kind for e in told}
     (crash,) = [e for e in told if e.kind == PROCESS_FAILED]
     assert crash.details["collective"] is True and crash.details["exception"] == "RuntimeError"
+
+
+def test_round_six_wordings_an_mpiexec_death_other_cuda_wrappers_oom_and_nccl_s_system_error():
+    """OpenMPI reports a death in its launcher's name (``mpiexec noticed …``); darknet's and CNTK's CUDA wrappers
+    word an OOM their way (CNTK naming the GPU); NCCL's ``unhandled system error`` / ``ncclSystemError`` is the
+    network's (the corpus's train split)."""
+    (death,) = FailureScanner().feed(line_of("horovod_rank_crashed_glow-mpiexec-segfault-rank0.log", "mpiexec noticed"))
+    assert death.rank == 0 and death.details["signal"] == "SIGSEGV" and death.details["host"] == "lhx-910"
+    (darknet,) = FailureScanner().feed(line_of("darknet_out_of_memory_yolov3-resize-cuda-oom-assert.log", "CUDA Error"))
+    assert darknet.kind == CUDA_OOM
+    (cntk,) = FailureScanner().feed(
+        line_of("cntk_out_of_memory_fasterrcnn-eval-model-cudamalloc.log", "CUDA failure 2")
+    )
+    assert cntk.kind == CUDA_OOM and cntk.gpu_index == 0
+    told = list(events("accelerate_network_error_two-node-ncclsystemerror-peer-closure-hint.log"))
+    assert [e.details.get("error") for e in told if e.kind == TRANSPORT_ERROR] == ["ncclSystemError"]

@@ -86,6 +86,8 @@ NET_FAILURE = re.compile(
     r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank",
     re.IGNORECASE,
 )
+#: NCCL's errors of the network: a peer or the link (``ncclRemoteError``), a socket or verbs call (the others).
+NCCL_NET_ERRORS = ("ncclRemoteError", "ncclSystemError", "unhandled system error")
 #: The peer a warning names by rank: ``Proxy Call to rank 14 failed (Connect)``.
 PEER_RANK = re.compile(r"\b(?:to|from|with) rank (\d+)\b")
 #: NCCL's INFO line of a connection it retries: ``Call to connect returned Connection refused, retrying``.

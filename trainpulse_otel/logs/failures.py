@@ -265,17 +265,18 @@ class FailureScanner:
         return self._once(("retry", reason), Failure(TRANSPORT_ERROR, details))
 
     def _nccl_remote(self, text: str) -> list[Failure] | None:
-        if "ncclRemoteError" in text:
+        if any(word in text for word in c.NCCL_NET_ERRORS):
             self._remote, self._remote_wait = text.strip(), REMOTE_LINES
             return []
         return [] if self._remote is not None else None  # 'Last error:' of an ncclRemoteError
 
     def _remote_error(self) -> list[Failure]:
-        """An ncclRemoteError no transport line detailed: the transport failed, or a peer died."""
+        """An NCCL error of the network no transport line detailed (ncclRemoteError: or a peer died)."""
         held, self._remote = self._remote, None
         if held is None:
             return []
-        return self._once(("remote", held), Failure(TRANSPORT_ERROR, {"error": "ncclRemoteError"}, text=held))
+        error = "ncclRemoteError" if "ncclRemoteError" in held else "ncclSystemError"
+        return self._once(("remote", held), Failure(TRANSPORT_ERROR, {"error": error}, text=held))
 
     def _xid(self, text: str) -> list[Failure] | None:
         details = xid_details(text)
@@ -357,7 +358,7 @@ class FailureScanner:
             lambda self, text: self._transport(c.socket_error(text) if c.warn_line(text) else None, text),
         ),
         (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
-        (("ncclRemoteError", "Last error:"), _nccl_remote),
+        ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),
         (GPU_MARKS, _gpu_fault),
@@ -367,7 +368,7 @@ class FailureScanner:
         ),
         (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), _srun),
-        (("mpirun noticed that process rank",), lambda self, t: self._mpirun(t)),
+        ((" noticed that process rank",), lambda self, t: self._mpirun(t)),
         ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),
         (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (

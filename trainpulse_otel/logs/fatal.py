@@ -84,10 +84,11 @@ NOT_A_CRASH = ("out of memory", "uncorrectable ECC", "ECC error", "NVLink error"
 STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file handle", "Disk quota")
 
 
-#: OpenMPI's report of a rank it saw die: ``mpirun noticed that process rank 7 with PID 0 on node n3 exited on signal
-#: 9 (Killed).``
+#: OpenMPI's report of a rank it saw die, in its launcher's name (``mpirun``, ``mpiexec``, ``orterun``, PRRTE's
+#: ``prterun``): ``mpirun noticed that process rank 7 with PID 0 on node n3 exited on signal 9 (Killed).``
 MPIRUN_DEATH = re.compile(
-    r"mpirun noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) exited on signal (?P<num>\d+)"
+    r"(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) "
+    r"exited on signal (?P<num>\d+)"
 )
 
 

@@ -38,7 +38,8 @@ OLD = re.compile(
 
 #: An accelerator's allocator failing, in the words of every framework and runtime (see the module docstring).
 OTHER_OOM = re.compile(
-    r"(?:CUDA|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|CUDA_ERROR_OUT_OF_MEMORY:|"
+    r"(?:CUDA(?: Error:| failure \d+:)?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
+    r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
     r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU"
 )
@@ -46,7 +47,7 @@ OTHER_OOM = re.compile(
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
     r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
-    r"|\((?:NPU|XPU|GPU) (\d+);"
+    r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;"
 )
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")
