@@ -229,3 +229,16 @@ def test_a_key_closed_by_is_is_the_key():
     )
     values = line_values(line)
     assert values is not None and values["global_step"] == 1012 and values["loss"] == pytest.approx(0.1296465245)
+
+
+def test_a_terminal_s_colours_and_erasures_hide_no_stamp_and_split_no_key():
+    """loguru and rich colour their lines; a paste shows the escape as ``ESC[`` or ``^[[``, a file holds the byte."""
+    for line in (
+        "\x1b[32m2024-05-01 10:00:05.000\x1b[0m | \x1b[1mINFO    \x1b[0m | step 10 | loss \x1b[36m2.3100\x1b[0m",
+        "ESC[32m2024-05-01 10:00:05.000ESC[0m | ESC[1mINFO    ESC[0m | step 10 | loss 2.3100",
+        "^[[32m2024-05-01 10:00:05.000^[[0m | ^[[1mINFO    ^[[0m | step 10 | loss 2.3100",
+    ):
+        reader = LogReader()
+        reports = [r for r in reader.feed(LogLine(line, "x.log", 1)) + reader.flush() if isinstance(r, TrainingSample)]
+        assert [(r.global_step, r.loss) for r in reports] == [(10, 2.31)], line
+        assert reports[0].timestamp is not None and reports[0].timestamp % 60 == 5.0  # the stamp read, not lost

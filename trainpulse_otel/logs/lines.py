@@ -11,7 +11,7 @@ too (:func:`rank_of_source`).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
@@ -64,6 +64,21 @@ class LogLine:
     node: str | None = None
     rank: int | None = None
     ts: float | None = None
+
+
+#: A terminal's control sequences (colour, erase, cursor: CSI ``ESC [ … letter``), as a file holds them (the escape
+#: byte) or as a paste shows them (``ESC[J``, ``^[[32m``); the words a line must hold for them to be looked for.
+ESCAPES = re.compile(r"(?:\x1b|ESC|\^\[)\[[0-9;?]*[A-Za-z]")
+ESCAPE_MARKS = ("\x1b", "ESC[", "^[[")
+
+
+def without_escapes(line: LogLine) -> LogLine:
+    """``line`` without a terminal's control sequences (:data:`ESCAPES`): a coloured logger's or a progress
+    bar's, which would hide a stamp at the line's start or split a key from its value."""
+    text = line.text
+    if "\x1b" not in text and "ESC[" not in text and "^[[" not in text:  # ESCAPE_MARKS, without a loop per line
+        return line
+    return replace(line, text=ESCAPES.sub("", text))
 
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:

@@ -24,7 +24,7 @@ from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, Training
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, GenericLines, line_values
-from .lines import LogLine, glog_time, rank_of_source, split_prefixes
+from .lines import LogLine, glog_time, rank_of_source, split_prefixes, without_escapes
 from .progress import ProgressClock
 from .statements import statement
 from .tables import Table, table_header
@@ -151,6 +151,7 @@ class LogReader:
     def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
         self.stats.lines += 1
+        line = without_escapes(line)
         prefixed, own_ts, text = split_prefixes(line.text)
         if own_ts is None and line.text[:1] in "[IWEF ":
             own_ts = self._glog(line)
