@@ -86,3 +86,24 @@ def test_a_damaged_state_file_is_set_aside_with_a_clear_message(start, tmp_path)
     assert daemon.logged("set aside as trainpulse-state.json.corrupt-") and daemon.logged("it is not JSON")
     run_steps(daemon, range(1, 21))
     assert job_block(daemon, lambda g: g["job"]["attempts"][0]["last_step"] == 20)["job"]["interruptions"] == 0
+
+
+def test_a_daemon_killed_outright_continues_from_its_last_write(start, tmp_path):
+    """SIGKILL: no last write as it stops; the next daemon continues from the periodic one (every 10 s), and the
+    steps reported since it count once, with the next report."""
+    first = daemon_keeping(start, tmp_path)
+    state = tmp_path / "trainpulse-state.json"
+    run_steps(first, range(1, 121))  # 12 s of steps: at least one periodic write
+    assert state.is_file()
+    saved = json.loads(state.read_text())["life"]["life"]["attempts"]["attempts"][0]["last_step"]
+    first.proc.kill()
+    first.proc.wait()
+    second = daemon_keeping(start, tmp_path)
+    assert second.logged("job life continued from")
+    run_steps(second, range(121, 161))
+    after = job_block(second, lambda g: g["job"]["attempts"][0]["last_step"] == 160)
+    (attempt,) = after["job"]["attempts"]
+    assert attempt["first_step"] <= 2 and 0 < saved <= 120
+    productive = after["ratio"] * after["wall_s"]
+    assert productive <= 160 * after["ideal_step_time_ms"] / 1000.0 * 1.01  # nothing counted twice
+    assert sum(after["badput_s"].values()) == pytest.approx(after["wall_s"] - productive, rel=0.01, abs=0.05)
