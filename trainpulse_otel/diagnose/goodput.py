@@ -30,6 +30,7 @@ from ..samples import TrainingSample
 from .budget import StepBudget, saved_ms
 from .ledger import PRODUCTIVE, UNATTRIBUTED, WallLedger
 from .rootcause.ranks import LOAD_IMBALANCE, STRAGGLER_RANK
+from .saved import NUMBER, is_row
 from .spec import NUMERICS, ROLE_STALL
 from .stats import decay
 from .types import Goodput, RankLoss, RootCause
@@ -209,7 +210,7 @@ class GoodputAccount:
         ideal, recent = state.get("ideal_ms"), state.get("recent", [])
         if ideal is not None and (not isinstance(ideal, (int, float)) or not ideal > 0):
             raise ValueError("the goodput's ideal step is not a positive number")
-        if not isinstance(recent, list) or not all(_pair(r) for r in recent):
+        if not isinstance(recent, list) or not all(is_row(r, NUMBER, NUMBER) for r in recent):
             raise ValueError("the goodput's recent steps are not [time, seconds] pairs")
         self.ledger.restore(state.get("ledger"))
         self._ideal_ms = None if ideal is None else float(ideal)
@@ -292,7 +293,3 @@ class GoodputAccount:
 def _diverged(report: TrainingSample) -> bool:
     """True when the report's loss or gradient norm is NaN or infinite."""
     return any(v is not None and not math.isfinite(v) for v in (report.loss, report.grad_norm))
-
-
-def _pair(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)

@@ -22,6 +22,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from .saved import NUMBER, is_row
+
 #: The key of a claim of productive time (not a cause).
 PRODUCTIVE = "productive"
 UNATTRIBUTED = "unattributed"
@@ -158,4 +160,4 @@ def _number(value: Any) -> bool:
 
 
 def _claim(value: Any) -> bool:
-    return isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and _number(value[1])
+    return is_row(value, str, NUMBER) and _number(value[1])

@@ -19,7 +19,7 @@ from typing import Any
 from ..collect.sim.lives import LIVES
 from ..collect.sim.scenarios import Scenario
 from ..runtime import Plugins
-from .sim_replay import MAX_GOODPUT_GAP, goodput_gap, replay_sim, sim_node, sim_records
+from .sim_replay import MAX_GOODPUT_GAP, goodput_gap, noting_reports, replay_sim, sim_node, sim_records
 
 #: How far a restart's figure may miss the simulator's: two ticks of 1 s (each end of an attempt is placed to
 #: within one), or 10 % (the contract's tolerance on a real job), whichever is larger.
@@ -59,7 +59,9 @@ def run_life(name: str, seed: int = 0, interval_s: float = 1.0, plugins: Plugins
     scenario = LIVES[name]
     node = sim_node(scenario, seed, interval_s=interval_s)
     reports: list[float] = []
-    records = _noting(sim_records(scenario, seed, scenario.duration_s, interval_s=interval_s, node=node), reports)
+    records = noting_reports(
+        sim_records(scenario, seed, scenario.duration_s, interval_s=interval_s, node=node), reports
+    )
     diagnosis = replay_sim(records, interval_s, plugins).diagnosis
     goodput = diagnosis.goodput
     job = goodput.job if goodput is not None and goodput.job is not None else {}
@@ -89,14 +91,6 @@ def truth(attempts: list[list[tuple[int, float]]], scenario: Scenario) -> dict[s
         out["checkpoint_load"] += min(load, gap)
         out["restart"] += gap - min(load, gap)
     return {b: round(s, 3) for b, s in out.items()}
-
-
-def _noting(records: Any, reports: list[float]) -> Any:
-    """The records as they are, each training report's time with a step time noted in ``reports``."""
-    for record in records:
-        if record.kind == "training" and record.payload.step_time_ms is not None:
-            reports.append(record.ts)
-        yield record
 
 
 def evaluate_lives(seeds: int = 1, interval_s: float = 1.0, plugins: Plugins | None = None) -> list[LifeResult]:

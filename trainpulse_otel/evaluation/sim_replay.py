@@ -134,14 +134,14 @@ def replay_scenario(
     duration = scenario.duration_s if duration_s is None else duration_s
     capture = _Capture(START_TS + judge_at(scenario, duration, interval_s))
     reports: list[float] = []  # the times of the training reports with a step time
-    records = _noting_reports(sim_records(scenario, seed, duration, variant, interval_s), reports)
+    records = noting_reports(sim_records(scenario, seed, duration, variant, interval_s), reports)
     result = replay_sim(records, interval_s, plugins, capture)
     timeline = [(t.ts - START_TS, t) for t in result.timeline]
     diagnosis = capture.diagnosis or result.diagnosis
     return SimRun(timeline, diagnosis, result.ticks, goodput_gap(diagnosis, reports))
 
 
-def _noting_reports(records: Iterator[TraceRecord], reports: list[float]) -> Iterator[TraceRecord]:
+def noting_reports(records: Iterator[TraceRecord], reports: list[float]) -> Iterator[TraceRecord]:
     """The records, as they are; the time of each training report with a step time is appended to ``reports``."""
     for record in records:
         if record.kind == "training" and record.payload.step_time_ms is not None:

@@ -21,6 +21,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..saved import NUMBER, is_row
+
 #: Progress points (step, time) an attempt keeps to find when it passed a step; beyond, every other one is
 #: dropped (the resolution halves, the span stays whole).
 MAX_POINTS = 4096
@@ -109,7 +111,7 @@ class Attempt:
             if not isinstance(state.get(name), types) or isinstance(state.get(name), bool):
                 raise ValueError(f"attempt field {name!r} is missing or not {'/'.join(t.__name__ for t in types)}")
         points = state.get("points", [])
-        if not isinstance(points, list) or not all(_is_point(p) for p in points):
+        if not isinstance(points, list) or not all(is_row(p, int, NUMBER) for p in points):
             raise ValueError("attempt field 'points' is not a list of [step, time]")
         attempt = cls(**{name: state[name] for name in _SAVED_FIELDS})
         attempt.points = sorted((int(step), float(ts)) for step, ts in points)
@@ -260,9 +262,3 @@ class AttemptLedger:
         attempts = [Attempt.from_state(a) for a in state["attempts"]]
         self.attempts, self._restart_said, self._load_s, self._end_said = attempts, said, float(load), end_said
         self._ended_pids = {a.pid for a in attempts if a.end is not None and a.pid is not None}
-
-
-def _is_point(point: Any) -> bool:
-    return (
-        isinstance(point, list) and len(point) == 2 and isinstance(point[0], int) and isinstance(point[1], (int, float))
-    )

@@ -18,6 +18,7 @@ from statistics import median
 from typing import Any
 
 from ...samples import CHECKPOINT_LOADED, JOB_CANCELLED, WORKERS_RESTARTED, LogEvent, LossPoint, TrainingSample
+from ..saved import NUMBER, is_row
 from .attempts import FAILED, KILLED, Attempt, AttemptLedger
 from .interval import IntervalAdvice, advise_interval
 
@@ -106,7 +107,7 @@ class JobLife:
         if not isinstance(state, dict) or not isinstance(state.get("saves"), list):
             raise ValueError("the checkpoint saves are missing")
         saves = state["saves"]
-        if not all(_is_save(save) for save in saves):
+        if not all(is_row(save, NUMBER, (int, type(None)), NUMBER) for save in saves):
             raise ValueError("a checkpoint save is not [time, step, seconds]")
         attempts = AttemptLedger()
         attempts.restore(state.get("attempts"))
@@ -140,13 +141,3 @@ class JobLife:
 def _pid(report: TrainingSample | None) -> int | None:
     """The process of the lowest rank the report lists (its heartbeat's; ranks are listed in order), where known."""
     return report.ranks[0].pid if report is not None and report.ranks else None
-
-
-def _is_save(save: Any) -> bool:
-    return (
-        isinstance(save, list)
-        and len(save) == 3
-        and isinstance(save[0], (int, float))
-        and isinstance(save[1], (int, type(None)))
-        and isinstance(save[2], (int, float))
-    )
