@@ -174,3 +174,21 @@ def test_a_death_the_launcher_tells_after_a_timeout_is_the_hang_s_teardown_and_o
     first = replace(timeout(5, 0), source="job.log", line=20)
     before = diagnose(with_events(t, *((launcher_killed(5, 1, 3), first) if t == 5 else ())) for t in range(10))
     assert before.root_causes[0].cause == "rank_failure"  # killed first (the OOM killer): the others then wait
+
+
+def test_what_a_rank_raises_after_its_own_watchdog_timed_out_is_the_hang_s_aftermath():
+    """The corpus's ``pytorch_collective_timeout_ddp-init-allgather-seq1-dump-signal-py313``: every rank's watchdog
+    times out, then rank 2 raises from the call site of the failed collective. A rank that raised first, before any
+    timeout of its own, is the cause the others waited for."""
+
+    def raised(line: int) -> LogEvent:
+        return LogEvent(T0 + 5, PROCESS_FAILED, "RuntimeError: DDP expects same model across all ranks", 2,
+                        source="job.log", line=line, details={"exception": "RuntimeError"})  # fmt: skip
+
+    hang = tuple(replace(timeout(5, r), source="job.log", line=1 + r) for r in range(4))
+    after = diagnose(with_events(t, *((*hang, raised(40)) if t == 5 else ())) for t in range(10))
+    assert [c.cause for c in after.root_causes][:1] == ["rank_hang"]
+    assert "rank_failure" not in [c.cause for c in after.root_causes]
+    others = tuple(replace(timeout(5, r), source="job.log", line=20 + r) for r in (0, 1, 3))
+    before = diagnose(with_events(t, *((raised(10), *others) if t == 5 else ())) for t in range(10))
+    assert before.root_causes[0].cause == "rank_failure" and before.root_causes[0].subject["rank"] == 2

@@ -290,3 +290,18 @@ def test_round_six_wordings_an_mpiexec_death_other_cuda_wrappers_oom_and_nccl_s_
     assert cntk.kind == CUDA_OOM and cntk.gpu_index == 0
     told = list(events("accelerate_network_error_two-node-ncclsystemerror-peer-closure-hint.log"))
     assert [e.details.get("error") for e in told if e.kind == TRANSPORT_ERROR] == ["ncclSystemError"]
+
+
+def test_a_warn_whose_words_are_on_its_next_lines_and_nccl_s_topology_failing_across_nodes():
+    """aws-ofi-nccl prints ``… ofi_process_cq:196 NCCL WARN`` and its words (``NET/OFI Request 0x… completed with
+    error.``) on the next line; NCCL's ``ring 2 does not loop back to start`` is its topology failing, the host
+    named by NCCL's prefix behind pdsh's label (the corpus's train split)."""
+    told = events("trl_network_error_slingshot-cxi-ofi-send-inappropriate-ioctl.log")
+    (ofi,) = [e for e in told if e.kind == TRANSPORT_ERROR]
+    assert ofi.details["transport"] == "OFI" and "completed with error" in ofi.details["error"]
+    ring = events("nccl_network_error_p4d-ring-does-not-loop-back-host-prefixed.log")
+    errors = [e for e in ring if e.kind == TRANSPORT_ERROR]
+    assert errors and {e.details["transport"] for e in errors} == {"topology"}
+    assert {e.details["host"] for e in errors} == {"compute-dy-p4d24xlarge-5"}
+    benign = "node-1:3048:4991 [2] NCCL INFO NET/OFI Request 0x1 completed with error"  # INFO, not a warning
+    assert FailureScanner().feed(benign) is None

@@ -16,6 +16,7 @@ from typing import Any
 WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)(?:\)(?: ran for (?P<ran>\d+) millisecond)?|$)")
 #: One ``Key=value`` of a WorkNCCL: ``SeqNum=88``, ``Timeout(ms)=600000``, ``TensorShape=[1, 2]``.
 FIELD = re.compile(r"(\w+(?:\(ms\))?)=(\[[^\]]*\]|[^,)\s]+)")
+WORK_FIELDS = {"SeqNum": "seq", "Timeout(ms)": "timeout_ms", "NumelIn": "numel_in", "NumelOut": "numel_out"}
 #: The ``[Rank 3]`` of the watchdog's own message: the rank in the process group — of the first group whose work
 #: logged in the process, since PyTorch 2.2 keeps WorkNCCL's prefix in a function-local static; the ``[PG … Rank r]``
 #: prefix, where a line has one, is the group's own.
@@ -78,14 +79,19 @@ NCCL_WARNING = re.compile(
     r"(?:\bNCCL WARN|\w\.(?:h|cc|cu|cpp)[: ]\d+ WARN|\w:\d+ NCCL WARN|^WARN: Function: \w+ Line: \d+:)\s*(?P<message>.*\S)"
 )
 #: What in a warning says the network itself failed (a missing optional library, ``Failed to open
-#: libibverbs.so``, is no failure: NCCL falls back to sockets).
+#: libibverbs.so``, is no failure: NCCL falls back to sockets); aws-ofi-nccl's ``NET/OFI Request 0x… completed with
+#: error.`` (on the WARN's next line), NCCL's topology failing across nodes (``ring 2 does not loop back to start``).
 NET_FAILURE = re.compile(
     r"Connection (?:reset|refused|closed|timed out|abort)|connection abort|Network is unreachable|No route to host"
     r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE"
     r"|Invalid address|async event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited"
-    r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank",
+    r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank|Request \S+ completed with error"
+    r"|does not loop back to start",
     re.IGNORECASE,
 )
+#: The transport a warning's words name (the first that matches), else NCCL's sockets.
+WARNED_TRANSPORTS = (("topology", ("loop back",)), ("IB", ("ibv", "/ib", "async event")),
+                     ("OFI", ("ofi", "efa", "libfabric", " av")))  # fmt: skip
 #: NCCL's errors of the network: a peer or the link (``ncclRemoteError``), a socket or verbs call (the others).
 NCCL_NET_ERRORS = ("ncclRemoteError", "ncclSystemError", "unhandled system error")
 #: The peer a warning names by rank: ``Proxy Call to rank 14 failed (Connect)``.
@@ -146,8 +152,9 @@ STORE_MARKS = (
 
 
 #: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
-#: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``.
-NCCL_ORIGIN = re.compile(r"^\s*(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
+#: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``, after pdsh's label where a
+#: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
+NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
 #: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
 UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
 
@@ -196,12 +203,7 @@ def transport_warning(text: str) -> dict[str, Any] | None:
         return None
     message = match["message"]
     lowered = message.lower()
-    if "ibv" in lowered or "/ib" in lowered or "async event" in lowered:
-        transport = "IB"
-    elif "ofi" in lowered or "efa" in lowered or "libfabric" in lowered or " av" in lowered:
-        transport = "OFI"
-    else:
-        transport = "Socket"
+    transport = next((name for name, words in WARNED_TRANSPORTS if any(w in lowered for w in words)), "Socket")
     details: dict[str, Any] = {"transport": transport, "error": message[:200]}
     if (peer := PEER_RANK.search(message)) is not None:
         details["peer_rank"] = int(peer[1])
@@ -272,11 +274,9 @@ def watchdog(text: str) -> dict[str, Any] | None:
     details: dict[str, Any] = {"backend": "nccl", **pg_details(text[: match.start()])}
     if "OpType" in fields:
         details["op"] = fields["OpType"]
-    for key, name in (("SeqNum", "seq"), ("Timeout(ms)", "timeout_ms"), ("NumelIn", "numel_in")):
+    for key, name in WORK_FIELDS.items():
         if key in fields and fields[key].isdigit():
             details[name] = int(fields[key])
-    if "NumelOut" in fields and fields["NumelOut"].isdigit():
-        details["numel_out"] = int(fields["NumelOut"])
     if match["ran"] is not None:
         details["ran_ms"] = int(match["ran"])
     if "blocking wait" in text[match.end() :]:

@@ -53,7 +53,7 @@ COLLECTIVE_FAILURE = re.compile(
 )
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
-WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc")
+WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN")  # fmt: skip
 WRAPPED_MIN = 60
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256

@@ -159,7 +159,8 @@ def _watchdog_rank(event: LogEvent) -> int | None:
 def _who(episode: Episode) -> str:
     first = episode.first
     rank = f"rank {first.rank}" if first.rank is not None else "a rank"
-    return rank + (f" on {first.hostname}" if first.hostname else "")
+    host = first.hostname or first.details.get("host")  # the node that sent it, else the host its line names
+    return rank + (f" on {host}" if host else "")
 
 
 class CollectiveTimeout(LoggedFailure):

@@ -114,7 +114,26 @@ def caused(ev: Evidence) -> list[Signal]:
         # a traceback the log ends within, its exception unseen, beside a failure that explains it
         out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
     out += [c for c in killed_after_timeout(ev) if c not in out]
+    out += [c for c in raised_by_own_timeout(ev) if c not in out]
     return out
+
+
+def raised_by_own_timeout(ev: Evidence) -> list[Signal]:
+    """The crashes of a rank told after that same rank's own watchdog timed out: its collective had already
+    failed, so what it raised next (the failed collective's error, or whatever the call site made of it) is the
+    hang's aftermath. A rank that dies first and leaves the others waiting has no timeout of its own before."""
+    timeouts = ev.active(COLLECTIVE_TIMEOUT.name)
+    return [
+        c
+        for c in ev.active(RANK_CRASHED.name)
+        if c.subject.get("rank") is not None
+        and any(
+            c.subject["rank"] in (t.subject.get("ranks") or ())
+            and c.subject.get("hostname") == t.subject.get("hostname")
+            and told_before(t, c)
+            for t in timeouts
+        )
+    ]
 
 
 def killed_after_timeout(ev: Evidence) -> list[Signal]:
@@ -182,11 +201,12 @@ def network_failure(ev: Evidence) -> list[Candidate]:
         if s in consequence:
             continue
         host, rank = s.subject.get("hostname"), s.subject.get("rank")
+        named = host or s.evidence.get("host")  # the host its line names (NCCL's prefix), where no node sent it
         crashed = _of_host_or_rank(ev.active(RANK_CRASHED.name), host, rank)
         consequences = crashed + [c for c in aborted(ev) if c not in crashed] + _waiting(ev)
         what = "; ".join(str(v) for v in (s.evidence.get("transport"), s.evidence.get("error")) if v is not None)
         summary = s.message + ("; the job stopped at its next collective" if consequences else "")
-        remedy = REMEDY_NETWORK.format(host=host or "the node", what=what or s.evidence.get("line", "see the line"))
+        remedy = REMEDY_NETWORK.format(host=named or "the node", what=what or s.evidence.get("line", "see the line"))
         explains = consequences + (symptoms(ev) if consequences else [])
         out.append(
             Candidate(NETWORK_FAILURE.name, base_confidence([s]), summary, remedy, [s], explains, dict(s.subject))
