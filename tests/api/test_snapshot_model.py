@@ -103,7 +103,7 @@ def test_keys_a_newer_daemon_adds_are_ignored():
     data = fixture("straggler_8gpu")
     newer = copy.deepcopy(data)
     newer["cluster"] = {"name": "eos", "partition": "batch"}
-    newer["gpus"][0]["pcie_replay_errors"] = 3
+    newer["gpus"][0]["c2c_link_errors"] = 3
     newer["training"]["ranks"][0]["nvlink_retries"] = 3
     newer["diagnosis"]["goodput"]["productive_s"] = 812.0
     newer["diagnosis"]["signals"][0]["first_seen"] = 1.0

@@ -17,6 +17,7 @@ from tests.fakes.fake_pynvml import (
 from trainpulse_otel.collect import _nvml
 from trainpulse_otel.collect.base import Collected, Collector
 from trainpulse_otel.collect.nvml import NvmlCollector
+from trainpulse_otel.collect.sim.physics import HEALTHY_LINKS
 from trainpulse_otel.samples import GpuSample
 
 NVML_LOGGERS = ("trainpulse_otel.collect._nvml", "trainpulse_otel.collect.nvml")
@@ -71,6 +72,7 @@ def test_every_field_is_read_with_contract_units(install):
         xid_errors=(),
         remapped_rows_pending=0,
         remapped_rows_failed=0,
+        **HEALTHY_LINKS,  # tests/collect/test_nvml_links.py reads each
     )
 
 

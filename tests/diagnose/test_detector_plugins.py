@@ -34,13 +34,13 @@ CONTRACT_SIGNALS = {
     "throughput_collapse", "low_mfu", "sequence_padding", "tokenizer_stall", "allreduce_wait", "checkpoint_stall",
     "pipeline_bubble", "rank_straggler", "training_stalled", "loss_spike", "nonfinite_loss", "gpu_hardware_fault",
     "node_unreachable", "gpu_memory_degradation", "oom_risk", "thermal_throttle_risk", "collective_timeout",
-    "network_error", "out_of_memory", "rank_crashed",
+    "network_error", "out_of_memory", "rank_crashed", "link_degradation",
 }  # fmt: skip
 CONTRACT_CAUSES = {
     "input_pipeline_bound", "tokenizer_bound", "straggler_rank", "gpu_thermal_throttling", "gpu_power_throttling",
     "communication_bound", "checkpoint_io_bound", "pipeline_bubbles", "padding_waste", "host_memory_pressure",
     "gpu_memory_pressure", "compute_inefficiency", "load_imbalance", "rank_hang", "numerical_instability",
-    "gpu_hardware_failure", "node_failure", "network_failure", "rank_failure",
+    "gpu_hardware_failure", "node_failure", "network_failure", "rank_failure", "interconnect_degradation",
 }  # fmt: skip
 
 
@@ -50,7 +50,7 @@ def test_the_builtins_are_listed_in_code_and_pyproject_declares_no_plugin_of_our
     found = plugins.discover(autoload=False)
     assert list(found.detectors.values()) == list(DETECTORS)
     assert list(found.root_causes.values()) == list(RULES)
-    assert set(found.collectors) == {"nvml", "nvidia-smi", "host", "sim"}
+    assert set(found.collectors) == {"nvml", "nvidia-smi", "host", "infiniband", "sim"}
     assert set(found.adapters) == {
         "generic",
         "pytorch",
@@ -72,7 +72,7 @@ def test_the_builtins_declare_every_contract_signal_and_cause_once():
         "compute_inefficiency",
         "numerical_instability",
     ]
-    assert VOCABULARY.predictive == {"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation"}
+    assert VOCABULARY.predictive == {"oom_risk", "thermal_throttle_risk", "gpu_memory_degradation", "link_degradation"}
 
 
 PLUGIN = """

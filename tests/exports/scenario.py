@@ -8,7 +8,7 @@ from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.diagnose.pipeline import PipelineResult
 from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RootCause, Signal, Transition
 from trainpulse_otel.runtime.engine import Engine
-from trainpulse_otel.samples import NodeReport, XidCount, parse_training
+from trainpulse_otel.samples import PORT_COUNTERS, NodeReport, PortSample, XidCount, parse_training
 
 
 def straggler_raised(ts: float) -> PipelineResult:
@@ -99,12 +99,17 @@ FULL_TRAINING = {
 }
 
 
+#: A ConnectX-6 HDR port with every counter the samples keep.
+HDR_PORT = PortSample("mlx5_0", 1, "ACTIVE", "LinkUp", 200.0, "InfiniBand", tuple((n, 0) for n in PORT_COUNTERS))
+
+
 def exercise_every_instrument(engine: Engine) -> None:
     """Give every instrument of the engine a point: sim hardware, a full report, a diagnosis with a cause,
     a refused request, a failed collection and an OTLP request's points (the caller has ticked a sim engine at least once)."""
     gpus = tuple(g for g in engine.latest.current().gpus or () if g.node is None)  # this node's own
     if gpus:  # one XID, so the XID counter has a series
         engine.latest.put(Collected(gpus=(replace(gpus[0], xid_errors=(13,)), *gpus[1:])), engine.clock())
+    engine.latest.put(Collected(ports=(HDR_PORT,)), engine.clock())  # an HCA port: the ib.port series
     engine.ingest(parse_training(FULL_TRAINING), source="framework")
     heartbeat = {"ranks": [{"rank": 0, "global_step": 7, "phase": "compute", "phase_since": engine.clock()}]}
     engine.ingest(parse_training(heartbeat), source="rest")  # counted as a heartbeat, not a training sample

@@ -42,7 +42,7 @@ def test_the_frame_holds_only_the_catalogue_whatever_the_daemon_counts(make_engi
     current = engine.latest.current()
     latest = engine.latest
     assert frame == frame_from_samples(
-        ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes()
+        ts, current.gpus, current.host, current.training, latest.xid_counts(), latest.nodes(), ports=current.ports
     )
     assert frame == engine.telemetry.frame_reader.read(ts)  # what the in-process OTel reader collects
     assert frame.nodes and any(g.node for g in frame.gpus)  # another node of the job came through too

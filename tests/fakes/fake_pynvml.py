@@ -57,7 +57,18 @@ CONSTANTS = {
     "nvmlEventTypeSingleBitEccError": 0x1,
     "nvmlEventTypeDoubleBitEccError": 0x2,
     "nvmlEventTypeXidCriticalError": 0x8,
+    "NVML_FEATURE_DISABLED": 0,
+    "NVML_FEATURE_ENABLED": 1,
+    "NVML_VALUE_TYPE_UNSIGNED_INT": 1,
+    "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG": 3,
+    "NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 38,
+    "NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": 45,
+    "NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": 52,
+    "NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": 59,
+    "NVML_FI_DEV_NVLINK_LINK_COUNT": 91,
 }
+#: The NVLink field ids (nvml.h) the fake answers, and the FakeGpu attribute each reads.
+NVLINK_FIELD_IDS = {38: "nvlink_crc_flit", 45: "nvlink_crc_data", 52: "nvlink_replay", 59: "nvlink_recovery"}
 REASON_BITS = {
     "GpuIdle": 0x1,
     "ApplicationsClocksSetting": 0x2,
@@ -84,6 +95,9 @@ class FakeGpu:
     ``ecc_corrected`` / ``ecc_uncorrected``: the volatile counts (aggregate: ``ecc_aggregate_extra`` more).
     ``remapped_rows``: what ``nvmlDeviceGetRemappedRows`` returns (corrected, uncorrected, pending, failure).
     ``pci_bus_id``: NVML's bus id, as the kernel log's ``Xid (PCI:…)`` names the GPU.
+    ``pcie_*``: the replay counter and the link's generation and width, now and at most (an H100 SXM: Gen5 x16).
+    ``nvlink_active``: one flag per NVLink the GPU has (18 on an H100 SXM; empty: no NVLink, its fields answer
+    NotSupported); ``nvlink_*`` the error totals over its links.
     Queue XIDs with :func:`raise_xid`; ``events_unsupported`` makes registering its events fail.
     """
 
@@ -104,6 +118,16 @@ class FakeGpu:
     ecc_aggregate_extra: int = 0
     remapped_rows: tuple[int, int, int, int] = (0, 0, 0, 0)
     pci_bus_id: str = "00000000:18:00.0"
+    pcie_replay: int = 0
+    pcie_gen: int = 5
+    pcie_gen_max: int = 5
+    pcie_width: int = 16
+    pcie_width_max: int = 16
+    nvlink_active: tuple[bool, ...] = (True,) * 18
+    nvlink_crc_flit: int = 0
+    nvlink_crc_data: int = 0
+    nvlink_replay: int = 0
+    nvlink_recovery: int = 0
     events_unsupported: bool = False
     unsupported: set[str] = field(default_factory=set)
     errors: dict[str, int] = field(default_factory=dict)
@@ -312,6 +336,42 @@ def _install_functions(module: types.ModuleType, state: _State, event_reasons_ap
 
     def nvmlDeviceGetRemappedRows(handle: FakeHandle) -> tuple[int, int, int, int]:
         return device(handle, "nvmlDeviceGetRemappedRows").remapped_rows
+
+    def nvmlDeviceGetPcieReplayCounter(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetPcieReplayCounter").pcie_replay
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetCurrPcieLinkGeneration").pcie_gen
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetMaxPcieLinkGeneration").pcie_gen_max
+
+    def nvmlDeviceGetCurrPcieLinkWidth(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetCurrPcieLinkWidth").pcie_width
+
+    def nvmlDeviceGetMaxPcieLinkWidth(handle: FakeHandle) -> int:
+        return device(handle, "nvmlDeviceGetMaxPcieLinkWidth").pcie_width_max
+
+    def nvmlDeviceGetFieldValues(handle: FakeHandle, field_ids: list[int]) -> list[types.SimpleNamespace]:
+        """One value per id, each with its own return code, as the real call fills its array."""
+        g = device(handle, "nvmlDeviceGetFieldValues")
+        out = []
+        for field_id in field_ids:
+            if field_id == module.NVML_FI_DEV_NVLINK_LINK_COUNT or field_id in NVLINK_FIELD_IDS:
+                count = len(g.nvlink_active) if field_id == 91 else getattr(g, NVLINK_FIELD_IDS[field_id])
+                code = 0 if g.nvlink_active else module.NVML_ERROR_NOT_SUPPORTED
+                kind = 1 if field_id == 91 else 3
+                value = types.SimpleNamespace(uiVal=count, ullVal=count) if code == 0 else types.SimpleNamespace()
+                out.append(types.SimpleNamespace(fieldId=field_id, nvmlReturn=code, valueType=kind, value=value))
+            else:
+                out.append(types.SimpleNamespace(fieldId=field_id, nvmlReturn=module.NVML_ERROR_INVALID_ARGUMENT))
+        return out
+
+    def nvmlDeviceGetNvLinkState(handle: FakeHandle, link: int) -> int:
+        g = device(handle, "nvmlDeviceGetNvLinkState")
+        if not 0 <= link < len(g.nvlink_active):
+            raise err(module.NVML_ERROR_INVALID_ARGUMENT if g.nvlink_active else module.NVML_ERROR_NOT_SUPPORTED)
+        return module.NVML_FEATURE_ENABLED if g.nvlink_active[link] else module.NVML_FEATURE_DISABLED
 
     def nvmlDeviceGetIndex(handle: FakeHandle) -> int:
         check_init()

@@ -34,6 +34,8 @@ COLLECT_FLAGS = (
     "detectors",
     "follow",
     "flight_recorder",
+    "scrape",
+    "sysfs_root",
 )
 #: Only the daemon serves an API (and keeps a job's life across its restarts): these flags are its own.
 SERVER_FLAGS = (

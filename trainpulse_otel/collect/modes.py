@@ -3,15 +3,16 @@
 ``auto`` tries NVML, then nvidia-smi, then host-only, and says which it chose.
 ``none`` collects nothing (the daemon then only serves ingest). The mode
 chooses among the built-in collectors (``nvml``, ``nvidia-smi``, ``host``,
-``sim``); third-party collectors run beside them in every mode but ``none``,
-the log follower (:func:`open_follow`, ``-follow``) in every mode.
+``infiniband``, ``sim``); third-party collectors run beside them in every mode but ``none``,
+the log follower (:func:`open_follow`, ``-follow``) and the scraper (:func:`open_scrape`,
+``-scrape``) in every mode.
 Hardware modules are imported only when their mode is considered.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -28,9 +29,9 @@ log = logging.getLogger(__name__)
 MODE_COLLECTORS: Mapping[str, tuple[str, ...]] = {
     "none": (),
     "sim": ("sim",),
-    "nvml": ("nvml", "host"),
-    "nvidia-smi": ("nvidia-smi", "host"),
-    "host": ("host",),
+    "nvml": ("nvml", "host", "infiniband"),
+    "nvidia-smi": ("nvidia-smi", "host", "infiniband"),
+    "host": ("host", "infiniband"),
 }
 BUILTIN_COLLECTORS = frozenset(name for names in MODE_COLLECTORS.values() for name in names)
 
@@ -107,12 +108,28 @@ def open_host(settings: Settings) -> Collector:
     return HostCollector()
 
 
+def open_infiniband(settings: Settings) -> Collector:
+    """The ``infiniband`` collector: the host's InfiniBand/RoCE ports under ``sysfs_root``."""
+    from .infiniband import InfinibandCollector
+
+    return InfinibandCollector(settings.sysfs_root)
+
+
 def open_follow(settings: Settings, on_read: ReadCounter | None = None) -> Collector:
     """The ``follow`` collector: the log files ``-follow`` names, read as they are written. Not chosen by a mode:
     the composition root opens it beside any mode's collectors (``none`` too) when ``follow`` is set."""
     from .follow import FollowCollector
 
     return FollowCollector(settings.follow or (), on_read=on_read)
+
+
+def open_scrape(settings: Settings, on_failure: Callable[[str], None] | None = None) -> Collector:
+    """The ``scrape`` collector: the dcgm-exporter and node-exporter endpoints ``-scrape`` names, read every tick
+    within the tick's interval (at most 5 s). Not chosen by a mode: opened beside any mode's collectors."""
+    from .scrape import DEFAULT_TIMEOUT_S, ScrapeCollector
+
+    timeout = min(DEFAULT_TIMEOUT_S, max(0.5, settings.interval))
+    return ScrapeCollector(settings.scrape or (), timeout_s=timeout, on_failure=on_failure)
 
 
 def open_sim(settings: Settings, reports: RealReports | None = None) -> SimCollector:
@@ -133,6 +150,7 @@ def open_sim(settings: Settings, reports: RealReports | None = None) -> SimColle
 #: The built-in collector factories by name (third-party ones come from ``trainpulse.collectors``).
 COLLECTORS: Mapping[str, CollectorFactory] = {
     "host": open_host,
+    "infiniband": open_infiniband,
     "nvidia-smi": open_smi,
     "nvml": open_nvml,
     "sim": open_sim,

@@ -14,7 +14,8 @@ address. An XID that arrives in the tick its GPU is lost (XID 79, fallen off
 the bus) is still reported, on a sample that carries nothing else, so it is
 counted while the GPU is gone from the list. ECC counts are the volatile
 (since driver load) totals; remapped rows come from ``nvmlDeviceGetRemappedRows``
-(Ampere and newer; NotSupported elsewhere, logged once).
+(Ampere and newer; NotSupported elsewhere, logged once); the PCIe and NVLink
+fields from :mod:`.nvml_links`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..samples import GpuSample
 from ._nvml import GpuLost, NvmlSession, decode, decode_reasons
 from .base import Collected
 from .kmsg import KernelLogFactory, KernelXidLog, xids_by_gpu
+from .nvml_links import LinkReader
 from .xid_events import XidEvents
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,7 @@ class NvmlCollector:
         self._gpus = self._open_gpus() if self._nvml.init() else []
         self._reason_bits = self._nvml.reason_bits()
         self._constants = self._read_constants()
+        self._links = LinkReader(self._nvml)
         self._events = XidEvents(self._nvml, ((g.index, g.handle) for g in self._gpus))
         self._kernel_log, self._gpu_of_pci = self._kernel_fallback(kernel_log)
 
@@ -226,6 +229,7 @@ class NvmlCollector:
                 int,
             ),
             **self._remapped_rows(gpu),
+            **self._links.read(gpu.handle, gpu.index),
         )
 
     def _remapped_rows(self, gpu: _Gpu) -> dict[str, int]:

@@ -32,6 +32,7 @@ from .values import (
     secret,
     text,
     thresholds,
+    urls,
 )
 
 ENV_PREFIX = "TRAINPULSE_"
@@ -206,6 +207,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("flight_recorder", optional(text()), None, "read Flight Recorder dumps PREFIX<rank>", "PREFIX"),
     Option(
+        "scrape",
+        optional(urls),
+        None,
+        "read GPUs and InfiniBand ports from these dcgm-exporter / node-exporter /metrics URLs",
+        "URLS",
+    ),
+    Option("sysfs_root", text(r"\S.*", "a directory"), "/sys", "where sysfs is (InfiniBand ports)", "DIR"),
+    Option(
         "actions",
         actions,
         (),
@@ -253,6 +262,8 @@ class Settings:
     detectors: dict[str, Any] | None = None
     follow: tuple[str, ...] | None = None
     flight_recorder: str | None = None
+    scrape: tuple[str, ...] | None = None
+    sysfs_root: str = "/sys"
     actions: tuple[Action, ...] = ()
     actions_dry_run: bool = False
 

@@ -175,6 +175,15 @@ def paths(value: Any) -> tuple[str, ...]:
     return tuple(p.strip() for p in value)
 
 
+def urls(value: Any) -> tuple[str, ...]:
+    """HTTP(S) URLs of Prometheus text expositions (``-scrape``): comma-separated, or a JSON list."""
+    given = paths(value)
+    bad = [u for u in given if not re.fullmatch(r"https?://[^/\s?#]+(?:[/?#]\S*)?", u)]
+    if bad:
+        raise ValueError(f"must be http:// or https:// URLs, comma-separated or a JSON list; got {bad[0]!r}")
+    return given
+
+
 # --------------------------------------------------------------------- actions
 
 #: What an action's ``on.severity`` may say: ``warning`` is a threshold (warning and critical), ``critical`` only that.

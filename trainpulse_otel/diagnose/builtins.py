@@ -16,6 +16,7 @@ from .detectors.forecast import GpuOomRisk, HostOomRisk
 from .detectors.gpu_faults import GpuHardwareFault
 from .detectors.gpu_wear import GpuMemoryDegradation
 from .detectors.inputs import DataloaderStarvation, TokenizerStall
+from .detectors.links import LinkDegradation
 from .detectors.llm import LowMfu, SequencePadding
 from .detectors.logged import CollectiveTimeout, NetworkError, OutOfMemory, RankCrashed
 from .detectors.memory import GpuMemoryPressure, HostMemoryPressure
@@ -28,7 +29,7 @@ from .detectors.stall import TrainingStalled
 from .detectors.thermal import ThermalInstability
 from .detectors.thermal_forecast import ThermalThrottleRisk
 from .detectors.throughput import GpuUnderutilization, ThroughputCollapse
-from .rootcause import failures, gpu_failure, hang, hardware, nodes, numerics, ranks, residual, waits
+from .rootcause import failures, gpu_failure, hang, hardware, links, nodes, numerics, ranks, residual, waits
 from .vocabulary import Vocabulary
 
 DETECTORS: tuple[type, ...] = (
@@ -59,6 +60,7 @@ DETECTORS: tuple[type, ...] = (
     NetworkError,
     OutOfMemory,
     RankCrashed,
+    LinkDegradation,
 )
 RULES = (
     nodes.NODES,
@@ -68,6 +70,7 @@ RULES = (
     hardware.GPU_MEMORY,
     hardware.HOST_MEMORY,
     failures.NETWORK,
+    links.INTERCONNECT,
     hang.HANG,
     ranks.STRAGGLER,
     ranks.IMBALANCE,

@@ -41,6 +41,8 @@ SIGMAS = "sigma"
 T_STAT = "t"  # a fitted slope's t statistic
 COUNT = "count"  # reports, steps, points, errors: a whole number
 ALPHA = "alpha"  # an EWMA's weight of the newest value
+PER_SECOND = "/s"  # a counter's rate: events a second
+PER_MINUTE = "/min"  # a counter's rate: events a minute
 
 
 class ThresholdError(ValueError):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..samples import (
     GPU_RULES,
     HOST_RULES,
+    PORT_RULES,
     RANK_PHASES,
     RANK_RULES,
     THROTTLE_REASONS,
@@ -33,6 +34,8 @@ from ..telemetry.catalog import (
     HOST,
     NODE,
     NONFINITE,
+    PORT,
+    PORT_INFO,
     RANK,
     RANK_PHASE,
     TRAINING,
@@ -44,7 +47,13 @@ from ..telemetry.conversion import NONFINITE_FIELDS
 from .points import Attributes
 
 SPECS: dict[str, MetricSpec] = {spec.suffix: spec for spec in ALL_INPUTS}
-RULES: dict[str, Mapping[str, Rule]] = {GPU: GPU_RULES, HOST: HOST_RULES, TRAINING: TRAINING_RULES, RANK: RANK_RULES}
+RULES: dict[str, Mapping[str, Rule]] = {
+    GPU: GPU_RULES,
+    HOST: HOST_RULES,
+    TRAINING: TRAINING_RULES,
+    RANK: RANK_RULES,
+    PORT: PORT_RULES,
+}
 NONFINITE_TOKENS = ("nan", "inf", "-inf")
 #: Scopes whose points, when they name a ``hostname``, are another node's (relayed by a job daemon).
 NODE_LOCAL = (GPU, HOST)
@@ -93,7 +102,7 @@ def reading(spec: MetricSpec) -> Reading:
         return Reading(spec, spec.suffix, COUNT, "xid_counts.count", 1.0, relayed)
     if spec is GPU_THROTTLE:
         return Reading(spec, spec.suffix, Rule("int", 0, 1), "throttle_reasons", 1.0, relayed)
-    if spec in (NONFINITE, TRAINING_INFO, RANK_PHASE):
+    if spec in (NONFINITE, TRAINING_INFO, RANK_PHASE, PORT_INFO):
         return Reading(spec, spec.suffix, None, "", 1.0, relayed)
     rule = RULES[spec.scope][spec.field] if spec.scope in RULES else None
     return Reading(spec, spec.scope, rule, f"{spec.scope}.{spec.field}", spec.scale, relayed)
@@ -133,6 +142,10 @@ def checked_attributes(spec: MetricSpec, attributes: Attributes) -> None:
         attribute(attributes, "rank", COUNT)
         one_of(attributes, "phase", RANK_PHASES)
         attribute(attributes, "process.pid", COUNT, required=False)
+    elif spec is PORT_INFO:
+        identity(PORT, attributes)
+        for key in ("state", "phys_state", "link_layer"):
+            attribute(attributes, key, STR, required=False)
     else:
         identity(spec.scope, attributes)
 
@@ -143,6 +156,10 @@ def identity(scope: str, attributes: Attributes) -> None:
         attribute(attributes, "gpu.index", COUNT)
         attribute(attributes, "gpu.uuid", STR, required=False)
         attribute(attributes, "gpu.name", STR, required=False)
+    elif scope == PORT:
+        attribute(attributes, "ib.device", STR)
+        attribute(attributes, "ib.port", COUNT)
+        attribute(attributes, "hostname", STR, required=False)
     elif scope == RANK:
         attribute(attributes, "rank", COUNT)
         attribute(attributes, "gpu.index", COUNT, required=False)

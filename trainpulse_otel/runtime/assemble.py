@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..actions import ActionRunner, check_actions
 from ..collect.base import Collector
 from ..collect.flight_dumps import open_flight_recorder
-from ..collect.modes import build_collectors, open_follow
+from ..collect.modes import build_collectors, open_follow, open_scrape
 from ..collect.sim.combine import check_scenario
 from ..collect.sim.handover import RealReports
 from ..collect.sim.placement import node_hostname
@@ -139,6 +139,8 @@ def open_engine(
         collectors = [*collectors, open_follow(settings, on_read=ops.logs_read)]
     if settings.flight_recorder:  # the job's Flight Recorder dumps, beside any mode's collectors
         collectors = [*collectors, open_flight_recorder(settings.flight_recorder)]
+    if settings.scrape:  # dcgm-exporter / node-exporter, beside any mode's collectors: its GPUs win over NVML's
+        collectors = [*collectors, open_scrape(settings, on_failure=ops.collector_failed)]
     runner = ActionRunner(settings.actions, ops.action_done, settings.actions_dry_run) if actions else None
     outputs = Outputs(
         telemetry=telemetry,
@@ -205,7 +207,14 @@ class SampleFrames:
         latest = self.latest
         current = latest.current()
         return frame_from_samples(
-            ts, current.gpus or (), current.host, current.training, latest.xid_counts(), latest.nodes(), self._memo
+            ts,
+            current.gpus or (),
+            current.host,
+            current.training,
+            latest.xid_counts(),
+            latest.nodes(),
+            self._memo,
+            ports=current.ports or (),
         )
 
 

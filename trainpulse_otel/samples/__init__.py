@@ -51,10 +51,12 @@ from .model import (
 )
 from .nodes import NODE_SILENT_INTERVALS, NodeReport, NodeSample, NodeSignal
 from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank, with_job_description
+from .ports import PORT_COUNTERS, PortKey, PortSample
 from .rules import (
     GPU_RULES,
     HOST_RULES,
     MAX_STRING_LENGTH,
+    PORT_RULES,
     RANK_RULES,
     TRAINING_IDENTITY_FIELDS,
     TRAINING_MEASUREMENT_FIELDS,
@@ -91,6 +93,8 @@ __all__ = [
     "MAX_STRING_LENGTH",
     "NEW_ATTEMPT",
     "NODE_SILENT_INTERVALS",
+    "PORT_COUNTERS",
+    "PORT_RULES",
     "PROCESS_FAILED",
     "PROGRESS_GAP",
     "RANK_PARTS",
@@ -113,6 +117,8 @@ __all__ = [
     "NodeReport",
     "NodeSample",
     "NodeSignal",
+    "PortKey",
+    "PortSample",
     "RankSample",
     "RankStack",
     "Rule",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .events import LogEvent
 from .model import GpuSample, HostSample, TrainingSample
 from .nodes import NodeReport
+from .ports import PortSample
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +23,8 @@ class Collected:
     ``nodes``: what other nodes of the job said, for a collector that hears them (a job daemon's
     simulator; OTLP ingest reaches the same store through the engine). ``reports``: every training report
     since the last collection, oldest first, for a collector that reads many (a log follower's iteration
-    lines; ``training`` is one report). ``events``: the failures the job's output told since then.
+    lines; ``training`` is one report). ``events``: the failures the job's output told since then. ``ports``: the
+    host's InfiniBand/RoCE ports (sysfs, a node-exporter scrape).
     """
 
     gpus: tuple[GpuSample, ...] | None = None
@@ -31,6 +33,7 @@ class Collected:
     nodes: tuple[NodeReport, ...] | None = None
     reports: tuple[TrainingSample, ...] | None = None
     events: tuple[LogEvent, ...] | None = None
+    ports: tuple[PortSample, ...] | None = None
 
     def merge(self, other: Collected) -> Collected:
         """Combine two bundles; the other's non-None parts win."""
@@ -41,4 +44,5 @@ class Collected:
             nodes=other.nodes if other.nodes is not None else self.nodes,
             reports=other.reports if other.reports is not None else self.reports,
             events=other.events if other.events is not None else self.events,
+            ports=other.ports if other.ports is not None else self.ports,
         )

@@ -13,6 +13,7 @@ from .builder import field_replacer
 if TYPE_CHECKING:
     from .events import LogEvent
     from .nodes import NodeSample
+    from .ports import PortSample
     from .stacks import RankStack, StackFrame
 
 THROTTLE_REASONS: tuple[str, ...] = (
@@ -76,6 +77,21 @@ class GpuSample:
     remapped_rows_pending: int | None = None
     #: Row remaps that failed: the bank has no spare rows left (NVML's failure flag: 0 or 1).
     remapped_rows_failed: int | None = None
+    #: PCIe replays since the driver loaded (NVML's replay counter: a link retransmitting, cumulative).
+    pcie_replay_errors: int | None = None
+    #: The PCIe link's generation and width now, and the most the GPU and its slot support: a link trained below
+    #: its maximum (x8 of x16, Gen3 of Gen5) carries less and slows its rank.
+    pcie_link_gen: int | None = None
+    pcie_link_gen_max: int | None = None
+    pcie_link_width: int | None = None
+    pcie_link_width_max: int | None = None
+    #: NVLink errors since the driver loaded, summed over the GPU's links (cumulative): CRC (flit and data),
+    #: replays and recoveries (NVML's per-link error counters).
+    nvlink_crc_errors: int | None = None
+    nvlink_replay_errors: int | None = None
+    nvlink_recovery_errors: int | None = None
+    #: The GPU's NVLinks that are not up, of those it has (0 on a GPU whose links are all active).
+    nvlink_links_down: int | None = None
     node: str | None = None
 
     @property
@@ -302,6 +318,8 @@ class Frame:
     events: tuple[LogEvent, ...] = ()
     #: The latest stack of each rank whose heartbeat sent one and that has not moved on since, by rank.
     stacks: tuple[RankStack, ...] = ()
+    #: The InfiniBand/RoCE ports of this node (and, on a job daemon, of the others), sorted by :attr:`PortSample.key`.
+    ports: tuple[PortSample, ...] = ()
 
 
 #: A report without its ranks (a slot copy: the window makes one a tick).
@@ -322,7 +340,7 @@ def history_record(frame: Frame) -> Frame:
     if (
         gpus is frame.gpus
         and training is frame.training
-        and not (frame.xid_counts or frame.losses or frame.nodes or frame.events or frame.stacks)
+        and not (frame.xid_counts or frame.losses or frame.nodes or frame.events or frame.stacks or frame.ports)
     ):
         return frame
     return Frame(frame.ts, gpus, frame.host, training)

@@ -11,6 +11,8 @@ import dataclasses
 import sys
 from dataclasses import dataclass
 
+from .ports import PORT_COUNTERS
+
 MAX_STRING_LENGTH = 256
 
 
@@ -75,10 +77,22 @@ GPU_RULES: dict[str, Rule] = {
     "ecc_corrected_errors": COUNT,
     "remapped_rows_pending": COUNT,
     "remapped_rows_failed": COUNT,
+    "pcie_replay_errors": COUNT,
+    "pcie_link_gen": Rule("int", 1, 16),
+    "pcie_link_gen_max": Rule("int", 1, 16),
+    "pcie_link_width": Rule("int", 1, 64),
+    "pcie_link_width_max": Rule("int", 1, 64),
+    "nvlink_crc_errors": COUNT,
+    "nvlink_replay_errors": COUNT,
+    "nvlink_recovery_errors": COUNT,
+    "nvlink_links_down": COUNT,
 }
 #: XID codes are positive (NVML reports 999 for one it cannot name); a sample lists at most this many.
 XID_CODE = Rule("int", 1, 65_535)
 MAX_XIDS_PER_SAMPLE = 1024
+
+#: An InfiniBand/RoCE port's numbers: its counters (cumulative) and the rate it trained at (Gb/s).
+PORT_RULES: dict[str, Rule] = {**dict.fromkeys(PORT_COUNTERS, COUNT), "rate_gbps": NONNEG}
 
 HOST_RULES: dict[str, Rule] = {
     "cpu_percent": PERCENT,

@@ -17,12 +17,15 @@ from operator import itemgetter
 from typing import Any
 
 from ..samples import (
+    PORT_COUNTERS,
     THROTTLE_REASONS,
     Frame,
     GpuKey,
     GpuSample,
     HostSample,
     NodeSample,
+    PortKey,
+    PortSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -36,6 +39,8 @@ from .catalog import (
     HOST,
     NODE,
     NONFINITE,
+    PORT,
+    PORT_INFO,
     RANK,
     RANK_PHASE,
     TRAINING,
@@ -52,7 +57,9 @@ _TRAINING = field_maker(TrainingSample, ("ranks",))
 
 #: Points whose value says nothing their attributes do not (a non-finite loss's marker, the job's and a rank's
 #: info points): a plan applies them once.
-_BY_ATTRIBUTES = (NONFINITE, TRAINING_INFO, RANK_PHASE)
+_BY_ATTRIBUTES = (NONFINITE, TRAINING_INFO, RANK_PHASE, PORT_INFO)
+#: A port's fields beside its counters.
+_PORT_FIELDS = ("state", "phys_state", "rate_gbps", "link_layer")
 
 
 class FrameAssembler:
@@ -75,6 +82,7 @@ class FrameAssembler:
         self._ranks: dict[int, dict[str, Any]] = {}
         self._has_training = False
         self._xids: list[XidCount] = []
+        self._ports: dict[PortKey, dict[str, Any]] = {}
 
     def add(self, suffix: str, attributes: Attributes, value: Number) -> None:
         """Take one point; points of instruments outside the catalogue are ignored."""
@@ -99,6 +107,11 @@ class FrameAssembler:
             rank["phase"] = str(attributes["phase"])
             if "process.pid" in attributes:
                 rank["pid"] = int(attributes["process.pid"])
+        elif spec is PORT_INFO:
+            port = self._target(PORT, attributes)
+            port.update(
+                (key, str(attributes[key])) for key in ("state", "phys_state", "link_layer") if key in attributes
+            )
         else:
             self._target(spec.scope, attributes)[spec.field] = _RESTORERS[suffix](value)
 
@@ -122,6 +135,7 @@ class FrameAssembler:
                 or spec is GPU_XID
                 or spec is NONFINITE
                 or spec is RANK_PHASE
+                or spec is PORT_INFO
             ):
                 for value, attrs in points:
                     if spec is GPU_THROTTLE:  # a GPU's every throttle reason: the most points of an export
@@ -191,7 +205,10 @@ class FrameAssembler:
             ranks = tuple(_RANK(self._ranks[r], r) for r in sorted(self._ranks))
             training = _TRAINING(self._training, ranks)
         xids = tuple(sorted(self._xids, key=_xid_order))
-        return Frame(ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples())
+        ports = tuple(_port(key, self._ports[key]) for key in sorted(self._ports, key=_port_order))
+        return Frame(
+            ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples(), ports=ports
+        )
 
     def _node_samples(self) -> tuple[NodeSample, ...]:
         """The nodes whose liveness arrived; a node's host points without it make no node."""
@@ -215,6 +232,10 @@ class FrameAssembler:
             return self._training
         if scope == GPU:
             return self._gpu_fields(attributes)
+        if scope == PORT:
+            node = attributes.get("hostname")
+            key = (self.node if node is None else str(node), str(attributes["ib.device"]), int(attributes["ib.port"]))
+            return self._ports.setdefault(key, {})
         rank = self._ranks.setdefault(int(attributes["rank"]), {})
         if "gpu.index" in attributes:
             rank["gpu_index"] = int(attributes["gpu.index"])
@@ -261,6 +282,7 @@ class FrameAssembler:
             *self._node_hosts.values(),
             self._training,
             *self._ranks.values(),
+            *self._ports.values(),
         ]
 
     def _copy(self) -> FrameAssembler:
@@ -275,6 +297,7 @@ class FrameAssembler:
         other._ranks = {key: dict(fields) for key, fields in self._ranks.items()}
         other._has_training = self._has_training
         other._xids = list(self._xids)
+        other._ports = {key: dict(fields) for key, fields in self._ports.items()}
         return other
 
     def _gpu_key(self, attributes: Attributes) -> GpuKey:
@@ -284,6 +307,17 @@ class FrameAssembler:
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:
     return xid.sort_key
+
+
+def _port_order(key: PortKey) -> tuple[str, str, int]:
+    return (key[0] or "", key[1], key[2])
+
+
+def _port(key: PortKey, fields: Mapping[str, Any]) -> PortSample:
+    """A port from the fields gathered for it: its state and rate, its counters in the samples' order."""
+    node, device, number = key
+    counters = tuple((name, fields[name]) for name in PORT_COUNTERS if name in fields)
+    return PortSample(device, number, *(fields.get(name) for name in _PORT_FIELDS), counters=counters, node=node)
 
 
 Taker = Callable[[Sequence[Number]], tuple[Number, ...]]

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..samples import PORT_COUNTERS
+
 GPU = "gpu"
 HOST = "host"
 TRAINING = "training"
 RANK = "rank"
 NODE = "node"
+PORT = "port"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,14 @@ def _r(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
 
 def _n(suffix: str, unit: str, field: str, description: str) -> MetricSpec:
     return MetricSpec(suffix, unit, NODE, field, description)
+
+
+def _port_counters() -> tuple[MetricSpec, ...]:
+    """One counter per InfiniBand/RoCE port error counter the samples keep (``ib.port.<counter>``)."""
+    return tuple(
+        MetricSpec(f"ib.port.{name}", "{error}", PORT, name, f"The port's {name} counter: {meaning}.", monotonic=True)
+        for name, meaning in PORT_COUNTERS.items()
+    )
 
 
 MEASUREMENTS: tuple[MetricSpec, ...] = (
@@ -107,6 +118,44 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
         "remapped_rows_failed",
         "1 once a memory row remap has failed (no spare rows left in a bank), 0 otherwise.",
     ),
+    _g(
+        "gpu.pcie.replay_errors",
+        "{error}",
+        "pcie_replay_errors",
+        "PCIe replays (link-level retransmissions) since the driver loaded.",
+        monotonic=True,
+    ),
+    _g("gpu.pcie.link.generation", "1", "pcie_link_gen", "The PCIe generation the GPU's link trained at now."),
+    _g(
+        "gpu.pcie.link.generation.max",
+        "1",
+        "pcie_link_gen_max",
+        "The highest PCIe generation the GPU and slot support.",
+    ),
+    _g("gpu.pcie.link.width", "{lane}", "pcie_link_width", "The PCIe lanes the GPU's link trained at now."),
+    _g("gpu.pcie.link.width.max", "{lane}", "pcie_link_width_max", "The most PCIe lanes the GPU and slot support."),
+    _g(
+        "gpu.nvlink.crc_errors",
+        "{error}",
+        "nvlink_crc_errors",
+        "NVLink CRC errors (flit and data) since the driver loaded, over the GPU's links.",
+        monotonic=True,
+    ),
+    _g(
+        "gpu.nvlink.replay_errors",
+        "{error}",
+        "nvlink_replay_errors",
+        "NVLink replays since the driver loaded, over the GPU's links.",
+        monotonic=True,
+    ),
+    _g(
+        "gpu.nvlink.recovery_errors",
+        "{error}",
+        "nvlink_recovery_errors",
+        "NVLink link recoveries since the driver loaded, over the GPU's links.",
+        monotonic=True,
+    ),
+    _g("gpu.nvlink.links_down", "{link}", "nvlink_links_down", "The GPU's NVLinks that are not active."),
     # Host — this node's from the resource (host.name); another node's with the attribute hostname
     _h("host.cpu.utilization", "%", "cpu_percent", "Host CPU utilization across all logical CPUs."),
     _h("host.cpus", "{cpu}", "cpu_count", "Logical CPUs on the host."),
@@ -185,6 +234,9 @@ MEASUREMENTS: tuple[MetricSpec, ...] = (
     # Per-rank heartbeat (sent even while the rank's step is blocked)
     _r("rank.global_step", "{step}", "global_step", "The rank's last completed optimizer step (heartbeat)."),
     _r("rank.phase_since", "s", "phase_since", "Unix time the rank entered its current phase (heartbeat)."),
+    # InfiniBand/RoCE ports — attributes ib.device, ib.port; another node's also hostname
+    *_port_counters(),
+    MetricSpec("ib.port.rate", "bit/s", PORT, "rate_gbps", "The rate the port's link trained at.", scale=1e9),
     # Other nodes of the job (a job daemon's view) — attribute hostname; their GPU and host points carry it too
     _n("node.last_seen", "s", "last_seen", "Unix time the node's telemetry last arrived at this job daemon."),
     _n(
@@ -220,6 +272,15 @@ RANK_PHASE = MetricSpec(
     "phase",
     "Always 1; the phase the rank is in now (attribute phase) and its process (process.pid), from its heartbeat.",
 )
+#: Always 1; an InfiniBand/RoCE port's logical and physical state and link layer (attributes ``state``,
+#: ``phys_state``, ``link_layer``).
+PORT_INFO = MetricSpec(
+    "ib.port.info",
+    "1",
+    PORT,
+    "",
+    "Always 1; the port's logical state (attribute state), physical state (phys_state) and link layer.",
+)
 #: Always 1; carries the job's descriptive strings as attributes.
 TRAINING_INFO = MetricSpec(
     "training.info",
@@ -250,4 +311,12 @@ TRAINING_INFO_ATTRIBUTES: dict[str, str] = {
     "hostname": "hostname",
 }
 
-ALL_INPUTS: tuple[MetricSpec, ...] = (*MEASUREMENTS, GPU_THROTTLE, TRAINING_INFO, GPU_XID, NONFINITE, RANK_PHASE)
+ALL_INPUTS: tuple[MetricSpec, ...] = (
+    *MEASUREMENTS,
+    GPU_THROTTLE,
+    TRAINING_INFO,
+    GPU_XID,
+    NONFINITE,
+    RANK_PHASE,
+    PORT_INFO,
+)

@@ -24,6 +24,7 @@ from ..samples import (
     GpuSample,
     HostSample,
     NodeSample,
+    PortSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -37,6 +38,8 @@ from .catalog import (
     MEASUREMENTS,
     NODE,
     NONFINITE,
+    PORT,
+    PORT_INFO,
     RANK,
     RANK_PHASE,
     TRAINING,
@@ -51,7 +54,7 @@ Point = tuple[Number, Attributes]
 Observations = dict[str, list[Point]]
 
 _SPECS_BY_SCOPE: dict[str, tuple[MetricSpec, ...]] = {
-    scope: tuple(s for s in MEASUREMENTS if s.scope == scope) for scope in (GPU, HOST, TRAINING, RANK, NODE)
+    scope: tuple(s for s in MEASUREMENTS if s.scope == scope) for scope in (GPU, HOST, TRAINING, RANK, NODE, PORT)
 }
 _SPECS_BY_SUFFIX: dict[str, MetricSpec] = {s.suffix: s for s in ALL_INPUTS}
 _INT_FIELDS: dict[str, frozenset[str]] = {
@@ -59,6 +62,7 @@ _INT_FIELDS: dict[str, frozenset[str]] = {
     for scope, rules in ((GPU, GPU_RULES), (HOST, HOST_RULES), (TRAINING, TRAINING_RULES), (RANK, RANK_RULES))
 }
 _INT_FIELDS[NODE] = frozenset()  # a node's liveness: unix seconds and a gap in seconds
+_INT_FIELDS[PORT] = frozenset(s.field for s in _SPECS_BY_SCOPE[PORT] if s.monotonic)  # its counters
 
 
 # ------------------------------------------------------------ samples → points
@@ -75,6 +79,26 @@ def gpu_attributes(gpu: GpuSample) -> dict[str, str | int]:
     if gpu.name is not None:
         attrs["gpu.name"] = gpu.name
     return attrs
+
+
+def port_attributes(port: PortSample) -> dict[str, str | int]:
+    """Data-point attributes that identify an InfiniBand/RoCE port (``ib.device``, ``ib.port``; ``hostname`` for
+    another node's)."""
+    attrs: dict[str, str | int] = {"ib.device": port.device, "ib.port": port.port}
+    if port.node is not None:
+        attrs["hostname"] = port.node
+    return attrs
+
+
+def _add_port(out: Observations, port: PortSample) -> None:
+    """A port's counters, rate and state (its info point)."""
+    attrs = port_attributes(port)
+    for spec in _SPECS_BY_SCOPE[PORT]:
+        value = port.counter(spec.field) if spec.monotonic else getattr(port, spec.field)
+        if value is not None:
+            out[spec.suffix].append((value if spec.scale == 1.0 else value * spec.scale, attrs))
+    info = {key: value for key in ("state", "phys_state", "link_layer") if (value := getattr(port, key)) is not None}
+    out[PORT_INFO.suffix].append((1, {**attrs, **info}))
 
 
 def rank_attributes(rank: RankSample) -> dict[str, str | int]:
@@ -128,9 +152,10 @@ def observe(
     xid_counts: Iterable[XidCount] = (),
     nodes: Iterable[NodeSample] = (),
     node_hosts: bool = True,
+    ports: Iterable[PortSample] = (),
 ) -> Observations:
-    """Every measurement point for these samples (and the XID totals, and the job's other nodes: their
-    summaries, and their hosts unless ``node_hosts`` is False), keyed by instrument suffix."""
+    """Every measurement point for these samples (and the XID totals, the job's other nodes: their summaries,
+    and their hosts unless ``node_hosts`` is False; the InfiniBand/RoCE ports), keyed by instrument suffix."""
     out: Observations = {spec.suffix: [] for spec in ALL_INPUTS}
     out[GPU_XID.suffix] = [(x.count, _xid_attributes(x)) for x in xid_counts]
     for node in nodes:  # one attributes dict per sample: the assembler resolves its target once per dict
@@ -147,6 +172,8 @@ def observe(
             )
     if host is not None:
         _add_fields(out, _SPECS_BY_SCOPE[HOST], host, {})
+    for port in ports:
+        _add_port(out, port)
     if training is not None:
         job = training_attributes(training)
         _add_fields(out, _SPECS_BY_SCOPE[TRAINING], training, job)

@@ -32,6 +32,7 @@ from ..samples import (
     LossPoint,
     NodeReport,
     NodeSample,
+    PortSample,
     RankSample,
     RankStack,
     TrainingSample,
@@ -73,6 +74,7 @@ class LatestSamples:
         self._lock = threading.Lock()
         self._gpus: tuple[GpuSample, ...] = ()
         self._host: HostSample | None = None
+        self._ports: tuple[PortSample, ...] = ()
         self._job: TrainingSample | None = None
         self._job_at = 0.0
         self._ranks: dict[int, RankSample] = {}
@@ -111,6 +113,8 @@ class LatestSamples:
                 self._count_xids(collected.gpus)
             if collected.host is not None:
                 self._host = collected.host
+            if collected.ports is not None:
+                self._ports = collected.ports
             self._changed()
         if collected.training is not None:
             self.put_training(collected.training, now)
@@ -256,7 +260,9 @@ class LatestSamples:
     def current(self) -> Collected:
         """The newest samples, training merged with its ranks; the GPUs are this node's, then the other nodes'."""
         with self._lock:
-            return Collected(gpus=self._all_gpus(), host=self._host, training=self._merged_training())
+            return Collected(
+                gpus=self._all_gpus(), host=self._host, training=self._merged_training(), ports=self._ports
+            )
 
     def xid_counts(self) -> tuple[XidCount, ...]:
         """XIDs seen per GPU and code since this store was created, sorted; lost GPUs keep theirs.
@@ -288,11 +294,13 @@ class LatestSamples:
             if cached is not None and cached[0] == self._version:
                 return cached[1]
             version, host, training, nodes = self._version, self._host, self._merged_training(), self._nodes.nodes()
+            ports = self._ports
             if nodes and self.node_series == OWNER:
                 gpus, xids, training = self._gpus, self._xid_counts, _owned_ranks(training, nodes)
             else:
                 gpus, xids = self._all_gpus(), self._all_xid_counts()
-        observed = observe(gpus, host, training, xids, nodes, node_hosts=not nodes or self.node_series != OWNER)
+        node_hosts = not nodes or self.node_series != OWNER
+        observed = observe(gpus, host, training, xids, nodes, node_hosts=node_hosts, ports=ports)
         with self._lock:
             self._observed = (version, observed)
         return observed

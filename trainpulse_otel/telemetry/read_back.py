@@ -20,6 +20,7 @@ from ..samples import (
     GpuSample,
     HostSample,
     NodeSample,
+    PortSample,
     RankSample,
     TrainingSample,
     XidCount,
@@ -38,6 +39,7 @@ def frame_from_samples(
     xid_counts: Iterable[XidCount] = (),
     nodes: Iterable[NodeSample] = (),
     memo: ReadBackMemo | None = None,
+    ports: Iterable[PortSample] = (),
 ) -> Frame:
     """The frame the in-process reader builds for these samples, without the points in between.
 
@@ -58,6 +60,7 @@ def frame_from_samples(
         training=_training_read_back(training, rank_read) if training is not None else None,
         xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
         nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
+        ports=tuple(sorted(ports, key=lambda p: (p.node or "", p.device, p.port))),  # their fields read as they are
     )
     if memo is not None:
         memo.turn()

@@ -20,6 +20,7 @@ from .physics import (
     GPU_MEMORY_BYTES,
     GPU_NAME,
     GPU_RESERVED_BYTES,
+    HEALTHY_LINKS,
     HW_SLOWDOWN_C,
     IDLE_POWER_W,
     IDLE_SM_CLOCK_MHZ,
@@ -239,4 +240,5 @@ def _read_out(
         max_sm_clock_mhz=MAX_SM_CLOCK_MHZ,
         throttle_reasons=reasons,
         ecc_uncorrected_errors=0,
+        **{**HEALTHY_LINKS, "pcie_link_width": round(k.pcie_width[gpu.index])},
     )

@@ -47,6 +47,7 @@ GPU_KNOBS: Mapping[str, str] = {
     "rank_hang": "1 while the rank on the GPU is stuck before its all-reduce (its peers wait inside it)",
     "link_error": "1 once the GPU's InfiniBand NIC (its rail to the other nodes) has failed: its rank's transfers fail",
     "rank_exit": "1 once the rank on the GPU has died of an exception (its process exited with an error)",
+    "pcie_width": "the PCIe lanes the GPU's link trained at (16; 8 is a link downtrained to x8)",
 }
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
@@ -120,6 +121,7 @@ GPU_HEALTHY: dict[str, float] = {
     "rank_hang": 0.0,
     "link_error": 0.0,
     "rank_exit": 0.0,
+    "pcie_width": 16.0,
 }
 
 
@@ -152,6 +154,7 @@ class Knobs:
     rank_hang: list[float]  # per local GPU (and the rank on it): >= 0.5 while the rank is stuck
     link_error: list[float]  # per local GPU: >= 0.5 once its InfiniBand NIC has failed
     rank_exit: list[float]  # per local GPU (and the rank on it): >= 0.5 once the rank has died of an exception
+    pcie_width: list[float]  # per local GPU: the lanes its PCIe link trained at
 
     def hung(self) -> tuple[int, ...]:
         """The local GPUs whose ranks are stuck now."""

@@ -24,6 +24,18 @@ CLOCK_STEP_MHZ = 15.0
 MIN_CLOCK_RATIO = 0.35
 POWER_LIMIT_W = 700.0
 PEAK_BF16_FLOPS = 989e12  # dense bf16 tensor-core peak of an H100 SXM
+#: A healthy H100 SXM's links: PCIe Gen5 x16 trained at its maximum, its 18 NVLinks up, no error counted.
+HEALTHY_LINKS: dict[str, int] = {
+    "pcie_replay_errors": 0,
+    "pcie_link_gen": 5,
+    "pcie_link_gen_max": 5,
+    "pcie_link_width": 16,
+    "pcie_link_width_max": 16,
+    "nvlink_crc_errors": 0,
+    "nvlink_replay_errors": 0,
+    "nvlink_recovery_errors": 0,
+    "nvlink_links_down": 0,
+}
 
 # Power: idle + busy * (static-under-load + dynamic * clock^3 * tensor intensity).
 IDLE_POWER_W = 70.0

@@ -310,6 +310,17 @@ _CATALOGUE: tuple[Scenario, ...] = (
         subject={"gpu_index": 6},
     ),
     _scenario(
+        "link_degradation",
+        "GPU 5's PCIe link retrains at x8 of x16 (a loose riser): its host transfers take twice as long, rank 5 "
+        "runs ~30% slower and its peers wait for it.",
+        Effect("pcie_width", 8.0, gpus=(5,)),
+        Effect("rank_slowdown", 1.3, gpus=(5,), ramp_s=10.0),
+        cause="interconnect_degradation",
+        subject={"gpu_index": 5, "rank": 5},
+        expected=("link_degradation", "rank_straggler"),
+        allowed=("sync_imbalance",),
+    ),
+    _scenario(
         "loss_spike",
         "A bad data shard: the loss jumps to ~1.7x for ~20 s, then recovers over a minute; nothing else changes.",
         Effect("loss_factor", 1.7),

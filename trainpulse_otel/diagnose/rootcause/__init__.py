@@ -1,7 +1,7 @@
 """Root-cause inference: rules propose candidate causes, the ranking orders them.
 
 The built-in rules live by family (:mod:`.hardware`, :mod:`.gpu_failure`,
-:mod:`.nodes`, :mod:`.hang`, :mod:`.ranks`, :mod:`.waits`, :mod:`.residual`,
+:mod:`.nodes`, :mod:`.links`, :mod:`.hang`, :mod:`.ranks`, :mod:`.waits`, :mod:`.residual`,
 :mod:`.numerics`) and are listed in :mod:`..builtins`; third-party rules come
 from the ``trainpulse.root_causes`` entry points. :func:`infer_root_causes` is
 handed the rules to use.

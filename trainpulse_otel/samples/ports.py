@@ -1,0 +1,61 @@
+"""An InfiniBand or RoCE port of a host at one instant: its state and its error counters.
+
+What ``/sys/class/infiniband/<device>/ports/<port>/`` shows (``state``, ``phys_state``, ``rate``, ``link_layer``,
+``counters/*``), or node-exporter's ``node_infiniband_*`` series of the same port. Counters are cumulative as the
+HCA keeps them: a counter that goes back (a reset, a reboot) starts again, it is no error; ``None`` is a counter
+this port or driver does not keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The port error counters the contract names, as ``counters/`` names its files (and node-exporter its series,
+#: ``node_infiniband_<name>_total``), each with what a rise of it means.
+PORT_COUNTERS: dict[str, str] = {
+    "symbol_error": "minor link errors detected on a physical lane (bad cable, dirty optic)",
+    "link_downed": "times the link went down after training (a flap)",
+    "link_error_recovery": "times the link recovered from an error (a retrain)",
+    "port_rcv_errors": "packets received with an error (malformed, bad CRC)",
+    "port_xmit_discards": "outbound packets discarded (the port down or congested)",
+    "excessive_buffer_overrun_errors": "receive-buffer overruns past the threshold (flow control broken)",
+    "local_link_integrity_errors": "local physical errors past the threshold",
+    "port_rcv_remote_physical_errors": "packets received marked bad by a remote physical error (EBP)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PortSample:
+    """One InfiniBand/RoCE port: ``device`` (``mlx5_0``) and ``port`` (1-based) identify it on its node (``node``:
+    None is this daemon's own).
+
+    ``state`` is the logical state's name (``ACTIVE``, ``DOWN``, ``INIT``), ``phys_state`` the physical one's
+    (``LinkUp``, ``Polling``, ``Disabled``), ``rate_gbps`` the rate it trained at, ``link_layer`` ``InfiniBand`` or
+    ``Ethernet`` (RoCE). ``counters`` maps a name of :data:`PORT_COUNTERS` to its cumulative value."""
+
+    device: str
+    port: int
+    state: str | None = None
+    phys_state: str | None = None
+    rate_gbps: float | None = None
+    link_layer: str | None = None
+    counters: tuple[tuple[str, int], ...] = ()
+    node: str | None = None
+
+    @property
+    def key(self) -> PortKey:
+        """What identifies the port in a job: its node, device and port number."""
+        return (self.node, self.device, self.port)
+
+    def counter(self, name: str) -> int | None:
+        """The cumulative value of one counter, or None when the port does not keep it."""
+        return next((value for key, value in self.counters if key == name), None)
+
+    @property
+    def label(self) -> str:
+        """How messages name the port: ``mlx5_0 port 1``, ``mlx5_0 port 1 on node-3``."""
+        return f"{self.device} port {self.port}" + (f" on {self.node}" if self.node else "")
+
+
+#: A port's identity in a job view: (node hostname or None for this daemon's own, device, port number).
+PortKey = tuple[str | None, str, int]
