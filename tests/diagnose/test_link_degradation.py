@@ -122,3 +122,20 @@ def test_an_erroring_port_with_nothing_slow_is_a_warning_to_drain_at_the_next_ch
     (cause,) = [c for c in d.root_causes if c.cause == "interconnect_degradation"]
     assert cause.subject == {"device": "mlx5_0", "port": 1, "link": "port", "hostname": "node-000"}
     assert "perfquery" in cause.remediation and "drain" in cause.remediation
+
+
+def test_nvsentinel_s_other_port_rules_and_dcgm_s_nvlink_error_rule():
+    def run(**counters_at):
+        return Harness(LinkDegradation()).run(
+            range(130), lambda t: frame(t, ports=(port(t, **{c: f(t) for c, f in counters_at.items()}),))
+        )
+
+    discards = run(port_xmit_discards=lambda t: int(t) * 150).active()[0]
+    assert discards.evidence["port_xmit_discards_per_s"] == 150 and discards.severity == "warning"
+    flapping = run(link_error_recovery=lambda t: int(t) // 10).active()  # 6 a minute: above NVSentinel's 5
+    assert flapping and flapping[0].evidence["link_error_recovery_per_min"] >= 5.5
+    assert run(link_error_recovery=lambda t: int(t) // 20).raised() == []  # 3 a minute
+    integrity = run(local_link_integrity_errors=lambda t: 1 if t >= 60 else 0).active()[0]
+    assert integrity.severity == "critical" and integrity.evidence["rose"] == ["local_link_integrity_errors"]
+    nvlink = Harness(LinkDegradation()).run(range(30), lambda t: frame(t, nvlink_recovery_errors=1 if t >= 12 else 0))
+    assert nvlink.active()[0].evidence["nvlink_errors"] == 1

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from trainpulse_otel.collect.base import Collected
 from trainpulse_otel.diagnose.pipeline import PipelineResult
-from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, RootCause, Signal, Transition
+from trainpulse_otel.diagnose.types import Diagnosis, Goodput, Health, NodeRisk, RootCause, Signal, Transition
 from trainpulse_otel.runtime.engine import Engine
 from trainpulse_otel.samples import PORT_COUNTERS, NodeReport, PortSample, XidCount, parse_training
 
@@ -30,7 +30,9 @@ def straggler_raised(ts: float) -> PipelineResult:
         "recommended_checkpoint_interval_s": 412.0,
     }  # fmt: skip
     goodput = Goodput(0.81, 0.74, 1712.0, {"straggler_rank": 42.0, "unattributed": 3.5}, wall_s=900.0, job=job)
-    diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,), goodput)
+    risks = (NodeRisk("node-003", "mlx5_0/1", 0.35, ("link_degradation: symbol_error 50/s",)),
+             NodeRisk("node-003", "node", 0.35, ("mlx5_0/1 0.35",)))  # fmt: skip
+    diagnosis = Diagnosis(ts, Health(62.0, "degraded"), (signal,), (cause,), goodput, node_risk=risks)
     transition = Transition(ts, "raised", "rank_straggler", "warning", subject, signal.message)
     return PipelineResult(diagnosis, (transition,), top_cause_changed=True, scores={"rank_straggler": 1.38})
 

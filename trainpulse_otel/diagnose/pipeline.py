@@ -1,4 +1,4 @@
-"""The diagnostic pipeline: frame → detectors → signal state machine → root causes → health.
+"""The diagnostic pipeline: frame → detectors → signal state machine → root causes → health, node risk.
 
 Pure: it is handed its detectors, root-cause rules and their vocabulary
 (discovery happens in :mod:`trainpulse_otel.runtime`), reads frames and
@@ -23,6 +23,7 @@ from .health import HealthScorer
 from .joblife.life import JobLife
 from .rank_budget import RankBudgets
 from .relay import RELAY_POLICY, relayed_findings
+from .risk import node_risks
 from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
 from .spec import ROLE_STALL, ROLE_STRAGGLER
 from .tick import TickBuilder
@@ -157,6 +158,7 @@ class DiagnosticPipeline:
             signals=signals,
             root_causes=causes,
             goodput=self._with_life(self._goodput.goodput(ts, self._ranks.worst()), ts),
+            node_risk=node_risks(signals, frame.xid_counts) if signals or frame.xid_counts else (),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
 

@@ -220,6 +220,32 @@ class Goodput:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class NodeRisk:
+    """One component's risk of interrupting the job (:mod:`.risk`): ``hostname`` (None: this daemon's node),
+    ``component`` (``gpu3``, ``mlx5_0/1`` or ``node``), ``risk`` in [0, 1], the evidence that raised it in words."""
+
+    hostname: str | None
+    component: str
+    risk: float
+    evidence: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"component": self.component, "risk": round(self.risk, 3), "evidence": [*self.evidence]}
+        return out | ({"hostname": self.hostname} if self.hostname is not None else {})
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = "node_risk") -> NodeRisk:
+        """A risk read back from its ``to_dict`` form; unknown keys are ignored."""
+        data = _object(data, where)
+        return cls(
+            hostname=_field(data, "hostname", str, where, None),
+            component=_field(data, "component", str, where),
+            risk=_field(data, "risk", float, where),
+            evidence=tuple(str(e) for e in _field(data, "evidence", list, where, [])),
+        )
+
+
 @dataclass(frozen=True)
 class Diagnosis:
     """Health, active signals, ranked root causes and goodput at one instant (goodput None until known)."""
@@ -229,14 +255,17 @@ class Diagnosis:
     signals: tuple[Signal, ...] = ()
     root_causes: tuple[RootCause, ...] = ()
     goodput: Goodput | None = None
+    #: Each component's and node's risk of interrupting the job, riskiest first (:mod:`.risk`); empty: none shows any.
+    node_risk: tuple[NodeRisk, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "health": self.health.to_dict(),
             "signals": [s.to_dict() for s in self.signals],
             "root_causes": [c.to_dict() for c in self.root_causes],
             "goodput": self.goodput.to_dict() if self.goodput is not None else None,
         }
+        return out | ({"node_risk": [r.to_dict() for r in self.node_risk]} if self.node_risk else {})
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "diagnosis", ts: float = 0.0) -> Diagnosis:
@@ -251,12 +280,14 @@ class Diagnosis:
         signals = _field(data, "signals", list, where, [])
         causes = _field(data, "root_causes", list, where, [])
         goodput = data.get("goodput")
+        risks = _field(data, "node_risk", list, where, [])
         return cls(
             ts=ts,
             health=Health.from_dict(data.get("health"), f"{where}.health"),
             signals=tuple(Signal.from_dict(s, f"{where}.signals[{i}]") for i, s in enumerate(signals)),
             root_causes=tuple(RootCause.from_dict(c, f"{where}.root_causes[{i}]") for i, c in enumerate(causes)),
             goodput=None if goodput is None else Goodput.from_dict(goodput, f"{where}.goodput"),
+            node_risk=tuple(NodeRisk.from_dict(r, f"{where}.node_risk[{i}]") for i, r in enumerate(risks)),
         )
 
 

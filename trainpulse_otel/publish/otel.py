@@ -95,6 +95,13 @@ class DiagnosisPublisher:
             "the cause explains (0: a deeper cause explains it). Absent when not inferred.",
         )
         meter.create_observable_gauge(
+            f"{namespace}.node.risk",
+            callbacks=[self._observe_risks],
+            unit="1",
+            description="Each GPU's, port's and node's risk of interrupting the job, 0-1 (attribute component: "
+            "gpu3, mlx5_0/1, node), from the evidence it shows; absent when none shows any.",
+        )
+        meter.create_observable_gauge(
             f"{namespace}.goodput.ratio",
             callbacks=[self._goodput_reading(lambda g: g.ratio)],
             unit="1",
@@ -183,6 +190,12 @@ class DiagnosisPublisher:
             Observation(cause.confidence, {"cause": cause.cause})
             for cause in self._diagnosis.root_causes
             if cause.cause in self._causes
+        ]
+
+    def _observe_risks(self, _options: CallbackOptions) -> Iterable[Observation]:
+        return [
+            Observation(r.risk, {"component": r.component, **({"hostname": r.hostname} if r.hostname else {})})
+            for r in self._diagnosis.node_risk
         ]
 
     def _goodput_reading(self, read: Callable[[Goodput], float]) -> Callable[[CallbackOptions], list[Observation]]:

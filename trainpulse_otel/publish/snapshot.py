@@ -101,6 +101,11 @@ class Snapshot:
             "report_interval_s": node.report_interval_s,
             "stale": self.timestamp is not None and node.stale(self.timestamp),
         }
+        risk = next(
+            (r for r in self.diagnosis.node_risk if r.hostname == node.hostname and r.component == "node"), None
+        )
+        if risk is not None:  # the chance it interrupts the job, from the evidence its GPUs and ports show
+            out["risk"] = round(risk.risk, 3)
         if node.signals is not None:  # the node's daemon judges its GPUs and host: its verdict, its active signals
             out["signals"] = [
                 {"name": s.name, "severity": s.severity, "subject": dict(s.subject)} for s in node.signals

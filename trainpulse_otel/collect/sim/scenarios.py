@@ -311,12 +311,12 @@ _CATALOGUE: tuple[Scenario, ...] = (
     ),
     _scenario(
         "link_degradation",
-        "GPU 5's PCIe link retrains at x8 of x16 (a loose riser): its host transfers take twice as long, rank 5 "
+        "GPU 7's PCIe link retrains at x8 of x16 (a loose riser): its host transfers take twice as long, rank 7 "
         "runs ~30% slower and its peers wait for it.",
-        Effect("pcie_width", 8.0, gpus=(5,)),
-        Effect("rank_slowdown", 1.3, gpus=(5,), ramp_s=10.0),
+        Effect("pcie_width", 8.0, gpus=(7,)),
+        Effect("rank_slowdown", 1.3, gpus=(7,), ramp_s=10.0),
         cause="interconnect_degradation",
-        subject={"gpu_index": 5, "rank": 5},
+        subject={"gpu_index": 7, "rank": 7},
         expected=("link_degradation", "rank_straggler"),
         allowed=("sync_imbalance",),
     ),

@@ -33,10 +33,17 @@ LINK_DEGRADATION = SignalSpec(
 )
 #: A state that holds (a downtrained link, NVLinks down, a port gone down) scores this: raised at once.
 STATE_SCORE = 2.0
-#: Counters whose every rise is critical (NVSentinel: fatal on any rise): the link flapped, flow control broke.
-FATAL_PORT_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors")
-#: Counters judged by rate against ``ib_errors_per_s`` (NVSentinel's degradation rule).
-RATED_PORT_COUNTERS = ("symbol_error", "port_rcv_errors")
+#: Counters whose every rise is critical (NVSentinel: fatal on any rise): the link flapped, flow control broke, the
+#: local link's integrity errors passed their threshold.
+FATAL_PORT_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors")
+#: Counters judged by rate (NVSentinel's degradation rules): (counter, the knob holding its limit, ``s`` — per
+#: second between readings — or ``min`` — per minute over ``window_s``).
+RATED_PORT_COUNTERS = (
+    ("symbol_error", "ib_errors_per_s", "s"),
+    ("port_rcv_errors", "ib_errors_per_s", "s"),
+    ("port_xmit_discards", "xmit_discards_per_s", "s"),
+    ("link_error_recovery", "recoveries_per_min", "min"),
+)
 
 
 class _Rate:
@@ -85,7 +92,17 @@ class LinkDegradation(BaseDetector):
             "NVSentinel's InfiniBand degradation rule: symbol_error or port_rcv_errors above this rate",
             0,
         ),
-        Knob("window_s", 60.0, SECONDS, CONVENTION, "PCIe replays are counted over this window (DCGM's per minute)", 1),
+        Knob("xmit_discards_per_s", 100.0, PER_SECOND, CONVENTION, "NVSentinel's limit on port_xmit_discards", 0),
+        Knob("recoveries_per_min", 5.0, PER_MINUTE, CONVENTION, "NVSentinel's limit on link_error_recovery", 0),
+        Knob(
+            "nvlink_errors",
+            1,
+            COUNT,
+            CONVENTION,
+            "NVLink replay or recovery errors within the window: DCGM's NVLink error limit (any)",
+            1,
+        ),
+        Knob("window_s", 60.0, SECONDS, CONVENTION, "per-minute rates are counted over this window (DCGM's)", 1),
         Knob("hold_s", 600.0, SECONDS, CONVENTION, "a link_downed or buffer-overrun rise stays critical this long", 0),
         Knob(
             "busy_percent",
@@ -136,6 +153,16 @@ class LinkDegradation(BaseDetector):
         rose = rate.add(ts, value, self.thresholds.window_s)
         return rose, rate.per_second(recent)
 
+    def _window_rise(self, key: Any, counters: tuple[str, ...], g: GpuSample, ts: float) -> int:
+        """How much these counters rose together over the window (a reset starts one over)."""
+        total = 0
+        for counter in counters:
+            self._rate(key, counter, ts, getattr(g, counter))
+            rate = self._rates.get((key, counter))
+            if rate is not None and len(rate.points) >= 2:
+                total += rate.points[-1][1] - rate.points[0][1]
+        return total
+
     def _gpu(self, g: GpuSample, ts: float, host: str | None) -> Finding | None:
         t, key = self.thresholds, g.key
         parts: list[str] = []
@@ -152,6 +179,11 @@ class LinkDegradation(BaseDetector):
             parts.append(f"{crc:.0f} NVLink CRC errors/s (DCGM's limit {t.nvlink_crc_per_s:g}/s)")
             evidence["nvlink_crc_per_s"] = round(crc, 2)
             score = max(score, crc / t.nvlink_crc_per_s)
+        errors = self._window_rise(key, ("nvlink_replay_errors", "nvlink_recovery_errors"), g, ts)
+        if errors >= t.nvlink_errors:
+            parts.append(f"{errors} NVLink replay/recovery error(s) in {t.window_s:g} s (DCGM: any is an error)")
+            evidence["nvlink_errors"] = errors
+            score = max(score, STATE_SCORE)
         trained = _downtrained(g, t.busy_percent)
         if trained:
             parts.append(trained)
@@ -173,12 +205,14 @@ class LinkDegradation(BaseDetector):
         parts: list[str] = []
         evidence: dict[str, Any] = {}
         score, severity = 0.0, WARNING
-        for counter in RATED_PORT_COUNTERS:
-            _, rate = self._rate(key, counter, ts, p.counter(counter), recent=True)
-            if rate is not None and rate > t.ib_errors_per_s:
-                parts.append(f"{counter} {rate:.0f}/s (NVSentinel's limit {t.ib_errors_per_s:g}/s)")
-                evidence[f"{counter}_per_s"] = round(rate, 2)
-                score = max(score, rate / t.ib_errors_per_s)
+        for counter, limit_knob, per in RATED_PORT_COUNTERS:
+            _, rate = self._rate(key, counter, ts, p.counter(counter), recent=per == "s")
+            limit = getattr(t, limit_knob)
+            if rate is not None and rate * (60.0 if per == "min" else 1.0) > limit:
+                value = rate * (60.0 if per == "min" else 1.0)
+                parts.append(f"{counter} {value:.0f}/{per} (NVSentinel's limit {limit:g}/{per})")
+                evidence[f"{counter}_per_{per}"] = round(value, 2)
+                score = max(score, value / limit)
         risen = [c for c in FATAL_PORT_COUNTERS if self._rate(key, c, ts, p.counter(c))[0] > 0]
         if risen:
             self._fatal[key] = (ts, risen)
