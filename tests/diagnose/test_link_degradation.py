@@ -29,7 +29,8 @@ def test_symbol_errors_climbing_at_50_a_second_name_the_port_and_host_within_two
         return frame(t, ports=(port(t), port(t, "mlx5_1"), port(t, "mlx5_1", node="node-7", symbol_error=errors)))
 
     h = Harness(LinkDegradation()).run(range(30), at)
-    assert h.first_raise_s("link_degradation") == 11.0  # the second reading after the climb began gives its rate
+    # the first reading after the climb began gives its rate, the next confirms it: within two intervals
+    assert h.first_raise_s("link_degradation") == 12.0
     (signal,) = h.active()
     assert signal.subject == {"device": "mlx5_1", "port": 1, "hostname": "node-7"}
     assert signal.severity == "warning" and signal.evidence["symbol_error_per_s"] == 50.0
@@ -77,6 +78,17 @@ def test_a_downtrained_link_is_raised_a_lower_generation_only_while_busy():
     assert idle.raised() == []  # an idle GPU drops to Gen1 to save power
     busy = Harness(LinkDegradation()).run(range(6), lambda t: frame(t, pcie_link_gen=3))
     assert "Gen3 x16 of Gen5 x16" in busy.active()[0].message
+
+
+def test_a_burst_within_one_reading_is_not_a_rate_and_two_readings_are():
+    """One poll's burst (40 symbol errors between two readings, then none) is noise: a rate needs two readings."""
+    once = Harness(LinkDegradation()).run(
+        range(30), lambda t: frame(t, ports=(port(t, symbol_error=40 if t >= 10 else 0),))
+    )
+    assert once.raised() == [] and once.findings  # judged, not raised
+    twice = {t: 0 if t < 10 else (40 if t < 11 else 80) for t in range(30)}
+    h = Harness(LinkDegradation()).run(range(30), lambda t: frame(t, ports=(port(t, symbol_error=twice[int(t)]),)))
+    assert h.first_raise_s() == 11.0
 
 
 def test_a_healthy_fleet_raises_nothing_over_an_hour():
@@ -139,3 +151,17 @@ def test_nvsentinel_s_other_port_rules_and_dcgm_s_nvlink_error_rule():
     assert integrity.severity == "critical" and integrity.evidence["rose"] == ["local_link_integrity_errors"]
     nvlink = Harness(LinkDegradation()).run(range(30), lambda t: frame(t, nvlink_recovery_errors=1 if t >= 12 else 0))
     assert nvlink.active()[0].evidence["nvlink_errors"] == 1
+
+
+def test_a_per_minute_rate_is_over_the_whole_minute_even_for_a_daemon_just_started():
+    """One link retrain two seconds after the daemon started is one a minute, not thirty; six within a minute are
+    past NVSentinel's five."""
+    once = Harness(LinkDegradation()).run(
+        range(120), lambda t: frame(t, ports=(port(t, link_error_recovery=1 if t >= 2 else 0),))
+    )
+    assert once.raised() == []
+    six = Harness(LinkDegradation()).run(
+        range(120), lambda t: frame(t, ports=(port(t, link_error_recovery=min(6, int(t) // 5)),))
+    )
+    # the sixth at 30 s: past at 30, confirmed at 31, and a marginal rate (1.2x) raised on its second finding
+    assert six.first_raise_s() == 32.0

@@ -7,7 +7,8 @@ scenario's expected ∪ allowed signals); the top root cause and its subject at 
 one second before memory runs out); and the ``oom_risk`` lead time. Then the healthy scenario
 runs for an hour and every signal raised is a false alarm. Variants re-run the scenarios on other
 job shapes, so no threshold is tuned to one; ``-pairs`` adds two faults at once (:mod:`.pairs`). A full
-run also scores the job's life across restarts on the jobs the simulator fails and restarts (:mod:`.job_life`)::
+run also scores the job's life across restarts on the jobs the simulator fails and restarts (:mod:`.job_life`),
+and the node's risk rising before a failure and on healthy fleets (:mod:`.node_health`)::
 
     report = evaluate(seeds=3, variants=("default", "multinode"))
     print(format_report(report))  # per scenario: latency, top cause; the summary line; exit 1 on a miss
@@ -25,6 +26,7 @@ from typing import Any
 from ..collect.sim.scenarios import SCENARIOS
 from ..runtime import Plugins, discover
 from .job_life import LifeResult, evaluate_lives, format_lives, lives_summary
+from .node_health import NodeHealthReport, evaluate_node_health, format_node_health
 from .pairs import PairResult, format_pairs, pair_figures, pairs_line, pairs_summary, run_pair
 from .sim_replay import (
     MAX_GOODPUT_GAP,
@@ -100,6 +102,7 @@ class EvalReport:
     healthy: list[HealthyResult]
     pairs: list[PairResult] = field(default_factory=list)  # only with ``-pairs``
     lives: list[LifeResult] = field(default_factory=list)  # a full run's jobs restarted from their checkpoints
+    node_health: NodeHealthReport | None = None  # a full run's precursors and healthy fleet
 
     def summary(self) -> dict[str, Any]:
         """The figures, and whether each is met."""
@@ -136,6 +139,9 @@ class EvalReport:
         if self.lives:
             out["job_life"] = lives_summary(self.lives)
             out["figures"]["job_life"] = out["job_life"]["right"] == len(self.lives)
+        if self.node_health is not None:
+            out["node_health"] = self.node_health.summary()
+            out["figures"]["node_health"] = out["node_health"]["ok"]
         return out
 
     @property
@@ -145,11 +151,13 @@ class EvalReport:
     def to_dict(self) -> dict[str, Any]:
         pairs = {"pairs": [asdict(p) for p in self.pairs]} if self.pairs else {}
         lives = {"job_life": [{**asdict(r), "ok": r.ok} for r in self.lives]} if self.lives else {}
+        health = {"node_health": self.node_health.to_dict()} if self.node_health is not None else {}
         return {
             "scenarios": [asdict(r) for r in self.scenarios],
             "healthy": [asdict(h) for h in self.healthy],
             **pairs,
             **lives,
+            **health,
             "summary": self.summary(),
         }
 
@@ -261,7 +269,8 @@ def evaluate(
                 healthy.append(run_healthy(seed, healthy_s, variant, interval_s, plugins))
     paired = [run_pair(p, seed, interval_s=interval_s, plugins=plugins) for seed in range(seeds) for p in pairs]
     lives = evaluate_lives(seeds, interval_s, plugins) if scenarios is None else []
-    return EvalReport(runs, healthy, paired, lives)
+    health = evaluate_node_health(seeds, interval_s, plugins) if scenarios is None else None
+    return EvalReport(runs, healthy, paired, lives, health)
 
 
 # ------------------------------------------------------------------ printing
@@ -302,6 +311,8 @@ def format_report(report: EvalReport) -> str:
         lines += ["", *format_pairs(report.pairs)]
     if report.lives:
         lines += ["", *format_lives(report.lives)]
+    if report.node_health is not None:
+        lines += ["", *format_node_health(report.node_health)]
     lines.append("")
     lines.append(
         f"summary: {s['detected']}/{s['runs']} detected; median latency {_secs(s['median_latency_s'])}, "
@@ -322,6 +333,13 @@ def format_report(report: EvalReport) -> str:
     if report.lives:
         life = s["job_life"]
         lines.append(f"job life: {life['right']}/{life['runs']} restarted jobs with their attempts and costs right")
+    if report.node_health is not None:
+        h = s["node_health"]
+        lines.append(
+            f"node health: {h['right']}/{h['precursors']} failures announced and named, median lead "
+            f"{_secs(h['median_lead_s'])}; healthy fleet {h['false_alarms_per_1000_node_days']:.2f} false alarms "
+            "per 1,000 node-days"
+        )
     return "\n".join(lines)
 
 

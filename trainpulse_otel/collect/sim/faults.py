@@ -1,8 +1,9 @@
 """Failing GPUs in the simulator: what NVML shows of a GPU wearing out or falling off the bus.
 
-The knobs ``gpu_lost``, ``ecc_corrected_rate`` and ``row_remap_pending``
-(:mod:`.scenarios`) move; :class:`HardwareFaults` turns them into the GPU
-fields NVML reports: a corrected-ECC counter that accumulates the rate, the
+The knobs ``gpu_lost``, ``ecc_corrected_rate``, ``row_remap_pending``,
+``pcie_replay_rate`` and ``nvlink_crc_rate`` (:mod:`.scenarios`) move;
+:class:`HardwareFaults` turns them into the GPU fields NVML reports: counters
+that accumulate the rates (corrected ECC, PCIe replays, NVLink CRC), the
 row remapper's pending flag with its XID 63 when the remap is recorded, and
 a lost GPU's XID 79 on the tick it falls — a sample with nothing else, as
 NVML's collector reports it — after which it is gone from the list. While a
@@ -31,6 +32,8 @@ class HardwareFaults:
 
     def __init__(self, gpus: int) -> None:
         self._corrected = [0.0] * gpus
+        self._replays = [0.0] * gpus  # PCIe replays and NVLink CRC errors, accumulated from their knobs' rates
+        self._crc = [0.0] * gpus
         self._fell: set[int] = set()
         self._remapped: set[int] = set()
 
@@ -50,6 +53,8 @@ class HardwareFaults:
                     out.append(GpuSample(index=i, uuid=g.uuid, name=g.name, xid_errors=(XID_FALLEN_OFF_THE_BUS,)))
                 continue
             self._corrected[i] += k.ecc_corrected_rate[i] * dt
+            self._replays[i] += k.pcie_replay_rate[i] * dt
+            self._crc[i] += k.nvlink_crc_rate[i] * dt
             pending = int(k.row_remap_pending[i] >= 0.5)
             xids: tuple[int, ...] = ()
             if pending and i not in self._remapped:
@@ -62,6 +67,8 @@ class HardwareFaults:
                     remapped_rows_pending=pending,
                     remapped_rows_failed=0,
                     xid_errors=xids,
+                    pcie_replay_errors=int(self._replays[i]),
+                    nvlink_crc_errors=int(self._crc[i]),
                 )
             )
         return tuple(out)

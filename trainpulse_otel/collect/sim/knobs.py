@@ -48,6 +48,8 @@ GPU_KNOBS: Mapping[str, str] = {
     "link_error": "1 once the GPU's InfiniBand NIC (its rail to the other nodes) has failed: its rank's transfers fail",
     "rank_exit": "1 once the rank on the GPU has died of an exception (its process exited with an error)",
     "pcie_width": "the PCIe lanes the GPU's link trained at (16; 8 is a link downtrained to x8)",
+    "pcie_replay_rate": "PCIe replays per second on the GPU's link (a link going bad retransmits)",
+    "nvlink_crc_rate": "NVLink CRC errors per second over the GPU's links",
 }
 
 #: Knobs whose level reaching 1 kills the job; ``ramp_s`` is then the time to exhaustion.
@@ -122,6 +124,8 @@ GPU_HEALTHY: dict[str, float] = {
     "link_error": 0.0,
     "rank_exit": 0.0,
     "pcie_width": 16.0,
+    "pcie_replay_rate": 0.0,
+    "nvlink_crc_rate": 0.0,
 }
 
 
@@ -155,6 +159,8 @@ class Knobs:
     link_error: list[float]  # per local GPU: >= 0.5 once its InfiniBand NIC has failed
     rank_exit: list[float]  # per local GPU (and the rank on it): >= 0.5 once the rank has died of an exception
     pcie_width: list[float]  # per local GPU: the lanes its PCIe link trained at
+    pcie_replay_rate: list[float]  # per local GPU, replays per second
+    nvlink_crc_rate: list[float]  # per local GPU, CRC errors per second
 
     def hung(self) -> tuple[int, ...]:
         """The local GPUs whose ranks are stuck now."""

@@ -66,12 +66,16 @@ class _Rate:
             self.points.popleft()  # the next one already reaches back to the window's start
         return rose
 
-    def per_second(self, recent: bool = False) -> float | None:
-        """The rate over the window, or (``recent``) between the last two readings: a poll-to-poll rate."""
+    def per_second(self, window_s: float, recent: bool = False) -> float | None:
+        """The rate over the window — what rose within it over the whole window, so a counter read for a few
+        seconds only (a daemon just started) is not a rate of a minute — or (``recent``) between the last two
+        readings: a poll-to-poll rate."""
         if len(self.points) < 2:
             return None
         (t0, v0), (t1, v1) = self.points[-2 if recent else 0], self.points[-1]
-        return (v1 - v0) / (t1 - t0) if t1 > t0 else None
+        if t1 <= t0:
+            return None
+        return (v1 - v0) / (t1 - t0 if recent else max(t1 - t0, window_s))
 
 
 class LinkDegradation(BaseDetector):
@@ -127,6 +131,7 @@ class LinkDegradation(BaseDetector):
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         super().__init__(thresholds)
         self._rates: dict[tuple[Any, str], _Rate] = {}
+        self._past: set[tuple[Any, str]] = set()  # the rated counters past their limit at their last reading
         self._fatal: dict[PortKey, tuple[float, list[str]]] = {}  # when a fatal counter last rose, which
         self._active: set[PortKey] = set()  # ports seen up: one that goes down from there is a link lost
 
@@ -151,7 +156,17 @@ class LinkDegradation(BaseDetector):
         if rate is None:
             rate = self._rates[(key, counter)] = _Rate()
         rose = rate.add(ts, value, self.thresholds.window_s)
-        return rose, rate.per_second(recent)
+        return rose, rate.per_second(self.thresholds.window_s, recent)
+
+    def _twice(self, key: Any, counter: str, past: bool) -> bool:
+        """Whether a counter's rate is past its limit at this reading and the one before: a burst between two
+        readings, then quiet, is noise; a rate holds."""
+        was = (key, counter) in self._past
+        if past:
+            self._past.add((key, counter))
+        else:
+            self._past.discard((key, counter))
+        return past and was
 
     def _window_rise(self, key: Any, counters: tuple[str, ...], g: GpuSample, ts: float) -> int:
         """How much these counters rose together over the window (a reset starts one over)."""
@@ -169,16 +184,16 @@ class LinkDegradation(BaseDetector):
         evidence: dict[str, Any] = {}
         score = 0.0
         _, replays = self._rate(key, "pcie_replay_errors", ts, g.pcie_replay_errors)
-        if replays is not None and replays * 60 > t.pcie_replays_per_min:
-            per_min = replays * 60
+        if self._twice(key, "pcie_replay_errors", replays is not None and replays * 60 > t.pcie_replays_per_min):
+            per_min = (replays or 0.0) * 60
             parts.append(f"{per_min:.0f} PCIe replays/min (DCGM's limit {t.pcie_replays_per_min:g}/min)")
             evidence["pcie_replays_per_min"] = round(per_min, 2)
             score = max(score, per_min / t.pcie_replays_per_min)
         _, crc = self._rate(key, "nvlink_crc_errors", ts, g.nvlink_crc_errors, recent=True)
-        if crc is not None and crc >= t.nvlink_crc_per_s:
+        if self._twice(key, "nvlink_crc_errors", crc is not None and crc >= t.nvlink_crc_per_s):
             parts.append(f"{crc:.0f} NVLink CRC errors/s (DCGM's limit {t.nvlink_crc_per_s:g}/s)")
             evidence["nvlink_crc_per_s"] = round(crc, 2)
-            score = max(score, crc / t.nvlink_crc_per_s)
+            score = max(score, (crc or 0.0) / t.nvlink_crc_per_s)
         errors = self._window_rise(key, ("nvlink_replay_errors", "nvlink_recovery_errors"), g, ts)
         if errors >= t.nvlink_errors:
             parts.append(f"{errors} NVLink replay/recovery error(s) in {t.window_s:g} s (DCGM: any is an error)")
@@ -208,8 +223,8 @@ class LinkDegradation(BaseDetector):
         for counter, limit_knob, per in RATED_PORT_COUNTERS:
             _, rate = self._rate(key, counter, ts, p.counter(counter), recent=per == "s")
             limit = getattr(t, limit_knob)
-            if rate is not None and rate * (60.0 if per == "min" else 1.0) > limit:
-                value = rate * (60.0 if per == "min" else 1.0)
+            value = 0.0 if rate is None else rate * (60.0 if per == "min" else 1.0)
+            if self._twice(key, counter, value > limit):
                 parts.append(f"{counter} {value:.0f}/{per} (NVSentinel's limit {limit:g}/{per})")
                 evidence[f"{counter}_per_{per}"] = round(value, 2)
                 score = max(score, value / limit)
