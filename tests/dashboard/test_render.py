@@ -91,6 +91,20 @@ def test_a_restarted_job_s_life_is_a_row_under_goodput(screen, snapshot, history
     assert re.search(r"job +ETTR 73% attempt 2 · restarts lost 33s · saves every 20m00s, Daly 19s", row), row
 
 
+def test_the_nodes_risk_is_a_row_under_the_signals_riskiest_first(screen, snapshot, history):
+    snap = snapshot("straggler_8gpu")
+    snap["diagnosis"]["node_risk"] = [
+        {"component": "node", "risk": 0.675, "evidence": ["gpu3 0.68"]},
+        {"component": "gpu3", "risk": 0.675, "evidence": ["link_degradation: GPU 3's PCIe link x8 of x16"]},
+        {"component": "mlx5_0/1", "risk": 0.35, "evidence": ["link_degradation: symbol_error 50/s"],
+         "hostname": "node-7"},
+    ]  # fmt: skip
+    lines = screen(snap, 160, 48, history=history("straggler_8gpu"))
+    assert fits(lines, 160, 48)
+    row = line_with(lines, "risk ")
+    assert re.search(r"risk node 0\.68 · gpu3 0\.68 · mlx5_0/1@node-7 0\.35", row), row
+
+
 # ------------------------------------------------------------------ 16 GPUs, thermal
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from trainpulse_otel.cli import main
 from trainpulse_otel.diagnose import Diagnosis, PipelineResult, RootCause, Signal, Transition
-from trainpulse_otel.diagnose.types import Health
+from trainpulse_otel.diagnose.types import Health, NodeRisk
 from trainpulse_otel.report.model import build_report, signal_bars
 from trainpulse_otel.report.page import SECTIONS, render_page
 from trainpulse_otel.report.series import RunSeries, rank_lateness
@@ -148,3 +148,15 @@ def test_the_template_escapes_quotes_as_the_page_always_has():
     page = render_page(build_report(RunSeries().to_dict(), title))
     assert "<title>TrainPulse report: x&#x27; onmouseover=&#x27;alert(1)</title>" in page
     assert "onmouseover='" not in page
+
+
+def test_the_nodes_risk_at_the_end_is_a_table_under_the_signals_escaped():
+    series = straggler_run(ticks=60)
+    risk = NodeRisk(HOSTILE, "gpu1", 0.35, (f"link_degradation: {HOSTILE}",))
+    series.add(frame(1100.0), PipelineResult(Diagnosis(1100.0, node_risk=(risk,))))
+    report = build_report(series.to_dict(), "run")
+    assert report.node_risk[0]["component"] == "gpu1" and report.node_risk[0]["risk"] == 0.35
+    page = render_page(report)
+    assert "<h3>Node risk at the end</h3>" in page and "<td>gpu1</td>" in page and "<td>0.35</td>" in page
+    assert "<script>" not in page  # the host and the evidence are the job's words: escaped
+    assert "Node risk" not in render_page(build_report(straggler_run(ticks=60).to_dict(), "run"))

@@ -103,6 +103,8 @@ class Report:
     #: What the logs the run was read from amounted to (:meth:`~trainpulse_otel.logs.account.LogAccount.to_dict`,
     #: with its ``summary`` sentence); None for a trace or a daemon's run.
     log_account: Mapping[str, Any] | None = None
+    #: Each GPU's, port's and node's risk of interrupting the job at the run's end, riskiest first (may be empty).
+    node_risk: list[Mapping[str, Any]] = field(default_factory=list)
 
     @property
     def top_cause(self) -> str | None:
@@ -152,6 +154,7 @@ def build_report(run: Mapping[str, Any], title: str) -> Report:
         throughput=throughput(points),
         has_gpus=any("gpus" in p for p in points),
         log_account=run.get("log_account"),
+        node_risk=list(diagnosis.get("node_risk") or ()),
     )
 
 

@@ -128,6 +128,7 @@ def _page(r: Report) -> dict[str, Any]:
                 bool(r.bars or r.restarts_s), lambda: charts.timeline_chart(r.bars, r.duration_s, r.restarts_s)
             ),
             "bars": _bars(r),
+            "risks": _risks(r),
         },
         "heat": chart(bool(r.heat_ranks), lambda: charts.heat_chart(r.times, r.heat_ranks, r.heat)),
         "faults": _faults(r),
@@ -198,6 +199,19 @@ def _life(r: Report) -> dict[str, Any] | None:
         "inputs": ", ".join(f"{k} {v}" for k, v in inputs.items() if k != "note" and v is not None),
         "note": inputs.get("note"),
     }
+
+
+def _risks(r: Report) -> list[dict[str, str]]:
+    """The node risks at the run's end: component, host, risk and its evidence in words."""
+    return [
+        {
+            "component": x["component"],
+            "host": x.get("hostname") or "this node",
+            "risk": f"{x['risk']:.2f}",
+            "evidence": "; ".join(x.get("evidence") or ()),
+        }
+        for x in r.node_risk
+    ]
 
 
 def _bars(r: Report) -> list[dict[str, str]]:

@@ -1,11 +1,11 @@
-"""The diagnosis panels: active signals (severity, subject, age) and the ranked root causes."""
+"""The diagnosis panels: active signals (severity, subject, age) with the nodes' risk, and the ranked root causes."""
 
 from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
 
-from ...diagnose.types import RootCause, Signal
+from ...diagnose.types import NodeRisk, RootCause, Signal
 from .. import fmt
 from ..view import View
 from .base import DIM, Variants, one_line, severity_badge, subject_text, titled
@@ -15,6 +15,8 @@ SUBJECT_W = 16
 AGE_W = 6
 SHORT_LIST = 3
 TOP_CAUSES = 3
+#: The node risks a signals panel names, riskiest first; from this risk on they are red (drain at the next checkpoint).
+RISKS_SHOWN, HIGH_RISK = 4, 0.5
 
 
 def signals_panel(view: View, width: int) -> Variants:
@@ -23,6 +25,8 @@ def signals_panel(view: View, width: int) -> Variants:
     if not signals:
         return [one_line("Signals", ("none active", "green"))]
     rows = [_signal_row(s, view.now, width) for s in signals]
+    risk = _risk_row(view.diagnosis.node_risk)
+    rows += [risk] if risk is not None else []
     note = _counts(signals)
     full = titled("Signals", *rows, note=note)
     short = full
@@ -50,6 +54,18 @@ def _signal_row(signal: Signal, now: float, width: int) -> Text:
         line.append(f"{subject[:SUBJECT_W]:<{SUBJECT_W}} ", style="cyan")
     line.append(signal.message or subject)
     return line
+
+
+def _risk_row(risks: tuple[NodeRisk, ...]) -> Text | None:
+    """``risk  node 0.68 · gpu3 0.68 · mlx5_0/1 0.35``: the riskiest components and nodes (hostname where another
+    node's), the chance each interrupts the job; None while nothing shows any."""
+    if not risks:
+        return None
+    shown = [f"{r.component}{'@' + r.hostname if r.hostname else ''} {r.risk:.2f}" for r in risks[:RISKS_SHOWN]]
+    more = f" · +{len(risks) - RISKS_SHOWN}" if len(risks) > RISKS_SHOWN else ""
+    worst = risks[0].risk
+    style = "red" if worst >= HIGH_RISK else "yellow"
+    return Text.assemble(("risk ", "bold"), (" · ".join(shown) + more, style), no_wrap=True, overflow="ellipsis")
 
 
 def _counts(signals: list[Signal]) -> str:
