@@ -30,6 +30,7 @@ from ..samples import (
     LogEvent,
     LossPoint,
     NodeSample,
+    PortSample,
     SampleError,
     TrainingSample,
     XidCount,
@@ -38,6 +39,7 @@ from ..samples import (
     parse_gpus,
     parse_host,
     parse_log_event,
+    parse_ports,
     parse_training,
     to_dict,
     type_name,
@@ -45,11 +47,11 @@ from ..samples import (
 
 log = logging.getLogger(__name__)
 
-KINDS = ("gpus", "host", "training", "event")
+KINDS = ("gpus", "host", "training", "event", "ports")
 #: Longest trace line read; longer lines are reported and skipped (a 4,096-rank payload is ~1 MB).
 MAX_LINE_BYTES = 16 << 20
 
-Payload = tuple[GpuSample, ...] | HostSample | TrainingSample | LogEvent
+Payload = tuple[GpuSample, ...] | HostSample | TrainingSample | LogEvent | tuple[PortSample, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,7 @@ class TraceRecord:
 
     lineno: int
     ts: float
-    kind: str  # "gpus" | "host" | "training" | "event"
+    kind: str  # "gpus" | "host" | "training" | "event" | "ports"
     payload: Payload
     node: str | None = None  # the other node a gpus or host line came from (None: the recording daemon's own)
 
@@ -94,8 +96,10 @@ class TraceWriter:
         nodes: Iterable[NodeSample] = (),
         xid_counts: Iterable[XidCount] = (),
         events: Iterable[LogEvent] = (),
+        ports: Iterable[PortSample] = (),
     ) -> None:
-        """Write the tick's GPU and host samples, and the training sample if it is new.
+        """Write the tick's GPU and host samples (and this node's InfiniBand/RoCE ``ports``), and the training
+        sample if it is new.
 
         ``losses``: the job-level losses reported since the last tick besides the newest report's
         (:func:`earlier_losses`); each becomes a training line of its own, before the tick's
@@ -116,6 +120,9 @@ class TraceWriter:
             lines.append(encode_line(ts, "gpus", own))
         if host is not None:
             lines.append(encode_line(ts, "host", host))
+        ports = tuple(p for p in ports if p.node is None)
+        if ports:
+            lines.append(encode_line(ts, "ports", ports))
         lines.extend(self._node_lines(ts, gpus, nodes, xid_counts))
         if training is not None:
             lines.append(encode_line(ts, "training", training))
@@ -207,6 +214,8 @@ def encode_line(ts: float, kind: str, payload: Payload, node: str | None = None)
         body: Any = [node_gpu_dict(g) for g in payload]  # type: ignore[union-attr]
     elif kind == "event":
         body = {k: v for k, v in payload.to_dict().items() if k != "ts"}  # type: ignore[union-attr]
+    elif kind == "ports":
+        body = [p.to_dict() for p in payload]  # type: ignore[union-attr]
     else:
         body = to_dict(payload)
     line: dict[str, Any] = {"ts": ts, kind: body} if node is None else {"ts": ts, "node": node, kind: body}
@@ -246,6 +255,8 @@ def _record(data: Any, lineno: int, max_ranks: int = DEFAULT_MAX_RANKS) -> Trace
             payload = parse_gpus(data[kind], node=node)
         elif kind == "host":
             payload = parse_host(data[kind])
+        elif kind == "ports":
+            payload = parse_ports(data[kind])
         elif kind == "event":
             body = data[kind]
             payload = parse_log_event({**body, "ts": ts} if isinstance(body, dict) else body, kind)
@@ -263,6 +274,8 @@ def _node(data: dict[str, Any], kind: str) -> str | None:
     node = data.get("node")
     if node is None or kind == "training":
         return None
+    if kind == "ports":
+        raise ValueError("node: a ports line is the recording daemon's own (other nodes' ports are not recorded)")
     if not isinstance(node, str) or not node:
         got = "an empty string" if node == "" else type_name(node)
         raise ValueError(f"node: must be a hostname (a non-empty string), got {got}")

@@ -283,10 +283,9 @@ class Engine:
         frame = self.window.latest
         losses = earlier_losses(frame.losses or (), current.training) if frame is not None else ()
         events = frame.events if frame is not None else ()
-        latest = self.latest
-        self.recorder.write_tick(
-            now, current.gpus, current.host, training, losses, latest.nodes(), latest.xid_counts(), events
-        )
+        nodes, xids = self.latest.nodes(), self.latest.xid_counts()
+        write = self.recorder.write_tick
+        write(now, current.gpus, current.host, training, losses, nodes, xids, events, ports=current.ports or ())
 
     def backfill(self, seconds: float, on_tick: Callable[[PipelineResult], None] | None = None) -> None:
         """Tick over the last ``seconds`` at the interval (at least ``BACKFILL_STEP_S``), ending now, without sleeping.

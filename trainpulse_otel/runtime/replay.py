@@ -62,7 +62,7 @@ FRAMES_AHEAD = 64
 
 #: The kinds of line a collector reads once a tick: a second one of a node starts a new tick (reports and events
 #: come any number of times a tick).
-READINGS = ("gpus", "host")
+READINGS = ("gpus", "host", "ports")
 
 
 def group_ticks(records: Iterable[TraceRecord], interval_s: float = 1.0) -> Iterator[list[TraceRecord]]:

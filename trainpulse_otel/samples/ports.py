@@ -9,6 +9,7 @@ this port or driver does not keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 #: The port error counters the contract names, as ``counters/`` names its files (and node-exporter its series,
 #: ``node_infiniband_<name>_total``), each with what a rise of it means.
@@ -50,6 +51,14 @@ class PortSample:
     def counter(self, name: str) -> int | None:
         """The cumulative value of one counter, or None when the port does not keep it."""
         return next((value for key, value in self.counters if key == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a trace line holds it: the known fields, the counters as ``{name: count}``."""
+        out: dict[str, Any] = {"device": self.device, "port": self.port}
+        for key in ("state", "phys_state", "rate_gbps", "link_layer"):
+            if (value := getattr(self, key)) is not None:
+                out[key] = value
+        return out | {"counters": dict(self.counters)}
 
     @property
     def label(self) -> str:

@@ -14,12 +14,14 @@ from typing import Any
 
 from .builder import SampleBuilder
 from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
+from .ports import PORT_COUNTERS, PortSample
 from .rules import (
     COUNT,
     GPU_RULES,
     HOST_RULES,
     MAX_STRING_LENGTH,
     MAX_XIDS_PER_SAMPLE,
+    PORT_RULES,
     RANK_RULES,
     TRAINING_MEASUREMENT_FIELDS,
     TRAINING_RULES,
@@ -193,6 +195,41 @@ def parse_gpus(data: Any, field: str = "gpus", node: str | None = None) -> tuple
     if len(set(indices)) != len(indices):
         raise SampleError(field, "GPU indices must be unique")
     return tuple(sorted(gpus, key=lambda g: g.index))
+
+
+#: A port's identity and words: the device's name, the port's number (1-based), its states and link layer.
+PORT_NAME, PORT_NUMBER = Rule("str", 1, 64), Rule("int", 1, 255)
+PORT_WORDS = ("state", "phys_state", "link_layer")
+
+
+def parse_ports(data: Any, field: str = "ports") -> tuple[PortSample, ...]:
+    """The InfiniBand/RoCE ports of a trace line: each ``{"device", "port", "state", "phys_state", "rate_gbps",
+    "link_layer", "counters": {name: count}}`` (counters of :data:`PORT_COUNTERS` only); device and port unique."""
+    if not isinstance(data, (list, tuple)):
+        raise SampleError(field, f"must be an array, got {type_name(data)}")
+    ports = tuple(_parse_port(item, f"{field}[{i}]") for i, item in enumerate(data))
+    keys = [p.key for p in ports]
+    if len(set(keys)) != len(keys):
+        raise SampleError(field, "each device and port must be listed once")
+    return tuple(sorted(ports, key=lambda p: (p.device, p.port)))
+
+
+def _parse_port(data: Any, where: str) -> PortSample:
+    if not isinstance(data, Mapping):
+        raise SampleError(where, f"must be an object, got {type_name(data)}")
+    device = check_value(f"{where}.device", data.get("device"), PORT_NAME)
+    number = check_value(f"{where}.port", data.get("port"), PORT_NUMBER)
+    words = {k: check_value(f"{where}.{k}", data[k], STR) for k in PORT_WORDS if data.get(k) is not None}
+    rate = _checked_fields(data, {"rate_gbps": PORT_RULES["rate_gbps"]}, where + ".").get("rate_gbps")
+    counters = data.get("counters") or {}
+    if not isinstance(counters, Mapping):
+        raise SampleError(f"{where}.counters", f"must be an object, got {type_name(counters)}")
+    unknown = [name for name in counters if name not in PORT_COUNTERS]
+    if unknown:
+        raise SampleError(f"{where}.counters.{unknown[0]}", f"is not one of {', '.join(PORT_COUNTERS)}")
+    counts = _checked_fields(counters, PORT_RULES, f"{where}.counters.")
+    ordered = tuple((name, counts[name]) for name in PORT_COUNTERS if name in counts)
+    return PortSample(device, number, rate_gbps=rate, counters=ordered, **words)
 
 
 def parse_host(data: Any, field: str = "host") -> HostSample:
