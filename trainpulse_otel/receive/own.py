@@ -220,6 +220,7 @@ class OwnInstruments:
             training=frame.training,
             xid_counts=frame.xid_counts or None,
             signals=signals,
+            ports=frame.ports or None,
         )
 
     def _newest(self) -> dict[str, Iterable[tuple[float | int, Attributes]]]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import GpuSample, HostSample, TrainingSample, XidCount
+from .ports import PortSample
 
 #: A node of a job that has sent nothing for this many of its own report intervals has stopped sending (the
 #: contract's ``node_unreachable``); its last state stays visible, marked stale.
@@ -79,3 +80,5 @@ class NodeReport:
     training: TrainingSample | None = None
     xid_counts: tuple[XidCount, ...] | None = None
     signals: tuple[NodeSignal, ...] | None = None
+    #: The node's InfiniBand/RoCE ports (its daemon reads them from sysfs or a node-exporter).
+    ports: tuple[PortSample, ...] | None = None

@@ -261,7 +261,7 @@ class LatestSamples:
         """The newest samples, training merged with its ranks; the GPUs are this node's, then the other nodes'."""
         with self._lock:
             return Collected(
-                gpus=self._all_gpus(), host=self._host, training=self._merged_training(), ports=self._ports
+                gpus=self._all_gpus(), host=self._host, training=self._merged_training(), ports=self._all_ports()
             )
 
     def xid_counts(self) -> tuple[XidCount, ...]:
@@ -273,6 +273,10 @@ class LatestSamples:
     def _all_gpus(self) -> tuple[GpuSample, ...]:
         remote = self._nodes.gpus()
         return self._gpus + remote if remote else self._gpus
+
+    def _all_ports(self) -> tuple[PortSample, ...]:
+        remote = self._nodes.ports()
+        return self._ports + remote if remote else self._ports
 
     def _all_xid_counts(self) -> tuple[XidCount, ...]:
         remote = self._nodes.xid_counts()
@@ -294,11 +298,11 @@ class LatestSamples:
             if cached is not None and cached[0] == self._version:
                 return cached[1]
             version, host, training, nodes = self._version, self._host, self._merged_training(), self._nodes.nodes()
-            ports = self._ports
             if nodes and self.node_series == OWNER:
                 gpus, xids, training = self._gpus, self._xid_counts, _owned_ranks(training, nodes)
+                ports = self._ports
             else:
-                gpus, xids = self._all_gpus(), self._all_xid_counts()
+                gpus, xids, ports = self._all_gpus(), self._all_xid_counts(), self._all_ports()
         node_hosts = not nodes or self.node_series != OWNER
         observed = observe(gpus, host, training, xids, nodes, node_hosts=node_hosts, ports=ports)
         with self._lock:

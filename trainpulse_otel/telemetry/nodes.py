@@ -2,7 +2,7 @@
 
 A job daemon receives node telemetry (OTLP from node daemons, or a job trace
 with ``node`` on its lines). :class:`NodeTable` keeps, per node, the newest
-GPU list (each GPU tagged with its node), host sample and XID totals, plus the
+GPU list (each GPU tagged with its node), host sample, InfiniBand ports and XID totals, plus the
 arrival times its liveness is judged from: the median gap between arrivals is
 the node's own report interval, so a node exporting every 10 s and one
 exporting every second are both judged against themselves.
@@ -31,6 +31,7 @@ from ..samples import (
     NodeReport,
     NodeSample,
     NodeSignal,
+    PortSample,
     TrainingSample,
     XidCount,
     has_job_measurement,
@@ -50,7 +51,7 @@ LEADER_SILENT_INTERVALS = 3.0
 
 
 class _Node:
-    __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "signals", "xid_counts")
+    __slots__ = ("_interval", "gaps", "gpus", "host", "last_seen", "ports", "signals", "xid_counts")
 
     def __init__(self, now: float) -> None:
         self.gpus: tuple[GpuSample, ...] = ()  # by index
@@ -58,6 +59,7 @@ class _Node:
         self.signals: tuple[NodeSignal, ...] | None = None
         self.host: HostSample | None = None
         self.xid_counts: tuple[XidCount, ...] = ()
+        self.ports: tuple[PortSample, ...] = ()  # tagged with the node
         self.last_seen = now
         self.gaps: deque[float] = deque(maxlen=GAPS_KEPT)
         self._interval: float | None = None
@@ -85,6 +87,7 @@ class NodeTable:
         self._leader: str | None = None
         self._gpus: tuple[GpuSample, ...] = ()
         self._xid_counts: tuple[XidCount, ...] = ()
+        self._ports: tuple[PortSample, ...] = ()
 
     def put(self, report: NodeReport, now: float) -> TrainingSample | None:
         """Keep what ``report`` says of its node; returns its training part for the job view (or None).
@@ -110,9 +113,12 @@ class NodeTable:
                 self._gpus = ()
         if report.host is not None:
             node.host = report.host
+        if report.ports is not None:
+            node.ports = tuple(p if p.node == hostname else replace(p, node=hostname) for p in report.ports)
+            self._ports = ()
         if report.signals is not None:
-            if not judged:  # the node judges from now on: its GPUs and XIDs leave the job's frame
-                self._gpus, self._xid_counts = (), ()
+            if not judged:  # the node judges from now on: its GPUs, XIDs and ports leave the job's frame
+                self._gpus, self._xid_counts, self._ports = (), (), ()
             node.signals = report.signals
         if report.xid_counts is not None:
             node.xid_counts = tuple(x if x.node == hostname else replace(x, node=hostname) for x in report.xid_counts)
@@ -141,7 +147,7 @@ class NodeTable:
 
     def _forget(self, hostname: str) -> None:
         del self._nodes[hostname]
-        self._gpus, self._xid_counts = (), ()
+        self._gpus, self._xid_counts, self._ports = (), (), ()
         if self._leader == hostname:
             self._leader = None
 
@@ -163,6 +169,13 @@ class NodeTable:
         if not self._gpus and self._nodes:
             self._gpus = tuple(g for _, n in sorted(self._nodes.items()) if n.signals is None for g in n.gpus)
         return self._gpus
+
+    def ports(self) -> tuple[PortSample, ...]:
+        """The InfiniBand/RoCE ports the job daemon judges: every node's whose daemon sends no verdict, by node
+        (cached until a node's ports change)."""
+        if not self._ports and self._nodes:
+            self._ports = tuple(p for _, n in sorted(self._nodes.items()) if n.signals is None for p in n.ports)
+        return self._ports
 
     def xid_counts(self) -> tuple[XidCount, ...]:
         """The XID totals of the nodes the job daemon judges."""
