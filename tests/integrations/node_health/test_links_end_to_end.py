@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tests import parts
+from tests.diagnose.builders import job
 from tests.fakes.fake_pynvml import FakeGpu, make_fake_pynvml
 from trainpulse_otel.collect.exposition import gpus_from_dcgm
 from trainpulse_otel.collect.nvml import NvmlCollector
@@ -154,3 +155,36 @@ def test_a_target_that_is_down_is_counted_and_the_daemon_goes_on(tmp_path):
         assert scrape.failures[dead] == 3
     finally:
         engine.close()
+
+
+def eight_gpus(narrow: int) -> str:
+    """The L40S exposition for GPUs 0-7 (each its own ``gpu`` and UUID), every GPU busy, with its PCIe link's
+    width now and at most (x16 of x16; GPU ``narrow`` x8): the lines dcgm-exporter writes for those fields."""
+    lines = []
+    for i in range(8):
+        body = L40S.replace('gpu="0"', f'gpu="{i}"').replace("25f2a83cdc43", f"25f2a83cdc4{i}")
+        body = re.sub(r"(DCGM_FI_DEV_GPU_UTIL\{[^}]*\}) \S+", r"\g<1> 97", body)
+        labels = re.search(r"DCGM_FI_DEV_GPU_TEMP(\{[^}]*\})", body)[1]
+        width = 8 if i == narrow else 16
+        body += f"DCGM_FI_DEV_PCIE_LINK_WIDTH{labels} {width}\nDCGM_FI_DEV_PCIE_MAX_LINK_WIDTH{labels} 16\n"
+        lines.append(body if i == 0 else "\n".join(ln for ln in body.splitlines() if not ln.startswith("#")) + "\n")
+    return "".join(lines)
+
+
+def test_a_scraped_downtrained_link_behind_a_straggler_is_the_cause_ranked_first():
+    clock = Clock()
+    with exporter(lambda: eight_gpus(narrow=3 if clock.now - T0 >= 30 else -1)) as url:
+        engine = parts.engine(Settings(mode="none", addr="127.0.0.1:0", scrape=(url,)), clock=clock)
+        engine.clock = clock
+        try:
+
+            def report(t: float) -> None:  # 8 ranks, a GPU each; rank 3 is 30 % slower once its link is narrow
+                slow = {3: {"step_time_ms": 1700.0 * 1.3}} if t >= 30 else {}
+                engine.ingest(job(t, rank_changes=slow, with_gpus=False).training)
+
+            run(engine, range(150), report)
+            top = engine.snapshot().diagnosis.root_causes[0]
+            assert top.cause == "interconnect_degradation" and top.subject["gpu_index"] == 3
+            assert top.subject["rank"] == 3 and "x8 of" in top.summary
+        finally:
+            engine.close()
