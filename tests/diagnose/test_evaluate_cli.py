@@ -109,8 +109,8 @@ def test_a_masked_pair_fails_its_figures_and_says_what_was_missed():
     assert "y (b), cause cb" in text
     assert text.splitlines()[-1] == (
         "pairs: 1/2 detected (every signal of both faults); both causes in the top two 1/2; "
-        "0 fault(s) excused, absent from the samples; 0 forecast(s) scored as the fact or the forecast; "
-        "goodput adds up 2/2"
+        "0 fault(s) excused, absent from the samples; 0 part(s) scored by the signals still due (a forecast as "
+        "the fact or the forecast, a narrow link without its straggler); goodput adds up 2/2"
     )
     assert "missed: pairs_detected, pairs_causes_in_top_two" in text
 

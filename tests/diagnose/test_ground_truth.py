@@ -97,3 +97,11 @@ def test_a_logged_fault_is_there_when_its_line_was_printed_and_due_while_its_sig
     stalled = fault_presence(combine(SCENARIOS["gpu_hardware_fault"], SCENARIOS["rank_crashed"]), 0, None, 1.0)
     assert stalled["rank_crashed"] == Presence(False, False, "the job prints no crash line of rank 1 after the onset")
     assert stalled["gpu_hardware_fault"] == Presence(True, True, "")
+
+
+def test_a_narrow_link_whose_straggler_a_power_cap_masks_is_scored_by_the_link_alone():
+    # the cap slows every rank alike: rank 7 is no slower, but GPU 7's link still reports x8 of x16
+    result = run_pair(("throughput_collapse", "link_degradation"))
+    assert "rank 7 is no slower than the others" in result.scored_instead["link_degradation"]
+    assert set(result.latency_s["link_degradation"]) == {"link_degradation"} and result.detected
+    assert "interconnect_degradation" in result.top_causes and result.causes_ok

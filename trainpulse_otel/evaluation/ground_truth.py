@@ -21,10 +21,11 @@ one: docs/simulation.md ("trainpulse eval -pairs").
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from ..collect.trace import TraceRecord
+from ..diagnose.detectors.links import LINK_DEGRADATION
 from ..diagnose.detectors.logged import COLLECTIVE_TIMEOUT, HOLD, NETWORK_ERROR, OUT_OF_MEMORY, RANK_CRASHED
 from ..diagnose.detectors.stall_bounds import MIN_STALL_S
 from ..diagnose.stats import sorted_median
@@ -40,6 +41,8 @@ FORECASTS = frozenset({"thermal_throttle_risk"})
 #: time constants (~40 s), and a drift of a few °C a minute shows above whole-degree readings only over a minute or
 #: more of settled load. An idle or spinning GPU (~100 W of 700) sits far below its throttle point whatever its fan.
 FORECAST_LOAD_S = 120.0
+#: The signal of a link trained below its maximum: scored alone where the straggler it makes is masked.
+LINK_SIGNAL = LINK_DEGRADATION.name
 #: A GPU's heat signals: a forecast that could not be made is scored as either (the fact, or the forecast).
 HEAT_SIGNALS = ("thermal_throttle_risk", "thermal_instability")
 #: Seconds of samples a state is read over (one reading is not a state).
@@ -146,6 +149,18 @@ def thermal_throttling(records: Sequence[TraceRecord], gpu: int, onset: float, j
         at_judge,
         "" if at_judge else f"GPU {gpu} does not throttle for heat" + ("" if ever else " at all") + " in the samples",
     )
+
+
+def narrowed(records: Sequence[TraceRecord], gpu: int, onset: float, judge: float) -> Presence:
+    """Whether GPU ``gpu``'s PCIe link reports fewer lanes than its maximum after the onset, and before judging."""
+    narrow = [
+        ts
+        for ts, gpus in _gpus(records, onset, judge)
+        for g in gpus
+        if g.index == gpu and g.pcie_link_width and g.pcie_link_width_max and g.pcie_link_width < g.pcie_link_width_max
+    ]
+    ever, at_judge = bool(narrow), any(ts >= judge - 2 * SPAN_S for ts in narrow)
+    return Presence(ever, at_judge, "" if at_judge else f"GPU {gpu}'s PCIe link is not narrow in the samples")
 
 
 def thermal_forecast(records: Sequence[TraceRecord], gpu: int, onset: float, judge: float) -> Presence:
@@ -321,6 +336,16 @@ def _straggler(records: Sequence[TraceRecord], _: Partner, onset: float, judge: 
     return straggling(records, subject["rank"], onset, judge)
 
 
+def _narrow_link(records: Sequence[TraceRecord], _: Partner, onset: float, judge: float, subject: dict) -> Presence:
+    """A downtrained link is there while the link reports it; the straggler it makes may not be (a power cap slows
+    every rank alike): then the link's own signal stands for the part's."""
+    link = narrowed(records, subject["gpu_index"], onset, judge)
+    slow = straggling(records, subject["rank"], onset, judge)
+    if not link.ever or not slow.reason:
+        return link
+    return replace(link, instead=Instead((LINK_SIGNAL,), f"{slow.reason}; its link is still narrow"))
+
+
 def _power_cap(records: Sequence[TraceRecord], alone: Partner, onset: float, judge: float, _: dict) -> Presence:
     """Its expected signal is the collapse, due when throughput really collapses; its cause, while GPUs are capped."""
     cause, symptom = power_capped(records, onset, judge), collapsing(records, alone(), onset, judge)
@@ -334,6 +359,7 @@ CHECKS: dict[str, Callable[[Sequence[TraceRecord], Partner, float, float, dict],
     "thermal_instability": _thermal,
     "thermal_throttle_risk": _forecast,
     "rank_straggler": _straggler,
+    LINK_SIGNAL: _narrow_link,
     "throughput_collapse": _power_cap,
     "training_stalled": lambda records, _, onset, judge, __: stalled(records, onset, judge),
     "training_stalled_no_heartbeat": lambda records, _, onset, judge, __: stalled(records, onset, judge),

@@ -230,6 +230,7 @@ def pairs_line(summary: dict[str, Any]) -> str:
         f"pairs: {summary['detected']}/{summary['runs']} detected (every signal of both faults); "
         f"both causes in the top two {summary['causes_in_top_two']}/{summary['runs']}; "
         f"{summary['faults_absent']} fault(s) excused, absent from the samples; "
-        f"{summary['scored_instead']} forecast(s) scored as the fact or the forecast; "
+        f"{summary['scored_instead']} part(s) scored by the signals still due (a forecast as the fact or the "
+        "forecast, a narrow link without its straggler); "
         f"goodput adds up {summary['goodput_adds_up']}/{summary['runs']}"
     )
