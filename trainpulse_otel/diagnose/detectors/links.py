@@ -8,6 +8,8 @@ above NVSentinel's rate, any rise of ``link_downed`` or of buffer overruns
 (critical: the link flapped or flow control broke), an active port gone down, a
 PCIe link trained narrower than it can, or at a lower generation while its GPU
 is busy (an idle GPU lowers its PCIe generation to save power), NVLinks down.
+A rate counts once it is past its limit on two readings in a row (one
+reading's burst is noise); a state or a fatal rise counts at once.
 """
 
 from __future__ import annotations
