@@ -200,8 +200,9 @@ def test_checkpoint_saves_are_the_top_cause_and_their_badput_is_what_they_took()
 
 
 def test_hang_rank_3_is_named_as_rank_hang_while_training_stalls_and_cleared_after():
-    (stalled,) = raised("hang", "training_stalled")
+    stalled, *escalated = raised("hang", "training_stalled")  # plain evidence: raised at once, critical a tick on
     assert stalled["step"] == HANG_FROM_STEP  # no step completed from the block to the signal
+    assert [e["severity"] for e in escalated] in ([], ["critical"])
     (cleared,) = [e for e in outcome("hang")["timeline"] if e["event"] == "cleared"]
     assert cleared["signal"] == "training_stalled" and cleared["step"] > HANG_FROM_STEP
     assert [e["signal"] for e in raised("hang") if e["signal"] != "training_stalled"] == []  # nothing else

@@ -77,11 +77,11 @@ def test_without_heartbeats_the_idle_gpu_among_spinning_peers_names_the_rank():
 def test_raised_15_s_into_the_hang_with_peers_seen_waiting_30_s_without_and_cleared_soon_after_the_resume():
     for name, after in (("training_stalled", 15), ("training_stalled_no_heartbeat", 30)):
         result = replayed(name)
-        (raised,) = transitions(result, "raised")
+        raised, *escalated = transitions(result, "raised")  # plain evidence raises it at once, critical a tick on
         (cleared,) = transitions(result, "cleared")
-        assert ONSET + after - 2 <= raised <= ONSET + after + 3, (name, raised)
-        assert RESUME < cleared <= RESUME + 4, (name, cleared)
-        assert [t.signal for t in result.timeline if t.event == "raised"] == ["training_stalled"]
+        assert ONSET + after - 2 <= raised <= ONSET + after + (0 if escalated else 3), (name, raised)
+        assert escalated in ([], [raised + 1.0]) and RESUME < cleared <= RESUME + 4, (name, escalated, cleared)
+        assert {t.signal for t in result.timeline if t.event == "raised"} == {"training_stalled"}
 
 
 def test_the_hang_is_rank_hang_badput_not_a_wait_or_compute():

@@ -87,14 +87,14 @@ def replayed(tmp_path, capsys, heartbeats: bool) -> tuple[float, dict]:
     record_hang(path, heartbeats)
     assert main(["replay", str(path), "-json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    (raised,) = [t for t in out["timeline"] if t["signal"] == "training_stalled" and t["event"] == "raised"]
+    raised, *_ = [t for t in out["timeline"] if t["signal"] == "training_stalled" and t["event"] == "raised"]
     (signal,) = [s for s in out["diagnosis"]["signals"] if s["name"] == "training_stalled"]
     return raised["ts"] - T0 - BLOCK_S, signal
 
 
 def test_a_replayed_hang_with_the_peers_seen_in_all_reduce_is_raised_within_15_s_naming_the_rank(tmp_path, capsys):
     after, signal = replayed(tmp_path, capsys, heartbeats=True)
-    assert 14 <= after <= 17, after  # max(15 s, 5 x 0.5 s) from the last step, raised on the next tick
+    assert 14 <= after <= 15, after  # max(15 s, 5 x 0.5 s) from the last step: plain evidence raises it at once
     evidence = signal["evidence"]
     assert evidence["threshold_s"] == 15.0 and evidence["peers_waiting"] is True
     assert [(e["rank"], e["phase"]) for e in evidence["lagging"]] == [(STUCK, "data")]

@@ -135,6 +135,7 @@ class TrainingStalled(BaseDetector):
         self._progress_ts: float | None = None
         self.stalled_s = 0.0
         self._silences = Silences(self.thresholds)
+        self._plain_at: float | None = None  # the stall (its last progress) whose hang the heartbeats showed plainly
 
     def update(self, tick: Tick) -> list[Finding] | None:
         training, ts = tick.training, tick.ts
@@ -183,6 +184,7 @@ class TrainingStalled(BaseDetector):
         }
         if threshold < self.threshold_s:
             evidence["peers_waiting"] = True
+            score = max(score, TRAINING_STALLED.policy.raise_evidence)  # plain evidence: one reading raises it
         return [Finding(TRAINING_STALLED.name, score, CRITICAL, _message(stalled, threshold, lag), {}, evidence)]
 
     @property
@@ -207,7 +209,8 @@ class TrainingStalled(BaseDetector):
     def _threshold_now(
         self, ts: float, training: TrainingSample, stalled: float, stacks: tuple[RankStack, ...] = ()
     ) -> float:
-        """The faster threshold once it is passed and the heartbeats plainly show a hang; else the usual one.
+        """The faster threshold once it is passed and the heartbeats plainly show a hang (for the rest of this
+        stall: no flapping between the two); else the usual one.
 
         Every rank must have stayed in its phase for the faster threshold less one median step: the peers
         reach the collective up to a step after the last one completed, and have waited there since. Plain:
@@ -216,9 +219,13 @@ class TrainingStalled(BaseDetector):
         usual, faster = self.threshold_s, self.peers_waiting_threshold_s
         if faster is None or faster >= usual or stalled < faster:
             return usual
+        if self._plain_at is not None and self._plain_at == self._progress_ts:
+            return faster  # shown plainly once in this stall: a heartbeat that shows less later does not undo it
         step_s = (self._steps.value or 0.0) / 1000.0
         since, share = ts - faster + step_s, self.thresholds.max_elsewhere_share
         plain = peers_wait_plainly(since, training.ranks, share) or one_odd_stack(since, training.ranks, stacks, share)
+        if plain:
+            self._plain_at = self._progress_ts
         return faster if plain else usual
 
     def _observe(self, tick: Tick, training: TrainingSample) -> None:
