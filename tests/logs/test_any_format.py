@@ -51,6 +51,10 @@ FIRST_REPORTS = [
     ("torch-xla_healthy_tpu-four-devices-interleaved.log", {"global_step": 560, "loss": 0.00318, "step_time_ms": None}),
     # Keras 3: ``281/281 ━━━━ 5s 9ms/step - … - loss: 2.8028 - val_loss: …`` under an ``Epoch 2/20`` header
     ("keras_healthy_keras3-lstm-reuters-pycharm.log", {"global_step": 2 * 281, "loss": 2.8028, "step_time_ms": 9.0}),
+    # OpenNMT-py: ``Step 5350/50000; acc:  51.25; ppl:  8.43; xent: 2.13; …`` (xent is the loss, ppl its exp)
+    ("opennmt_nonfinite_loss_step5650-acc-0.19-ppl-nan-xent-nan.log", {"global_step": 5350, "loss": 2.13}),
+    # SpeechBrain's train log: an epoch's summary, ``epoch: 1, lr: 1.95e-05 - train loss: 1.39 - valid loss: 1.39``
+    ("speechbrain_healthy_moabb-eegnet-train-log-txt-confusion-matrix-lines.log", {"global_step": 1, "loss": 1.39}),
 ]
 
 

@@ -305,3 +305,19 @@ def test_a_warn_whose_words_are_on_its_next_lines_and_nccl_s_topology_failing_ac
     assert {e.details["host"] for e in errors} == {"compute-dy-p4d24xlarge-5"}
     benign = "node-1:3048:4991 [2] NCCL INFO NET/OFI Request 0x1 completed with error"  # INFO, not a warning
     assert FailureScanner().feed(benign) is None
+
+
+def test_round_seven_wordings_a_store_barrier_timeout_mindspore_s_oom_and_an_ide_s_exit_code():
+    """c10d 1.x's ``Timed out initializing process group in store based barrier`` is a collective's timeout (its
+    traceback is that timeout's, no crash); MindSpore words an OOM ``Malloc for kernel output failed, Memory isn't
+    enough``; PyCharm ends a run killed by Windows' access violation with ``Process finished with exit code
+    -1073741819 (0xC0000005)`` (the corpus's train split)."""
+    told = events("coqui-tts_collective_timeout_store-barrier-worker-count-1-of-8-kernprof.log")
+    assert [e.kind for e in told] == [WATCHDOG_TIMEOUT] and told[0].details["backend"] == "c10d store"
+    (oom,) = [e for e in events("mindspore_out_of_memory_sd-lora-malloc-kernel-output-memory-isnt-enough.log")
+              if e.kind == CUDA_OOM]  # fmt: skip
+    assert "Memory isn't enough" in oom.message
+    (death,) = FailureScanner().feed(line_of("pytorch_rank_crashed_unet-windows-0xc0000005-epoch2.log", "exit code"))
+    assert death.kind == PROCESS_FAILED and death.details["exit_code"] == -1073741819
+    assert death.details["error"] == "access violation (exit code -1073741819)" and "signal" not in death.details
+    assert FailureScanner().feed("Process finished with exit code 0") is None

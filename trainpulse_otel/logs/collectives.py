@@ -115,11 +115,11 @@ TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)")
 #: c10d's barrier that names who did not come: ``Rank 1 failed to pass monitoredBarrier in 1800000 ms``, ``Ranks 1, 3
 #: failed to pass monitoredBarrier in 30000 ms``.
 MONITORED_BARRIER = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier in (\d+) ms")
-#: c10d's store waited past its timeout for a peer: ``DistStoreError: Timed out after 901 seconds waiting for
-#: clients. 1/2 clients joined.``, ``store->get('0') got error: Socket Timeout``, ``Wait timeout for key``.
+#: c10d's store waited past its timeout for a peer: ``Timed out after 901 seconds waiting for clients``, ``got error:
+#: Socket Timeout``, ``Wait timeout for key``, 1.x's ``Timed out initializing process group in store based barrier``.
 STORE_TIMEOUT = re.compile(
     r"Timed out after (\d+) seconds waiting for clients|got error: Socket Timeout|Socket Timeout|Wait timeout for key"
-    r"|RendezvousTimeoutError"
+    r"|RendezvousTimeoutError|in store based barrier"
 )
 #: PyTorch's desync report after a timeout: ``[1] finished collective #2, but didn't join collective #3``.
 DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective")
@@ -139,6 +139,7 @@ STALLED_MARKS = (
     "Socket Timeout",
     "Wait timeout",
     "RendezvousTimeout",
+    "store based barrier",
 )
 #: Words of c10d's store losing its peer.
 STORE_MARKS = (
@@ -245,8 +246,7 @@ def connect_retry(text: str) -> str | None:
 
 
 def number(text: str) -> int | str:
-    """A field's value as an int when it is one."""
-    return int(text) if text.lstrip("-").isdigit() else text
+    return int(text) if text.lstrip("-").isdigit() else text  # a field's value, as an int when it is one
 
 
 def pg_details(text: str) -> dict[str, Any]:

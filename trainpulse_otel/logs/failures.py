@@ -33,7 +33,7 @@ from . import checkpoints, cpp, fatal, launcher
 from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank
-from .oom import cuda_oom
+from .oom import OOM_MARKS, cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
 from .xid import xid_details
 
@@ -342,10 +342,7 @@ class FailureScanner:
         (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
         (c.STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
-        (
-            ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED"),
-            _oom,
-        ),
+        (OOM_MARKS, _oom),
         (
             ("async event", "IBV_WC_"),
             lambda self, text: self._transport(c.ib_event(text) if c.warn_line(text) else None, text),
@@ -366,7 +363,10 @@ class FailureScanner:
             ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError", "== cudaSuccess"),
             lambda self, t: self._died(fatal.cuda_error(t), text=t),
         ),
-        (("exits with return code",), lambda self, t: self._died(fatal.launcher_exit(t))),
+        (
+            ("exits with return code", "Process finished with exit code"),
+            lambda self, t: self._died(fatal.launcher_exit(t)),
+        ),
         (("srun: error",), _srun),
         ((" noticed that process rank",), lambda self, t: self._mpirun(t)),
         ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),

@@ -38,8 +38,15 @@ CAUGHT = re.compile(
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
 SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}
 #: DeepSpeed's launcher: ``[launch.py:321:sigkill_handler] ['python', …, '--local_rank=4', …] exits with return
-#: code = -9``.
-LAUNCHER_EXIT = re.compile(r"exits with return code = (-?\d+)")
+#: code = -9``; an IDE's run of the script (PyCharm): ``Process finished with exit code -1073741819 (0xC0000005)``
+#: (Windows' access violation: its segmentation fault).
+LAUNCHER_EXIT = re.compile(r"(?:exits with return code =|Process finished with exit code) (-?\d+)")
+#: Windows' exit statuses of a process its OS ended, by their hex form.
+WINDOWS_STATUS = {
+    "0xC0000005": "access violation",
+    "0xC00000FD": "stack overflow",
+    "0xC0000409": "stack buffer overrun",
+}
 LOCAL_RANK = re.compile(r"--local_rank[= ](\d+)")
 #: Slurm's step report: ``srun: error: node-7: task 3: Killed``, ``…: task 0: Exited with exit code 1``.
 SRUN = re.compile(
@@ -133,14 +140,19 @@ def _shell_report(stripped: str, match: re.Match[str]) -> bool:
 
 
 def launcher_exit(text: str) -> dict[str, Any] | None:
-    """DeepSpeed's launcher reporting a child's exit: ``exit_code``, ``signal`` for a negative one, ``local_rank``."""
+    """DeepSpeed's launcher (or an IDE) reporting a child's exit: ``exit_code``, ``signal`` for a negative one (a
+    Windows status its ``error``), ``local_rank``."""
     if (match := LAUNCHER_EXIT.search(text)) is None:
         return None
     code = int(match[1])
     if code == 0:
         return None
-    details: dict[str, Any] = {"exit_code": code, "launcher": "deepspeed"}
-    if code < 0:
+    ide = "Process finished" in text
+    details: dict[str, Any] = {"exit_code": code, "launcher": "ide" if ide else "deepspeed"}
+    status = next((words for hex_code, words in WINDOWS_STATUS.items() if hex_code.lower() in text.lower()), None)
+    if status is not None:
+        details["error"] = f"{status} (exit code {code})"
+    elif code < 0 and -code < 64:
         details["signal"] = signal_name(-code)
     if (local := LOCAL_RANK.search(text)) is not None:
         details["local_rank"] = int(local[1])

@@ -81,6 +81,7 @@ PRIMARY_LOSSES = (
     "running_loss",
     "total_avg_loss",
     "loss/tok",  # NVIDIA's MLPerf GNMT and Transformer: ``Loss/tok 3.2949 (4.5542)``
+    "xent",  # OpenNMT-py's cross-entropy: ``Step 5350/50000; acc:  51.25; ppl:  8.43; xent: 2.13; lr: 0.00066``
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 
@@ -166,8 +167,9 @@ STEP_TIME_KEYS = frozenset(
 )
 MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
 EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
-#: A KL term, part of an RL or distillation objective: judged, like a loss, for being non-finite only.
-KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss"))
+#: A KL term, part of an RL or distillation objective, or a loss's perplexity (``ppl``, exp of the loss): judged,
+#: like a loss, for being non-finite only.
+KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss", "ppl", "perplexity"))
 #: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
 #: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:
 #: 0.239 | Eval accuracy: 0.846``, an epoch loop's line).
@@ -209,7 +211,8 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     if "step_time_ms" not in payload:
         _rate(payload, text)
     timed = any(name in payload for name in TIMED_FIELDS)
-    if ("loss" in payload and (len(training) == len(losses) or _keras_epoch(training, losses))) or timed:
+    summary = _keras_epoch(training, losses) or _epoch_summary(text, pairs)
+    if ("loss" in payload and (len(training) == len(losses) or summary)) or timed:
         return payload
     return None if bad is None else {"loss": bad}
 
@@ -230,6 +233,15 @@ def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, floa
     return "loss" in names and all(key in names or key.removeprefix("val_") in names for key, _ in losses)
 
 
+def _epoch_summary(text: str, pairs: list[tuple[str, str, str]]) -> bool:
+    """An epoch's summary line, numbered by its epoch alone (``epoch: 1, lr: 1.95e-05 - train loss: 1.39 - valid
+    loss: 1.39``, SpeechBrain's train log): its training loss is the epoch's, the report of that epoch (a line with
+    its own step beside an evaluation's losses — nanoGPT's ``step 250: train loss …, val loss …`` — is not)."""
+    if any(_step_key(key) for key, _, _ in pairs) or EPOCH.search(text) is None:
+        return False
+    return not any(p.search(text) for p in (STEP_FRACTION, EPOCH_FRACTION, BATCH_FRACTION, LEADING_STEP))
+
+
 def field_key(key: str) -> str:
     """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
     are one key), a closing ``is`` dropped (BigDL's ``loss is 0.1296``)."""
@@ -244,7 +256,7 @@ def _may_hold(text: str) -> bool:
 def loss_like(key: str) -> bool:
     """A loss, or a term of one (an RL objective's KL), but not the loss scale, nor the best loss a script keeps
     (``'best_train_loss': inf`` is where its record starts)."""
-    return ("loss" in key and "scale" not in key and not key.startswith("best")) or key in KL_KEYS
+    return ("loss" in key and "scale" not in key and not key.startswith("best")) or key in KL_KEYS or key == "xent"
 
 
 def training_loss(losses: list[tuple[str, float]]) -> float | None:

@@ -10,8 +10,8 @@
   allocator failing takes (:data:`OTHER_OOM`): PyTorch's before 1.0 (``THCudaCheck FAIL … error=2 : out of
   memory``, ``cuda runtime error (2) : out of memory``), ROCm's ``HIP out of memory``, Ascend's ``NPU out of
   memory``, Apple's ``MPS backend out of memory``, NCCL's ``Cuda failure 'out of memory'``, fairseq's recovered
-  ``ran out of memory on GPU #2, skipping batch``, TensorFlow's ``OOM when allocating tensor … on
-  /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
+  ``ran out of memory on GPU #2, skipping batch``, MindSpore's ``Malloc for kernel output failed, Memory isn't
+  enough``, TensorFlow's ``OOM when allocating tensor … on /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
   Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``, MXNet's ``cudaMalloc failed: out of
   memory``, Paddle's ``Out of memory error on GPU 0``. The host's OOM killer is no
   allocation failure of the job's: :mod:`.fatal` tells it.
@@ -41,8 +41,11 @@ OTHER_OOM = re.compile(
     r"(?:CUDA(?: Error:| failure \d+:)?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
-    r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU"
+    r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU|[Mm]emory isn't enough"
 )
+#: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
+OOM_MARKS = ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED",
+             "emory isn't enough")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(

@@ -46,6 +46,7 @@ NOT_A_CRASH = (
     "Socket Timeout",
     "waiting for clients",
     "Wait timeout for key",
+    "in store based barrier",
 )
 
 
