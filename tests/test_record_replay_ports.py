@@ -30,7 +30,9 @@ def test_ports_recorded_each_tick_replay_into_the_frames_and_raise_what_the_daem
     assert errors == [] and [r.payload for r in records if r.kind == "ports"][12] == (port(0), port(100, "mlx5_1"))
     result = replay(iter(records), parts.stepper())
     raised = [t for t in result.timeline if t.event == "raised" and t.signal == "link_degradation"]
-    assert [(t.ts - T0, dict(t.subject)) for t in raised] == [(12.0, {"device": "mlx5_1", "port": 1})]
+    # raised at 12 s, and critical two readings on: 50/s is past the spec's 120 symbol errors an hour
+    assert [(t.ts - T0, t.severity) for t in raised] == [(12.0, "warning"), (14.0, "critical")]
+    assert {tuple(t.subject.items()) for t in raised} == {(("device", "mlx5_1"), ("port", 1))}
 
 
 def test_a_bad_ports_line_is_reported_by_its_field_and_skipped():

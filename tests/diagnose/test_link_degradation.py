@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.diagnose.builders import Harness, job
+from tests.diagnose.builders import T0, Harness, job
 from trainpulse_otel.diagnose.detectors.links import LinkDegradation
 from trainpulse_otel.runtime import build_pipeline, discover
 from trainpulse_otel.samples import PORT_COUNTERS, PortSample
@@ -33,8 +33,9 @@ def test_symbol_errors_climbing_at_50_a_second_name_the_port_and_host_within_two
     assert h.first_raise_s("link_degradation") == 12.0
     (signal,) = h.active()
     assert signal.subject == {"device": "mlx5_1", "port": 1, "hostname": "node-7"}
-    assert signal.severity == "warning" and signal.evidence["symbol_error_per_s"] == 50.0
-    assert "NVSentinel" in signal.message
+    assert signal.evidence["symbol_error_per_s"] == 50.0 and "NVSentinel" in signal.message
+    # 50/s is past the spec's 120 an hour within three seconds: critical (NVSentinel's fatal rule) from then on
+    assert signal.severity == "critical" and signal.evidence["rose"] == ["symbol_error past 120/h"]
 
 
 def test_a_link_downed_rise_is_critical_and_a_counter_reset_is_nothing():
@@ -165,3 +166,20 @@ def test_a_per_minute_rate_is_over_the_whole_minute_even_for_a_daemon_just_start
     )
     # the sixth at 30 s: past at 30, confirmed at 31, and a marginal rate (1.2x) raised on its second finding
     assert six.first_raise_s() == 32.0
+
+
+def test_symbol_errors_past_the_spec_s_120_an_hour_are_critical_and_a_few_a_day_are_nothing():
+    """The InfiniBand spec allows 120 symbol errors an hour (NVSentinel: fatal past it). 3 a minute, steady, passes
+    it once 121 have come within the hour (~40 minutes in); a burst of ten every few hours never does."""
+    steady = Harness(LinkDegradation()).run(
+        range(0, 3600, 10), lambda t: frame(t, ports=(port(t, symbol_error=int(t) // 20),))
+    )
+    first = steady.raised()[0]
+    assert 2400 <= first.ts - T0 <= 2460
+    (signal,) = steady.active()
+    assert signal.severity == "critical" and signal.evidence["rose"] == ["symbol_error past 120/h"]
+    assert "symbol_error past 120/h (fatal to NVSentinel)" in signal.message
+    bursts = Harness(LinkDegradation()).run(
+        range(0, 7200, 10), lambda t: frame(t, ports=(port(t, symbol_error=10 * (int(t) // 3000)),))
+    )
+    assert bursts.raised() == []

@@ -43,6 +43,7 @@ COUNT = "count"  # reports, steps, points, errors: a whole number
 ALPHA = "alpha"  # an EWMA's weight of the newest value
 PER_SECOND = "/s"  # a counter's rate: events a second
 PER_MINUTE = "/min"  # a counter's rate: events a minute
+PER_HOUR = "/h"  # a counter's rate: events an hour
 
 
 class ThresholdError(ValueError):

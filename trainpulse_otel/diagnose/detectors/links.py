@@ -5,7 +5,8 @@ goes back was reset or its host rebooted: it starts again, no error), and the
 link's trained state against its maximum: PCIe replays above DCGM's limit,
 NVLink CRC errors at DCGM's rate, an InfiniBand port's symbol or receive errors
 above NVSentinel's rate, any rise of ``link_downed`` or of buffer overruns
-(critical: the link flapped or flow control broke), an active port gone down, a
+(critical: the link flapped or flow control broke), symbol errors past the
+InfiniBand spec's 120 an hour (critical), an active port gone down, a
 PCIe link trained narrower than it can, or at a lower generation while its GPU
 is busy (an idle GPU lowers its PCIe generation to save power), NVLinks down.
 A rate counts once it is past its limit on two readings in a row (one
@@ -19,7 +20,7 @@ from typing import Any
 
 from ...samples import GpuSample, PortKey, PortSample, gpu_label
 from ..spec import GPU, SignalSpec
-from ..thresholds import CONVENTION, COUNT, PER_MINUTE, PER_SECOND, PERCENT, SECONDS, Knob, Thresholds
+from ..thresholds import CONVENTION, COUNT, PER_HOUR, PER_MINUTE, PER_SECOND, PERCENT, SECONDS, Knob, Thresholds
 from ..tick import Tick
 from ..types import CRITICAL, WARNING, Finding, Policy
 from .base import BaseDetector
@@ -38,6 +39,8 @@ STATE_SCORE = 2.0
 #: Counters whose every rise is critical (NVSentinel: fatal on any rise): the link flapped, flow control broke, the
 #: local link's integrity errors passed their threshold.
 FATAL_PORT_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors")
+#: The hour a per-hour rate is counted over, and how often its history keeps a reading.
+HOUR_S, HOURLY_STEP_S = 3600.0, 60.0
 #: Counters judged by rate (NVSentinel's degradation rules): (counter, the knob holding its limit, ``s`` — per
 #: second between readings — or ``min`` — per minute over ``window_s``).
 RATED_PORT_COUNTERS = (
@@ -46,6 +49,26 @@ RATED_PORT_COUNTERS = (
     ("port_xmit_discards", "xmit_discards_per_s", "s"),
     ("link_error_recovery", "recoveries_per_min", "min"),
 )
+
+
+class _Hourly:
+    """One counter's readings over the last hour, one a minute at most: what rose within the hour (a reset clears
+    it), counted over the whole hour even while the counter has been read for less."""
+
+    __slots__ = ("points",)
+
+    def __init__(self) -> None:
+        self.points: deque[tuple[float, int]] = deque()
+
+    def per_hour(self, ts: float, value: int) -> float:
+        points = self.points
+        if points and value < points[-1][1]:
+            points.clear()
+        if not points or ts - points[-1][0] >= HOURLY_STEP_S or value != points[-1][1]:
+            points.append((ts, value))
+        while len(points) > 2 and points[1][0] <= ts - HOUR_S:
+            points.popleft()
+        return float(points[-1][1] - points[0][1]) * HOUR_S / max(points[-1][0] - points[0][0], HOUR_S)
 
 
 class _Rate:
@@ -101,6 +124,14 @@ class LinkDegradation(BaseDetector):
         Knob("xmit_discards_per_s", 100.0, PER_SECOND, CONVENTION, "NVSentinel's limit on port_xmit_discards", 0),
         Knob("recoveries_per_min", 5.0, PER_MINUTE, CONVENTION, "NVSentinel's limit on link_error_recovery", 0),
         Knob(
+            "symbol_errors_per_h",
+            120.0,
+            PER_HOUR,
+            CONVENTION,
+            "the InfiniBand spec's most symbol errors an hour (BER 1e-12): past it NVSentinel calls the link fatal",
+            0,
+        ),
+        Knob(
             "nvlink_errors",
             1,
             COUNT,
@@ -136,6 +167,7 @@ class LinkDegradation(BaseDetector):
         self._past: set[tuple[Any, str]] = set()  # the rated counters past their limit at their last reading
         self._fatal: dict[PortKey, tuple[float, list[str]]] = {}  # when a fatal counter last rose, which
         self._active: set[PortKey] = set()  # ports seen up: one that goes down from there is a link lost
+        self._hourly: dict[PortKey, _Hourly] = {}  # each port's symbol errors over the last hour
 
     def update(self, tick: Tick) -> list[Finding] | None:
         frame = tick.frame
@@ -231,11 +263,18 @@ class LinkDegradation(BaseDetector):
                 evidence[f"{counter}_per_{per}"] = round(value, 2)
                 score = max(score, value / limit)
         risen = [c for c in FATAL_PORT_COUNTERS if self._rate(key, c, ts, p.counter(c))[0] > 0]
+        symbols = p.counter("symbol_error")
+        if (
+            symbols is not None
+            and self._hourly.setdefault(key, _Hourly()).per_hour(ts, symbols) > t.symbol_errors_per_h
+        ):
+            risen.append(f"symbol_error past {t.symbol_errors_per_h:g}/h")
         if risen:
             self._fatal[key] = (ts, risen)
         fatal = self._fatal.get(key)
         if fatal is not None and ts - fatal[0] <= t.hold_s:
-            parts.append(" and ".join(fatal[1]) + " rose (any rise is fatal to NVSentinel)")
+            said = "; ".join(w if " past " in w else f"{w} rose" for w in fatal[1])
+            parts.append(f"{said} (fatal to NVSentinel)")
             evidence["rose"] = fatal[1]
             score, severity = max(score, STATE_SCORE), CRITICAL
         if p.state == "ACTIVE":
