@@ -23,7 +23,7 @@ from trainpulse_otel.collect.infiniband import (
     parse_state,
     read_ports,
 )
-from trainpulse_otel.samples import PORT_COUNTERS, Collected, PortSample
+from trainpulse_otel.samples import PMA_COUNTERS, PORT_COUNTERS, Collected, PortSample
 
 # ------------------------------------------------------------------ real trees
 
@@ -204,7 +204,8 @@ def test_an_hdr_host_gives_one_sample_per_port_sorted(cx6: Path):
         phys_state="LinkUp",
         rate_gbps=200.0,
         link_layer="Ethernet",
-        counters=counters(**dict.fromkeys(PORT_COUNTERS, 0)),
+        # its PMA counters all 0; the driver's hw_counters/ the two NVSentinel reads (procfs-mlx5's real values)
+        counters=counters(**dict.fromkeys(PMA_COUNTERS, 0), rnr_nak_retry_err=0, local_ack_timeout_err=131),
     )
     assert (ib.device, ib.port, ib.state, ib.phys_state, ib.rate_gbps, ib.link_layer) == (
         "mlx5_1",
@@ -236,7 +237,7 @@ def test_saturated_counters_are_read_as_they_stand(cx6: Path):
 
 
 def test_counter_max_holds_the_pma_widths_of_every_contract_counter():
-    assert set(COUNTER_MAX) == set(PORT_COUNTERS)
+    assert set(COUNTER_MAX) == set(PMA_COUNTERS)  # hw_counters/ are the driver's 64-bit statistics
     assert COUNTER_MAX["symbol_error"] == COUNTER_MAX["port_rcv_errors"] == 65535
     assert COUNTER_MAX["port_xmit_discards"] == COUNTER_MAX["port_rcv_remote_physical_errors"] == 65535
     assert COUNTER_MAX["link_downed"] == COUNTER_MAX["link_error_recovery"] == 255

@@ -183,3 +183,19 @@ def test_symbol_errors_past_the_spec_s_120_an_hour_are_critical_and_a_few_a_day_
         range(0, 7200, 10), lambda t: frame(t, ports=(port(t, symbol_error=10 * (int(t) // 3000)),))
     )
     assert bursts.raised() == []
+
+
+def test_nvsentinel_s_rules_on_the_driver_s_counters_a_severed_connection_and_ack_timeouts():
+    severed = Harness(LinkDegradation()).run(
+        range(20), lambda t: frame(t, ports=(port(t, rnr_nak_retry_err=1 if t >= 5 else 0),))
+    )
+    (signal,) = severed.active()
+    assert signal.severity == "critical" and signal.evidence["rose"] == ["rnr_nak_retry_err"]
+    timeouts = Harness(LinkDegradation()).run(
+        range(20), lambda t: frame(t, ports=(port(t, local_ack_timeout_err=3 * int(t)),))
+    )
+    assert timeouts.active()[0].evidence["local_ack_timeout_err_per_s"] == 3.0
+    slow = Harness(LinkDegradation()).run(
+        range(20), lambda t: frame(t, ports=(port(t, local_ack_timeout_err=int(t) // 2),))
+    )
+    assert slow.raised() == []  # one every 2 s: inside NVSentinel's 1/s

@@ -51,7 +51,7 @@ from .model import (
 )
 from .nodes import NODE_SILENT_INTERVALS, NodeReport, NodeSample, NodeSignal
 from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank, with_job_description
-from .ports import PORT_COUNTERS, PortKey, PortSample
+from .ports import HW_COUNTERS, PMA_COUNTERS, PORT_COUNTERS, PortKey, PortSample
 from .rules import (
     GPU_RULES,
     HOST_RULES,
@@ -89,11 +89,13 @@ __all__ = [
     "GPU_FAULT",
     "GPU_RULES",
     "HOST_RULES",
+    "HW_COUNTERS",
     "JOB_CANCELLED",
     "MAX_STACK_FRAMES",
     "MAX_STRING_LENGTH",
     "NEW_ATTEMPT",
     "NODE_SILENT_INTERVALS",
+    "PMA_COUNTERS",
     "PORT_COUNTERS",
     "PORT_RULES",
     "PROCESS_FAILED",

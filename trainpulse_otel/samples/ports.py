@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-#: The port error counters the contract names, as ``counters/`` names its files (and node-exporter its series,
-#: ``node_infiniband_<name>_total``), each with what a rise of it means.
-PORT_COUNTERS: dict[str, str] = {
+#: The port error counters the contract names, as ``counters/`` (the port's PMA counters) names its files (and
+#: node-exporter its series, ``node_infiniband_<name>_total``), each with what a rise of it means.
+PMA_COUNTERS: dict[str, str] = {
     "symbol_error": "minor link errors detected on a physical lane (bad cable, dirty optic)",
     "link_downed": "times the link went down after training (a flap)",
     "link_error_recovery": "times the link recovered from an error (a retrain)",
@@ -23,6 +23,13 @@ PORT_COUNTERS: dict[str, str] = {
     "local_link_integrity_errors": "local physical errors past the threshold",
     "port_rcv_remote_physical_errors": "packets received marked bad by a remote physical error (EBP)",
 }
+#: The driver's statistics NVSentinel reads beside them, from ``hw_counters/`` (64-bit: they never saturate).
+HW_COUNTERS: dict[str, str] = {
+    "rnr_nak_retry_err": "connections severed after the receiver-not-ready retries ran out",
+    "local_ack_timeout_err": "transfers whose ACK did not come in time (a path or a peer in trouble)",
+}
+#: Every counter a port sample keeps, in this order.
+PORT_COUNTERS: dict[str, str] = {**PMA_COUNTERS, **HW_COUNTERS}
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,13 @@ LINK_DEGRADATION = SignalSpec(
 #: A state that holds (a downtrained link, NVLinks down, a port gone down) scores this: raised at once.
 STATE_SCORE = 2.0
 #: Counters whose every rise is critical (NVSentinel: fatal on any rise): the link flapped, flow control broke, the
-#: local link's integrity errors passed their threshold.
-FATAL_PORT_COUNTERS = ("link_downed", "excessive_buffer_overrun_errors", "local_link_integrity_errors")
+#: local link's integrity errors passed their threshold, a connection was severed (its RNR retries ran out).
+FATAL_PORT_COUNTERS = (
+    "link_downed",
+    "excessive_buffer_overrun_errors",
+    "local_link_integrity_errors",
+    "rnr_nak_retry_err",
+)
 #: The hour a per-hour rate is counted over, and how often its history keeps a reading.
 HOUR_S, HOURLY_STEP_S = 3600.0, 60.0
 #: Counters judged by rate (NVSentinel's degradation rules): (counter, the knob holding its limit, ``s`` — per
@@ -48,6 +53,7 @@ RATED_PORT_COUNTERS = (
     ("port_rcv_errors", "ib_errors_per_s", "s"),
     ("port_xmit_discards", "xmit_discards_per_s", "s"),
     ("link_error_recovery", "recoveries_per_min", "min"),
+    ("local_ack_timeout_err", "ack_timeouts_per_s", "s"),
 )
 
 
@@ -123,6 +129,7 @@ class LinkDegradation(BaseDetector):
         ),
         Knob("xmit_discards_per_s", 100.0, PER_SECOND, CONVENTION, "NVSentinel's limit on port_xmit_discards", 0),
         Knob("recoveries_per_min", 5.0, PER_MINUTE, CONVENTION, "NVSentinel's limit on link_error_recovery", 0),
+        Knob("ack_timeouts_per_s", 1.0, PER_SECOND, CONVENTION, "NVSentinel's limit on local_ack_timeout_err", 0),
         Knob(
             "symbol_errors_per_h",
             120.0,
