@@ -57,32 +57,14 @@ RATED_PORT_COUNTERS = (
 )
 
 
-class _Hourly:
-    """One counter's readings over the last hour, one a minute at most: what rose within the hour (a reset clears
-    it), counted over the whole hour even while the counter has been read for less."""
-
-    __slots__ = ("points",)
-
-    def __init__(self) -> None:
-        self.points: deque[tuple[float, int]] = deque()
-
-    def per_hour(self, ts: float, value: int) -> float:
-        points = self.points
-        if points and value < points[-1][1]:
-            points.clear()
-        if not points or ts - points[-1][0] >= HOURLY_STEP_S or value != points[-1][1]:
-            points.append((ts, value))
-        while len(points) > 2 and points[1][0] <= ts - HOUR_S:
-            points.popleft()
-        return float(points[-1][1] - points[0][1]) * HOUR_S / max(points[-1][0] - points[0][0], HOUR_S)
-
-
 class _Rate:
-    """One cumulative counter's recent values, for its rate over a window; a value that goes back restarts it."""
+    """One cumulative counter's recent values, for its rate over a window; a value that goes back restarts it.
+    ``every_s``: an unchanged value is kept at most this often (an hour's history at a reading a minute)."""
 
-    __slots__ = ("points",)
+    __slots__ = ("every_s", "points")
 
-    def __init__(self) -> None:
+    def __init__(self, every_s: float = 0.0) -> None:
+        self.every_s = every_s
         self.points: deque[tuple[float, int]] = deque()
 
     def add(self, ts: float, value: int, window_s: float) -> int:
@@ -92,6 +74,8 @@ class _Rate:
             self.points.clear()  # reset, reboot, driver reload: not an error
         elif self.points:
             rose = value - self.points[-1][1]
+        if not rose and self.points and ts - self.points[-1][0] < self.every_s:
+            return 0  # an unchanged value, read again too soon to keep
         self.points.append((ts, value))
         while len(self.points) > 2 and self.points[1][0] <= ts - window_s:
             self.points.popleft()  # the next one already reaches back to the window's start
@@ -107,6 +91,10 @@ class _Rate:
         if t1 <= t0:
             return None
         return (v1 - v0) / (t1 - t0 if recent else max(t1 - t0, window_s))
+
+    def risen(self) -> int:
+        """How much the counter rose over the readings kept (0 with fewer than two)."""
+        return self.points[-1][1] - self.points[0][1] if len(self.points) >= 2 else 0
 
 
 class LinkDegradation(BaseDetector):
@@ -174,7 +162,6 @@ class LinkDegradation(BaseDetector):
         self._past: set[tuple[Any, str]] = set()  # the rated counters past their limit at their last reading
         self._fatal: dict[PortKey, tuple[float, list[str]]] = {}  # when a fatal counter last rose, which
         self._active: set[PortKey] = set()  # ports seen up: one that goes down from there is a link lost
-        self._hourly: dict[PortKey, _Hourly] = {}  # each port's symbol errors over the last hour
 
     def update(self, tick: Tick) -> list[Finding] | None:
         frame = tick.frame
@@ -193,11 +180,21 @@ class LinkDegradation(BaseDetector):
         replays), or poll to poll (``recent``: NVLink CRC and InfiniBand errors, as DCGM and NVSentinel poll them)."""
         if value is None:
             return 0, None
-        rate = self._rates.get((key, counter))
-        if rate is None:
-            rate = self._rates[(key, counter)] = _Rate()
+        rate = self._counter(key, counter)
         rose = rate.add(ts, value, self.thresholds.window_s)
         return rose, rate.per_second(self.thresholds.window_s, recent)
+
+    def _counter(self, key: Any, counter: str, every_s: float = 0.0) -> _Rate:
+        rate = self._rates.get((key, counter))
+        if rate is None:
+            rate = self._rates[(key, counter)] = _Rate(every_s)
+        return rate
+
+    def _per_hour(self, key: PortKey, counter: str, ts: float, value: int) -> float:
+        """A port counter's rise over the last hour, counted over the whole hour (a reading a minute kept)."""
+        hourly = self._counter(key, counter + "/h", HOURLY_STEP_S)
+        hourly.add(ts, value, HOUR_S)
+        return (hourly.per_second(HOUR_S) or 0.0) * HOUR_S
 
     def _twice(self, key: Any, counter: str, past: bool) -> bool:
         """Whether a counter's rate is past its limit at this reading and the one before: a burst between two
@@ -213,10 +210,10 @@ class LinkDegradation(BaseDetector):
         """How much these counters rose together over the window (a reset starts one over)."""
         total = 0
         for counter in counters:
-            self._rate(key, counter, ts, getattr(g, counter))
-            rate = self._rates.get((key, counter))
-            if rate is not None and len(rate.points) >= 2:
-                total += rate.points[-1][1] - rate.points[0][1]
+            if (value := getattr(g, counter)) is not None:
+                rate = self._counter(key, counter)
+                rate.add(ts, value, self.thresholds.window_s)
+                total += rate.risen()
         return total
 
     def _gpu(self, g: GpuSample, ts: float, host: str | None) -> Finding | None:
@@ -271,10 +268,7 @@ class LinkDegradation(BaseDetector):
                 score = max(score, value / limit)
         risen = [c for c in FATAL_PORT_COUNTERS if self._rate(key, c, ts, p.counter(c))[0] > 0]
         symbols = p.counter("symbol_error")
-        if (
-            symbols is not None
-            and self._hourly.setdefault(key, _Hourly()).per_hour(ts, symbols) > t.symbol_errors_per_h
-        ):
+        if symbols is not None and self._per_hour(key, "symbol_error", ts, symbols) > t.symbol_errors_per_h:
             risen.append(f"symbol_error past {t.symbol_errors_per_h:g}/h")
         if risen:
             self._fatal[key] = (ts, risen)
