@@ -21,9 +21,7 @@ from typing import Any, NamedTuple
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from ..samples import GpuSample
-from ..samples.model import GpuKey
-from ..samples.ports import PORT_COUNTERS, PortSample
+from ..samples import PORT_COUNTERS, GpuKey, GpuSample, PortSample
 from ._nvml import NVML_H_REASON_BITS, decode_reasons
 
 _MIB = 1 << 20

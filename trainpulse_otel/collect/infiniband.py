@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..samples import PORT_COUNTERS, PortSample
+from ..samples import PORT_COUNTERS, PortSample, port_order
 from .base import Collected
 
 #: The longest value read from one sysfs file. The kernel writes a few dozen bytes at most
@@ -163,7 +163,7 @@ def read_ports(sysfs_root: str | os.PathLike[str] = "/sys") -> tuple[PortSample,
     """Every InfiniBand/RoCE port under ``<sysfs_root>/class/infiniband``, sorted by (device, port)."""
     class_dir = Path(sysfs_root) / "class" / "infiniband"
     ports = [port for device, device_dir in _subdirs(class_dir) for port in _device_ports(device, device_dir)]
-    return tuple(sorted(ports, key=lambda port: (port.device, port.port)))
+    return tuple(sorted(ports, key=port_order))
 
 
 class InfinibandCollector:

@@ -27,8 +27,7 @@ from urllib.parse import urlsplit
 
 from prometheus_client.samples import Sample
 
-from ..samples import GpuSample
-from ..samples.ports import PortSample
+from ..samples import GpuSample, PortSample
 from .base import Collected
 from .exposition import ScrapeError, XidGauge, is_dcgm, is_node_exporter, parse_samples, read_dcgm, read_ports
 

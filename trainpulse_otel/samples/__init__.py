@@ -51,7 +51,7 @@ from .model import (
 )
 from .nodes import NODE_SILENT_INTERVALS, NodeReport, NodeSample, NodeSignal
 from .parts import RANK_PARTS, carried_parts, heartbeats_only, merged_rank, with_job_description
-from .ports import HW_COUNTERS, PMA_COUNTERS, PORT_COUNTERS, PortKey, PortSample
+from .ports import HW_COUNTERS, PMA_COUNTERS, PORT_COUNTERS, PortKey, PortSample, port_order
 from .rules import (
     GPU_RULES,
     HOST_RULES,
@@ -149,6 +149,7 @@ __all__ = [
     "parse_rank",
     "parse_stack",
     "parse_training",
+    "port_order",
     "to_dict",
     "type_name",
     "with_job_description",

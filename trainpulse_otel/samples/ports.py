@@ -75,3 +75,9 @@ class PortSample:
 
 #: A port's identity in a job view: (node hostname or None for this daemon's own, device, port number).
 PortKey = tuple[str | None, str, int]
+
+
+def port_order(port: PortSample) -> tuple[str, str, int]:
+    """The order ports are listed in: this daemon's own first, then each other node's, by device and port."""
+    node, device, number = port.key
+    return (node or "", device, number)

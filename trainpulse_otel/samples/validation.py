@@ -14,7 +14,7 @@ from typing import Any
 
 from .builder import SampleBuilder
 from .model import DEFAULT_MAX_RANKS, RANK_PHASES, THROTTLE_REASONS, GpuSample, HostSample, RankSample, TrainingSample
-from .ports import PORT_COUNTERS, PortSample
+from .ports import PORT_COUNTERS, PortSample, port_order
 from .rules import (
     COUNT,
     GPU_RULES,
@@ -211,7 +211,7 @@ def parse_ports(data: Any, field: str = "ports") -> tuple[PortSample, ...]:
     keys = [p.key for p in ports]
     if len(set(keys)) != len(keys):
         raise SampleError(field, "each device and port must be listed once")
-    return tuple(sorted(ports, key=lambda p: (p.device, p.port)))
+    return tuple(sorted(ports, key=port_order))
 
 
 def _parse_port(data: Any, where: str) -> PortSample:

@@ -30,6 +30,7 @@ from ..samples import (
     TrainingSample,
     XidCount,
     gpu_order,
+    port_order,
 )
 from ..samples.builder import field_maker
 from .catalog import (
@@ -205,7 +206,7 @@ class FrameAssembler:
             ranks = tuple(_RANK(self._ranks[r], r) for r in sorted(self._ranks))
             training = _TRAINING(self._training, ranks)
         xids = tuple(sorted(self._xids, key=_xid_order))
-        ports = tuple(_port(key, self._ports[key]) for key in sorted(self._ports, key=_port_order))
+        ports = tuple(sorted((_port(key, fields) for key, fields in self._ports.items()), key=port_order))
         return Frame(
             ts=ts, gpus=gpus, host=host, training=training, xid_counts=xids, nodes=self._node_samples(), ports=ports
         )
@@ -307,10 +308,6 @@ class FrameAssembler:
 
 def _xid_order(xid: XidCount) -> tuple[str, int, int]:
     return xid.sort_key
-
-
-def _port_order(key: PortKey) -> tuple[str, str, int]:
-    return (key[0] or "", key[1], key[2])
 
 
 def _port(key: PortKey, fields: Mapping[str, Any]) -> PortSample:

@@ -25,6 +25,7 @@ from ..samples import (
     TrainingSample,
     XidCount,
     gpu_order,
+    port_order,
 )
 from ..samples.builder import field_replacer
 from .catalog import GPU, HOST, NODE, RANK, TRAINING, TRAINING_INFO_ATTRIBUTES
@@ -60,7 +61,7 @@ def frame_from_samples(
         training=_training_read_back(training, rank_read) if training is not None else None,
         xid_counts=tuple(sorted(xid_counts, key=_xid_order)),
         nodes=tuple(_node_read_back(n) for n in sorted(nodes, key=_hostname)),
-        ports=tuple(sorted(ports, key=lambda p: (p.node or "", p.device, p.port))),  # their fields read as they are
+        ports=tuple(sorted(ports, key=port_order)),  # their fields read as they are
     )
     if memo is not None:
         memo.turn()
