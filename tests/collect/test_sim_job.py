@@ -92,3 +92,36 @@ def test_sim_nodes_and_sim_node_rank_are_settings_with_errors_naming_the_key():
         with pytest.raises(ConfigError, match=f"^{key}: ") as caught:
             load_settings(flags=flags, environ={})
         assert caught.value.key == key
+
+
+def test_a_fault_every_node_knows_slows_its_rank_for_every_node_and_only_its_node_s_gpus():
+    """``-sim-fault-node 2``: each node runs the scenario; node 2's GPU 5 is slow on node 2 alone, and every node's
+    ranks wait for global rank 21 as a real job's do, so every node's job-level step is the same slow one."""
+    waits, steps = {}, {}
+    for node in range(4):
+        collector = SimCollector("rank_straggler", nodes=4, node_rank=node, onset_s=10.0, fault_node=2)
+        samples = [collector.collect(T0 + t) for t in range(60)][-10:]  # past the 20 s ramp
+        own = [r for s in samples for r in s.training.ranks if r.rank != 21]
+        waits[node] = sorted(r.sync_wait_ms for r in own)[len(own) // 2]
+        steps[node] = sorted(s.training.step_time_ms for s in samples)[5]
+        healthy = SimCollector("healthy", nodes=4, node_rank=node).collect(T0)
+        if node != 2:  # the other nodes' GPUs are their own, healthy ones
+            assert [g.uuid for g in samples[-1].gpus] == [g.uuid for g in healthy.gpus]
+    plain = SimCollector("healthy", nodes=4, node_rank=0)
+    plain_wait = sorted(r.sync_wait_ms for r in [plain.collect(T0 + t) for t in range(60)][-1].training.ranks)[4]
+    for node in range(4):
+        assert waits[node] > plain_wait + 400.0  # waiting ~0.35 of a ~1.8 s step for rank 21
+        assert waits[node] == pytest.approx(waits[2], rel=0.1) and steps[node] == pytest.approx(steps[2], rel=0.1)
+
+
+def test_a_fault_on_its_own_node_or_none_named_is_the_simulation_as_it_was():
+    def run(**kwargs):
+        collector = SimCollector("rank_straggler", nodes=4, node_rank=2, onset_s=10.0, **kwargs)
+        return [collector.collect(T0 + t) for t in range(40)]
+
+    assert run(fault_node=2) == run()
+    with pytest.raises(ValueError, match="fault_node"):
+        SimCollector(nodes=4, node_rank=0, fault_node=4)
+    with pytest.raises(ConfigError, match=r"^sim_fault_node: "):
+        load_settings(flags={"sim_nodes": 4, "sim_fault_node": 4}, environ={})
+    assert load_settings(environ={"TRAINPULSE_SIM_NODES": "4", "TRAINPULSE_SIM_FAULT_NODE": "2"}).sim_fault_node == 2

@@ -42,7 +42,8 @@ def test_a_rank_killed_between_checkpoints_is_two_attempts_with_the_re_done_step
     assert ledger.mtbf_s() == pytest.approx(79.0 + 69.0)  # the attempts' running time per interruption
     wall = end - 1 - T0
     productive = 80 + 70 - 30  # every step's second, the re-done ones once (the goodput books them as lost)
-    assert ledger.ettr(productive, end - 1) == pytest.approx(productive / wall)
+    assert ledger.ettr(productive, wall) == pytest.approx(productive / wall)
+    assert ledger.ettr(productive, 0.0) is None and AttemptLedger().ettr(productive, wall) is None
     assert [a["end_reason"] for a in ledger.to_dict()["attempts"]] == [FAILED, ENDED]
 
 

@@ -23,6 +23,7 @@ COLLECT_FLAGS = (
     "onset",
     "sim_nodes",
     "sim_node_rank",
+    "sim_fault_node",
     "record",
     "history_size",
     "log_level",

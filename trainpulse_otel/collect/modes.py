@@ -144,6 +144,7 @@ def open_sim(settings: Settings, reports: RealReports | None = None) -> SimColle
         reports=reports,
         nodes=settings.sim_nodes,
         node_rank=settings.sim_node_rank,
+        fault_node=settings.sim_fault_node,
     )
 
 

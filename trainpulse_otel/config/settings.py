@@ -110,6 +110,14 @@ OPTIONS: tuple[Option, ...] = (
         "simulation: this daemon is node I (0 … sim_nodes-1) of the job",
         "I",
     ),
+    Option(
+        "sim_fault_node",
+        optional(integer(0, 4095)),
+        None,
+        "simulation: the node whose GPUs the -scenario fault hits, known to every node's simulation; "
+        "unset, each node's own",
+        "I",
+    ),
     Option("history_size", integer(2, 1_000_000), 300, "frames kept in the diagnostic window", "N"),
     Option("log_level", choice("debug", "info", "warning", "error"), "info", "log level", "LEVEL"),
     Option("log_format", choice("text", "json"), "text", "log format: text|json", "FORMAT"),
@@ -254,6 +262,7 @@ class Settings:
     onset: float | None = None
     sim_nodes: int = 1
     sim_node_rank: int = 0
+    sim_fault_node: int | None = None
     warmup: float = 0.0
     smi_timeout: float = 5.0
     mtbf: float | None = None
@@ -380,4 +389,6 @@ def load_settings(
         values["job_id"] = launched
     if (settings := Settings(**values)).sim_node_rank >= settings.sim_nodes:  # two keys that hold only together
         raise ConfigError("sim_node_rank", f"must be below sim_nodes ({settings.sim_nodes})")
+    if settings.sim_fault_node is not None and settings.sim_fault_node >= settings.sim_nodes:
+        raise ConfigError("sim_fault_node", f"must be below sim_nodes ({settings.sim_nodes})")
     return settings

@@ -142,12 +142,16 @@ class BudgetBuilder:
         steps: int = 1,
         stalled: bool = False,
         all_reduce: float | None = None,
+        known_wait: float = 0.0,
     ) -> StepBudget | None:
         """The budget of one of the ``steps`` steps ``report`` stands for, at ``ts`` (None without a step time,
         or before the ideal is known).
 
         ``stalled``: the report ends a stall; its excess over the ideal step is all ``stall``. ``all_reduce``:
         the report's all-reduce time where the caller has worked it out (:func:`all_reduce_ms`; the tick has).
+        ``known_wait``: how long the ranks wait each step for a straggler the diagnosis has raised (ms). That much
+        of the report's sync wait is a loss whatever the baselines learned: neither the sync baseline nor the
+        ideal step learns from it, so a fault there from the first step is not taken for the job's pace.
         """
         step = report.step_time_ms
         if step is None or step <= 0:
@@ -162,13 +166,14 @@ class BudgetBuilder:
         bubble = (step - checkpoint) * (report.pipeline_bubble_ratio or 0.0)
         clean = step - checkpoint - bubble
         waits = _waits(report, all_reduce)
+        known = min(known_wait, waits.get("sync", 0.0))
         usual = {name: self.waits[name].value or 0.0 for name in waits if self.waits[name].ready}
         for name, value in waits.items():
-            self.waits[name].add(ts, value)
+            self.waits[name].add(ts, value - known if name == "sync" else value)
         excess = {name: max(0.0, value - usual[name]) if name in usual else 0.0 for name, value in waits.items()}
         ideal = self.ideal_ms
-        if clean > 0:  # a step that was all save (the save longer than the steps it is spread over) has no pace
-            self.ideal.add(ts, clean)
+        if clean > known:  # a step that was all save (the save longer than the steps it is spread over): no pace
+            self.ideal.add(ts, clean - known)
         if ideal is None:
             return None
         lost = _nest_tokenizer(excess, report)

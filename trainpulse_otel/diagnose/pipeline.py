@@ -24,7 +24,7 @@ from .joblife.life import JobLife
 from .rank_budget import RankBudgets
 from .relay import RELAY_POLICY, relayed_findings
 from .risk import node_risks
-from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share
+from .rootcause import RootCauseRule, infer_root_causes, stragglers_sync_share, stragglers_wait_ms
 from .spec import ROLE_STALL, ROLE_STRAGGLER
 from .tick import TickBuilder
 from .tracker import SignalTracker
@@ -157,7 +157,7 @@ class DiagnosticPipeline:
             health=health,
             signals=signals,
             root_causes=causes,
-            goodput=self._with_life(self._goodput.goodput(ts, self._ranks.worst()), ts),
+            goodput=self._with_life(self._goodput.goodput(ts, self._ranks.worst())),
             node_risk=node_risks(signals, frame.xid_counts) if signals or frame.xid_counts else (),
         )
         return PipelineResult(self._diagnosis, transitions, self._top != top_before, dict(self._scores))
@@ -201,11 +201,11 @@ class DiagnosticPipeline:
         if ideal is not None and frontier is not None:  # the budget books by the ideal at once, as before
             self._budget.ideal.seed(frontier, ideal)
 
-    def _with_life(self, goodput: Goodput | None, ts: float) -> Goodput | None:
-        """The goodput with its ``job`` block (the life's ETTR is over the goodput's productive seconds)."""
+    def _with_life(self, goodput: Goodput | None) -> Goodput | None:
+        """The goodput with its ``job`` block (the life's ETTR is the goodput ledger's productive share)."""
         if goodput is None or goodput.wall_s is None:
             return goodput
-        job = self._life.block(goodput.ratio * goodput.wall_s, ts)
+        job = self._life.block(goodput.ratio * goodput.wall_s, goodput.wall_s)
         return goodput if job is None else replace(goodput, job=job)
 
     def _score(self, source: int, findings: list[Finding]) -> None:
@@ -224,10 +224,13 @@ class DiagnosticPipeline:
         """The new report's step into the budget (``all_reduce``: its all-reduce time, the tick's), and the
         budget into goodput."""
         steps = self._steps.advance(report)
-        budget = self._budget.add(ts, report, steps, stalled=self._stalled, all_reduce=all_reduce)
+        stragglers = [s for s in signals if s.name == self._straggler_signal]
+        budget = self._budget.add(
+            ts, report, steps, stalled=self._stalled, all_reduce=all_reduce, known_wait=stragglers_wait_ms(stragglers)
+        )
         self._ranks.add(ts, report, budget, stalled=self._stalled)
         self._stalled = False
-        straggler_share = stragglers_sync_share([s for s in signals if s.name == self._straggler_signal])
+        straggler_share = stragglers_sync_share(stragglers)
         self._goodput.add(ts, report, budget, self._budget.ideal_ms, causes, straggler_share, steps)
 
     def _declared_only(self, source: int, findings: list[Finding]) -> list[Finding]:

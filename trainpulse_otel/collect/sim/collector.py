@@ -29,7 +29,8 @@ class SimCollector:
     at ``now - first_now``, so timestamps are the daemon's own and ``onset_s``
     counts from that first tick (the start of a warm-up, where there is one).
     ``onset_s=None`` keeps the scenario's own onset. ``nodes``/``node_rank``: this is
-    node ``node_rank`` of a job across ``nodes`` nodes (:mod:`.placement`).
+    node ``node_rank`` of a job across ``nodes`` nodes; ``fault_node``: the node whose GPUs the scenario's
+    faults hit (None: this one) (:mod:`.placement`).
     """
 
     name = "sim"
@@ -46,11 +47,14 @@ class SimCollector:
         reports: RealReports | None = None,
         nodes: int = 1,
         node_rank: int = 0,
+        fault_node: int | None = None,
     ) -> None:
         chosen = scenario_named(scenario) if isinstance(scenario, str) else scenario
         if onset_s is not None:
             chosen = chosen.starting_at(onset_s)
-        self.node = SimulatedNode(chosen, seed, gpus, ranks, interval_s, nodes=nodes, node_rank=node_rank)
+        self.node = SimulatedNode(
+            chosen, seed, gpus, ranks, interval_s, nodes=nodes, node_rank=node_rank, fault_node=fault_node
+        )
         self.seed = seed
         self.reports = reports
         self._first_now: float | None = None
@@ -95,6 +99,7 @@ class SimCollector:
             "ranks": node.ranks,
             "nodes": node.placement.nodes,
             "node_rank": node.placement.node_rank,
+            "fault_node": node.placement.fault_node,
             "hostname": node.hostname,
         }
 

@@ -174,6 +174,10 @@ class Knobs:
         """The local GPUs whose ranks have died of an exception."""
         return tuple(g for g, level in enumerate(self.rank_exit) if level >= 0.5)
 
+    def job_wide(self, healthy: Knobs) -> Knobs:
+        """These knobs with every per-GPU knob as on ``healthy``: what a node whose GPUs are not faulted runs."""
+        return replace(self, **{name: getattr(healthy, name) for name in (*GPU_KNOBS, "memory_frac")})
+
     @classmethod
     def healthy(cls, memory_frac: list[float]) -> Knobs:
         """The knobs of a node with no fault, whose GPUs hold ``memory_frac`` of their memory."""

@@ -66,10 +66,11 @@ class SimulatedNode:
         *,
         nodes: int = 1,
         node_rank: int = 0,
+        fault_node: int | None = None,
     ) -> None:
         self.scenario = scenario_named(scenario) if isinstance(scenario, str) else scenario
         self.job = replace(JobConfig(), **self.scenario.job)
-        self.placement = placement = Placement(gpus, nodes, node_rank)
+        self.placement = placement = Placement(gpus, nodes, node_rank, fault_node)
         self.gpus = gpus
         self.ranks = placement.job_ranks(_job_ranks(self.job, gpus, ranks, placement.nodes))
         self.interval_s = interval_s
@@ -93,6 +94,7 @@ class SimulatedNode:
         self._steps = 0.0
         self._crashed = False
         self._faults = HardwareFaults(gpus)
+        self._elsewhere: dict[int, float] = {}  # this tick's slow ranks on another node's faulted GPUs
         self._last_step: Step | None = None
         self._hung_since: float | None = None  # when the current hang began (seconds since start)
         self._hung_s = 0.0  # how long the step in progress has been hung
@@ -117,7 +119,7 @@ class SimulatedNode:
         self._settle = self._t is None  # start at equilibrium: the job has been running a while
         dt = self.interval_s if self._settle else max(0.0, t - self._t)
         self._t = t
-        k = self._healthy.at(self.scenario, t)
+        k = self._own_knobs(self._healthy.at(self.scenario, t))
         lost = self._faults.any_lost(k) and not self._crashed
         collected = self._stalled(t, dt, k) if lost else self._sample(t, dt, k)
         faulted = replace(collected, gpus=self._faults.apply(collected.gpus or (), k, dt))
@@ -127,6 +129,15 @@ class SimulatedNode:
         # XIDs and ECC errors are this node's own, not every node's
         peers = job_view(collected, self.job.peer_nodes, self.job.lost_peer if k.peer_lost >= 0.5 else None)
         return replace(peers, gpus=faulted.gpus)
+
+    def _own_knobs(self, k: Knobs) -> Knobs:
+        """The knobs of this node's GPUs; a fault on another node's GPUs (``fault_node``) leaves them healthy
+        and slows the ranks there, which this node's ranks then wait for."""
+        if self.placement.faults_here:
+            return k
+        ranks = self.placement.fault_ranks()
+        self._elsewhere = {ranks[g]: slowdown for g, slowdown in enumerate(k.rank_slowdown) if slowdown != 1.0}
+        return k.job_wide(self._healthy)
 
     def _sample(self, t: float, dt: float, k: Knobs) -> Collected:
         now = self.start_ts + t
@@ -153,7 +164,7 @@ class SimulatedNode:
         """A tick on which a step finished: time it, then show it on GPUs, host and the report."""
         intensity = 0.3 + 0.7 * k.flop_efficiency  # tensor-core share of the work: drives power
         clocks, reasons = zip(*(governed_clock(g, k.power_cap_w, intensity) for g in self._gpu), strict=True)
-        step = self._step.time(k, clocks)
+        step = self._step.time(k, clocks, self._elsewhere)
         self._steps += dt * 1000.0 / step.wall_ms
         gpus = busy_gpus(self._rng, self._gpu, step, k, clocks, reasons, intensity, self._heat(dt))
         cpu = HOST_CPU_PERCENT + k.host_cpu_percent

@@ -9,6 +9,10 @@ internal rank ``r`` to the job's global rank ``(r + node_rank*gpus) mod ranks`` 
 ``(r // gpus + node_rank) mod nodes`` and carries only this node's own ranks; the job-level fields are
 in every node's report, and the job daemon takes them from the node holding global rank 0.
 
+A fault the whole job's simulations know (``fault_node``, ``-sim-fault-node``) happens on that node's GPUs:
+that node runs it as its own; every other node keeps its own GPUs healthy and makes the fault node's ranks as
+slow as the fault makes them (:meth:`Placement.fault_ranks`), so its ranks wait for them as the real job's do.
+
 With one node (the default) nothing is renamed and every rank is reported: ranks beyond the node's GPUs
 live on ``node-001``… as before, and the seed is the seed, so the single-node run is unchanged.
 """
@@ -35,10 +39,25 @@ class Placement:
     gpus: int
     nodes: int = 1
     node_rank: int = 0
+    #: The node whose GPUs the scenario's per-GPU faults hit (None: this node's own, as each node's scenario is).
+    fault_node: int | None = None
 
     def __post_init__(self) -> None:
         if self.nodes < 1 or not 0 <= self.node_rank < self.nodes:
             raise ValueError(f"node_rank must be between 0 and nodes - 1 ({self.nodes - 1}), got {self.node_rank}")
+        if self.fault_node is not None and not 0 <= self.fault_node < self.nodes:
+            raise ValueError(f"fault_node must be between 0 and nodes - 1 ({self.nodes - 1}), got {self.fault_node}")
+
+    @property
+    def faults_here(self) -> bool:
+        """Whether the scenario's per-GPU faults hit this node's own GPUs."""
+        return self.fault_node is None or self.fault_node == self.node_rank
+
+    def fault_ranks(self) -> range:
+        """The internal ranks on the fault node's GPUs (its GPU ``g`` is the range's ``g``-th)."""
+        node = self.node_rank if self.fault_node is None else self.fault_node
+        first = (node - self.node_rank) % self.nodes * self.gpus
+        return range(first, first + self.gpus)
 
     @property
     def hostname(self) -> str:

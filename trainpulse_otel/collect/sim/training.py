@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,10 +101,13 @@ class StepModel:
         self._shape = shape
         self._rank_speed = rank_speed
 
-    def time(self, k: Knobs, clocks: tuple[float, ...]) -> Step:
-        """This tick's step, with the GPUs at ``clocks`` (fractions of their maximum)."""
+    def time(self, k: Knobs, clocks: tuple[float, ...], elsewhere: Mapping[int, float] | None = None) -> Step:
+        """This tick's step, with the GPUs at ``clocks`` (fractions of their maximum) and the ranks of
+        ``elsewhere`` (internal ranks on another node's faulted GPUs) that many times slower."""
         rng, gauss, exp = self._rng, self._rng.gauss, math.exp
         compute = self._compute(k, clocks)
+        for rank, slowdown in (elsewhere or {}).items():
+            compute[rank] *= slowdown
         allreduce_ms = self._shape.allreduce_ms * k.allreduce_factor * exp(gauss(0.0, 0.03))
         data_common = DATA_WAIT_MS * exp(gauss(0.0, 0.25))
         if rng.random() < P_DATA_SPIKE:

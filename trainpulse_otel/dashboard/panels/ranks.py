@@ -150,6 +150,26 @@ def _flagged(view: View) -> set[int]:
     return {rank for signal in view.signals(RANK_STRAGGLER.name) for rank in _subject_ranks(signal.subject)}
 
 
+def _lateness(evidence: Mapping[str, Any], stats: RankStats, rank: int) -> tuple[float | None, float | None]:
+    """How much slower a flagged rank is than the median rank, and how long the others wait for it (ms): the
+    signal's own figures — the panel states what the signal and its cause state — else this report's."""
+    slower, peers = evidence.get("slower_than_median"), evidence.get("peers_wait_ms")
+    if slower is None and rank in stats.ratios:
+        slower = stats.ratios[rank] - 1.0
+    if peers is None and (r := stats.by_rank(rank)) is not None and r.sync_wait_ms is not None:
+        peers = stats.median_sync_wait()
+    return (None if slower is None else float(slower)), (None if peers is None else float(peers))
+
+
+def _flagged_lateness(view: View, stats: RankStats) -> dict[int, float | None]:
+    """Each flagged straggler and how much slower than the median rank its signal says it is."""
+    return {
+        rank: _lateness(signal.evidence, stats, rank)[0]
+        for signal in view.signals(RANK_STRAGGLER.name)
+        for rank in _subject_ranks(signal.subject)
+    }
+
+
 def _callouts(view: View, stats: RankStats) -> list[Text]:
     """One line per flagged straggler: who, where, how much slower, what it costs the others."""
     lines = []
@@ -167,10 +187,10 @@ def _callouts(view: View, stats: RankStats) -> list[Text]:
             line = Text.assemble(
                 severity_badge(signal.severity), " ", (" · ".join(where), "bold red"), no_wrap=True, overflow="ellipsis"
             )
-            if rank in stats.ratios:
-                line.append(f"  {stats.ratios[rank]:.2f}× median busy time")
-            peers = stats.median_sync_wait()
-            if r.sync_wait_ms is not None and peers is not None:
+            slower, peers = _lateness(signal.evidence, stats, rank)
+            if slower is not None:
+                line.append(f"  {slower:.0%} slower than the median rank")
+            if peers is not None:
                 line.append(f"; others wait {fmt.millis(peers)} for it", style=DIM)
             lines.append(line)
     return lines
@@ -189,11 +209,11 @@ def _subject_ranks(subject: Mapping[str, Any]) -> list[int]:
 
 
 def _headline(view: View, stats: RankStats) -> str | tuple[str, str]:
-    flagged = sorted(_flagged(view))
+    flagged = _flagged_lateness(view, stats)
     if flagged:
         named = ", ".join(
-            _at_host(view, stats, rank) + (f" ({stats.ratios[rank]:.2f}×)" if rank in stats.ratios else "")
-            for rank in flagged[:4]
+            _at_host(view, stats, rank) + (f" ({slower:.0%} slower)" if slower is not None else "")
+            for rank, slower in sorted(flagged.items())[:4]
         )
         return f"stragglers: rank {named}", "bold red"
     rank, ratio = stats.slowest(1)[0] if stats.ratios else (None, None)

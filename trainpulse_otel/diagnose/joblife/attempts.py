@@ -142,6 +142,8 @@ class AttemptLedger:
             return None
         if step == now.last_step:
             return None  # the same step again: a report repeated (or another rank's), no progress, no new attempt
+        if ts < now.last_progress:
+            return None  # a report older than the latest (another node's, late): neither progress nor a restart
         if pid in self._ended_pids:
             pid = None  # an ended attempt's process, still in a heartbeat not yet replaced: no news
         went_back = now.last_step is not None and step < now.last_step
@@ -222,12 +224,13 @@ class AttemptLedger:
             "checkpoint_load": sum(a.checkpoint_load_s for a in self.attempts),
         }
 
-    def ettr(self, productive_s: float, now: float) -> float | None:
+    def ettr(self, productive_s: float, wall_s: float | None) -> float | None:
         """The life's ETTR: ``productive_s`` (the goodput's, the re-done steps already booked as lost progress)
-        over the wall time since the first attempt began; None before it."""
-        if not self.attempts or now <= self.attempts[0].start:
+        over ``wall_s``, the goodput ledger's wall time since the first attempt began — one clock for both, the
+        ledger's (a job daemon's, not its nodes'); None before the first attempt or without wall time."""
+        if not self.attempts or not wall_s or wall_s <= 0:
             return None
-        return max(0.0, min(1.0, productive_s / (now - self.attempts[0].start)))
+        return max(0.0, min(1.0, productive_s / wall_s))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -81,13 +81,13 @@ class JobLife:
             self._saves.append((ts, report.global_step, report.checkpoint_ms / 1000.0))
         return began
 
-    def block(self, productive_s: float, now: float) -> dict[str, Any] | None:
-        """The ``job`` block at ``now`` (``productive_s``: the goodput's productive seconds), None before a step."""
+    def block(self, productive_s: float, wall_s: float) -> dict[str, Any] | None:
+        """The ``job`` block (``productive_s`` of the goodput ledger's ``wall_s``), None before a step."""
         ledger = self.attempts
         if not ledger.attempts:
             return None
         out = ledger.to_dict()
-        ettr = ledger.ettr(productive_s, now)
+        ettr = ledger.ettr(productive_s, wall_s)
         out["ettr"] = None if ettr is None else round(ettr, 4)
         out["lost_s"] = {bucket: round(s, 3) for bucket, s in ledger.lost().items()}
         out["checkpoint"] = self._checkpoint()

@@ -9,7 +9,7 @@ handed the rules to use.
 
 from .common import base_confidence, pct, symptoms
 from .ranking import Candidate, RootCauseRule, Rule, infer_root_causes, rank_candidates
-from .ranks import stragglers_sync_share
+from .ranks import stragglers_sync_share, stragglers_wait_ms
 
 __all__ = [
     "Candidate",
@@ -20,5 +20,6 @@ __all__ = [
     "pct",
     "rank_candidates",
     "stragglers_sync_share",
+    "stragglers_wait_ms",
     "symptoms",
 ]

@@ -142,6 +142,12 @@ def stragglers_sync_share(stragglers: Sequence[Signal]) -> float:
     return 1.0 if explain_whole_sync(stragglers) else max(map(sync_share, stragglers))
 
 
+def stragglers_wait_ms(stragglers: Sequence[Signal]) -> float:
+    """How long the other ranks wait for the raised stragglers each step (ms): the latest one's wait, which the
+    others' waits for earlier ones are within (0 without one)."""
+    return max((float(s.evidence.get("peers_wait_ms") or 0.0) for s in stragglers), default=0.0)
+
+
 def imbalance(ev: Evidence) -> list[Candidate]:
     """Ranks wait for each other but no single rank is to blame (or the stragglers explain little of it):
     the work per rank varies."""
