@@ -15,15 +15,15 @@ NODES = 4
 
 
 def test_the_job_daemon_s_numbers_agree_on_a_straggler_every_node_knows():
-    nodes = [
-        SimCollector("rank_straggler", nodes=NODES, node_rank=i, onset_s=0.0, fault_node=2) for i in range(NODES)
-    ]
+    nodes = [SimCollector("rank_straggler", nodes=NODES, node_rank=i, onset_s=0.0, fault_node=2) for i in range(NODES)]
     job = parts.stepper(mode="none")
     for t in range(300):
         now = T0 + t
         for i in (3, 1, 2, 0):  # arrival order is not rank order
             seen = nodes[i].collect(now)
-            job.latest.put_node(NodeReport(f"node-{i:03d}", gpus=seen.gpus, host=seen.host, training=seen.training), now)
+            job.latest.put_node(
+                NodeReport(f"node-{i:03d}", gpus=seen.gpus, host=seen.host, training=seen.training), now
+            )
         diagnosis = job.step(now).diagnosis
     straggler = next(s for s in diagnosis.signals if s.name == "rank_straggler")
     assert straggler.subject["rank"] == 21 and straggler.subject.get("hostname") == "node-002"

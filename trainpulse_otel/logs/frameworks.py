@@ -25,6 +25,7 @@ from ..samples import SampleError
 from .generic import GenericLines
 from .lines import split_prefixes
 from .marian import MarianLines
+from .mlperf import MLPerfLines
 
 Payload = dict[str, Any]
 #: A DeepSpeed log prefix whose message is on the next line (``[INFO] [fused_optimizer.py:382:_update_scale]``).
@@ -382,5 +383,6 @@ FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "lightning": LightningLines,
     "deepspeed": DeepSpeedLines,
     "marian": MarianLines,
+    "mlperf": MLPerfLines,
     GenericLines.name: GenericLines,
 }

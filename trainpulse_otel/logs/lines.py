@@ -33,6 +33,8 @@ TIME_PREFIX = re.compile(
     r"(?:\[titan\] )?\[?(?P<date>\d{4}-\d{2}-\d{2})[T ](?P<time>\d{2}:\d{2}(?::\d{2})?)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
 )
+#: MLPerf's record (``:::MLLOG {"namespace": "", "time_ms": 1715111634920, …``): its time, the record kept whole.
+MLLOG_TIME = re.compile(r':::MLLOG \{"namespace": "[^"]*", "time_ms": (\d{10,16})\b')
 #: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
 #: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
@@ -89,6 +91,8 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     for _ in range(2):
         if rank is None and maybe_rank and (match := RANK_PREFIX.match(text)):
             rank, text = int(match[1] or match[2]), text[match.end() :]
+        elif when is None and ":::MLLOG" in text and (match := MLLOG_TIME.search(text)):
+            when = int(match[1]) / 1000.0
         elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
             if text[:1] == " " and (tag := CRI_TAG.match(text)):
