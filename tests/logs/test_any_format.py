@@ -93,6 +93,7 @@ def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
         "detectron2_nonfinite_loss_floatingpointerror-traceback.log": "Loss became infinite or NaN",
         "megatron_nonfinite_loss_baichuan2-pp2-nan-local-grad-norm.log": "found NaN in local grad norm",
         "bigdl_nonfinite_loss_distrioptimizer-loss-is-infinity.log": "Loss is Infinity",
+        "coot_nonfinite_loss_transformerxl-logsoftmaxbackward-returned-nan.log": "returned nan values",  # anomaly mode
     }
     for name, words in cases.items():
         line = next(text for text in (TRAIN / name).read_text().splitlines() if words in text)
@@ -246,3 +247,13 @@ def test_a_terminal_s_colours_and_erasures_hide_no_stamp_and_split_no_key():
         reports = [r for r in reader.feed(LogLine(line, "x.log", 1)) + reader.flush() if isinstance(r, TrainingSample)]
         assert [(r.global_step, r.loss) for r in reports] == [(10, 2.31)], line
         assert reports[0].timestamp is not None and reports[0].timestamp % 60 == 5.0  # the stamp read, not lost
+
+
+def test_a_bar_s_percentage_is_no_step_and_its_count_is():
+    """diffusers' training scripts draw ``Steps:   0%|  | 4/3000 [01:30<14:00:18, 16.83s/it, loss=nan, lr=0.002]``
+    (a Ray Train run of the train split): the step is the bar's count, not the ``0`` of its percentage."""
+    name = "ray-train_nonfinite_loss_gaudi-hpu-textual-inversion-tqdm-loss-nan-from-step4.log"
+    bars = [line for line in (TRAIN / name).read_text().splitlines() if line.startswith("Steps:") and "loss=" in line]
+    steps = [line_values(line)["global_step"] for line in bars]
+    assert steps == list(range(1, len(bars) + 1))
+    assert math.isnan(line_values(bars[3])["loss"]) and line_values(bars[0])["step_time_ms"] == pytest.approx(41760.0)

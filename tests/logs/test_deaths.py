@@ -139,6 +139,42 @@ ONE_LINERS = [
         PROCESS_FAILED,
         {"signal": "SIGBUS", "host": "experiment-3fce9b69-1446-worker-0"},
     ),
+    (
+        "horovod_rank_crashed_docker-mnist-four-ranks-bus-error-open-mpi-handler.log",
+        "Signal: Bus error (7)",
+        PROCESS_FAILED,
+        {"signal": "SIGBUS", "error": "Bus error"},
+    ),
+    (
+        "horovod_rank_crashed_mpi-allreduce-munmap-chunk-invalid-pointer-rank2.log",
+        "munmap_chunk(): invalid pointer",
+        PROCESS_FAILED,
+        {"signal": "SIGABRT", "error": "munmap_chunk(): invalid pointer"},
+    ),
+    (
+        "openrlhf_rank_crashed_ppo-ray-critic-actor-died-system-error.log",
+        "ray.exceptions.ActorDiedError",
+        PROCESS_FAILED,
+        {"error": "ActorDiedError: The actor died unexpectedly before finishing this task."},
+    ),
+    (
+        "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
+        "CUBLAS_STATUS_ALLOC_FAILED",
+        CUDA_OOM,
+        {},
+    ),
+    (
+        "jax_out_of_memory_ttt-remat-failed-allocate-request-device-ordinal-5.log",
+        "RESOURCE_EXHAUSTED: Failed to allocate",
+        CUDA_OOM,
+        {},
+    ),
+    (
+        "pytorch_out_of_memory_gaudi-dl1-backward-synhelper-workspace-allocation-failed.log",
+        "MODULE:SYNHELPER workspace Allocation",
+        CUDA_OOM,
+        {},
+    ),
 ]
 
 
@@ -167,6 +203,12 @@ def test_corrected_pcie_errors_are_no_fault_and_uncorrected_ones_are():
 def test_a_sentence_that_starts_with_a_signal_s_word_is_no_death():
     for line in ("Killed processes are restarted by the agent", "Bus error handling is described in the docs"):
         assert fatal.fatal_signal(line) is None, line
+    for line in ("free(): see the allocator notes below for details.", "Signal: received from the agent"):
+        assert fatal.death(line) is None, line
+    assert fatal.death("double free or corruption (out)") == {
+        "signal": "SIGABRT",
+        "error": "double free or corruption (out)",
+    }
     assert fatal.fatal_signal("Killed") == {"signal": "SIGKILL", "error": "Killed"}
 
 

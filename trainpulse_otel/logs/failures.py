@@ -380,10 +380,7 @@ class FailureScanner:
             lambda self, t: self._died(fatal.loader_death(t), text=t),
         ),
         (fatal.STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
-        (
-            ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃"),
-            lambda self, t: self._died(fatal.fatal_signal(t), text=t),
-        ),
+        (fatal.DEATH_MARKS, lambda self, t: self._died(fatal.death(t), text=t)),
     )
 
 

@@ -31,8 +31,23 @@ SIGNAL_WORDS = (
 #: by PID`` (glog), ``received signal SIGSEGV`` (gdb), ``Signal (11) received`` / ``signal 11 (SIGSEGV)``.
 CAUGHT = re.compile(
     r"[Cc]aught signal (?P<num>\d+) \((?P<words>[^):]+)|\*\*\* (?P<glog>SIG[A-Z]+) \(@|received signal (?P<gdb>SIG[A-Z]+)"
-    r"|\bSignal \((?P<bare>\d+)\) received"
+    r"|\bSignal \((?P<bare>\d+)\) received|(?:^\s*|\] )Signal: (?P<words2>[A-Z][\w ]+?) \((?P<num2>\d+)\)"
 )
+#: glibc aborting on a corrupted heap: 2.2x's ``*** Error in `python3.6': munmap_chunk(): invalid pointer: 0x… ***``,
+#: later releases' bare ``free(): invalid pointer``, ``double free or corruption (out)``, ``malloc(): …``.
+GLIBC_ABORT = re.compile(
+    r"\*\*\* Error in `[^`']+'?: (?P<what>[^*]+?)(?:: 0x[0-9a-f]+)? \*\*\*"
+    r"|^\s*(?P<bare>(?:free|munmap_chunk|malloc|realloc)\(\): [a-z][\w ()]+|double free or corruption(?: \(\w+\))?"
+    r"|corrupted size vs\. prev_size)\s*$"
+)
+#: Ray telling that the process behind an actor or task died (its traceback's exception, or its sentence).
+RAY_DEATH = re.compile(
+    r"\bray\.exceptions\.(?P<exc>ActorDiedError|RayActorError|WorkerCrashedError|ActorUnavailableError): (?P<msg>.*)"
+    r"|(?P<said>The actor is dead because its worker process has died)"
+)
+#: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
+DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
+DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
@@ -110,11 +125,27 @@ def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
     return details, int(match["rank"])
 
 
+def death(text: str) -> dict[str, Any] | None:
+    """A line that says a process died: of a signal (:func:`fatal_signal`), glibc's abort on a corrupted heap, or
+    Ray's word that an actor's or task's process is gone."""
+    if (found := fatal_signal(text)) is not None:
+        return found
+    if (match := GLIBC_ABORT.search(text)) is not None:
+        return {"signal": "SIGABRT", "error": (match["what"] or match["bare"]).strip()[:200]}
+    if (match := RAY_DEATH.search(text)) is not None:
+        words = f"{match['exc']}: {match['msg']}" if match["exc"] else match["said"]
+        return {"error": words.strip()[:200]}
+    return None
+
+
 def fatal_signal(text: str) -> dict[str, Any] | None:
     """A line that says a process died of a signal: ``signal`` (``SIGSEGV``…), and ``error`` (the words)."""
     if (match := CAUGHT.search(text)) is not None:
-        if match["num"] is not None:
-            return {"signal": signal_name(int(match["num"])), "error": match["words"].strip()}
+        if match["num"] is not None or match["num2"] is not None:
+            return {
+                "signal": signal_name(int(match["num"] or match["num2"])),
+                "error": (match["words"] or match["words2"]).strip(),
+            }
         if match["bare"] is not None:
             return {"signal": signal_name(int(match["bare"]))}
         return {"signal": match["glog"] or match["gdb"]}

@@ -271,7 +271,7 @@ def training_loss(losses: list[tuple[str, float]]) -> float | None:
 def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = None) -> int | None:
     """The line's step: a step key's integer (with its total: ``N/M``), else the batch in its epoch (the line's,
     else the ``header`` epoch a line before named), else an integer epoch."""
-    steps = [(key, _number(num)) for key, num, _ in pairs if _step_key(key)]
+    steps = [(key, _number(num)) for key, num, unit in pairs if _step_key(key) and unit != "%"]  # not ``Steps: 0%|``
     steps = [(key, v) for key, v in steps if math.isfinite(v) and v >= 0 and v == int(v)]
     whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith(("global_step", "num_updates"))]
     if whole:

@@ -13,7 +13,9 @@
   ``ran out of memory on GPU #2, skipping batch``, MindSpore's ``Malloc for kernel output failed, Memory isn't
   enough``, TensorFlow's ``OOM when allocating tensor … on /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
   Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``, MXNet's ``cudaMalloc failed: out of
-  memory``, Paddle's ``Out of memory error on GPU 0``. The host's OOM killer is no
+  memory``, Paddle's ``Out of memory error on GPU 0``, XLA's ``RESOURCE_EXHAUSTED: Failed to allocate request for 108.03GiB
+  … on device ordinal 5``, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Gaudi's ``MODULE:SYNHELPER workspace
+  Allocation of size ::14493510400 failed!`` and ``MODULE:PT_DEVMEM Allocation failed``. The host's OOM killer is no
   allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
@@ -41,16 +43,17 @@ OTHER_OOM = re.compile(
     r"(?:CUDA(?: Error:| failure \d+:)?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
-    r"RESOURCE_EXHAUSTED:.*memory|Out of memory error on GPU|[Mm]emory isn't enough"
+    r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
+    r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED",
-             "emory isn't enough")  # fmt: skip
+             "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
     r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
-    r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;"
+    r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;|on device ordinal (\d+)"
 )
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")

@@ -38,8 +38,12 @@ NOT_FINITE = re.compile(
 GRAD_SCALE = re.compile(r"[Gg]rad[ _]scale is (?:too )?small(?:, exiting)?:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: ``found NaN in local grad norm``, ``found inf in gradients``.
 FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
-#: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``.
-DETECTED = re.compile(r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)", re.IGNORECASE)
+#: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
+#: 'LogSoftmaxBackward' returned nan values in its 0th output.``
+DETECTED = re.compile(
+    r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output",
+    re.IGNORECASE,
+)
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
 TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
 #: A loss printed as an array, one per trainer or device, with a non-finite element: Paddle's ``loss [     nan
