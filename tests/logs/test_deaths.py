@@ -158,6 +158,12 @@ ONE_LINERS = [
         {"error": "ActorDiedError: The actor died unexpectedly before finishing this task."},
     ),
     (
+        "horovod_rank_crashed_elastic-gloo-worker-exit-code-137.log",
+        "Process name:",
+        PROCESS_FAILED,
+        {"host": "elastic-test-worker-1", "local_rank": 0},
+    ),
+    (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",
         CUDA_OOM,

@@ -45,9 +45,13 @@ RAY_DEATH = re.compile(
     r"\bray\.exceptions\.(?P<exc>ActorDiedError|RayActorError|WorkerCrashedError|ActorUnavailableError): (?P<msg>.*)"
     r"|(?P<said>The actor is dead because its worker process has died)"
 )
+#: horovodrun's report of the first process that exited non-zero (under ``Horovod detected that one or more processes
+#: exited with non-zero status``): ``Process name: elastic-test-worker-1[0]``, its host and local rank.
+HOROVOD_FIRST = re.compile(r"^\s*Process name: (?P<host>[\w.-]+)\[(?P<local>\d+)\]\s*$")
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
+DEATH_MARKS += ("Process name: ",)
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
@@ -132,6 +136,8 @@ def death(text: str) -> dict[str, Any] | None:
         return found
     if (match := GLIBC_ABORT.search(text)) is not None:
         return {"signal": "SIGABRT", "error": (match["what"] or match["bare"]).strip()[:200]}
+    if (match := HOROVOD_FIRST.match(text)) is not None:
+        return {"host": match["host"], "local_rank": int(match["local"]), "error": "horovodrun: " + text.strip()}
     if (match := RAY_DEATH.search(text)) is not None:
         words = f"{match['exc']}: {match['msg']}" if match["exc"] else match["said"]
         return {"error": words.strip()[:200]}
