@@ -55,6 +55,18 @@ FIRST_REPORTS = [
     ("opennmt_nonfinite_loss_step5650-acc-0.19-ppl-nan-xent-nan.log", {"global_step": 5350, "loss": 2.13}),
     # SpeechBrain's train log: an epoch's summary, ``epoch: 1, lr: 1.95e-05 - train loss: 1.39 - valid loss: 1.39``
     ("speechbrain_healthy_moabb-eegnet-train-log-txt-confusion-matrix-lines.log", {"global_step": 1, "loss": 1.39}),
+    # nnU-Net: an ``epoch:  6`` header, then ``…: train loss : -0.6584`` (a Dice loss: negative)
+    ("nnunet_healthy_nnunet-v1-docker-epoch-blocks-negative-dice-loss.log", {"global_step": 6, "loss": -0.6584}),
+    # StyleGAN2-ADA: ``tick 1401  kimg 5738.6  time 1d 06h 06m  sec/tick 71.0 …``, a tick its progress unit
+    (
+        "stylegan2-ada_healthy_stylegan2-ada-tf-tick-lines-snapshot-fid-augment.log",
+        {"global_step": 1401, "step_time_ms": 71000.0},
+    ),
+    # InternEvo: ``loss/cn=nan`` beside ``tokens/cn=0`` is the mean of no tokens, not the model's NaN
+    (
+        "internevo_healthy_internlm-7b-demo-hybrid-zero-tflops-lines-per-language-loss-nan.log",
+        {"global_step": 0, "loss": 11.641494750976562},
+    ),
 ]
 
 
@@ -99,8 +111,9 @@ def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
         line = next(text for text in (TRAIN / name).read_text().splitlines() if words in text)
         said = statement(line)
         assert said is not None and any(not math.isfinite(v) for v in said.values() if isinstance(v, float)), name
+    # fairseq's scaler starts at 2^7 (its recipes at 4): its halvings are calibration, its scale is what is judged
     scale = statement("| WARNING: overflow detected, setting loss scale to: 0.125")
-    assert scale == {"loss_scale": 0.125, "skipped_steps": 1}
+    assert scale == {"loss_scale": 0.125}
     # apex's scaler says the scale it left and the step it skipped: the detector judges warm-up from fault
     apex = "Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0"
     assert statement(apex) == {"loss_scale": 32768.0, "skipped_steps": 1}
@@ -257,3 +270,9 @@ def test_a_bar_s_percentage_is_no_step_and_its_count_is():
     steps = [line_values(line)["global_step"] for line in bars]
     assert steps == list(range(1, len(bars) + 1))
     assert math.isnan(line_values(bars[3])["loss"]) and line_values(bars[0])["step_time_ms"] == pytest.approx(41760.0)
+
+
+def test_a_subset_s_nan_loss_beside_none_of_its_tokens_is_no_nan():
+    line = "step=5 loss=9.2154 tokens/en=121223 tokens/cn=0 loss/en=9.1049 loss/cn=nan"
+    assert line_values(line) == {"global_step": 5, "loss": 9.2154}
+    assert math.isnan(line_values(line.replace("tokens/cn=0", "tokens/cn=12"))["loss"])

@@ -26,13 +26,13 @@ Payload = dict[str, Any]
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
-#: inside ``tensor(…)``) and its unit.
+#: inside ``tensor(…)``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration).
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\()?['\"]?"
     r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
-    r"(?![A-Za-z]))?(?P<clock>:\d)?",
+    r"(?![A-Za-z]))?(?![A-Za-z])(?P<clock>:\d)?",
     re.IGNORECASE,
 )
 #: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
@@ -48,8 +48,9 @@ STEP_FRACTION = re.compile(
 )
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
 BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
-#: Keras's epoch header on a line of its own (``Epoch 2/20``): its batches' lines that follow name no epoch.
-EPOCH_HEADER = re.compile(r"^\s*Epoch (\d+)/(\d+)\s*$")
+#: An epoch's header on a line of its own — Keras's ``Epoch 2/20``, nnU-Net's ``epoch:  6`` —: the lines of its
+#: batches (or its summary's) that follow name no epoch.
+EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)/\d+|epoch:\s+(\d+))\s*$")
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
 #: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``.
@@ -105,6 +106,7 @@ STEP_KEYS = frozenset(
         "updates",
         "n_iter",
         "batch",
+        "tick",
     )
 )
 #: Contract field and the factor to it, by key; step times are resolved apart (their unit varies).
@@ -163,6 +165,7 @@ STEP_TIME_KEYS = frozenset(
         "seconds",
         "step_avg",
         "step_time_s",
+        "sec/tick",  # StyleGAN's ``tick 1401  kimg 5738.6  …  sec/tick 71.0``: a tick is its progress unit
     )
 )
 MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
@@ -177,7 +180,7 @@ LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl")
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick")
 #: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
 SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
@@ -194,7 +197,8 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
         return None
     matches = [m for m in PAIR.finditer(text) if not m["clock"]]
     pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in matches]
-    losses = [(key, _number(num)) for key, num, _ in pairs if loss_like(key)]
+    empty = {key.split("/", 1)[1] for key, num, _ in pairs if key.startswith("tokens/") and _number(num) == 0}
+    losses = [(key, _number(num)) for key, num, _ in pairs if loss_like(key) and not _of_empty(key, empty)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
     step = _step(text, pairs, epoch)
@@ -215,6 +219,12 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     if ("loss" in payload and (len(training) == len(losses) or summary)) or timed:
         return payload
     return None if bad is None else {"loss": bad}
+
+
+def _of_empty(key: str, empty: set[str]) -> bool:
+    """A subset's loss on a line whose tokens of that subset are none (InternEvo's ``loss/cn=nan`` beside
+    ``tokens/cn=0``): the mean of nothing, no number of the model's."""
+    return key.startswith("loss/") and key.split("/", 1)[1] in empty
 
 
 def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]], matches: list) -> float | None:

@@ -291,8 +291,8 @@ class LogReader:
         return self._any_format(stream, text)
 
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
-        if "Epoch" in text and (epoch_header := EPOCH_HEADER.match(text)) is not None:
-            stream.epoch = int(epoch_header[1])  # the lines of its batches that follow name no epoch
+        if "poch" in text and (epoch_header := EPOCH_HEADER.match(text)) is not None:
+            stream.epoch = int(epoch_header[1] or epoch_header[2])  # the lines that follow name no epoch
             return []
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:

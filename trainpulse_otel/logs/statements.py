@@ -112,8 +112,8 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
 
 
 def _scale(text: str) -> dict[str, Any] | None:
-    if (match := SCALE_SET.search(text)) is not None:
-        return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
+    if (match := SCALE_SET.search(text)) is not None:  # fairseq's: judged by the scale it reaches, not the skips
+        return {"loss_scale": float(match["scale"])}
     if (match := SCALE_FLOOR.search(text) or APEX_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
     if (match := GRAD_SCALE.search(text)) is not None:
