@@ -26,6 +26,7 @@ from .generic import GenericLines
 from .lines import split_prefixes
 from .marian import MarianLines
 from .mlperf import MLPerfLines
+from .sb3 import StableBaselinesLines
 
 Payload = dict[str, Any]
 #: A DeepSpeed log prefix whose message is on the next line (``[INFO] [fused_optimizer.py:382:_update_scale]``).
@@ -384,5 +385,6 @@ FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "deepspeed": DeepSpeedLines,
     "marian": MarianLines,
     "mlperf": MLPerfLines,
+    "stable-baselines3": StableBaselinesLines,
     GenericLines.name: GenericLines,
 }

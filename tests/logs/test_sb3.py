@@ -1,0 +1,53 @@
+"""Stable-Baselines3's logger tables: a block of section rows is one report at its total timesteps, with PPO's
+``train/loss``, its learning rate and fps; a two-column table no section opened is not taken for one. The log is
+the corpus's (its ``train`` split)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from trainpulse_otel.config import Settings
+from trainpulse_otel.logs.sb3 import StableBaselinesLines
+from trainpulse_otel.runtime import replay_logs
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "corpus" / "train"
+PPO = CORPUS / "stable-baselines3_healthy_sb3-ppo-breakout-cpu-rollout-tables.log"
+
+BLOCK = """-----------------------------------------
+| time/                   |             |
+|    fps                  | 74          |
+|    total_timesteps      | 4096        |
+| train/                  |             |
+|    learning_rate        | 0.0003      |
+|    loss                 | -0.0199     |
+|    value_loss           | {value}     |
+-----------------------------------------"""
+
+
+def _feed(text: str) -> list[dict]:
+    sb3, out = StableBaselinesLines(), []
+    for i, line in enumerate(text.splitlines()):
+        out += sb3.feed(line, float(i)) or []
+    return out
+
+
+def test_a_block_is_one_report_at_its_total_timesteps():
+    assert _feed(BLOCK.format(value="0.049")) == [
+        {"global_step": 4096, "timestamp": 1.0, "loss": -0.0199, "learning_rate": 0.0003, "samples_per_sec": 74.0}
+    ]
+    (bad,) = _feed(BLOCK.format(value="nan"))
+    assert math.isnan(bad["loss"])  # a term of the loss gone NaN is the loss's
+
+
+def test_a_table_no_section_opened_is_not_sb3_s():
+    sb3 = StableBaselinesLines()
+    assert sb3.feed("|    loss                 | 0.5          |", 0.0) is None
+    assert sb3.feed("-----------------------------------------", 0.0) is None
+
+
+def test_a_ppo_run_replays_with_a_report_a_block_and_no_signal():
+    done = replay_logs([str(PPO)], Settings())
+    blocks = sum(1 for line in PPO.read_text().splitlines() if "total_timesteps" in line)
+    assert done.reader.stats.reports == blocks > 3
+    assert done.result.diagnosis.signals == ()

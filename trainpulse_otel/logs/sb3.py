@@ -1,0 +1,89 @@
+"""Stable-Baselines3's logger table (its ``HumanOutputFormat``), one block a dump, rows grouped by section:
+
+    | time/              |          |
+    |    fps             | 74       |
+    |    total_timesteps | 4096     |
+    | train/             |          |
+    |    loss            | -0.0199  |
+
+A block's rows become one report when its closing rule (``-----``) or the next block's first section comes:
+``global_step`` the ``time/total_timesteps`` (the environment steps, SB3's own progress count), ``loss`` the
+``train/loss`` where the algorithm has one (PPO, DQN) — any ``train/…_loss`` gone non-finite makes it non-finite —,
+``learning_rate``, and ``samples_per_sec`` the ``time/fps``. Rows are claimed only once a section row
+(``rollout/``, ``time/``, ``train/``, ``eval/``) opened the table, so another program's two-column table is not
+taken for one. Pure: one stream's lines in, its payloads out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+Payload = dict[str, Any]
+
+ROW = re.compile(r"^\s*\|\s+(?P<key>[\w/.-]+)\s+\|\s+(?P<value>[^|]*?)\s*\|\s*$")
+RULE = re.compile(r"^\s*-{8,}\s*$")
+#: The sections SB3's algorithms log under.
+SECTIONS = frozenset(("rollout/", "time/", "train/", "eval/"))
+
+
+class StableBaselinesLines:
+    """SB3's logger tables (see the module), one stream at a time."""
+
+    name = "stable-baselines3"
+
+    def __init__(self) -> None:
+        self._section: str | None = None  # the section of the rows now read; None: no table open
+        self._rows: dict[str, str] = {}
+        self._began = 0.0
+
+    def feed(self, text: str, ts: float) -> list[Payload] | None:
+        if self._section is not None and RULE.match(text):
+            return self._close()
+        row = ROW.match(text) if "|" in text else None
+        if row is None:
+            return None
+        key, value = row["key"], row["value"]
+        if key in SECTIONS and not value:
+            out = self._close() if key in ("rollout/", "time/") and self._has(key) else []
+            if not self._rows:
+                self._began = ts
+            self._section = key
+            return out
+        if self._section is None:
+            return None  # a two-column table that no section opened: not SB3's
+        self._rows[self._section + key] = value
+        return []
+
+    def _has(self, section: str) -> bool:
+        return any(key.startswith(section) for key in self._rows)
+
+    def _close(self) -> list[Payload]:
+        rows, self._rows, self._section = self._rows, {}, None
+        step = _number(rows.get("time/total_timesteps"))
+        if step is None or not math.isfinite(step) or step < 0:
+            return []
+        payload: Payload = {"global_step": int(step), "timestamp": self._began}
+        losses = {key: _number(value) for key, value in rows.items() if key.startswith("train/") and "loss" in key}
+        bad = next((v for v in losses.values() if v is not None and not math.isfinite(v)), None)
+        loss = bad if bad is not None else losses.get("train/loss")
+        if loss is not None:
+            payload["loss"] = loss
+        if (lr := _number(rows.get("train/learning_rate"))) is not None and math.isfinite(lr) and lr >= 0:
+            payload["learning_rate"] = lr
+        if (fps := _number(rows.get("time/fps"))) is not None and math.isfinite(fps) and fps > 0:
+            payload["samples_per_sec"] = fps
+        return [payload] if len(payload) > 2 else []
+
+    def flush(self) -> list[Payload]:
+        return self._close() if self._rows else []
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
