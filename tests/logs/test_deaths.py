@@ -164,6 +164,12 @@ ONE_LINERS = [
         {"host": "elastic-test-worker-1", "local_rank": 0},
     ),
     (
+        "mmengine_rank_crashed_frnet-launch-py37-local-rank1-died-sigkill.log",
+        "died with <Signals.SIGKILL",
+        PROCESS_FAILED,
+        {"local_rank": 1, "signal": "SIGKILL"},
+    ),
+    (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",
         CUDA_OOM,

@@ -48,10 +48,16 @@ RAY_DEATH = re.compile(
 #: horovodrun's report of the first process that exited non-zero (under ``Horovod detected that one or more processes
 #: exited with non-zero status``): ``Process name: elastic-test-worker-1[0]``, its host and local rank.
 HOROVOD_FIRST = re.compile(r"^\s*Process name: (?P<host>[\w.-]+)\[(?P<local>\d+)\]\s*$")
+#: The launcher before torchrun (``python -m torch.distributed.launch``) raising on a worker's death:
+#: ``subprocess.CalledProcessError: Command '[…, '--local_rank=1', …]' died with <Signals.SIGKILL: 9>.``
+LEGACY_LAUNCH = re.compile(
+    r"CalledProcessError: Command '\[.*?--local_rank[= ](?P<local>\d+).*?\]' "
+    r"(?:died with <Signals\.(?P<signal>SIG\w+): \d+>|returned non-zero exit status (?P<code>\d+))"
+)
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
-DEATH_MARKS += ("Process name: ",)
+DEATH_MARKS += ("Process name: ", "CalledProcessError: Command")
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
@@ -136,6 +142,13 @@ def death(text: str) -> dict[str, Any] | None:
         return found
     if (match := GLIBC_ABORT.search(text)) is not None:
         return {"signal": "SIGABRT", "error": (match["what"] or match["bare"]).strip()[:200]}
+    if (match := LEGACY_LAUNCH.search(text)) is not None:
+        found: dict[str, Any] = {"local_rank": int(match["local"]), "launcher": "torch.distributed.launch"}
+        if match["signal"]:
+            found["signal"] = match["signal"]
+        else:
+            found["exit_code"] = int(match["code"])
+        return found
     if (match := HOROVOD_FIRST.match(text)) is not None:
         return {"host": match["host"], "local_rank": int(match["local"]), "error": "horovodrun: " + text.strip()}
     if (match := RAY_DEATH.search(text)) is not None:
