@@ -276,3 +276,10 @@ def test_a_subset_s_nan_loss_beside_none_of_its_tokens_is_no_nan():
     line = "step=5 loss=9.2154 tokens/en=121223 tokens/cn=0 loss/en=9.1049 loss/cn=nan"
     assert line_values(line) == {"global_step": 5, "loss": 9.2154}
     assert math.isnan(line_values(line.replace("tokens/cn=0", "tokens/cn=12"))["loss"])
+
+
+def test_mxnet_s_speedometer_line_is_a_report_of_its_epoch_s_throughput():
+    name = "mxnet_healthy_mlperf-resnet-node-prefixed-speedometer-no-loss.log"
+    line = next(text for text in (TRAIN / name).read_text().splitlines() if "Speed: " in text)
+    assert line_values(line.split("Node[0] ", 1)[1]) == {"global_step": 1, "samples_per_sec": 11080.98}
+    assert reports(name) and all(r.samples_per_sec for r in reports(name))

@@ -180,7 +180,7 @@ LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick")
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: ")
 #: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
 SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
