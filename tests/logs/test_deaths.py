@@ -170,6 +170,24 @@ ONE_LINERS = [
         {"local_rank": 1, "signal": "SIGKILL"},
     ),
     (
+        "dlprim_rank_crashed_opencl-gfx1100-memory-access-fault-zsh-iot.log",
+        "Memory access fault by GPU",
+        PROCESS_FAILED,
+        {"cuda_error": "memory access fault"},
+    ),
+    (
+        "dlprim_rank_crashed_opencl-gfx1100-memory-access-fault-zsh-iot.log",
+        "IOT instruction",
+        PROCESS_FAILED,
+        {"signal": "SIGABRT"},
+    ),
+    (
+        "pytorch-xla_rank_crashed_tpu-v5e-litepod16-core-halted-step1.log",
+        "Core halted unexpectedly",
+        PROCESS_FAILED,
+        {"signal": "SIGABRT"},
+    ),
+    (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",
         CUDA_OOM,

@@ -54,10 +54,29 @@ LEGACY_LAUNCH = re.compile(
     r"CalledProcessError: Command '\[.*?--local_rank[= ](?P<local>\d+).*?\]' "
     r"(?:died with <Signals\.(?P<signal>SIG\w+): \d+>|returned non-zero exit status (?P<code>\d+))"
 )
+#: glog's (and absl's) FATAL, which aborts the process after it: ``F0531 10:17:00.123456  9276 file.cc:487] …`` at
+#: a line's start or glued after a bar's ``]`` (every more specific FATAL — a CUDA error, an OOM — is read first).
+GLOG_FATAL = re.compile(r"(?:^|\])F\d{4} \d{2}:\d{2}:[\d.]+\s+\d+ (?P<where>[\w./-]+:\d+)\] (?P<message>.+)")
+#: ROCm's runtime on a GPU's bad memory access (HIP's illegal address): ``Memory access fault by GPU node-1 (Agent
+#: handle: 0x5d8d620) on address 0x7f81…. Reason: Page not present or supervisor privilege.``
+ROCM_FAULT = re.compile(r"Memory access fault by GPU node-\d+ .*")
+#: zsh's report of a job a signal ended: ``[1]    18956 IOT instruction (core dumped)  python main.py``.
+ZSH_DEATH = re.compile(
+    r"^\[\d+\]\s+\d+ (?P<what>IOT instruction|segmentation fault|bus error|killed|abort|illegal hardware instruction)\b"
+)
+ZSH_SIGNALS = {
+    "IOT instruction": "SIGABRT",
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "killed": "SIGKILL",
+    "abort": "SIGABRT",
+    "illegal hardware instruction": "SIGILL",
+}
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
-DEATH_MARKS += ("Process name: ", "CalledProcessError: Command")
+DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
+DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware")
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
@@ -142,6 +161,12 @@ def death(text: str) -> dict[str, Any] | None:
         return found
     if (match := GLIBC_ABORT.search(text)) is not None:
         return {"signal": "SIGABRT", "error": (match["what"] or match["bare"]).strip()[:200]}
+    if (match := ZSH_DEATH.match(text)) is not None:
+        return {"signal": ZSH_SIGNALS[match["what"]], "error": text.strip()[:200]}
+    if (match := ROCM_FAULT.search(text)) is not None:
+        return {"error": match[0].strip()[:200], "cuda_error": "memory access fault"}
+    if (match := GLOG_FATAL.search(text)) is not None:
+        return {"signal": "SIGABRT", "error": f"{match['where']}] {match['message'].strip()}"[:200]}
     if (match := LEGACY_LAUNCH.search(text)) is not None:
         found: dict[str, Any] = {"local_rank": int(match["local"]), "launcher": "torch.distributed.launch"}
         if match["signal"]:

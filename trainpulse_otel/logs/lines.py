@@ -85,7 +85,7 @@ def without_escapes(line: LogLine) -> LogLine:
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
-    either order, then a glog prefix; each None when absent."""
+    either order, then a glog prefix (not a FATAL's: the line tells the process's end); each None when absent."""
     rank = when = None
     maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
     for _ in range(2):
@@ -97,7 +97,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             when, text = _unix_time(match), text[match.end() :]
             if text[:1] == " " and (tag := CRI_TAG.match(text)):
                 text = text[tag.end() :]
-    if text[:1] in "IWEF" and (match := GLOG_PREFIX.match(text)):
+    if text[:1] in "IWE" and (match := GLOG_PREFIX.match(text)):  # a FATAL keeps its prefix: the process aborts
         text = text[match.end() :]
     return rank, when, text
 
