@@ -393,3 +393,21 @@ def test_round_seven_wordings_a_store_barrier_timeout_mindspore_s_oom_and_an_ide
     assert death.kind == PROCESS_FAILED and death.details["exit_code"] == -1073741819
     assert death.details["error"] == "access violation (exit code -1073741819)" and "signal" not in death.details
     assert FailureScanner().feed("Process finished with exit code 0") is None
+
+
+def test_a_collective_s_exception_names_its_timeout_or_lost_link_where_no_line_did():
+    from trainpulse_otel.logs.tracebacks import collective_exception
+
+    def crash(exception: str, error: str) -> list:
+        scanner = FailureScanner()
+        lines = ["Traceback (most recent call last):", '  File "train.py", line 9, in step', f"{exception}: {error}"]
+        return [f for line in [*lines, "next"] for f in scanner.feed(line) or []] + scanner.flush()
+
+    told = crash("RuntimeError", "ProcessGroupXCCL: allreduce timed out after 1800000 ms")
+    assert [f.kind for f in told] == [WATCHDOG_TIMEOUT, PROCESS_FAILED] and told[0].details["from_exception"]
+    assert told[1].details["collective"] is True  # the crash is the timeout's consequence
+    told = crash("RuntimeError", "Connection reset by peer while the communicator exchanged its buffers")
+    assert [f.kind for f in told] == [TRANSPORT_ERROR, PROCESS_FAILED]
+    assert [f.kind for f in crash("ValueError", "shapes (3,) and (4,) not aligned")] == [PROCESS_FAILED]
+    assert collective_exception({"exception": "TimeoutError", "error": "math verification took too long"}) is None
+    assert collective_exception({"exception": "RuntimeError", "error": "NCCL error: invalid usage"}) == "collective"

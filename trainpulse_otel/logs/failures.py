@@ -13,7 +13,6 @@ regex; the forms read and their sources: tests/fixtures/logs/SOURCES.md.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank
 from .oom import OOM_MARKS, cuda_oom
-from .tracebacks import Told, TorchrunReport, Tracebacks, exception_details
+from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details
 from .xid import xid_details
 
 #: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
@@ -45,11 +44,6 @@ ECHOES = (
     "To avoid data inconsistency",
     "Received a dump signal",
     "preparing to dump debug info",
-)
-#: An exception whose words say a collective or its transport failed under it (the process died of that, not
-#: of its own bug): NCCL's, HCCL's or gloo's errors, an aborted communicator, a peer gone.
-COLLECTIVE_FAILURE = re.compile(
-    r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
 )
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
@@ -137,14 +131,14 @@ class FailureScanner:
 
     def flush(self) -> list[Failure]:
         """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
-        out = [self._crash(t) for t in self._tracebacks.flush(end=True) + self._report.flush()]
+        out = [f for t in self._tracebacks.flush(end=True) + self._report.flush() for f in self._crash(t)]
         return out + self._remote_error()
 
     def _reports(self, text: str, out: list[Failure]) -> bool:
         """The multi-line reports: torchrun's table (while one is open, every line is its), tracebacks."""
         if self._report.active:
             claimed, told = self._report.feed(text)
-            out += [self._crash(t) for t in told]
+            out += [f for t in told for f in self._crash(t)]
             if claimed:
                 return True
             return self._traceback(text, out)  # the line that closed the table is someone else's
@@ -153,15 +147,21 @@ class FailureScanner:
 
     def _traceback(self, text: str, out: list[Failure]) -> bool:
         claimed, told = self._tracebacks.feed(text)
-        out += [self._crash(t) for t in told]
+        out += [f for t in told for f in self._crash(t)]
         return claimed
 
-    def _crash(self, told: Told) -> Failure:
-        details = told.details
-        words = f"{details.get('exception', '')}: {details.get('error', '')}"
-        if COLLECTIVE_FAILURE.search(words) is not None or "distributed_c10d" in str(details.get("file", "")):
-            details = {**details, "collective": True}  # it died of a collective (raised inside one) or its link
-        return Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
+    def _crash(self, told: Told) -> list[Failure]:
+        """A crash; one raised by a collective whose words say it timed out or lost its link, where no line before
+        said so, is that failure too (the crash its consequence): a wording no form reads still names its class."""
+        died_of = collective_exception(told.details)
+        details = told.details if died_of is None else {**told.details, "collective": True}
+        crash = Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
+        said = {"error": f"{details.get('exception', '')}: {details.get('error', '')}"[:200], "from_exception": True}
+        if died_of == "timeout" and not self._timed_out:
+            return [*self._timeout(said, ("exception", told.rank)), crash]
+        if died_of == "link" and not any(key[0] in ("transport", "remote", "retry") for key in self._seen):
+            return [*self._once(("exception", told.rank), Failure(TRANSPORT_ERROR, said, rank=told.rank)), crash]
+        return [crash]
 
     @property
     def holding(self) -> bool:

@@ -59,6 +59,29 @@ class Told:
     text: str | None = None
 
 
+#: An exception whose words say a collective or its transport failed under it (the process died of that, not
+#: of its own bug): NCCL's, HCCL's or gloo's errors, an aborted communicator, a peer gone.
+COLLECTIVE_FAILURE = re.compile(
+    r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
+)
+#: Such an exception saying it timed out, or that its connection failed, in any wording.
+TIMED_OUT = re.compile(r"[Tt]imed? ?out|[Tt]imeout|DEADLINE_EXCEEDED|[Dd]eadline [Ee]xceeded")
+LINK_FAILED = re.compile(
+    r"Connection (?:reset|refused|closed|aborted)|Broken pipe|[Nn]etwork is unreachable|No route to"
+)
+
+
+def collective_exception(details: dict[str, Any]) -> str | None:
+    """What a crash's exception says a collective died of: ``timeout``, ``link`` (its connection), ``collective``
+    (raised inside one, or by its link, no more said), or None: not a collective's."""
+    words = f"{details.get('exception', '')}: {details.get('error', '')}"
+    if COLLECTIVE_FAILURE.search(words) is None and "distributed_c10d" not in str(details.get("file", "")):
+        return None
+    if TIMED_OUT.search(words) is not None:
+        return "timeout"
+    return "link" if LINK_FAILED.search(words) is not None else "collective"
+
+
 def exception_details(line: str) -> dict[str, Any] | None:
     """``exception`` and ``error`` (the message's first sentence) of an exception line, or None."""
     match = EXCEPTION.match(line.strip())
