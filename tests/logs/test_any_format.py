@@ -283,3 +283,15 @@ def test_mxnet_s_speedometer_line_is_a_report_of_its_epoch_s_throughput():
     line = next(text for text in (TRAIN / name).read_text().splitlines() if "Speed: " in text)
     assert line_values(line.split("Node[0] ", 1)[1]) == {"global_step": 1, "samples_per_sec": 11080.98}
     assert reports(name) and all(r.samples_per_sec for r in reports(name))
+
+
+def test_nan_as_consoles_spell_it_is_nan():
+    # PaddleOCR pads with ``{:x<6f}``: a NaN loss prints ``nanxxx`` (a PGNet run of the train split)
+    name = "paddleocr_nonfinite_loss_pgnet-e2e-loss-nanxxx-from-iter10.log"
+    line = next(text for text in (TRAIN / name).read_text().splitlines() if "iter: 10," in text)
+    assert math.isnan(line_values(line)["loss"]) and line_values(line)["global_step"] == 10
+    # MSVC's runtime: ``-nan(ind)`` since 2015, ``1.#QNAN`` / ``1.#INF`` before
+    assert math.isnan(line_values("step 5 loss -nan(ind) lr 0.1")["loss"])
+    assert line_values("step 5 loss -nan(ind) lr 0.1")["learning_rate"] == 0.1
+    assert math.isnan(line_values("iter 3 loss 1.#QNAN")["loss"])
+    assert line_values("iter 4 loss -1.#INF")["loss"] == -math.inf

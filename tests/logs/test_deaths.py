@@ -188,6 +188,12 @@ ONE_LINERS = [
         {"signal": "SIGABRT"},
     ),
     (
+        "easyr1_rank_crashed_raylet-oom-killed-worker-during-compute-log-probs.log",
+        "killed due to memory pressure (OOM)",
+        PROCESS_FAILED,
+        {"signal": "SIGKILL", "host": "10.95.143.76"},
+    ),
+    (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",
         CUDA_OOM,

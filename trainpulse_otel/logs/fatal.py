@@ -107,7 +107,11 @@ HOST_OOM = (
     "exceeded memory limit",
     "Exceeded job memory limit",
     "Exceeded step memory limit",
+    "killed due to memory pressure (OOM)",
 )
+#: Ray's memory monitor killing workers on a node, which it names: ``1 Workers (tasks / actors) killed due to memory
+#: pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 351e…, IP: 10.95.143.76)``.
+RAY_OOM_NODE = re.compile(r"killed due to memory pressure \(OOM\).*?\bIP: (?P<ip>[\w.:-]+)\)")
 #: A data-loader worker killed (``DataLoader worker (pid 4242) is killed by signal: Killed.``), gone, or dying of
 #: SIGBUS on a full /dev/shm (the worker's own ``ERROR: Unexpected bus error encountered in worker. This might be
 #: caused by insufficient shared memory (shm).``, the main process's error follows).
@@ -251,7 +255,10 @@ def host_oom(text: str) -> dict[str, Any] | None:
     """The host's memory ran out and a process was killed for it (the kernel's OOM killer, a Slurm cgroup)."""
     if not any(words in text for words in HOST_OOM):
         return None
-    return {"signal": "SIGKILL", "error": "host out of memory: " + text.strip()[:200]}
+    details = {"signal": "SIGKILL", "error": "host out of memory: " + text.strip()[:200]}
+    if (ray := RAY_OOM_NODE.search(text)) is not None:
+        details["host"] = ray["ip"]
+    return details
 
 
 def loader_death(text: str) -> dict[str, Any] | None:

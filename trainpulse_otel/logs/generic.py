@@ -26,11 +26,14 @@ Payload = dict[str, Any]
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
-#: inside ``tensor(…)``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration).
+#: inside ``tensor(…)``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
+#: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
+#: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``.
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\()?['\"]?"
-    r"(?P<num>[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)\b)"
+    r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+    r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
     r"(?![A-Za-z]))?(?![A-Za-z])(?P<clock>:\d)?",
     re.IGNORECASE,
@@ -372,8 +375,8 @@ def _rate(payload: Payload, text: str) -> None:
 def _number(text: str) -> float:
     try:
         return float(text.replace(",", ""))
-    except ValueError:
-        return math.nan
+    except ValueError:  # a NaN or infinity spelled otherwise (``nanxxx``, ``-nan(ind)``, ``1.#INF``)
+        return -math.inf if text.startswith("-") and "INF" in text else math.inf if "INF" in text else math.nan
 
 
 class GenericLines:
