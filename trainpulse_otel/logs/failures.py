@@ -241,7 +241,7 @@ class FailureScanner:
             return None
         details, gpu = found
         key = ("oom", gpu, details.get("requested_bytes"), details.get("free_bytes"))
-        return self._once(key, Failure(CUDA_OOM, details, gpu_index=gpu))
+        return self._once(key, Failure(CUDA_OOM, details, rank=named_rank(text), gpu_index=gpu))
 
     def _transport(self, details: dict[str, Any] | None, text: str) -> list[Failure] | None:
         if details is None:

@@ -147,8 +147,9 @@ def _unix_time(match: re.Match[str]) -> float | None:
 
 #: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
 #: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
-#: found NaN``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
-NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank (\d+)\]|\bRank (\d+):")
+#: found NaN``, Habana's ``[Rank:0] FATAL ERROR``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a
+#: rank in a smaller group.
+NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):")
 
 
 def named_rank(text: str) -> int | None:
