@@ -114,6 +114,23 @@ def test_a_fault_every_node_knows_slows_its_rank_for_every_node_and_only_its_nod
         assert waits[node] == pytest.approx(waits[2], rel=0.1) and steps[node] == pytest.approx(steps[2], rel=0.1)
 
 
+def test_a_throttled_gpu_on_the_fault_node_slows_its_rank_for_every_node():
+    """``thermal_instability`` on node 2: GPU 5 there throttles; node 0's simulation runs node 2's beside it, so
+    its ranks wait for rank 21 about as long as node 2's own do, while its own GPUs stay cool."""
+    waits, temps = {}, {}
+    for node in (0, 2):
+        collector = SimCollector("thermal_instability", nodes=4, node_rank=node, onset_s=10.0, fault_node=2)
+        samples = [collector.collect(T0 + t) for t in range(240)][-120:]  # the throttle comes and goes
+        own = [r.sync_wait_ms for s in samples if s.training for r in s.training.ranks if r.rank != 21]
+        waits[node] = sum(own) / len(own)
+        temps[node] = max(g.temperature_celsius for g in samples[-1].gpus)
+    assert waits[0] == pytest.approx(waits[2], rel=0.15) and waits[0] > 150.0
+    healthy = SimCollector("healthy", nodes=4, node_rank=0)
+    calm = [r.sync_wait_ms for s in [healthy.collect(T0 + t) for t in range(240)][-120:] for r in s.training.ranks]
+    assert waits[0] > 3 * sum(calm) / len(calm)
+    assert temps[2] > temps[0] + 5.0  # the heat itself stays on node 2
+
+
 def test_a_fault_on_its_own_node_or_none_named_is_the_simulation_as_it_was():
     def run(**kwargs):
         collector = SimCollector("rank_straggler", nodes=4, node_rank=2, onset_s=10.0, **kwargs)

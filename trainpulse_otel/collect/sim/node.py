@@ -95,6 +95,8 @@ class SimulatedNode:
         self._crashed = False
         self._faults = HardwareFaults(gpus)
         self._elsewhere: dict[int, float] = {}  # this tick's slow ranks on another node's faulted GPUs
+        #: The fault node's own simulation, run beside this one for its ranks' slowdowns (``fault_node``).
+        self._fault_node = None if placement.faults_here else self._shadow(seed, gpus, ranks, interval_s, start_ts)
         self._last_step: Step | None = None
         self._hung_since: float | None = None  # when the current hang began (seconds since start)
         self._hung_s = 0.0  # how long the step in progress has been hung
@@ -104,6 +106,17 @@ class SimulatedNode:
         self._restart_told = False  # the agent said it restarts the workers (this time down)
         #: Each attempt's reports: (global_step, unix time); a new list when the launcher restarts the job.
         self.attempts: list[list[tuple[int, float]]] = [[]]
+
+    def _shadow(self, seed: int, gpus: int, ranks: int | None, interval_s: float, start_ts: float) -> SimulatedNode:
+        """The fault node's simulation: the same scenario, seed and job as that node's own daemon runs."""
+        fault = self.placement.fault_node
+        return SimulatedNode(self.scenario, seed, gpus, ranks, interval_s, start_ts, nodes=self.placement.nodes,
+                             node_rank=fault, fault_node=fault)  # fmt: skip
+
+    @property
+    def slowdowns(self) -> tuple[float, ...]:
+        """The last step's slowdown of each of this node's own ranks (see :class:`.training.StepModel`)."""
+        return self._step.slowdowns
 
     def _rank_names(self, hostname: str) -> RankNames:
         """The job's number and host of every internal rank, and which of them this node reports."""
@@ -119,6 +132,8 @@ class SimulatedNode:
         self._settle = self._t is None  # start at equilibrium: the job has been running a while
         dt = self.interval_s if self._settle else max(0.0, t - self._t)
         self._t = t
+        if self._fault_node is not None:
+            self._fault_node.sample(t)
         k = self._own_knobs(self._healthy.at(self.scenario, t))
         lost = self._faults.any_lost(k) and not self._crashed
         collected = self._stalled(t, dt, k) if lost else self._sample(t, dt, k)
@@ -131,12 +146,17 @@ class SimulatedNode:
         return replace(peers, gpus=faulted.gpus)
 
     def _own_knobs(self, k: Knobs) -> Knobs:
-        """The knobs of this node's GPUs; a fault on another node's GPUs (``fault_node``) leaves them healthy
-        and slows the ranks there, which this node's ranks then wait for."""
-        if self.placement.faults_here:
+        """The knobs of this node's GPUs; a fault on another node's GPUs (``fault_node``) leaves them healthy and
+        slows the ranks there as that node's own simulation does (its straggler, a throttled GPU's clock, its
+        allocator's retries; against its median rank, so what slows every rank alike — a power cap — is not a
+        straggler's), which this node's ranks then wait for."""
+        if self._fault_node is None:
             return k
-        ranks = self.placement.fault_ranks()
-        self._elsewhere = {ranks[g]: slowdown for g, slowdown in enumerate(k.rank_slowdown) if slowdown != 1.0}
+        slowdowns = self._fault_node.slowdowns
+        if slowdowns:
+            typical = sorted(slowdowns)[len(slowdowns) // 2]
+            ranks = self.placement.fault_ranks()
+            self._elsewhere = {ranks[g]: s / typical for g, s in enumerate(slowdowns) if s > typical}
         return k.job_wide(self._healthy)
 
     def _sample(self, t: float, dt: float, k: Knobs) -> Collected:

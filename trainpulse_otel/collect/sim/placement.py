@@ -10,8 +10,9 @@ internal rank ``r`` to the job's global rank ``(r + node_rank*gpus) mod ranks`` 
 in every node's report, and the job daemon takes them from the node holding global rank 0.
 
 A fault the whole job's simulations know (``fault_node``, ``-sim-fault-node``) happens on that node's GPUs:
-that node runs it as its own; every other node keeps its own GPUs healthy and makes the fault node's ranks as
-slow as the fault makes them (:meth:`Placement.fault_ranks`), so its ranks wait for them as the real job's do.
+that node runs it as its own; every other node keeps its own GPUs healthy, runs the fault node's simulation
+beside its own, and makes the ranks there (:meth:`Placement.fault_ranks`) as slow as that simulation has them,
+so its ranks wait for them as the real job's do.
 
 With one node (the default) nothing is renamed and every rank is reported: ranks beyond the node's GPUs
 live on ``node-001``… as before, and the seed is the seed, so the single-node run is unchanged.

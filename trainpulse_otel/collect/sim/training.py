@@ -100,6 +100,9 @@ class StepModel:
         self._rng = rng
         self._shape = shape
         self._rank_speed = rank_speed
+        #: The last step's slowdown of each of the node's own ranks against one on a healthy GPU at full clock: its
+        #: rank's ``rank_slowdown``, its clock, its allocator's retries (what another node's simulation carries).
+        self.slowdowns: tuple[float, ...] = ()
 
     def time(self, k: Knobs, clocks: tuple[float, ...], elsewhere: Mapping[int, float] | None = None) -> Step:
         """This tick's step, with the GPUs at ``clocks`` (fractions of their maximum) and the ranks of
@@ -138,8 +141,11 @@ class StepModel:
         compute = [base * speed * exp(gauss(0.0, RANK_JITTER)) for speed in self._rank_speed]
         if k.imbalance_cv:  # data-dependent work: a different rank draws the heavy batch each step
             compute = [c * max(0.4, 1.0 + k.imbalance_cv * gauss(0.0, 1.0)) for c in compute]
-        for g, delay in enumerate(self._allocator_delay(k)):
-            compute[g] *= k.rank_slowdown[g] / clocks[g] * delay
+        self.slowdowns = tuple(
+            k.rank_slowdown[g] / clocks[g] * delay for g, delay in enumerate(self._allocator_delay(k))
+        )
+        for g, slowdown in enumerate(self.slowdowns):
+            compute[g] *= slowdown
         if rng.random() < P_GC_PAUSE:  # a full Python GC on one rank
             compute[int(rng.random() * self._shape.ranks)] += 200.0 + 400.0 * rng.random()
         return compute
