@@ -33,7 +33,7 @@ from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank
 from .oom import OOM_MARKS, cuda_oom
-from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details
+from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
 
 #: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
@@ -156,7 +156,7 @@ class FailureScanner:
         died_of = collective_exception(told.details)
         details = told.details if died_of is None else {**told.details, "collective": True}
         crash = Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
-        said = {"error": f"{details.get('exception', '')}: {details.get('error', '')}"[:200], "from_exception": True}
+        said = {"error": exception_words(details)[:200], "from_exception": True}
         if died_of == "timeout" and not self._timed_out:
             return [*self._timeout(said, ("exception", told.rank)), crash]
         if died_of == "link" and not any(key[0] in ("transport", "remote", "retry") for key in self._seen):

@@ -64,14 +64,6 @@ ROCM_FAULT = re.compile(r"Memory access fault by GPU node-\d+ .*")
 ZSH_DEATH = re.compile(
     r"^\[\d+\]\s+\d+ (?P<what>IOT instruction|segmentation fault|bus error|killed|abort|illegal hardware instruction)\b"
 )
-ZSH_SIGNALS = {
-    "IOT instruction": "SIGABRT",
-    "segmentation fault": "SIGSEGV",
-    "bus error": "SIGBUS",
-    "killed": "SIGKILL",
-    "abort": "SIGABRT",
-    "illegal hardware instruction": "SIGILL",
-}
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
@@ -80,7 +72,16 @@ DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal h
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
-SHELL_SIGNALS = {"Killed": "SIGKILL", "Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT"}
+#: The signal each shell's word for a death names (bash's capitalised, zsh's in lower case), by the word lowered.
+SHELL_SIGNALS = {
+    "killed": "SIGKILL",
+    "segmentation fault": "SIGSEGV",
+    "bus error": "SIGBUS",
+    "aborted": "SIGABRT",
+    "abort": "SIGABRT",
+    "iot instruction": "SIGABRT",
+    "illegal hardware instruction": "SIGILL",
+}
 #: DeepSpeed's launcher: ``[launch.py:321:sigkill_handler] ['python', …, '--local_rank=4', …] exits with return
 #: code = -9``; an IDE's run of the script (PyCharm): ``Process finished with exit code -1073741819 (0xC0000005)``
 #: (Windows' access violation: its segmentation fault).
@@ -159,14 +160,15 @@ def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
 
 
 def death(text: str) -> dict[str, Any] | None:
-    """A line that says a process died: of a signal (:func:`fatal_signal`), glibc's abort on a corrupted heap, or
-    Ray's word that an actor's or task's process is gone."""
+    """A line that says a process died: of a signal (:func:`fatal_signal`, zsh's job report), glibc's abort on a
+    corrupted heap, ROCm's memory fault, a glog FATAL, the launcher before torchrun or horovodrun naming the dead
+    worker, or Ray's word that an actor's or task's process is gone."""
     if (found := fatal_signal(text)) is not None:
         return found
     if (match := GLIBC_ABORT.search(text)) is not None:
         return {"signal": "SIGABRT", "error": (match["what"] or match["bare"]).strip()[:200]}
     if (match := ZSH_DEATH.match(text)) is not None:
-        return {"signal": ZSH_SIGNALS[match["what"]], "error": text.strip()[:200]}
+        return {"signal": SHELL_SIGNALS[match["what"].lower()], "error": text.strip()[:200]}
     if (match := ROCM_FAULT.search(text)) is not None:
         return {"error": match[0].strip()[:200], "cuda_error": "memory access fault"}
     if (match := GLOG_FATAL.search(text)) is not None:
@@ -200,7 +202,7 @@ def fatal_signal(text: str) -> dict[str, Any] | None:
     stripped = text.strip()
     if (match := SHELL_DEATH.match(stripped)) is not None and _shell_report(stripped, match):
         what = match["what"]
-        return {"signal": SHELL_SIGNALS[what], "error": stripped[:200]}
+        return {"signal": SHELL_SIGNALS[what.lower()], "error": stripped[:200]}
     for words, name in SIGNAL_WORDS:
         if words in text and ("core dumped" in text or "核心已转储" in text or "Fatal Python error" in text):
             return {"signal": name, "error": stripped[:200]}

@@ -42,8 +42,8 @@ class MLPerfLines:
         if record is None:
             return []  # a record cut short: claimed, nothing read
         key, value = record.get("key"), record.get("value")
-        if key == "global_batch_size" and _count(value) is not None:
-            self._batch = _count(value)
+        if key == "global_batch_size" and (batch := _count(value)) is not None:
+            self._batch = batch
             return []
         meta = record.get("metadata")
         step = self._step(meta if isinstance(meta, dict) else {})

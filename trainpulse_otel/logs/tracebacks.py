@@ -71,10 +71,15 @@ LINK_FAILED = re.compile(
 )
 
 
+def exception_words(details: dict[str, Any]) -> str:
+    """A crash's exception as one line: ``RuntimeError: NCCL error …``."""
+    return f"{details.get('exception', '')}: {details.get('error', '')}"
+
+
 def collective_exception(details: dict[str, Any]) -> str | None:
     """What a crash's exception says a collective died of: ``timeout``, ``link`` (its connection), ``collective``
     (raised inside one, or by its link, no more said), or None: not a collective's."""
-    words = f"{details.get('exception', '')}: {details.get('error', '')}"
+    words = exception_words(details)
     if COLLECTIVE_FAILURE.search(words) is None and "distributed_c10d" not in str(details.get("file", "")):
         return None
     if TIMED_OUT.search(words) is not None:
