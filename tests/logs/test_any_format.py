@@ -12,6 +12,7 @@ import pytest
 
 from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader
+from trainpulse_otel.logs.bars import progress_report
 from trainpulse_otel.logs.generic import line_values
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
@@ -295,3 +296,35 @@ def test_nan_as_consoles_spell_it_is_nan():
     assert line_values("step 5 loss -nan(ind) lr 0.1")["learning_rate"] == 0.1
     assert math.isnan(line_values("iter 3 loss 1.#QNAN")["loss"])
     assert line_values("iter 4 loss -1.#INF")["loss"] == -math.inf
+
+
+def test_a_tqdm_bar_alone_is_the_progress_of_a_log_that_prints_no_loss():
+    # SageMaker's Accelerate script prints only its bar (``#015  3%|▎ | 2/79 [00:02<01:11,  1.07it/s]``); the
+    # Trainer's dicts here carry no loss, so its bars are its progress: each a report of its step and step time
+    for name in (
+        "accelerate_healthy_sagemaker-seq2seq-mpirank-015-bars.log",
+        "huggingface_healthy_trainer-step-throughput-dicts-no-loss.log",
+    ):
+        found = reports(name)
+        assert len(found) >= 3, name
+        assert all(r.step_time_ms is not None and r.step_time_ms > 0 for r in found), name
+        steps = [r.global_step for r in found]
+        assert steps == sorted(steps), name
+    first = reports("huggingface_healthy_trainer-step-throughput-dicts-no-loss.log")[0]
+    assert first.global_step == 2086 and math.isclose(first.step_time_ms, 1000.0 / 1.49)
+
+
+def test_a_bar_that_is_not_training_or_says_no_rate_is_no_report():
+    assert progress_report("Epoch 3:  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s]") == {
+        "global_step": 345,
+        "step_time_ms": 1000.0 / 4.5,
+    }
+    assert progress_report(" 12%|█▏        | 3/25 [00:07<00:52,  2.40s/it]")["step_time_ms"] == 2400.0
+    for line in (
+        "Downloading shards:  50%|█████     | 1/2 [00:30<00:30, 30.2s/it]",
+        "Evaluating:  90%|█████████ | 9/10 [00:01<00:00,  8.1it/s]",
+        "Map (num_proc=8):  40%|████      | 400/1000 [00:02<00:03, 180.00it/s]",
+        "  0%|          | 0/79 [00:00<?, ?it/s]",
+        " 45%|████▌     | 4.50k/10.0k [00:10<00:12, 450B/s]",
+    ):
+        assert progress_report(line) is None, line

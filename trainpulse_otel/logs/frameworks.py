@@ -22,6 +22,7 @@ from ..adapters.hf_trainer_text import dict_values, is_progress_bar, is_training
 from ..adapters.lightning_text import APPROX_STEP, BATCH, EPOCH, progress_values
 from ..adapters.megatron_text import RecordReader
 from ..samples import SampleError
+from .bars import progress_report
 from .generic import GenericLines
 from .lines import split_prefixes
 from .marian import MarianLines
@@ -273,14 +274,18 @@ class HuggingFaceLines(_Trainer):
     name = "huggingface"
     engine_steps, engine_overflows = True, True  # the dicts name no step and count no skipped step
 
+    trained = False  # a training dict was read: its bars are then quiet, else they are the progress
+
     def own(self, text: str, ts: float) -> list[Payload] | None:
         values = dict_values(text)
         if values is None:
-            return None
+            bar = progress_report(text) if self.seen and not self.trained and "%|" in text else None
+            return None if bar is None else [{**bar, "timestamp": ts}]
         bad = _nonfinite_loss_term(values)
         if not is_training(values):  # an evaluation log: only its non-finite loss is news (the weights are)
             return [] if bad is None else [{"loss": bad, "timestamp": ts}]
         payload = _translated(lambda record, _: hf_trainer.translate(record), values, ts)
+        self.trained = self.trained or (payload is not None and "loss" in payload)
         if payload is not None and bad is not None and math.isfinite(payload.get("loss", 0.0)):
             payload["loss"] = bad  # an auxiliary loss or a KL term gone non-finite: the objective is
         return [] if payload is None else [payload]

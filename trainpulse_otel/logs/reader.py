@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
+from .bars import progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, GenericLines, line_values
@@ -286,6 +287,8 @@ class LogReader:
                     break
         if found is not None and stream.parser is not None and stream.parser.name == "deepspeed" and _glued_bar(text):
             return found + (self._any_format(stream, text) or [])  # a bar's loss under DeepSpeed's glued message
+        if found is None and self.framework is not None and (bar := progress_report(text)) is not None:
+            return [{**bar, "timestamp": stream.ts}]  # a bar its framework leaves unread, as any format's reader
         if found is not None or self.framework is not None:
             return found
         return self._any_format(stream, text)
@@ -296,7 +299,7 @@ class LogReader:
             return []
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:
-            values = line_values(text, stream.epoch)
+            values = line_values(text, stream.epoch) or progress_report(text)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()
