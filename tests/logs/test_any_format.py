@@ -121,6 +121,13 @@ def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
     # apex's warning comes with every overflow: no statement
     assert statement("Warning: NaN or Inf found in input tensor.") is None
     assert statement("node-1:12:34 [0] NCCL INFO Channel 00/32 :    0   1   2   3") is None
+    # the value before the numbers: SlowFast's ``RuntimeError: ERROR: Got NaN losses 2021-10-28 …`` (train split);
+    # a count or a check of NaN losses is no NaN
+    name = "slowfast_nonfinite_loss_lemma-check-nan-losses-runtimeerror.log"
+    line = next(text for text in (TRAIN / name).read_text().splitlines() if "Got NaN losses" in text)
+    assert math.isnan(statement(line)["loss"])
+    assert math.isnan(statement("Inf or NaN in the gradients of layer 3")["grad_norm"])
+    assert statement("nan loss count: 0, inf loss check: on") is None
 
 
 def test_keys_are_one_key_however_their_words_are_joined():

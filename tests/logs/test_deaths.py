@@ -13,7 +13,15 @@ from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
-from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+from trainpulse_otel.samples import (
+    CUDA_OOM,
+    GPU_FAULT,
+    JOB_CANCELLED,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+    LogEvent,
+)
 
 #: Lines public documentation quotes: PyTorch's distributed debugging docs (``monitored_barrier``), and a
 #: cluster-operations write-up's torchrun error file (the search tool's code index, ids 49343896 and 10679892842).
@@ -282,8 +290,12 @@ def test_a_c10_error_s_message_before_its_trailer_is_the_crash():
 
 
 def test_a_traceback_the_excerpt_ends_within_is_a_crash_unless_it_is_the_launcher_s():
-    cut = events("deepspeed_rank_crashed_transformer-kernel-execution-error.log")
-    assert [e.details.get("cut") for e in cut if e.kind == PROCESS_FAILED] == [True]
+    # cuBLAS's legacy ``!!!! kernel execution error.`` lines are the crash, the traceback cut after them its own
+    cut = [
+        e for e in events("deepspeed_rank_crashed_transformer-kernel-execution-error.log") if e.kind == PROCESS_FAILED
+    ]
+    assert [e.details.get("cut") for e in cut] == [None, True]
+    assert cut[0].details["cuda_error"] == "kernel execution error"
     scanner = FailureScanner()
     for text in (
         "Traceback (most recent call last):",
@@ -417,3 +429,43 @@ def test_a_collective_s_exception_names_its_timeout_or_lost_link_where_no_line_d
     assert [f.kind for f in crash("ValueError", "shapes (3,) and (4,) not aligned")] == [PROCESS_FAILED]
     assert collective_exception({"exception": "TimeoutError", "error": "math verification took too long"}) is None
     assert collective_exception({"exception": "RuntimeError", "error": "NCCL error: invalid usage"}) == "collective"
+
+
+def test_round_nine_wordings_of_timeouts_transport_and_deaths():
+    """JAX's barrier ``DEADLINE_EXCEEDED`` and c10d's ``DistStoreError: wait timeout`` are collectives timing out;
+    PyTorch 2.4's desync report ``Timeout at collective: ALLREDUCE, #730``; Open MPI failing to open a TCP link;
+    absl's ``*** SIGBUS received at time=``; zsh's ``zsh: abort``; libc++'s uncaught exception; cuBLAS's legacy
+    ``!!!! kernel execution error.``; Metal's allocator out of memory (the corpus's train split)."""
+    kinds = {
+        "maxtext_collective_timeout_orbax-async-checkpoint-barrier-deadline-exceeded-8-of-16.log": WATCHDOG_TIMEOUT,
+        "ms-swift_collective_timeout_grpo-vllm-weight-sync-store-barrier-diststoreerror-wait-timeout.log": WATCHDOG_TIMEOUT,
+        "llamafactory_collective_timeout_multinode-desync-all-16-joined-allreduce-730-failure-detected-by-watchdog.log": WATCHDOG_TIMEOUT,
+        "horovod_network_error_mpirun-oob-tcp-connect-firewall-ssh-debug.log": TRANSPORT_ERROR,
+        "ray_rank_crashed_deepeyes-7b-raylet-sigbus-object-manager.log": PROCESS_FAILED,
+        "mlx_rank_crashed_lora-qwen32b-iter990-metal-internal-error-zsh-abort.log": PROCESS_FAILED,
+        "mlx_out_of_memory_lora-full-qwen3-8b-metal-insufficient-memory-zsh-abort.log": CUDA_OOM,
+        "deepspeed_rank_crashed_bing-bert-mpirun-rank290-kernel-execution-error.log": PROCESS_FAILED,
+    }
+    for name, kind in kinds.items():
+        told = events(name)
+        assert told and told[0].kind == kind, (name, [e.kind for e in told])
+    (seq,) = {e.details.get("seq") for e in events(next(iter(n for n in kinds if "llamafactory" in n)))}
+    assert seq == 730
+    assert events("deepspeed_rank_crashed_bing-bert-mpirun-rank290-kernel-execution-error.log")[0].rank == 290
+    assert fatal.death("zsh: segmentation fault  python train.py")["signal"] == "SIGSEGV"
+    uncaught = fatal.death("libc++abi: terminating due to uncaught exception of type std::runtime_error: boom")
+    assert uncaught == {"signal": "SIGABRT", "error": "std::runtime_error: boom"}
+
+
+def test_a_torchrun_table_a_paste_double_spaced_tells_each_rank():
+    told = events("torchrun_rank_crashed_finetuning-8gpu-sigbus-table-double-spaced.log")
+    dead = [e for e in told if e.kind == PROCESS_FAILED]
+    assert dead and all(e.details.get("signal") == "SIGBUS" for e in dead)
+    assert {0, 6, 7} <= {e.rank for e in dead}
+
+
+def test_a_user_s_interrupt_is_the_job_stopped_not_a_crash():
+    scanner = FailureScanner()
+    lines = ["Traceback (most recent call last):", '  File "train.py", line 40, in <module>', "KeyboardInterrupt"]
+    told = [f for line in [*lines, ""] for f in scanner.feed(line) or []] + scanner.flush()
+    assert [(f.kind, f.details["reason"]) for f in told] == [(JOB_CANCELLED, "interrupted")]

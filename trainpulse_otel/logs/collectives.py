@@ -110,8 +110,9 @@ MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred")
 #: HCCL's transport between NPUs failed to come up: ``EI0009: … Transport init error. Reason: [Create][DestLink]…``.
 HCCL_TRANSPORT = re.compile(r"\b(?P<code>EI\d{4}):.*?\b(?P<error>Transport init error)")
-#: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``.
-TIMEOUT_AT = re.compile(r"Timeout at NCCL work: (\d+)")
+#: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``;
+#: 2.4's desync report: ``- [2] Timeout at collective: ALLREDUCE, #730``.
+TIMEOUT_AT = re.compile(r"Timeout at (?:NCCL work: |collective: \w+, #)(\d+)")
 #: c10d's barrier that names who did not come: ``Rank 1 failed to pass monitoredBarrier in 1800000 ms``, ``Ranks 1, 3
 #: failed to pass monitoredBarrier in 30000 ms``.
 MONITORED_BARRIER = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier in (\d+) ms")
@@ -132,6 +133,7 @@ STALLED_MARKS = (
     "EI000",
     "task timeout occurred",
     "Timeout at NCCL work",
+    "Timeout at collective",
     "didn't join",
     "didn't finish",
     "monitoredBarrier",
@@ -146,23 +148,15 @@ STORE_MARKS = ("client socket has", "recvValue failed", "recvBytes failed", "sen
 STORE_MARKS += ("C10d store has failed", "/THD/", "/c10d/")
 
 
-#: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
-#: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``, after pdsh's label where a
-#: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
-NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
-#: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
-UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
-
-
 def warn_line(text: str) -> bool:
     """An NCCL WARN line, or the detail NCCL's error message quotes after ``Last error:``."""
     return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
 
 
-def nccl_host(text: str) -> str | None:
-    """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
-    match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
-    return None if match is None else match["host"]
+def mpi_tcp(text: str) -> dict[str, Any]:
+    """Open MPI's runtime failing to reach another node: ``A process or daemon was unable to complete a TCP
+    connection to another process:`` (a firewall, a wrong interface), before or during a job."""
+    return {"transport": "tcp", "error": text.strip()[:200]}
 
 
 def stalled_collective(text: str) -> dict[str, Any] | None:

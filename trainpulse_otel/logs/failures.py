@@ -31,7 +31,7 @@ from ..samples import (
 from . import checkpoints, cpp, fatal, launcher
 from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
-from .lines import named_rank
+from .lines import named_rank, nccl_host
 from .oom import OOM_MARKS, cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
@@ -153,6 +153,8 @@ class FailureScanner:
     def _crash(self, told: Told) -> list[Failure]:
         """A crash; one raised by a collective whose words say it timed out or lost its link, where no line before
         said so, is that failure too (the crash its consequence): a wording no form reads still names its class."""
+        if told.details.get("exception") == "KeyboardInterrupt":  # a user's ^C: the job was stopped, not crashed
+            return self._once(("interrupted",), Failure(JOB_CANCELLED, {"reason": "interrupted", "end": "kill"}))
         died_of = collective_exception(told.details)
         details = told.details if died_of is None else {**told.details, "collective": True}
         crash = Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
@@ -248,7 +250,7 @@ class FailureScanner:
             return None
         if self._remote is not None or "ncclRemoteError" in text:  # the 'Last error:' detail of an ncclRemoteError
             details["nccl_error"], self._remote = "ncclRemoteError", None
-        if (host := c.nccl_host(text)) is not None:
+        if (host := nccl_host(text)) is not None:
             details["host"] = host  # evidence, like torchrun's table's: the subject stays the line's rank and node
         key = tuple(details.get(name) for name in ("transport", "peer", "error", "status", "event"))
         return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details))
@@ -298,7 +300,7 @@ class FailureScanner:
         if said is not None and said["error"] and said["error"] in str(details.get("error", "")):
             details = {**said, **details}
         rank = rank if rank is not None else named_rank(text)
-        if text and "host" not in details and (host := c.nccl_host(text)) is not None:
+        if text and "host" not in details and (host := nccl_host(text)) is not None:
             details = {**details, "host": host}  # evidence: the subject stays the line's rank
         key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
         failure = Failure(
@@ -355,14 +357,12 @@ class FailureScanner:
             lambda self, text: self._transport(c.socket_error(text) if c.warn_line(text) else None, text),
         ),
         (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
+        (("unable to complete a TCP connection",), lambda self, t: self._transport(c.mpi_tcp(t), t)),
         ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),
         (GPU_MARKS, _gpu_fault),
-        (
-            ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError", "== cudaSuccess"),
-            lambda self, t: self._died(fatal.cuda_error(t), text=t),
-        ),
+        (fatal.CUDA_MARKS, lambda self, t: self._died(fatal.cuda_error(t), text=t)),
         (
             ("exits with return code", "Process finished with exit code"),
             lambda self, t: self._died(fatal.launcher_exit(t)),
@@ -371,10 +371,7 @@ class FailureScanner:
         ((" noticed that process rank",), lambda self, t: self._mpirun(t)),
         ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),
         (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
-        (
-            fatal.HOST_OOM,
-            lambda self, t: self._died(fatal.host_oom(t)),
-        ),
+        (fatal.HOST_OOM, lambda self, t: self._died(fatal.host_oom(t))),
         (
             ("DataLoader worker", "bus error encountered in worker"),
             lambda self, t: self._died(fatal.loader_death(t), text=t),

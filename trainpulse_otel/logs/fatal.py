@@ -28,9 +28,9 @@ SIGNAL_WORDS = (
     ("Floating point exception", "SIGFPE"),
 )
 #: ``Caught signal 7 (Bus error: nonexistent physical address)`` (UCX, OpenMPI), ``*** SIGSEGV (@0x0) received
-#: by PID`` (glog), ``received signal SIGSEGV`` (gdb), ``Signal (11) received`` / ``signal 11 (SIGSEGV)``.
+#: by PID`` (glog), absl's ``*** SIGBUS received at time=…``, ``received signal SIGSEGV`` (gdb), ``Signal (11) received``.
 CAUGHT = re.compile(
-    r"[Cc]aught signal (?P<num>\d+) \((?P<words>[^):]+)|\*\*\* (?P<glog>SIG[A-Z]+) \(@|received signal (?P<gdb>SIG[A-Z]+)"
+    r"[Cc]aught signal (?P<num>\d+) \((?P<words>[^):]+)|\*\*\* (?P<glog>SIG[A-Z]+) (?:\(@|received at time=)|received signal (?P<gdb>SIG[A-Z]+)"
     r"|\bSignal \((?P<bare>\d+)\) received|(?:^\s*|\] )Signal: (?P<words2>[A-Z][\w ]+?) \((?P<num2>\d+)\)"
 )
 #: glibc aborting on a corrupted heap: 2.2x's ``*** Error in `python3.6': munmap_chunk(): invalid pointer: 0x… ***``,
@@ -60,15 +60,20 @@ GLOG_FATAL = re.compile(r"(?:^|\])F\d{4} \d{2}:\d{2}:[\d.]+\s+\d+ (?P<where>[\w.
 #: ROCm's runtime on a GPU's bad memory access (HIP's illegal address): ``Memory access fault by GPU node-1 (Agent
 #: handle: 0x5d8d620) on address 0x7f81…. Reason: Page not present or supervisor privilege.``
 ROCM_FAULT = re.compile(r"Memory access fault by GPU node-\d+ .*")
-#: zsh's report of a job a signal ended: ``[1]    18956 IOT instruction (core dumped)  python main.py``.
+#: zsh's report of a job a signal ended: ``[1]    18956 IOT instruction (core dumped)  python main.py``, and of a
+#: foreground one: ``zsh: abort      mlx_lm.lora --model …``.
 ZSH_DEATH = re.compile(
-    r"^\[\d+\]\s+\d+ (?P<what>IOT instruction|segmentation fault|bus error|killed|abort|illegal hardware instruction)\b"
+    r"^(?:\[\d+\]\s+\d+|zsh:) (?P<what>IOT instruction|segmentation fault|bus error|killed|abort|illegal hardware instruction)\b"
 )
+#: libc++'s abort on a C++ exception nothing caught, its message on the same line: ``libc++abi: terminating due to
+#: uncaught exception of type std::runtime_error: [METAL] Command buffer execution failed: Internal Error``.
+UNCAUGHT = re.compile(r"terminating due to uncaught exception of type (?P<what>\S+?):? (?P<message>.*)")
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
 DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
-DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware")
+DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware", "uncaught exception of")
+DEATH_MARKS += (" received at time=",)
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
@@ -125,11 +130,22 @@ CUDA_GPU = re.compile(r"\bGPU=(\d+)\b")
 CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: A CUDA error in any wording: ``CUDA error: an illegal memory access was encountered``, NCCL's ``Cuda failure
 #: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``, a glog check's
-#: ``Check failed: error == cudaSuccess unspecified launch failure`` (Caffe/Caffe2, ``(4 vs. 0)`` in some).
+#: ``Check failed: error == cudaSuccess unspecified launch failure`` (Caffe/Caffe2, ``(4 vs. 0)`` in some), cuBLAS's
+#: legacy ``!!!! kernel execution error.``
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
-    r"|(?P<assert>device-side assert triggered)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
+    r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
     re.IGNORECASE,
+)
+#: What a line of a CUDA error holds (the scanner's cheap test before :func:`cuda_error`).
+CUDA_MARKS = (
+    "CUDA error",
+    "Cuda failure",
+    "_STATUS_",
+    "device-side assert",
+    "cudaError",
+    "== cudaSuccess",
+    "!!!! kernel",
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
@@ -171,6 +187,8 @@ def death(text: str) -> dict[str, Any] | None:
         return {"signal": SHELL_SIGNALS[match["what"].lower()], "error": text.strip()[:200]}
     if (match := ROCM_FAULT.search(text)) is not None:
         return {"error": match[0].strip()[:200], "cuda_error": "memory access fault"}
+    if (match := UNCAUGHT.search(text)) is not None:
+        return {"signal": "SIGABRT", "error": f"{match['what']}: {match['message'].strip()}"[:200]}
     if (match := GLOG_FATAL.search(text)) is not None:
         return {"signal": "SIGABRT", "error": f"{match['where']}] {match['message'].strip()}"[:200]}
     if (match := LEGACY_LAUNCH.search(text)) is not None:
@@ -289,7 +307,7 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    message = match["message"] or match["nccl"] or match["status"] or match["assert"] or match["check"]
+    message = next(m for m in match.group("message", "nccl", "status", "assert", "legacy", "check") if m)
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None
     details: dict[str, Any] = {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}

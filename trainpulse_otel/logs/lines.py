@@ -147,12 +147,26 @@ def _unix_time(match: re.Match[str]) -> float | None:
 
 #: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
 #: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
-#: found NaN``, Habana's ``[Rank:0] FATAL ERROR``. The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a
-#: rank in a smaller group.
-NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):")
+#: found NaN``, Habana's ``[Rank:0] FATAL ERROR``, Open MPI's ``--tag-output`` glued after a bar (``…2.38it/s][1,290]<stderr>:``).
+#: The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
+NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):|\[\d+,(\d+)\]<std(?:err|out)>:")
 
 
 def named_rank(text: str) -> int | None:
     """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
-    match = NAMED_RANK.search(text) if "ank" in text else None
-    return None if match is None else int(match[1] or match[2] or match[3])
+    match = NAMED_RANK.search(text) if "ank" in text or ">:" in text else None
+    return None if match is None else int(next(group for group in match.groups() if group))
+
+
+#: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
+#: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``, after pdsh's label where a
+#: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
+NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
+#: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
+UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
+
+
+def nccl_host(text: str) -> str | None:
+    """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
+    match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
+    return None if match is None else match["host"]

@@ -44,11 +44,11 @@ OTHER_OOM = re.compile(
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
-    r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
+    r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED",
-             "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ")  # fmt: skip
+             "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(

@@ -38,6 +38,13 @@ NOT_FINITE = re.compile(
 GRAD_SCALE = re.compile(r"[Gg]rad[ _]scale is (?:too )?small(?:, exiting)?:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: ``found NaN in local grad norm``, ``found inf in gradients``.
 FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
+#: The value named before the numbers: ``Got NaN losses``, ``NaN loss detected``, ``Inf or NaN in loss``, ``nan values
+#: in gradients``, ``non-finite loss`` (not a count or a check of them: ``nan loss count: 0``).
+VALUE_FIRST = re.compile(
+    r"\b(?P<value>nan|inf(?:inite)?|non-finite)(?: or (?:nan|inf(?:inite)?))?(?: values?)?(?: (?:in|of|for))?(?: the)? "
+    r"(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
+    re.IGNORECASE,
+)
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
 #: 'LogSoftmaxBackward' returned nan values in its 0th output.``
 DETECTED = re.compile(
@@ -99,8 +106,8 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
     if (match := SAID.search(text)) is not None:
         field = "loss" if match["what"].lower() == "loss" else "grad_norm"
         return {field: math.inf if match["value"].lower().startswith("inf") else math.nan}
-    if (match := FOUND.search(text)) is not None:
-        return {"loss" if match["what"].lower() == "loss" else "grad_norm": math.nan}
+    if (match := FOUND.search(text) or VALUE_FIRST.search(text)) is not None:
+        return {"loss" if match["what"].lower().startswith("loss") else "grad_norm": math.nan}
     if DETECTED.search(text) is not None or TENSOR.search(text) is not None:
         return {"loss": math.nan}
     if (array := ARRAY.search(text)) is not None and NONFINITE_ITEM.search(array["items"]) is not None:

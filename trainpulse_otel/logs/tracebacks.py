@@ -63,9 +63,10 @@ class Told:
 #: of its own bug): NCCL's, HCCL's or gloo's errors, an aborted communicator, a peer gone.
 COLLECTIVE_FAILURE = re.compile(
     r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
+    r"|[Bb]arrier|Dist(?:Backend|Store|Network)Error"
 )
 #: Such an exception saying it timed out, or that its connection failed, in any wording.
-TIMED_OUT = re.compile(r"[Tt]imed? ?out|[Tt]imeout|DEADLINE_EXCEEDED|[Dd]eadline [Ee]xceeded")
+TIMED_OUT = re.compile(r"[Tt]ime[sd]? ?out|DEADLINE_EXCEEDED|[Dd]eadline [Ee]xceeded")
 LINK_FAILED = re.compile(
     r"Connection (?:reset|refused|closed|aborted)|Broken pipe|[Nn]etwork is unreachable|No route to"
 )
@@ -258,6 +259,8 @@ class TorchrunReport:
                 return True, []
             return False, []
         stripped = text.strip()
+        if not stripped:  # a blank line a paste put between the table's lines: the entry goes on
+            return True, []
         if (field_match := ENTRY_FIELD.match(text)) is not None and self.entry is not None:
             self.entry.fields.setdefault(field_match[1], field_match[2].strip())
             self.entry.lines.append(stripped)

@@ -43,9 +43,10 @@ WORKERS_RESTARTED = "workers_restarted"
 #: in 54.49 seconds.``), resuming from ``step`` where it said: the load that ends a restart. No signal of its own.
 CHECKPOINT_LOADED = "checkpoint_loaded"
 #: The scheduler ended the job (Slurm's ``*** JOB 31182239 ON sh-06-34 CANCELLED AT 2018-11-05T10:35:06 DUE TO
-#: PREEMPTION ***``): ``reason`` (``preemption``, ``time_limit``, ``node_failure``, ``job_requeue``, ``task_failure``,
-#: ``signal``, ``cancelled``), ``job_id``, ``node``, ``end`` (``kill`` or ``failure``). The attempt ends there; a
-#: requeued job's next step begins a new one. No signal of its own.
+#: PREEMPTION ***``), or a user did (``KeyboardInterrupt``: ^C): ``reason`` (``preemption``, ``time_limit``,
+#: ``node_failure``, ``job_requeue``, ``task_failure``, ``signal``, ``cancelled``, ``interrupted``), ``job_id`` and
+#: ``node`` where said, ``end`` (``kill`` or ``failure``). The attempt ends there; a requeued job's next step begins
+#: a new one. No signal of its own.
 JOB_CANCELLED = "job_cancelled"
 #: The events after which a job's steps are a new attempt's: the steps it reports again are new, not copies.
 NEW_ATTEMPT = frozenset((WORKERS_RESTARTED, CHECKPOINT_LOADED, JOB_CANCELLED))
