@@ -324,9 +324,10 @@ def test_a_tqdm_bar_alone_is_the_progress_of_a_log_that_prints_no_loss():
 def test_a_bar_that_is_not_training_or_says_no_rate_is_no_report():
     assert progress_report("Epoch 3:  45%|████▌     | 45/100 [00:10<00:12,  4.50it/s]") == {
         "global_step": 345,
-        "step_time_ms": 1000.0 / 4.5,
+        "step_time_ms": pytest.approx(1000.0 / 4.5),
     }
-    assert progress_report(" 12%|█▏        | 3/25 [00:07<00:52,  2.40s/it]")["step_time_ms"] == 2400.0
+    assert progress_report(" 12%|█▏        | 3/25 [00:07<00:52,  2.40s/it]")["step_time_ms"] == pytest.approx(2400.0)
+    assert progress_report("69it [01:19,  1.16s/it]") == {"global_step": 69, "step_time_ms": pytest.approx(1160.0)}
     for line in (
         "Downloading shards:  50%|█████     | 1/2 [00:30<00:30, 30.2s/it]",
         "Evaluating:  90%|█████████ | 9/10 [00:01<00:00,  8.1it/s]",

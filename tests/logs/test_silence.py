@@ -11,6 +11,8 @@ from pathlib import Path
 
 from tests.logs.excerpts import TRAIN
 from trainpulse_otel.config import Settings
+from trainpulse_otel.logs.bars import BarClock
+from trainpulse_otel.logs.lines import split_prefixes
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
 from trainpulse_otel.runtime import replay_logs
 
@@ -69,3 +71,45 @@ def test_a_save_that_never_returned_is_a_stall(tmp_path):
 def test_an_excerpt_that_skips_hours_of_a_healthy_run_is_no_stall(tmp_path):
     # fairseq: steps 25, 50, then 10025: the lines between were left out; then the end-of-run summary
     assert "training_stalled" not in signals("fairseq_healthy_sweep-mock-json-done-training.log", tmp_path)
+
+
+def _replayed(lines: list[str], tmp_path: Path) -> dict[str, dict]:
+    path = tmp_path / "console.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    seen: dict[str, dict] = {}
+    replay_logs([str(path)], Settings(), on_result=lambda step: [
+        seen.setdefault(s.name, dict(s.evidence)) for s in step.diagnosis.signals
+    ])  # fmt: skip
+    return seen
+
+
+def test_a_bar_drawn_again_at_its_count_hours_later_is_a_stall_and_a_finished_one_is_not(tmp_path):
+    # tqdm draws a bar again when it closes (a ^C after a hang): its own elapsed time is the clock
+    clock = BarClock()
+    assert clock.feed(" 10%|█         | 102/1000 [01:42<14:58,  1.00it/s]", 0.0) is None
+    assert clock.feed(" 10%|█         | 103/1000 [01:43<14:57,  1.00it/s]", 1.0) is None
+    gap = clock.feed(" 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]", 2.0)
+    assert gap is not None and gap["gap_s"] == 7200.0 and gap["last_step"] == 103 and gap["interval_s"] == 1.0
+    # a training bar, then an evaluation's finished bar of as many steps: two bars, no silence
+    done = BarClock()
+    assert done.feed("100%|██████████| 12328/12328 [1:19:17<00:00,  2.59it/s]", 0.0) is None
+    assert done.feed("100%|██████████| 12328/12328 [49:31<00:00,  4.15it/s]", 1.0) is None
+    assert done.feed("100%|██████████| 12328/12328 [1:20:41<00:00,  2.55it/s]", 2.0) is None
+    bars = [f" 10%|█         | {n}/1000 [01:{n - 60}<14:00,  1.00it/s]" for n in range(100, 104)]
+    interrupted = [*bars, " 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]"]
+    interrupted += [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 40, in <module>',
+        "KeyboardInterrupt",
+    ]
+    seen = _replayed(interrupted, tmp_path)
+    assert "training_stalled" in seen and "rank_crashed" not in seen  # the user's ^C is no crash
+
+
+def test_slurm_s_cancellation_says_its_time_and_a_time_limit_after_a_silence_is_a_stall(tmp_path):
+    cancel = "slurmstepd: error: *** JOB 4242 ON node7 CANCELLED AT 2023-03-01T14:00:03 DUE TO TIME LIMIT ***"
+    assert split_prefixes(cancel) == (None, 1677679203.0, cancel)
+    steps = [f"[2023-03-01 10:00:0{i},000] step {100 + i} | loss 2.3{i}" for i in range(4)]
+    assert "training_stalled" in _replayed([*steps, cancel], tmp_path)
+    in_time = cancel.replace("14:00:03", "10:00:04")
+    assert "training_stalled" not in _replayed([*steps, in_time], tmp_path)

@@ -56,8 +56,8 @@ BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\
 EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)/\d+|epoch:\s+(\d+))\s*$")
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
-#: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``.
-EPOCH = re.compile(r"\b(?:epoch(?:\(train\))?|train:)\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+#: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``, ``"epoch": 4``.
+EPOCH = re.compile(r"\b(?:epoch(?:\(train\))?|train:)['\"]?\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 #: Words that make a line evaluation's, not training's.
 EVALUATION = re.compile(r"\b(?:val(?:id(?:ation)?)?|eval(?:uation)?|test)(?:\b|_|/)", re.IGNORECASE)
 

@@ -35,6 +35,9 @@ TIME_PREFIX = re.compile(
 )
 #: MLPerf's record (``:::MLLOG {"namespace": "", "time_ms": 1715111634920, …``): its time, the record kept whole.
 MLLOG_TIME = re.compile(r':::MLLOG \{"namespace": "[^"]*", "time_ms": (\d{10,16})\b')
+#: Slurm's word that it ended the job, the time inside (``*** JOB 31182239 ON sh-06-34 CANCELLED AT
+#: 2018-11-05T10:35:06 DUE TO TIME LIMIT ***``): the line's own time, the line kept whole.
+SLURM_AT = re.compile(r" CANCELLED AT (?P<date>\d{4}-\d{2}-\d{2})T(?P<time>\d{2}:\d{2}:\d{2})")
 #: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
 #: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
@@ -93,6 +96,8 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             rank, text = int(match[1] or match[2]), text[match.end() :]
         elif when is None and ":::MLLOG" in text and (match := MLLOG_TIME.search(text)):
             when = int(match[1]) / 1000.0
+        elif when is None and " CANCELLED AT " in text and (match := SLURM_AT.search(text)):
+            when = _unix_time(match)
         elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
             if text[:1] == " " and (tag := CRI_TAG.match(text)):
@@ -133,8 +138,9 @@ def rank_of_source(source: str | None) -> int | None:
 
 
 def _unix_time(match: re.Match[str]) -> float | None:
-    frac = (match["frac"] or "0")[:6].ljust(6, "0")
-    zone = match["zone"] or "Z"
+    said = match.groupdict()
+    frac = (said.get("frac") or "0")[:6].ljust(6, "0")
+    zone = said.get("zone") or "Z"
     if zone != "Z" and ":" not in zone:
         zone = f"{zone[:3]}:{zone[3:]}"
     try:

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
-from .bars import progress_report
+from .bars import BarClock, glued_bar, progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, GenericLines, line_values
@@ -90,6 +90,7 @@ class _Stream:
 
     __slots__ = (
         "advanced",
+        "bars",
         "clock",
         "epoch",
         "failures",
@@ -109,6 +110,7 @@ class _Stream:
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
         self.clock = ProgressClock()  # progress by the lines' own stamps: a silence is a gap
+        self.bars = BarClock()  # progress by its bar's own elapsed time: a bar drawn again later is a gap
         self.advanced = False  # reports moved its clock before any line said a time
         self.epoch: int | None = None  # the epoch its last header line named (Keras's ``Epoch 2/20``)
         self.table: Table | None = None  # the iteration table its last header line opened (:mod:`.tables`)
@@ -180,6 +182,8 @@ class LogReader:
         reports = [r for payload in payloads or () for r in self._report(payload, stream)]
         if own_ts is not None:
             out.extend(self._clock(stream, line, own_ts, text, reports))  # a silence these reports end comes first
+        elif (bar_gap := stream.bars.feed(text, stream.ts)) is not None:
+            out.append(self._gap(bar_gap, line, stream))
         out.extend(reports)
         if stream.ts > self._clocks.get(file, float("-inf")):
             self._clocks[file] = stream.ts
@@ -285,7 +289,7 @@ class LogReader:
                 if found is not None:
                     stream.parser = candidate
                     break
-        if found is not None and stream.parser is not None and stream.parser.name == "deepspeed" and _glued_bar(text):
+        if found is not None and stream.parser is not None and stream.parser.name == "deepspeed" and glued_bar(text):
             return found + (self._any_format(stream, text) or [])  # a bar's loss under DeepSpeed's glued message
         if found is None and self.framework is not None and (bar := progress_report(text)) is not None:
             return [{**bar, "timestamp": stream.ts}]  # a bar its framework leaves unread, as any format's reader
@@ -392,8 +396,3 @@ class LogReader:
             line=line.number,
             details=dict(failure.details),
         )
-
-
-def _glued_bar(text: str) -> bool:
-    """Whether a line holds a progress bar with a loss (``…2.39it/s, loss=nan, …]``) before a message glued on."""
-    return "loss=" in text and ("it/s" in text or "s/it" in text)
