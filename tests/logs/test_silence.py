@@ -86,15 +86,21 @@ def _replayed(lines: list[str], tmp_path: Path) -> dict[str, dict]:
 def test_a_bar_drawn_again_at_its_count_hours_later_is_a_stall_and_a_finished_one_is_not(tmp_path):
     # tqdm draws a bar again when it closes (a ^C after a hang): its own elapsed time is the clock
     clock = BarClock()
-    assert clock.feed(" 10%|█         | 102/1000 [01:42<14:58,  1.00it/s]", 0.0) is None
-    assert clock.feed(" 10%|█         | 103/1000 [01:43<14:57,  1.00it/s]", 1.0) is None
-    gap = clock.feed(" 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]", 2.0)
+    clock.feed(" 10%|█         | 102/1000 [01:42<14:58,  1.00it/s]", 0.0)
+    clock.feed(" 10%|█         | 103/1000 [01:43<14:57,  1.00it/s]", 1.0)
+    clock.feed(" 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]", 2.0)
+    gap = clock.flush()
     assert gap is not None and gap["gap_s"] == 7200.0 and gap["last_step"] == 103 and gap["interval_s"] == 1.0
+    # drawn again after a pause (an evaluation, a save), then stepping on: no silence
+    clock.feed(" 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]", 3.0)
+    clock.feed(" 10%|█         | 103/1000 [2:03:43<14:57:00,  58.3s/it]", 4.0)
+    clock.feed(" 10%|█         | 104/1000 [2:03:44<14:57:00,  57.9s/it]", 5.0)
+    assert clock.flush() is None
     # a training bar, then an evaluation's finished bar of as many steps: two bars, no silence
     done = BarClock()
-    assert done.feed("100%|██████████| 12328/12328 [1:19:17<00:00,  2.59it/s]", 0.0) is None
-    assert done.feed("100%|██████████| 12328/12328 [49:31<00:00,  4.15it/s]", 1.0) is None
-    assert done.feed("100%|██████████| 12328/12328 [1:20:41<00:00,  2.55it/s]", 2.0) is None
+    for line in ("[1:19:17<00:00,  2.59it/s]", "[49:31<00:00,  4.15it/s]", "[1:20:41<00:00,  2.55it/s]"):
+        done.feed(f"100%|██████████| 12328/12328 {line}", 0.0)
+    assert done.flush() is None
     bars = [f" 10%|█         | {n}/1000 [01:{n - 60}<14:00,  1.00it/s]" for n in range(100, 104)]
     interrupted = [*bars, " 10%|█         | 103/1000 [2:01:43<14:57:00,  58.3s/it]"]
     interrupted += [

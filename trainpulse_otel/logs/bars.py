@@ -8,8 +8,9 @@ evaluation, a dataset's map) is none; a bar of bytes is none; a bar with no rate
 
 A bar keeps its own clock (its elapsed time): tqdm draws it again when it closes — a ^C after a hang, a ``finally``
 — and an unfinished bar drawn again at the count it had, its elapsed time grown, is a silence of that long with no
-step (:class:`BarClock`, told as a ``progress_gap``'s details, judged by the stall detector); a finished bar drawn
-again is the next one of as many steps (an evaluation's). Pure: text in, facts out.
+step (:class:`BarClock`, told as a ``progress_gap``'s details, judged by the stall detector) when the log ends in
+it; a bar that steps on after was paused (an evaluation, a save drew it again), and a finished bar drawn again is
+the next one of as many steps. Pure: text in, facts out.
 """
 
 from __future__ import annotations
@@ -47,22 +48,30 @@ def progress_report(text: str) -> dict[str, Any] | None:
 class BarClock:
     """One stream's training bar, by its own elapsed time (see the module docstring)."""
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "_pending")
 
     def __init__(self) -> None:
         self._last: tuple[int, float, float, str] | None = None  # step, elapsed s, step time s, description
+        self._pending: dict[str, Any] | None = None  # the silence a bar drawn again showed, until it steps on
 
-    def feed(self, text: str, ts: float) -> dict[str, Any] | None:
-        """A bar line read at ``ts``: the silence it shows, as a ``progress_gap``'s details, or None."""
-        bar = _bar(text) if "it" in text else None
+    def feed(self, text: str, ts: float) -> None:
+        """A line read at ``ts``: a bar's draw moves the clock (see the module docstring)."""
+        bar = _bar(text)
         if bar is None:
-            return None
+            return
         step, elapsed, rate, unit, desc = bar
         last, self._last = self._last, (step, elapsed, _step_s(rate, unit), desc)
-        if last is None or step != last[0] or desc != last[3] or elapsed - last[1] < MIN_GAP_S or _done(text):
-            return None  # not the same bar drawn again later; or a finished one: the next bar of as many steps
-        gap = elapsed - last[1]
-        return {"since": ts - gap, "gap_s": round(gap, 3), "last_step": step, "interval_s": last[2], "line": text}
+        if last is None or desc != last[3] or step != last[0]:
+            self._pending = None  # another bar, or this one stepped on: any pause is over
+        elif elapsed - last[1] >= MIN_GAP_S and not _done(text):  # a finished bar again is the next of its size
+            gap = elapsed - last[1]
+            self._pending = {"since": ts - gap, "gap_s": round(gap, 3), "last_step": step, "interval_s": last[2]}
+            self._pending["line"] = text.strip()
+
+    def flush(self) -> dict[str, Any] | None:
+        """The silence the stream ended in (its bar drawn again, never stepping on), or None."""
+        told, self._pending = self._pending, None
+        return told
 
 
 def glued_bar(text: str) -> bool:

@@ -182,8 +182,8 @@ class LogReader:
         reports = [r for payload in payloads or () for r in self._report(payload, stream)]
         if own_ts is not None:
             out.extend(self._clock(stream, line, own_ts, text, reports))  # a silence these reports end comes first
-        elif (bar_gap := stream.bars.feed(text, stream.ts)) is not None:
-            out.append(self._gap(bar_gap, line, stream))
+        else:
+            stream.bars.feed(text, stream.ts)
         out.extend(reports)
         if stream.ts > self._clocks.get(file, float("-inf")):
             self._clocks[file] = stream.ts
@@ -239,7 +239,7 @@ class LogReader:
         if stream.last is not None:  # a traceback's exception at the end of a stream, say: told at its file's time
             ts = max(stream.ts, self._file_time(stream.last))
             out.extend(self._event(f, stream.last, stream.rank, ts) for f in stream.failures.flush())
-            if (gap := stream.clock.flush()) is not None:  # the log ends in a silence
+            if (gap := stream.clock.flush() or stream.bars.flush()) is not None:  # the log ends in a silence
                 out.append(self._gap(gap, stream.last, stream))
         return out
 
