@@ -469,3 +469,31 @@ def test_a_user_s_interrupt_is_the_job_stopped_not_a_crash():
     lines = ["Traceback (most recent call last):", '  File "train.py", line 40, in <module>', "KeyboardInterrupt"]
     told = [f for line in [*lines, ""] for f in scanner.feed(line) or []] + scanner.flush()
     assert [(f.kind, f.details["reason"]) for f in told] == [(JOB_CANCELLED, "interrupted")]
+
+
+def test_words_a_runtime_gives_its_failure_in_where_no_finer_form_reads_it():
+    """The watchdog's ``failure detected by watchdog at work sequence id: N`` is a timeout where no line before told
+    one (an excerpt starting there: the corpus's train split), and nothing after one; TensorFlow's collective
+    aborted past its deadline is a timeout; CuPy's and Numba's allocators failing are OOMs (their own words)."""
+    name = (
+        "llamafactory_collective_timeout_multinode-desync-all-16-joined-allreduce-730-failure-detected-by-watchdog.log"
+    )
+    echo = line_of(name, "failure detected by watchdog")
+    (told,) = FailureScanner().feed(echo)
+    assert told.kind == WATCHDOG_TIMEOUT and told.details["seq"] == 730 and told.details["from_echo"]
+    after = FailureScanner()
+    after.feed(DOCUMENTED["monitored_barrier"])
+    assert after.feed(echo) == []
+    from trainpulse_otel.logs.tracebacks import collective_exception
+
+    aborted = {"exception": "DeadlineExceededError", "error": "Collective ops is aborted by: group 1 failed"}
+    assert collective_exception(aborted) == "timeout"
+    for line in (
+        "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes).",
+        "numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
+    ):
+        (oom,) = FailureScanner().feed(line)
+        assert oom.kind == CUDA_OOM, line
+    assert (
+        FailureScanner().feed("Out of memory: Killed process 4242 (python) total-vm:1024kB")[0].kind == PROCESS_FAILED
+    )

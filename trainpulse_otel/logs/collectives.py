@@ -122,6 +122,8 @@ STORE_TIMEOUT = re.compile(
     r"Timed out after (\d+) seconds waiting for clients|got error: Socket Timeout|Socket Timeout|Wait timeout for key"
     r"|RendezvousTimeoutError|in store based barrier"
 )
+#: The watchdog's word that a work failed: ``failure detected by watchdog at work sequence id: 730 PG status: …``.
+WORK_SEQ = re.compile(r"at work sequence id: (\d+)")
 #: PyTorch's desync report after a timeout: ``[1] finished collective #2, but didn't join collective #3``.
 DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joined but didn't finish) collective")
 

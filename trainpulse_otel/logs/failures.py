@@ -36,7 +36,8 @@ from .oom import OOM_MARKS, cuda_oom
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
 
-#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
+#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new — but the first two
+#: begin a stream's news where no line before told a failure (an excerpt that starts there): a watchdog's timeout.
 ECHOES = (
     "detected by watchdog at work",
     "failure detected by watchdog",
@@ -178,7 +179,7 @@ class FailureScanner:
             return self._retry(text) if "retrying" in text else None
         if not _marked(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
-                return []
+                return self._echo(text)
             if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
                 self._cut = text
                 return []
@@ -189,7 +190,7 @@ class FailureScanner:
                 if told is not None:
                     return told
         if any(echo in text for echo in ECHOES):
-            return []
+            return self._echo(text)
         if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
             self._cut = text
             return []
@@ -232,6 +233,14 @@ class FailureScanner:
             tuple(details.get("behind_ranks", ())),
         )
         return self._timeout(details, key)
+
+    def _echo(self, text: str) -> list[Failure]:
+        if self._seen or not any(echo in text for echo in ECHOES[:2]):
+            return []
+        details: dict[str, Any] = {"backend": "nccl", "error": text.strip()[:200], "from_echo": True}
+        if (seq := c.WORK_SEQ.search(text)) is not None:
+            details["seq"] = int(seq[1])
+        return self._timeout(details, ("echo",))
 
     def _timeout(self, details: dict[str, Any], key: tuple) -> list[Failure]:
         self._timed_out = True
@@ -319,14 +328,6 @@ class FailureScanner:
             return self._once(("cancelled", ended["job_id"], ended["node"]), Failure(JOB_CANCELLED, ended))
         return None
 
-    def _mpirun(self, text: str) -> list[Failure] | None:
-        found = fatal.mpirun_death(text)
-        return None if found is None else self._died(found[0], found[1])
-
-    def _srun(self, text: str) -> list[Failure] | None:
-        found = fatal.srun_failure(text)
-        return None if found is None else self._died(found[0], found[1])
-
     def _once(self, key: tuple, failure: Failure) -> list[Failure]:
         """``[failure]`` the first time ``key`` is told in this stream, then ``[]`` (claimed, nothing new)."""
         if key in self._seen:
@@ -367,8 +368,8 @@ class FailureScanner:
             ("exits with return code", "Process finished with exit code"),
             lambda self, t: self._died(fatal.launcher_exit(t)),
         ),
-        (("srun: error",), _srun),
-        ((" noticed that process rank",), lambda self, t: self._mpirun(t)),
+        (("srun: error",), lambda self, t: self._died(*(fatal.srun_failure(t) or (None,)))),
+        ((" noticed that process rank",), lambda self, t: self._died(*(fatal.mpirun_death(t) or (None,)))),
         ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),
         (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (fatal.HOST_OOM, lambda self, t: self._died(fatal.host_oom(t))),

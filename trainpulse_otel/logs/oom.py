@@ -15,8 +15,10 @@
   Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``, MXNet's ``cudaMalloc failed: out of
   memory``, Paddle's ``Out of memory error on GPU 0``, XLA's ``RESOURCE_EXHAUSTED: Failed to allocate request for 108.03GiB
   … on device ordinal 5``, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Gaudi's ``MODULE:SYNHELPER workspace
-  Allocation of size ::14493510400 failed!`` and ``MODULE:PT_DEVMEM Allocation failed``. The host's OOM killer is no
-  allocation failure of the job's: :mod:`.fatal` tells it.
+  Allocation of size ::14493510400 failed!`` and ``MODULE:PT_DEVMEM Allocation failed``, Metal's ``Insufficient
+  Memory``, any ``OutOfMemoryError`` (CuPy's, torch's), the driver's ``CUDA_ERROR_OUT_OF_MEMORY`` and the runtime's
+  ``cudaErrorMemoryAllocation`` (Numba, C++ wrappers), a GPU or device named before ``out of memory``. The host's
+  OOM killer is no allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
 """
@@ -44,11 +46,13 @@ OTHER_OOM = re.compile(
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
-    r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
+    r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\bOutOfMemoryError\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|cudaErrorMemoryAllocation|"
+    r"\b(?:GPU|[Dd]evice)\b.{0,60}?\bout of memory\b|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED",
-             "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory")  # fmt: skip
+             "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory",
+             "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(

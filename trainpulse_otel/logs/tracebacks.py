@@ -62,11 +62,11 @@ class Told:
 #: An exception whose words say a collective or its transport failed under it (the process died of that, not
 #: of its own bug): NCCL's, HCCL's or gloo's errors, an aborted communicator, a peer gone.
 COLLECTIVE_FAILURE = re.compile(
-    r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|collective"
+    r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|[Cc]ollective"
     r"|[Bb]arrier|Dist(?:Backend|Store|Network)Error"
 )
 #: Such an exception saying it timed out, or that its connection failed, in any wording.
-TIMED_OUT = re.compile(r"[Tt]ime[sd]? ?out|DEADLINE_EXCEEDED|[Dd]eadline [Ee]xceeded")
+TIMED_OUT = re.compile(r"[Tt]ime[sd]? ?out|DEADLINE_EXCEEDED|[Dd]eadline ?[Ee]xceeded")
 LINK_FAILED = re.compile(
     r"Connection (?:reset|refused|closed|aborted)|Broken pipe|[Nn]etwork is unreachable|No route to"
 )
