@@ -336,3 +336,13 @@ def test_a_bar_that_is_not_training_or_says_no_rate_is_no_report():
         " 45%|████▌     | 4.50k/10.0k [00:10<00:12, 450B/s]",
     ):
         assert progress_report(line) is None, line
+
+
+def test_a_loop_s_own_line_that_begins_with_its_loss_is_a_report_without_a_step():
+    # GraphNovo's ``loss:0.0074…, accuracy:0.997…`` and a Colab loop's ``Train Loss: 0.0068, Train Acc: 35.43``
+    # (train split): the order of the lines is their time; an evaluation's loss beside it makes it none
+    found = reports("custom-loop_healthy_graphnovo-bare-loss-accuracy-recall-precision-no-step.log")
+    assert len(found) >= 10 and all(r.global_step is None and r.loss is not None for r in found)
+    assert line_values("Train Loss: 0.0068, Train Acc: 35.43") == {"loss": 0.0068}
+    assert line_values("loss: 0.41, val_loss: 0.52") is None
+    assert line_values("The loss went down, accuracy: 0.9") is None

@@ -130,15 +130,7 @@ KEYS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(("lr", "learning_rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)),
     **dict.fromkeys(("loss_scale", "scale"), ("loss_scale", 1.0)),
     **dict.fromkeys(
-        (
-            "tok/s",
-            "tokens/s",
-            "tokens_per_sec",
-            "tokens_per_second",
-            "tokens/sec",
-            "wps",
-            "perf/throughput",
-        ),
+        ("tok/s", "tokens/s", "tokens_per_sec", "tokens_per_second", "tokens/sec", "wps", "perf/throughput"),
         ("tokens_per_sec", 1.0),
     ),
     **dict.fromkeys(
@@ -182,6 +174,9 @@ KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl
 LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: A line that begins with the training loss (``loss:0.0075, accuracy:0.997``, ``Train Loss: 0.0068, Train Acc: 35.4``):
+#: a training loop's own report, stepless; the order of its lines is its time axis.
+LEADING_LOSS = re.compile(r"^\s*(?:train(?:ing)?[ _])?loss\s*[:=]", re.IGNORECASE)
 #: Words a line of training progress holds one of (the cheap test first).
 MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: ")
 #: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
@@ -206,6 +201,8 @@ def line_values(text: str, epoch: int | None = None) -> Payload | None:
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
     step = _step(text, pairs, epoch)
     if step is None:
+        if bad is None and LEADING_LOSS.match(text) and len(training) == len(losses) and training:
+            return {"loss": training_loss(training)}  # a loop's own line, its loss first: the order is its time
         return None if bad is None else {"loss": bad}
     payload: Payload = {"global_step": step}
     loss = training_loss(training)
