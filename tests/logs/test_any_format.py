@@ -346,3 +346,14 @@ def test_a_loop_s_own_line_that_begins_with_its_loss_is_a_report_without_a_step(
     assert line_values("Train Loss: 0.0068, Train Acc: 35.43") == {"loss": 0.0068}
     assert line_values("loss: 0.41, val_loss: 0.52") is None
     assert line_values("The loss went down, accuracy: 0.9") is None
+
+
+def test_keras_1_s_bare_epoch_header_numbers_its_batches_and_tensorflow_s_global_norm_is_said():
+    # Keras 1.x (2015): ``Epoch 10`` alone above ``61878/61878 [====] - 6s - loss: 13.3614`` (train split)
+    found = reports("keras_loss_spike_keras-2015-epoch10-loss-0.74-to-13.4.log")
+    assert len(found) >= 10 and [r.global_step for r in found[:2]] == [61878, 2 * 61878]  # epoch 0, then 1
+    assert math.isnan(
+        statement("E check_numerics_op.cc:185] abnormal_detected_host = {1, 0} Found Inf or NaN global norm.")[
+            "grad_norm"
+        ]
+    )

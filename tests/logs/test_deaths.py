@@ -497,3 +497,32 @@ def test_words_a_runtime_gives_its_failure_in_where_no_finer_form_reads_it():
     assert (
         FailureScanner().feed("Out of memory: Killed process 4242 (python) total-vm:1024kB")[0].kind == PROCESS_FAILED
     )
+
+
+def test_round_ten_wordings_of_cuda_errors_ooms_and_deepep_timeouts():
+    """Marian's ``CUDA error 999 'unknown error'``, the CUDA samples' ``CUDA error at …cu:1861 code=77(<unknown>)``,
+    the runtime's words alone (``an illegal memory access was encountered``) are crashes; CuPy's ``out of memory to
+    allocate`` / ``Out of memory allocating … bytes``, TensorFlow's ``Resource exhausted: failed to allocate memory``
+    and Marian's ``CUDA error 2 'out of memory'`` are OOMs, but Ray's ``OutOfMemoryError`` of a node low on memory
+    and a ``ResourceExhaustedError`` naming a file (a full disk) are not; DeepEP's kernels timing out are a
+    collective's timeout (the corpus's train split)."""
+    firsts = {
+        "marian_rank_crashed_taskcluster-prefixed-cuda-error-999-unknown-error.log": PROCESS_FAILED,
+        "dl4j_rank_crashed_mnist-anomaly-native-cuda-error-77-stream-sync-failed.log": PROCESS_FAILED,
+        "gaussian-splatting_rank_crashed_feature-3dgs-forward-rasterizer-illegal-access-step0.log": PROCESS_FAILED,
+        "chainer_out_of_memory_cupy5-imagenet-epoch3-out-of-memory-to-allocate.log": CUDA_OOM,
+        "chainer_out_of_memory_windows-transformer-cupy7-out-of-memory-allocating-so-far.log": CUDA_OOM,
+        "keras_out_of_memory_retinanet-example-bfc-resource-exhausted-failed-to-allocate-model-fit.log": CUDA_OOM,
+        "marian_out_of_memory_transformer-2gpu-valid-after-up5000-cuda-error-2-call-stack.log": CUDA_OOM,
+        "deepep_collective_timeout_internode-dispatch-forwarder-nvl-receiver-timeout-roce.log": WATCHDOG_TIMEOUT,
+        "deepep_collective_timeout_h800-testing-passed-then-timeout-check-failed-rdma-sender-coordinator.log": (
+            WATCHDOG_TIMEOUT
+        ),
+    }
+    for name, kind in firsts.items():
+        told = events(name)
+        assert told and told[0].kind == kind, (name, [e.kind for e in told])
+    ray = events("ray_rank_crashed_flingbot-sim-env-ray-oom-killer-node-low-memory.log")
+    assert ray and not any(e.kind == CUDA_OOM for e in ray)
+    disk = events("tensorflow_rank_crashed_siamese-step38000-dev-lines-tee-no-space-saver-resourceexhaustederror.log")
+    assert disk and not any(e.kind == CUDA_OOM for e in disk)

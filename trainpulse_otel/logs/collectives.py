@@ -102,6 +102,9 @@ CONNECT_RETRY = re.compile(r"Call to connect returned (?P<reason>[^,]+), retryin
 
 #: Horovod's stall inspector: ``One or more tensors were submitted … waiting for remainder of ranks for more than
 #: 60 seconds``, then ``Stalled ops:`` with ``HorovodAllreduce_… [missing ranks: 0, 3]``.
+#: DeepEP's kernels giving up on their peers (MoE all-to-all over NVLink and RDMA): ``DeepEP timeout check failed: rank =
+#: 7, thread = 0)``, ``DeepEP dispatch NVL receiver timeout, channel: 9, …``, ``DeepEP RDMA sender coordinator timeout``.
+DEEPEP_TIMEOUT = re.compile(r"DeepEP (?:timeout check failed|[\w ()]{0,60}? timeout\b)")
 HOROVOD_STALL = re.compile(r"waiting for remainder of ranks for more than (\d+) seconds")
 MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
@@ -136,6 +139,7 @@ STALLED_MARKS = (
     "task timeout occurred",
     "Timeout at NCCL work",
     "Timeout at collective",
+    "DeepEP",
     "didn't join",
     "didn't finish",
     "monitoredBarrier",
@@ -169,6 +173,8 @@ def stalled_collective(text: str) -> dict[str, Any] | None:
         return {"backend": "horovod", "timeout_ms": int(match[1]) * 1000}
     if (match := MISSING_RANKS.search(text)) is not None:
         return {"backend": "horovod", "missing_ranks": sorted({int(r) for r in match[1].split(",") if r.strip()})}
+    if DEEPEP_TIMEOUT.search(text) is not None:
+        return {"backend": "deepep", "error": text.strip()[:200]}
     if HCCL_TIMEOUT.search(text) is not None:
         return {"backend": "hccl", "error": text.strip()[:200]}
     if (match := TIMEOUT_AT.search(text)) is not None:

@@ -131,21 +131,23 @@ CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: A CUDA error in any wording: ``CUDA error: an illegal memory access was encountered``, NCCL's ``Cuda failure
 #: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``, a glog check's
 #: ``Check failed: error == cudaSuccess unspecified launch failure`` (Caffe/Caffe2, ``(4 vs. 0)`` in some), cuBLAS's
-#: legacy ``!!!! kernel execution error.``
+#: legacy ``!!!! kernel execution error.``, Marian's ``CUDA error 999 'unknown error'``, the CUDA samples' ``CUDA error at
+#: file.cu:1861 code=77(<unknown>)``, and the runtime's own words alone (``an illegal memory access was encountered``).
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
-    r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
+    r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|CUDA error \d+ '(?P<quoted>[^']+)'"
+    r"|CUDA error at \S+ code=\d+\((?P<code>[^)]*)\)|(?P<bare>an illegal memory access was encountered|unspecified launch "
+    r"failure|an illegal instruction was encountered|misaligned address)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
     re.IGNORECASE,
 )
 #: What a line of a CUDA error holds (the scanner's cheap test before :func:`cuda_error`).
-CUDA_MARKS = (
-    "CUDA error",
-    "Cuda failure",
-    "_STATUS_",
-    "device-side assert",
-    "cudaError",
-    "== cudaSuccess",
+CUDA_MARKS = ("CUDA error", "Cuda failure", "_STATUS_", "device-side assert", "cudaError", "== cudaSuccess")
+CUDA_MARKS += (
     "!!!! kernel",
+    "illegal memory access",
+    "unspecified launch failure",
+    "illegal instruction was",
+    "misaligned address",
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
@@ -307,7 +309,8 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    message = next(m for m in match.group("message", "nccl", "status", "assert", "legacy", "check") if m)
+    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "check")
+    message = next(m for m in match.group(*groups) if m)
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None
     details: dict[str, Any] = {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}

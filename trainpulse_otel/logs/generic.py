@@ -51,9 +51,9 @@ STEP_FRACTION = re.compile(
 )
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
 BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
-#: An epoch's header on a line of its own — Keras's ``Epoch 2/20``, nnU-Net's ``epoch:  6`` —: the lines of its
+#: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), nnU-Net's ``epoch:  6`` —: the lines of its
 #: batches (or its summary's) that follow name no epoch.
-EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)/\d+|epoch:\s+(\d+))\s*$")
+EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)(?:/\d+)?|epoch:\s+(\d+))\s*$")
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
 #: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``, ``"epoch": 4``.

@@ -42,15 +42,16 @@ OLD = re.compile(
 
 #: An accelerator's allocator failing, in the words of every framework and runtime (see the module docstring).
 OTHER_OOM = re.compile(
-    r"(?:CUDA(?: Error:| failure \d+:)?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
+    r"(?:CUDA(?: Error:| failure \d+:| error \d+ ')?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
-    r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError|"
+    r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError\b.{0,80}?(?:OOM|[Mm]emory|"
+    r"allocat)|Resource exhausted: .{0,40}?(?:memory|allocat)|[Oo]ut of memory (?:to allocate|allocating) [\d,]+ bytes|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
     r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\bOutOfMemoryError\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|cudaErrorMemoryAllocation|"
     r"\b(?:GPU|[Dd]evice)\b.{0,60}?\bout of memory\b|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
-OOM_MARKS = ("out of memory", "Out of memory error", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED",
+OOM_MARKS = ("out of memory", "Out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED", "Resource exhausted",
              "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory",
              "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
@@ -62,7 +63,7 @@ OTHER_GPU = re.compile(
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.
-HOST = ("Killed process", "oom-kill", "cgroup", "oom_kill")
+HOST = ("Killed process", "oom-kill", "cgroup", "oom_kill", "low on memory")
 
 
 def size(number: str, unit: str) -> int:

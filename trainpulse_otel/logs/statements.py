@@ -39,10 +39,11 @@ GRAD_SCALE = re.compile(r"[Gg]rad[ _]scale is (?:too )?small(?:, exiting)?:\s*(?
 #: ``found NaN in local grad norm``, ``found inf in gradients``.
 FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
 #: The value named before the numbers: ``Got NaN losses``, ``NaN loss detected``, ``Inf or NaN in loss``, ``nan values
-#: in gradients``, ``non-finite loss`` (not a count or a check of them: ``nan loss count: 0``).
+#: in gradients``, ``non-finite loss``, TensorFlow's ``Found Inf or NaN global norm`` (not a count or a check of them:
+#: ``nan loss count: 0``).
 VALUE_FIRST = re.compile(
     r"\b(?P<value>nan|inf(?:inite)?|non-finite)(?: or (?:nan|inf(?:inite)?))?(?: values?)?(?: (?:in|of|for))?(?: the)? "
-    r"(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
+    r"(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?|global norm)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
     re.IGNORECASE,
 )
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
