@@ -75,7 +75,7 @@ FIRST_REPORTS = [
 def test_a_line_with_a_step_and_a_loss_in_any_format_is_a_report(name, expected):
     found = reports(name)
     assert len(found) >= 3, f"{name}: {len(found)} report(s)"
-    first = found[0]
+    first = next((r for r in found if r.global_step is not None), found[0])  # past a summary's stepless line
     for field, value in expected.items():
         got = getattr(first, field)
         assert got == value or (value is not None and got is not None and math.isclose(got, value)), (field, got)
@@ -357,3 +357,20 @@ def test_keras_1_s_bare_epoch_header_numbers_its_batches_and_tensorflow_s_global
             "grad_norm"
         ]
     )
+
+
+def test_a_loss_by_another_name_or_with_its_qualifiers_and_a_stepless_line_with_its_learning_rate():
+    # GloVe's ``cost``, CNTK's ``ce``, a Rust loop's ``Epoch avg loss``, Trainium's ``step_loss`` beside its
+    # ``learning_rate``, DJL's ``Train: … SoftmaxCrossEntropyLoss: 0.27``, Lua OpenNMT's ``Target tokens/s 1307``
+    assert line_values("12/28/22 - 09:35.53PM, iter: 001, cost: 0.071355") == {"global_step": 1, "loss": 0.071355}
+    cntk = line_values("Finished Epoch[ 2 of 8]: [Training] ce = 0.10104186 * 36001; errs = 2.280% * 36001")
+    assert cntk is not None and cntk["global_step"] == 2 and cntk["loss"] == 0.10104186
+    rust = line_values("Epoch avg loss: 0.0549 | Train Accuracy: 96.26% | Val Accuracy: 95.86%", epoch=1)
+    assert rust is not None and rust["loss"] == 0.0549
+    neuron = "LOG Thu Sep 29 22:30:22 2022 - (0, 80) step_loss : 9.0000  learning_rate : 1.60e-05  throughput : 2875.31"
+    assert line_values(neuron) == {"loss": 9.0}
+    assert line_values(neuron, stepless=False) is None  # a stream that numbers its steps: a summary's line is none
+    assert line_values("Train: Accuracy: 0.92, SoftmaxCrossEntropyLoss: 0.27") == {"loss": 0.27}
+    onmt = line_values("Epoch 1 ; Iter 150/213 ; LR 1.0000 ; Target tokens/s 1307 ; PPL 2249.66 ;")
+    assert onmt is not None and onmt["global_step"] == 150 and onmt["tokens_per_sec"] == 1307.0
+    assert line_values("step 10, time cost 1.2s, acc 0.5") is None  # a duration named cost is no loss

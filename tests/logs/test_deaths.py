@@ -526,3 +526,16 @@ def test_round_ten_wordings_of_cuda_errors_ooms_and_deepep_timeouts():
     assert ray and not any(e.kind == CUDA_OOM for e in ray)
     disk = events("tensorflow_rank_crashed_siamese-step38000-dev-lines-tee-no-space-saver-resourceexhaustederror.log")
     assert disk and not any(e.kind == CUDA_OOM for e in disk)
+
+
+def test_a_runtime_s_own_socket_call_failing_is_the_transport_s_failure():
+    """DGL's ``…/network/tcp_socket.cc:180: recv error: Resource temporarily unavailable`` (an excerpt of
+    awslabs/dgl-ke#229, the corpus's train split once merged) and Open MPI's TCP link; a socket warning that names
+    no failed call is none."""
+    from trainpulse_otel.logs.sockets import socket_failure
+
+    dgl = "/dgl_workspace/dgl/src/graph/network/tcp_socket.cc:180: recv error: Resource temporarily unavailable"
+    (told,) = FailureScanner().feed(dgl)
+    assert told.kind == TRANSPORT_ERROR and told.details["call"] == "recv" and told.details["transport"] == "socket"
+    assert socket_failure("A process or daemon was unable to complete a TCP connection")["transport"] == "tcp"
+    assert socket_failure("[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:29500") is None

@@ -159,12 +159,6 @@ def warn_line(text: str) -> bool:
     return "NCCL WARN" in text or text.lstrip().startswith(("Net ", "NET/", "socket", "WARN: Function:"))
 
 
-def mpi_tcp(text: str) -> dict[str, Any]:
-    """Open MPI's runtime failing to reach another node: ``A process or daemon was unable to complete a TCP
-    connection to another process:`` (a firewall, a wrong interface), before or during a job."""
-    return {"transport": "tcp", "error": text.strip()[:200]}
-
-
 def stalled_collective(text: str) -> dict[str, Any] | None:
     """A collective another library's watchdog saw stall (Horovod's stall inspector and its missing ranks, HCCL's
     timeouts), NCCL's summary line alone, or a rank PyTorch's desync report names behind: the details of a

@@ -33,6 +33,7 @@ from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank, nccl_host
 from .oom import OOM_MARKS, cuda_oom
+from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
 
@@ -48,7 +49,8 @@ ECHOES = (
 )
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
-WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN")  # fmt: skip
+WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN",
+           "Execution of replica")  # fmt: skip
 WRAPPED_MIN = 60
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256
@@ -358,7 +360,7 @@ class FailureScanner:
             lambda self, text: self._transport(c.socket_error(text) if c.warn_line(text) else None, text),
         ),
         (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
-        (("unable to complete a TCP connection",), lambda self, t: self._transport(c.mpi_tcp(t), t)),
+        (SOCKET_MARKS, lambda self, t: self._transport(socket_failure(t), t)),
         ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
         (("NVRM: Xid",), _xid),

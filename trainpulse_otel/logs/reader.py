@@ -303,7 +303,7 @@ class LogReader:
             return []
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:
-            values = line_values(text, stream.epoch) or progress_report(text)
+            values = line_values(text, stream.epoch, stream.last_step is None) or progress_report(text)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .generic import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
+from .keys import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
 
 #: Cells of a header: runs of two or more blanks (or a tab) apart.
 CELL_GAP = re.compile(r"\s{2,}|\t")
@@ -33,7 +33,7 @@ TOTAL_COLUMNS = ("total", "total_loss")
 
 @dataclass(frozen=True, slots=True)
 class Table:
-    """A header's columns, as :func:`.generic.field_key` names them."""
+    """A header's columns, as :func:`.keys.field_key` names them."""
 
     columns: tuple[str, ...]
 

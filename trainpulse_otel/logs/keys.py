@@ -1,0 +1,222 @@
+"""What a key of an iteration line means: the training loss by its names, the step's keys, each contract field's.
+
+The tables :mod:`.generic` and :mod:`.tables` read a line's ``key value`` pairs by: a key as the tables name it
+(:func:`field_key`: lower case, words joined by ``_``), the training loss among a line's losses
+(:data:`PRIMARY_LOSSES`, :func:`training_loss`), a step's keys, and the contract field each other key (or its
+unit) gives (:func:`put_field`). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+Payload = dict[str, Any]
+
+#: Words that make a key (or a line) evaluation's, not training's.
+EVALUATION = re.compile(r"\b(?:val(?:id(?:ation)?)?|eval(?:uation)?|test)(?:\b|_|/)", re.IGNORECASE)
+#: The training loss by name, in the order preferred when a line names several.
+PRIMARY_LOSSES = (
+    "loss",
+    "train_loss",
+    "train/loss",
+    "training_loss",
+    "lm_loss",
+    "train/lm_loss",
+    "total_loss",
+    "loss/train",
+    "train/total_loss",
+    "avg_loss",
+    "average_loss",
+    "mean_loss",
+    "closs",
+    "cross_entropy_loss",
+    "ce_loss",
+    "train_loss_step",
+    "loss_step",
+    "batch_loss",
+    "batch_avg_loss",  # icefall: ``Epoch 0, batch 10, batch avg loss 0.5356, total avg loss: 0.7556``
+    "running_loss",
+    "total_avg_loss",
+    "loss/tok",  # NVIDIA's MLPerf GNMT and Transformer: ``Loss/tok 3.2949 (4.5542)``
+    "xent",  # OpenNMT-py's cross-entropy: ``Step 5350/50000; acc:  51.25; ppl:  8.43; xent: 2.13; lr: 0.00066``
+    "cost",  # the older name: GloVe's ``iter: 001, cost: 0.071355``, TF 1 tutorials' ``Epoch: 0001 cost= 0.52``
+    "train_cost",
+    "ce",  # CNTK's cross-entropy: ``Finished Epoch[ 2 of 8]: [Training] ce = 0.10104186 * 36001``
+    "nll",
+)
+_PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
+#: A loss named with the words that qualify it (``Epoch avg loss: 0.0549``, ``step_loss : 9.0``): the training loss
+#: where the line names no primary one.
+QUALIFIED_LOSS = re.compile(r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training)_)+loss")
+#: Names that are a loss without saying ``loss``.
+LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll"))
+
+#: A throughput in tokens, as a unit or at a key's end.
+TOKEN_RATES = ("tok/s", "toks/s", "tokens/s", "token/s", "tok/sec", "tokens/sec")
+
+#: Keys of the step counted over the whole run, preferred to the others (an epoch's own step, a batch index).
+GLOBAL_STEP_KEYS = ("global_step", "globalstep", "trainer/global_step", "num_updates", "train/step")
+STEP_KEYS = frozenset(
+    (
+        "iter",
+        "iters",
+        "iteration",
+        "it",
+        "step",
+        "steps",
+        "global_step",
+        "globalstep",
+        "train_step",
+        "train/step",
+        "trainer/global_step",
+        "num_updates",
+        "update",
+        "updates",
+        "n_iter",
+        "batch",
+        "tick",
+    )
+)
+#: Contract field and the factor to it, by key; step times are resolved apart (their unit varies).
+KEYS: dict[str, tuple[str, float]] = {
+    **dict.fromkeys(
+        (
+            "grad_norm",
+            "gnorm",
+            "norm",
+            "total_norm",
+            "gradient_norm",
+            "train/grad_norm",
+            "actor/grad_norm",
+            "grad_norm/total",
+        ),
+        ("grad_norm", 1.0),
+    ),
+    **dict.fromkeys(("lr", "learning_rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)),
+    **dict.fromkeys(("loss_scale", "scale"), ("loss_scale", 1.0)),
+    **dict.fromkeys(
+        ("tok/s", "tokens/s", "tokens_per_sec", "tokens_per_second", "tokens/sec", "wps", "perf/throughput"),
+        ("tokens_per_sec", 1.0),
+    ),
+    **dict.fromkeys(
+        ("samples/s", "samples/sec", "samples_per_second", "samples_per_sec", "sps"),
+        ("samples_per_sec", 1.0),
+    ),
+    **dict.fromkeys(("tflops", "tflop/s", "tflops/gpu", "tflop/s/gpu", "tflops_per_gpu"), ("tflops", 1.0)),
+    **dict.fromkeys(("skipped", "skipped_steps"), ("skipped_steps", 1.0)),
+    **dict.fromkeys(("data_time", "data", "data_wait", "time_data"), ("data_wait_ms", 1000.0)),
+}
+STEP_TIME_KEYS = frozenset(
+    (
+        "time",
+        "step_time",
+        "iter_time",
+        "iteration_time",
+        "batch_time",
+        "time/step",
+        "time_per_step",
+        "dt",
+        "timing_s/step",
+        "train_step_time",
+        "step_time_ms",
+        "elapsed_time_per_iteration_(ms)",
+        "time_(ms)",
+        "sec/step",
+        "seconds",
+        "step_avg",
+        "step_time_s",
+        "sec/tick",  # StyleGAN's ``tick 1401  kimg 5738.6  …  sec/tick 71.0``: a tick is its progress unit
+    )
+)
+MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
+EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
+#: A KL term, part of an RL or distillation objective, or a loss's perplexity (``ppl``, exp of the loss): judged,
+#: like a loss, for being non-finite only.
+KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss", "ppl", "perplexity"))
+#: What times an iteration or measures its throughput: with a step, a report even without a loss.
+TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
+SEPARATORS = re.compile(r"[\s_-]+")
+#: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
+MAX_STEP_MS = 3_600_000.0
+
+
+def field_key(key: str) -> str:
+    """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
+    are one key), a closing ``is`` dropped (BigDL's ``loss is 0.1296``)."""
+    return SEPARATORS.sub("_", key.strip().lower()).removesuffix("_is")
+
+
+def loss_like(key: str) -> bool:
+    """A loss, or a term of one (an RL objective's KL), but not the loss scale, nor the best loss a script keeps
+    (``'best_train_loss': inf`` is where its record starts)."""
+    return ("loss" in key and "scale" not in key and not key.startswith("best")) or key in KL_KEYS or key in LOSS_NAMES
+
+
+def training_loss(losses: list[tuple[str, float]]) -> float | None:
+    """The training loss: the preferred primary one, made non-finite by any non-finite loss-like field."""
+    ranked = (
+        (_PRIMARY_RANK.get(key, len(PRIMARY_LOSSES) if QUALIFIED_LOSS.fullmatch(key) else None), v) for key, v in losses
+    )
+    primary = sorted((rank, value) for rank, value in ranked if rank is not None)
+    bad = next((value for _, value in losses if not math.isfinite(value)), None)
+    if bad is not None:
+        return bad
+    return primary[0][1] if primary else None
+
+
+def step_key(key: str) -> bool:
+    """A step's key: one of :data:`STEP_KEYS`, or words ending in one (``completed step``), not evaluation's."""
+    if key in STEP_KEYS or key.endswith(("/global_step", "_num_updates", "_global_step")):
+        return True
+    last = key.rsplit("_", 1)[-1]
+    return last in ("step", "iter", "iteration") and EVALUATION.search(key) is None
+
+
+def put_field(payload: Payload, key: str, value: float, unit: str) -> None:
+    """One pair's contract field, where its key (or unit) says which."""
+    if key in STEP_TIME_KEYS or unit in (
+        "ms/step",
+        "ms/it",
+        "ms/iter",
+        "ms/batch",
+        "s/step",
+        "s/it",
+        "s/iter",
+        "s/batch",
+    ):
+        if (ms := step_ms(key, value, unit)) is not None:
+            payload.setdefault("step_time_ms", ms)
+        return
+    if key in MFU_KEYS:
+        if math.isfinite(value) and value >= 0:
+            payload["mfu"] = value / 100.0 if unit == "%" or value > 1.0 else value
+        return
+    target = KEYS.get(key)
+    if target is None and (unit in TOKEN_RATES or key.endswith(TOKEN_RATES)):  # ``Target tokens/s 1307`` too
+        target = ("tokens_per_sec", 1.0)
+    elif target is None and unit.startswith("sample"):
+        target = ("samples_per_sec", 1.0)
+    if target is None or value < 0 or (not math.isfinite(value) and target[0] != "grad_norm"):
+        return  # a gradient norm gone NaN or infinite is the job's fault, not the line's
+    name, factor = target
+    if name == "skipped_steps":
+        if value == int(value):
+            payload.setdefault(name, int(value))
+        return
+    payload.setdefault(name, value * factor)
+
+
+def step_ms(key: str, value: float, unit: str) -> float | None:
+    """A step time in ms from its value and unit (no unit: seconds, unless the key says ms)."""
+    if not math.isfinite(value) or value <= 0:
+        return None
+    if unit.startswith("ms") or "ms" in key:
+        ms = value
+    elif unit == "it/s" or unit.startswith("step"):
+        ms = 1000.0 / value
+    else:
+        ms = value * 1000.0
+    return ms if ms <= MAX_STEP_MS else None
