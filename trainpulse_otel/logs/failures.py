@@ -37,11 +37,12 @@ from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
 
-#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new — but the first two
-#: begin a stream's news where no line before told a failure (an excerpt that starts there): a watchdog's timeout.
+#: The watchdog's word that a work failed: where no line before told a failure (an excerpt that starts there), the
+#: watchdog's timeout; after one, its echo.
+WATCHDOG_ECHOES = ("detected by watchdog at work", "failure detected by watchdog")
+#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
 ECHOES = (
-    "detected by watchdog at work",
-    "failure detected by watchdog",
+    *WATCHDOG_ECHOES,
     "Some NCCL operations have failed or timed out",
     "To avoid data inconsistency",
     "Received a dump signal",
@@ -237,7 +238,8 @@ class FailureScanner:
         return self._timeout(details, key)
 
     def _echo(self, text: str) -> list[Failure]:
-        if self._seen or not any(echo in text for echo in ECHOES[:2]):
+        """An echo line: nothing new, but a watchdog's word where no line before told a failure (a timeout)."""
+        if self._seen or not any(echo in text for echo in WATCHDOG_ECHOES):
             return []
         details: dict[str, Any] = {"backend": "nccl", "error": text.strip()[:200], "from_echo": True}
         if (seq := c.WORK_SEQ.search(text)) is not None:
