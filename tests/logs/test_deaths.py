@@ -539,3 +539,39 @@ def test_a_runtime_s_own_socket_call_failing_is_the_transport_s_failure():
     assert told.kind == TRANSPORT_ERROR and told.details["call"] == "recv" and told.details["transport"] == "socket"
     assert socket_failure("A process or daemon was unable to complete a TCP connection")["transport"] == "tcp"
     assert socket_failure("[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:29500") is None
+
+
+def test_round_twelve_wordings_grpc_tpu_ascend_marian_and_a_table_s_oom():
+    """TensorFlow's parameter server gone over gRPC (``UnavailableError``, ``"grpc_status":14``), the TPU compiler's
+    ``Ran out of memory in memory space hbm``, Ascend's ``EL0004: Failed to allocate memory``, Marian 1.6's ``Error:
+    out of memory - …/gpu/device.cu:30``; a torchrun table whose root-cause rank died of an OOM tells that OOM (the
+    lines quoted are those of the round's excerpts)."""
+    from trainpulse_otel.logs.sockets import socket_failure
+
+    grpc = ':{"created":"@1663638747.953","description":"Error received from peer","grpc_status":14}'
+    assert socket_failure(grpc)["transport"] == "grpc"
+    assert socket_failure("ERROR:tensorflow:/job:worker/task:2 encountered: UnavailableError():Graph execution")
+    for line in (
+        "Compilation failure: Ran out of memory in memory space hbm. Used 12.34G of 8.00G hbm.",
+        "EL0004: Failed to allocate memory.",
+        "rtMalloc execute failed, reason=[driver error:out of memory][FUNC:FuncErrorReason]",
+        "[2018-11-24 01:54:21] Error: out of memory - /home/u/marian-dev/src/tensors/gpu/device.cu:30",
+    ):
+        (oom,) = FailureScanner().feed(line)
+        assert oom.kind == CUDA_OOM, line
+    scanner = FailureScanner()
+    table = [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-05-19_14:55:17",
+        "  host      : devgpu020",
+        "  rank      : 4 (local_rank: 4)",
+        "  exitcode  : 1 (pid: 340221)",
+        "  error_file: /tmp/torchelastic/attempt_0/4/error.json",
+        "  traceback : Traceback (most recent call last):",
+        "      torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.90 GiB.",
+        "============================================================",
+    ]
+    told = [f for line in [*table, "after"] for f in scanner.feed(line) or []] + scanner.flush()
+    assert [(f.kind, f.rank) for f in told] == [(CUDA_OOM, 4), (PROCESS_FAILED, 4)]

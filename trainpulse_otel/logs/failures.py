@@ -155,8 +155,9 @@ class FailureScanner:
         return claimed
 
     def _crash(self, told: Told) -> list[Failure]:
-        """A crash; one raised by a collective whose words say it timed out or lost its link, where no line before
-        said so, is that failure too (the crash its consequence): a wording no form reads still names its class."""
+        """A crash; one raised by a collective whose words say it timed out or lost its link, or one whose exception is
+        an OOM (a torchrun table's entry), where no line before said so, is that failure too (the crash its
+        consequence): a wording no form reads still names its class."""
         if told.details.get("exception") == "KeyboardInterrupt":  # a user's ^C: the job was stopped, not crashed
             return self._once(("interrupted",), Failure(JOB_CANCELLED, {"reason": "interrupted", "end": "kill"}))
         died_of = collective_exception(told.details)
@@ -167,7 +168,13 @@ class FailureScanner:
             return [*self._timeout(said, ("exception", told.rank)), crash]
         if died_of == "link" and not any(key[0] in ("transport", "remote", "retry") for key in self._seen):
             return [*self._once(("exception", told.rank), Failure(TRANSPORT_ERROR, said, rank=told.rank)), crash]
+        if died_of is None and (oom := cuda_oom(said["error"])) is not None and self._oom_untold(told):
+            return [*self._once(("oom", told.rank), Failure(CUDA_OOM, oom[0], rank=told.rank, gpu_index=oom[1])), crash]
         return [crash]
+
+    def _oom_untold(self, told: Told) -> bool:
+        """Whether a crash's OOM is news: a torchrun table entry's is its rank's; a traceback's line was read already."""
+        return "root_cause" in told.details or not any(key[0] == "oom" for key in self._seen)
 
     @property
     def holding(self) -> bool:
@@ -368,19 +375,13 @@ class FailureScanner:
         (("NVRM: Xid",), _xid),
         (GPU_MARKS, _gpu_fault),
         (fatal.CUDA_MARKS, lambda self, t: self._died(fatal.cuda_error(t), text=t)),
-        (
-            ("exits with return code", "Process finished with exit code"),
-            lambda self, t: self._died(fatal.launcher_exit(t)),
-        ),
+        (fatal.EXIT_MARKS, lambda self, t: self._died(fatal.launcher_exit(t))),
         (("srun: error",), lambda self, t: self._died(*(fatal.srun_failure(t) or (None,)))),
         ((" noticed that process rank",), lambda self, t: self._died(*(fatal.mpirun_death(t) or (None,)))),
         ((launcher.MARK, launcher.CANCELLED_MARK), lambda self, t: self._restarted(t)),
         (checkpoints.LOAD_MARKS, lambda self, t: _loaded(checkpoints.checkpoint_said(t))),
         (fatal.HOST_OOM, lambda self, t: self._died(fatal.host_oom(t))),
-        (
-            ("DataLoader worker", "bus error encountered in worker"),
-            lambda self, t: self._died(fatal.loader_death(t), text=t),
-        ),
+        (fatal.LOADER_MARKS, lambda self, t: self._died(fatal.loader_death(t), text=t)),
         (fatal.STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
         (fatal.DEATH_MARKS, lambda self, t: self._died(fatal.death(t), text=t)),
     )

@@ -91,6 +91,7 @@ SHELL_SIGNALS = {
 #: code = -9``; an IDE's run of the script (PyCharm): ``Process finished with exit code -1073741819 (0xC0000005)``
 #: (Windows' access violation: its segmentation fault).
 LAUNCHER_EXIT = re.compile(r"(?:exits with return code =|Process finished with exit code) (-?\d+)")
+EXIT_MARKS = ("exits with return code", "Process finished with exit code")
 #: Windows' exit statuses of a process its OS ended, by their hex form.
 WINDOWS_STATUS = {
     "0xC0000005": "access violation",
@@ -125,6 +126,7 @@ LOADER = re.compile(
     r"DataLoader worker \(pid(?:\(s\))? ([\d, ]+)\) (?:is killed by signal: (?P<how>[\w ]+)|exited unexpectedly)"
     r"|Unexpected bus error encountered in worker"
 )
+LOADER_MARKS = ("DataLoader worker", "bus error encountered in worker")
 #: The GPU a CUDA error names: CNTK's ``CUBLAS failure 13: CUBLAS_STATUS_EXECUTION_FAILED ; GPU=1 ; hostname=…``.
 CUDA_GPU = re.compile(r"\bGPU=(\d+)\b")
 CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")

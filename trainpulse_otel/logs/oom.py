@@ -17,8 +17,10 @@
   … on device ordinal 5``, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Gaudi's ``MODULE:SYNHELPER workspace
   Allocation of size ::14493510400 failed!`` and ``MODULE:PT_DEVMEM Allocation failed``, Metal's ``Insufficient
   Memory``, any ``OutOfMemoryError`` (CuPy's, torch's), the driver's ``CUDA_ERROR_OUT_OF_MEMORY`` and the runtime's
-  ``cudaErrorMemoryAllocation`` (Numba, C++ wrappers), a GPU or device named before ``out of memory``. The host's
-  OOM killer is no allocation failure of the job's: :mod:`.fatal` tells it.
+  ``cudaErrorMemoryAllocation`` (Numba, C++ wrappers), a GPU or device named before ``out of memory`` or a CUDA
+  source file after it (Marian's ``Error: out of memory - …/gpu/device.cu:30``), the TPU compiler's ``Ran out of
+  memory in memory space hbm``, Ascend's ``EL0004: Failed to allocate memory`` / ``rtMalloc … out of memory``. The
+  host's OOM killer is no allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
 """
@@ -44,7 +46,8 @@ OLD = re.compile(
 OTHER_OOM = re.compile(
     r"(?:CUDA(?: Error:| failure \d+:| error \d+ ')?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
-    r"ran|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|OOM when allocating|ResourceExhaustedError\b.{0,80}?(?:OOM|[Mm]emory|"
+    r"[Rr]an|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|\bout of memory\b.{0,200}?\.cu:\d+|\bEL0004: Failed to allocate|"
+    r"rtMalloc\b.{0,60}?out of memory|OOM when allocating|ResourceExhaustedError\b.{0,80}?(?:OOM|[Mm]emory|"
     r"allocat)|Resource exhausted: .{0,40}?(?:memory|allocat)|[Oo]ut of memory (?:to allocate|allocating) [\d,]+ bytes|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
     r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\bOutOfMemoryError\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|cudaErrorMemoryAllocation|"
@@ -53,7 +56,7 @@ OTHER_OOM = re.compile(
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED", "Resource exhausted",
              "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory",
-             "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation")  # fmt: skip
+             "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "EL0004")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
