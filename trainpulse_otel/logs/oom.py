@@ -7,20 +7,12 @@
 - PyTorch 1.4–2.0: ``Tried to allocate 2.26 GiB (GPU 0; 6.00 GiB total capacity; 781.59 MiB already allocated;
   3.03 GiB free; 1.24 GiB reserved in total by PyTorch)``; before 1.4 ``… 4.68 MiB cached)``.
 - The CUDA runtime's own ``CUDA error: out of memory`` (no sizes), and every other wording an accelerator's
-  allocator failing takes (:data:`OTHER_OOM`): PyTorch's before 1.0 (``THCudaCheck FAIL … error=2 : out of
-  memory``, ``cuda runtime error (2) : out of memory``), ROCm's ``HIP out of memory``, Ascend's ``NPU out of
-  memory``, Apple's ``MPS backend out of memory``, NCCL's ``Cuda failure 'out of memory'``, fairseq's recovered
-  ``ran out of memory on GPU #2, skipping batch``, MindSpore's ``Malloc for kernel output failed, Memory isn't
-  enough``, TensorFlow's ``OOM when allocating tensor … on /job:…/device:GPU:0 by allocator GPU_0_bfc``, JAX/XLA's ``RESOURCE_EXHAUSTED: … CUDA_ERROR_OUT_OF_MEMORY``,
-  Caffe's ``Check failed: error == cudaSuccess (2 vs. 0)  out of memory``, MXNet's ``cudaMalloc failed: out of
-  memory``, Paddle's ``Out of memory error on GPU 0``, XLA's ``RESOURCE_EXHAUSTED: Failed to allocate request for 108.03GiB
-  … on device ordinal 5``, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Gaudi's ``MODULE:SYNHELPER workspace
-  Allocation of size ::14493510400 failed!`` and ``MODULE:PT_DEVMEM Allocation failed``, Metal's ``Insufficient
-  Memory``, any ``OutOfMemoryError`` (CuPy's, torch's), the driver's ``CUDA_ERROR_OUT_OF_MEMORY`` and the runtime's
-  ``cudaErrorMemoryAllocation`` (Numba, C++ wrappers), a GPU or device named before ``out of memory`` or a CUDA
-  source file after it (Marian's ``Error: out of memory - …/gpu/device.cu:30``), the TPU compiler's ``Ran out of
-  memory in memory space hbm``, Ascend's ``EL0004: Failed to allocate memory`` / ``rtMalloc … out of memory``. The
-  host's OOM killer is no allocation failure of the job's: :mod:`.fatal` tells it.
+  allocator failing takes (:data:`OTHER_OOM`; each form and its source: docs/logs.md): PyTorch's before 1.0,
+  ROCm's, Ascend's, Apple's, Intel's and Gaudi's allocators, NCCL's and Marian's CUDA failures, fairseq's recovered
+  OOM, MindSpore's, TensorFlow's and XLA's ``RESOURCE_EXHAUSTED``/``OOM when allocating``, the TPU compiler's HBM,
+  Caffe's and MXNet's checks, Paddle's, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Metal's, CuPy's, any
+  ``OutOfMemoryError`` and the driver's and runtime's error names. The host's OOM killer (and Ray's node low on
+  memory) is no allocation failure of the job's: :mod:`.fatal` tells it.
 
 Pure: :func:`cuda_oom` reads one line.
 """
