@@ -575,3 +575,21 @@ def test_round_twelve_wordings_grpc_tpu_ascend_marian_and_a_table_s_oom():
     ]
     told = [f for line in [*table, "after"] for f in scanner.feed(line) or []] + scanner.flush()
     assert [(f.kind, f.rank) for f in told] == [(CUDA_OOM, 4), (PROCESS_FAILED, 4)]
+
+
+def test_a_transport_error_names_the_rank_nccl_s_info_lines_gave_its_process():
+    """NCCL_DEBUG=INFO prints each communicator a process joins (``host:pid:tid [dev] NCCL INFO comm 0x… rank r
+    nranks n``); a WARN the same process prints later is that rank's, its rank in its largest communicator (the
+    job's own, not a tensor-parallel group's)."""
+    scanner = FailureScanner()
+    scanner.feed(
+        "ta1-1:2712:2824 [0] NCCL INFO comm 0x7fa94834c010 rank 5 nranks 8 cudaDev 0 busId 3b000 - Init COMPLETE"
+    )
+    scanner.feed(
+        "ta1-1:2712:2824 [0] NCCL INFO comm 0x7fa94834c011 rank 1 nranks 2 cudaDev 0 busId 3b000 - Init COMPLETE"
+    )
+    warn = "ta1-1:2712:2824 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<3456> with error 12"
+    (told,) = scanner.feed(warn)
+    assert told.kind == TRANSPORT_ERROR and told.rank == 5 and told.details["host"] == "ta1-1"
+    other = warn.replace("ta1-1:2712", "ta1-0:2668")
+    assert FailureScanner().feed(other)[0].rank is None  # a process no INFO line placed: no rank

@@ -54,6 +54,8 @@ IB_ASYNC = re.compile(
 VERBS_WORDS = re.compile(r"\b(?P<what>[Tt]ransport|RNR) retry count(?:er)? exceeded(?: on (?P<dev>[\w:/.-]+))?")
 #: The marks of :data:`VERBS_WORDS` (substrings the reader tests first).
 VERBS_MARKS = ("retry count exceeded", "retry counter exceeded")
+IB_EVENT_MARKS = ("async event", "IBV_WC_")
+SOCKET_WARN_MARKS = ("Connection closed by remote peer", " failed : ")
 #: An ``ibv_wc_status`` name anywhere in a WARN line: ``IBV_WC_RETRY_EXC_ERR``.
 IBV_STATUS = re.compile(r"\b(IBV_WC_\w+_ERR)\b")
 #: NCCL's socket errors: ``Net : Connection closed by remote peer host<47861>``, ``socketProgress: Connection

@@ -31,7 +31,7 @@ from ..samples import (
 from . import checkpoints, cpp, fatal, launcher
 from . import collectives as c
 from .gpu_faults import GPU_MARKS, gpu_fault
-from .lines import named_rank, nccl_host
+from .lines import named_rank, nccl_host, nccl_process, nccl_rank
 from .oom import OOM_MARKS, cuda_oom
 from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
@@ -92,6 +92,7 @@ class FailureScanner:
         self._previous = ""  # the line before (a C++ exception's message, before its trailer)
         self._error_line: str | None = None  # a glog error line nobody read, until the next line
         self._quiet = cpp.ECHO_LINES + 1  # lines since a failure was last told
+        self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
 
     def feed(self, text: str) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
@@ -186,6 +187,8 @@ class FailureScanner:
         """The failures one line tells by itself (first form that matches wins); a long line a failure's words
         begin but that no form reads is held, to be read with the next line (``join``)."""
         if "NCCL INFO" in text:
+            if (said := nccl_rank(text)) is not None and len(self._processes) < MAX_REMEMBERED:
+                self._processes[said[0]] = max(self._processes.get(said[0], (0, 0)), (said[2], said[1]))
             return self._retry(text) if "retrying" in text else None
         if not _marked(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
@@ -273,7 +276,8 @@ class FailureScanner:
         if (host := nccl_host(text)) is not None:
             details["host"] = host  # evidence, like torchrun's table's: the subject stays the line's rank and node
         key = tuple(details.get(name) for name in ("transport", "peer", "error", "status", "event"))
-        return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details))
+        rank = self._processes.get(nccl_process(text) or "", (0, None))[1]  # its rank in its largest communicator
+        return self._once(("transport", *key), Failure(TRANSPORT_ERROR, details, rank=rank))
 
     def _retry(self, text: str) -> list[Failure] | None:
         """NCCL retrying a connection: told as a transport error at the :data:`CONNECT_RETRIES` th retry."""
@@ -357,17 +361,11 @@ class FailureScanner:
         (c.STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
         (OOM_MARKS, _oom),
-        (
-            ("async event", "IBV_WC_"),
-            lambda self, text: self._transport(c.ib_event(text) if c.warn_line(text) else None, text),
-        ),
+        (c.IB_EVENT_MARKS, lambda self, t: self._transport(c.ib_event(t) if c.warn_line(t) else None, t)),
         (("gloo/transport/tcp/pair.cc",), lambda self, text: self._transport(c.gloo_error(text), text)),
         (c.VERBS_MARKS, lambda self, text: self._transport(c.verbs_status(text), text)),
         (("Transport init error",), lambda self, text: self._transport(c.hccl_transport(text), text)),
-        (
-            ("Connection closed by remote peer", " failed : "),
-            lambda self, text: self._transport(c.socket_error(text) if c.warn_line(text) else None, text),
-        ),
+        (c.SOCKET_WARN_MARKS, lambda self, t: self._transport(c.socket_error(t) if c.warn_line(t) else None, t)),
         (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
         (SOCKET_MARKS, lambda self, t: self._transport(socket_failure(t), t)),
         ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),

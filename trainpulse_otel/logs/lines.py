@@ -167,7 +167,7 @@ def named_rank(text: str) -> int | None:
 #: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
 #: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``, after pdsh's label where a
 #: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
-NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):\d+:\d+ \[\d+\] ")
+NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] ")
 #: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
 UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
 
@@ -176,3 +176,22 @@ def nccl_host(text: str) -> str | None:
     """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
     match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
     return None if match is None else match["host"]
+
+
+def nccl_process(text: str) -> str | None:
+    """The ``host:pid`` NCCL's prefix names on ``text`` (the process that printed it), or None."""
+    match = NCCL_ORIGIN.match(text)
+    return None if match is None else f"{match['host']}:{match['pid']}"
+
+
+#: NCCL's INFO line that says a process's rank: ``spark01:2712:2824 [0] NCCL INFO comm 0x7fa9… rank 1 nranks 2 …``.
+NCCL_RANK = re.compile(
+    r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<origin>[A-Za-z][\w.-]*:\d+):\d+ \[\d+\] NCCL INFO .*?\brank (\d+) nranks (\d+)"
+)
+
+
+def nccl_rank(text: str) -> tuple[str, int, int] | None:
+    """``(host:pid, rank, nranks)`` where an NCCL INFO line says the rank of the process that printed it in one of
+    its communicators (the job's own is the largest), else None."""
+    match = NCCL_RANK.match(text) if " nranks " in text else None
+    return None if match is None else (match["origin"], int(match[2]), int(match[3]))
