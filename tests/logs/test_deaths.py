@@ -35,6 +35,13 @@ def events(name: str) -> list[LogEvent]:
     return [e for e in read_excerpt(name) if isinstance(e, LogEvent)]
 
 
+def assert_first_told(kinds: dict[str, str]) -> None:
+    """Each excerpt's first event is of its kind."""
+    for name, kind in kinds.items():
+        told = events(name)
+        assert told and told[0].kind == kind, (name, [e.kind for e in told])
+
+
 def line_of(name: str, words: str) -> str:
     return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words in text)
 
@@ -446,9 +453,7 @@ def test_round_nine_wordings_of_timeouts_transport_and_deaths():
         "mlx_out_of_memory_lora-full-qwen3-8b-metal-insufficient-memory-zsh-abort.log": CUDA_OOM,
         "deepspeed_rank_crashed_bing-bert-mpirun-rank290-kernel-execution-error.log": PROCESS_FAILED,
     }
-    for name, kind in kinds.items():
-        told = events(name)
-        assert told and told[0].kind == kind, (name, [e.kind for e in told])
+    assert_first_told(kinds)
     (seq,) = {e.details.get("seq") for e in events(next(iter(n for n in kinds if "llamafactory" in n)))}
     assert seq == 730
     assert events("deepspeed_rank_crashed_bing-bert-mpirun-rank290-kernel-execution-error.log")[0].rank == 290
@@ -519,9 +524,7 @@ def test_round_ten_wordings_of_cuda_errors_ooms_and_deepep_timeouts():
             WATCHDOG_TIMEOUT
         ),
     }
-    for name, kind in firsts.items():
-        told = events(name)
-        assert told and told[0].kind == kind, (name, [e.kind for e in told])
+    assert_first_told(firsts)
     ray = events("ray_rank_crashed_flingbot-sim-env-ray-oom-killer-node-low-memory.log")
     assert ray and not any(e.kind == CUDA_OOM for e in ray)
     disk = events("tensorflow_rank_crashed_siamese-step38000-dev-lines-tee-no-space-saver-resourceexhaustederror.log")

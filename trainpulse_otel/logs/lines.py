@@ -185,13 +185,11 @@ def nccl_process(text: str) -> str | None:
 
 
 #: NCCL's INFO line that says a process's rank: ``spark01:2712:2824 [0] NCCL INFO comm 0x7fa9… rank 1 nranks 2 …``.
-NCCL_RANK = re.compile(
-    r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<origin>[A-Za-z][\w.-]*:\d+):\d+ \[\d+\] NCCL INFO .*?\brank (\d+) nranks (\d+)"
-)
+NCCL_RANK = re.compile(NCCL_ORIGIN.pattern + r"NCCL INFO .*?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)")
 
 
 def nccl_rank(text: str) -> tuple[str, int, int] | None:
     """``(host:pid, rank, nranks)`` where an NCCL INFO line says the rank of the process that printed it in one of
     its communicators (the job's own is the largest), else None."""
     match = NCCL_RANK.match(text) if " nranks " in text else None
-    return None if match is None else (match["origin"], int(match[2]), int(match[3]))
+    return None if match is None else (f"{match['host']}:{match['pid']}", int(match["rank"]), int(match["nranks"]))
