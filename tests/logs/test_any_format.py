@@ -374,3 +374,16 @@ def test_a_loss_by_another_name_or_with_its_qualifiers_and_a_stepless_line_with_
     onmt = line_values("Epoch 1 ; Iter 150/213 ; LR 1.0000 ; Target tokens/s 1307 ; PPL 2249.66 ;")
     assert onmt is not None and onmt["global_step"] == 150 and onmt["tokens_per_sec"] == 1307.0
     assert line_values("step 10, time cost 1.2s, acc 0.5") is None  # a duration named cost is no loss
+
+
+def test_iteration_lines_with_no_closing_bar_are_read_when_the_next_iteration_begins():
+    """A script's own Megatron-like line with no closing ``|`` (not a terminal's wrap: the next line is the next
+    iteration's) is a report; the last one, which the log may have cut, is left out."""
+    reader = LogReader()
+    lines = [
+        f"iteration {i}/1000 | lm loss: {3 - i / 100:.3f} | elapsed time per iteration (ms): 412.5"
+        for i in (10, 20, 30)
+    ]
+    out = [r for n, line in enumerate(lines, 1) for r in reader.feed(LogLine(line, "paste.log", n))] + reader.flush()
+    told = [(r.global_step, r.loss, r.step_time_ms) for r in out if isinstance(r, TrainingSample)]
+    assert told == [(10, 2.9, 412.5), (20, 2.8, 412.5)]

@@ -6,7 +6,8 @@ time stamp, without one (2022 and earlier), with Megatron-DeepSpeed's, BigScienc
 GPT-NeoX's (``lm_loss``, ``9.8TFLOPS``) or ALCF's (``key=value``) segments, and 2020's
 without colons (``learning rate 1.258E-04 | lm loss 4.799004E+00 |``). Each segment
 becomes a value under its own key; a line that does not end with ``|`` was cut: it is read with the lines after it
-(a terminal wrapped it mid-word) until one ends it, else left out.
+(a terminal wrapped it mid-word) until one ends it, else left out; one followed by the next iteration's line was
+whole (a script's own line with no closing bar).
 
 Timer blocks (``megatron/core/timers.py``, often prefixed ``INFO:megatron.core.timers:``)
 follow the iteration line they belong to, in each ``--timing-log-option``:
@@ -84,21 +85,26 @@ class RecordReader:
         self.all_name: str | None = None
         self.partial: str | None = None  # an iteration line cut where a terminal wrapped it, until its end comes
         self.joins = 0
+        self.began = False  # whether the line fed last began an iteration's line
 
     def feed(self, line: str) -> tuple[bool, dict[str, Any] | None]:
         """``(whether the line is Megatron's, the record it completes)``: an iteration line completes the one
         before it (its timers end where the next iteration begins)."""
-        if self.partial is not None:  # an iteration line a terminal wrapped: this line goes on with it
-            line, self.partial = self.partial + line, None
-            self.joins += 1
+        self.began = False
+        if self.partial is not None:
+            if "iteration" in line and (held := ITERATION.search(self.partial)) and ITERATION.search(line):
+                # a new iteration line, not the held one's end: that one was whole but for its closing bar
+                self.current, self.partial = _Record(int(held["it"]), _segments(self.partial, held)), None
+            else:  # an iteration line a terminal wrapped: this line goes on with it
+                line, self.partial = self.partial + line, None
+                self.joins += 1
         if "iteration" in line and (match := ITERATION.search(line)):
             complete = line.rstrip().endswith("|")
+            done, self.block, self.began = self.flush(), None, True  # an iteration line ends the one before
             if not complete and self.joins < MAX_JOINS and len(line) < MAX_JOINED:
                 self.partial = line  # (a line cut for good is left out when the next one does not end it)
-                return True, None
+                return True, done
             self.joins = 0
-            done = self.flush()
-            self.block = None
             self.current = _Record(int(match["it"]), _segments(line, match)) if complete else None
             return True, done
         self.joins = 0

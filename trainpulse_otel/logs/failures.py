@@ -13,8 +13,7 @@ regex; the forms read and their sources: tests/fixtures/logs/SOURCES.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from ..samples import (
@@ -28,8 +27,10 @@ from ..samples import (
     WATCHDOG_TIMEOUT,
     WORKERS_RESTARTED,
 )
-from . import checkpoints, cpp, fatal, launcher
+from . import checkpoints, cpp, fatal, launcher, words
 from . import collectives as c
+from .echoes import ECHOES, WATCHDOG_ECHOES, WRAPPED, WRAPPED_MIN
+from .failure import Failure
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank, nccl_host, nccl_process, nccl_rank
 from .oom import OOM_MARKS, cuda_oom
@@ -37,22 +38,6 @@ from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
 
-#: The watchdog's word that a work failed: where no line before told a failure (an excerpt that starts there), the
-#: watchdog's timeout; after one, its echo.
-WATCHDOG_ECHOES = ("detected by watchdog at work", "failure detected by watchdog")
-#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
-ECHOES = (
-    *WATCHDOG_ECHOES,
-    "Some NCCL operations have failed or timed out",
-    "To avoid data inconsistency",
-    "Received a dump signal",
-    "preparing to dump debug info",
-)
-#: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
-#: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
-WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN",
-           "Execution of replica")  # fmt: skip
-WRAPPED_MIN = 60
 #: Failures a stream remembers having told (oldest forgotten first): bounded memory for a stream that never ends.
 MAX_REMEMBERED = 256
 #: NCCL's detail follows its ``ncclRemoteError`` line within this many lines (``Last error:`` not counted).
@@ -61,20 +46,6 @@ REMOTE_LINES = 1
 #: ``NCCL_SOCKET_RETRY_CNT`` (34) times; this many retries in one stream say the peer stays unreachable: a
 #: transport error (one or two are a peer still starting).
 CONNECT_RETRIES = 5
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """What a failure line says: its event kind, details, and the rank or GPU it names (beyond the prefix's).
-
-    ``text``: the line to quote when it is not the line that completed the failure (a traceback's exception
-    line, a torchrun entry's fields)."""
-
-    kind: str
-    details: Mapping[str, Any]
-    rank: int | None = None
-    gpu_index: int | None = None
-    text: str | None = None
 
 
 class FailureScanner:
@@ -92,6 +63,7 @@ class FailureScanner:
         self._previous = ""  # the line before (a C++ exception's message, before its trailer)
         self._error_line: str | None = None  # a glog error line nobody read, until the next line
         self._quiet = cpp.ECHO_LINES + 1  # lines since a failure was last told
+        self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
 
     def feed(self, text: str) -> list[Failure] | None:
@@ -119,6 +91,10 @@ class FailureScanner:
         if one is not None:
             out += one
             claimed = True
+        if self._guess is not None:
+            out += self._guessed(read=bool(out))
+        elif not claimed and not self._seen and (said := words.error_said(text)) is not None:
+            self._guess, claimed = (*said, text, words.GUESS_LINES), True
         if out:
             self._quiet = 0
         return out if claimed or out else None
@@ -134,10 +110,27 @@ class FailureScanner:
             Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
         )
 
+    def _guessed(self, read: bool) -> list[Failure]:
+        """The stream's first error line no form read, classed by its words (:mod:`.words`): dropped when a form
+        reads a failure within :data:`~.words.GUESS_LINES` lines (the exception's own detail), else told then."""
+        kind, details, text, left = self._guess or ("", {}, "", 0)
+        self._guess = None if read or left <= 1 else (kind, details, text, left - 1)
+        return [] if read or self._guess is not None else self._words(kind, details, text)
+
+    def _words(self, kind: str, details: dict[str, Any], text: str) -> list[Failure]:
+        if kind == "crash":
+            self._seen[("guessed",)] = None  # (the crash is told as a traceback's is: not once per key)
+            return self._crash(Told(details, rank=named_rank(text), text=text.strip()))
+        if kind == "timeout":
+            return self._timeout(details, ("words",))
+        kind = CUDA_OOM if kind == "oom" else TRANSPORT_ERROR
+        return self._once(("words",), Failure(kind, details, rank=named_rank(text)))
+
     def flush(self) -> list[Failure]:
         """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
         out = [f for t in self._tracebacks.flush(end=True) + self._report.flush() for f in self._crash(t)]
-        return out + self._remote_error()
+        guess, self._guess = self._guess, None
+        return out + self._remote_error() + ([] if guess is None else self._words(*guess[:3]))
 
     def _reports(self, text: str, out: list[Failure]) -> bool:
         """The multi-line reports: torchrun's table (while one is open, every line is its), tracebacks."""

@@ -179,12 +179,11 @@ class MegatronLines(_Trainer):
         self._last: int | None = None  # the iteration reported last
 
     def own(self, text: str, ts: float) -> list[Payload] | None:
-        before = self._records.current
         claimed, done = self._records.feed(text)
         if not claimed:
             return None
         began = self._began
-        if self._records.current is not None and self._records.current is not before:
+        if self._records.began:
             self._began = ts  # an iteration line: its record is held for the timers after it
         return [] if done is None else self._payload(done, began)
 

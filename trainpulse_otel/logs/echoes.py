@@ -1,0 +1,21 @@
+"""Lines around a failure that tell nothing new: the echoes NCCL and PyTorch print after a timeout, and the long
+failure lines a terminal's wrap cuts in two (held by the scanner and read again with their next line). Pure data."""
+
+from __future__ import annotations
+
+#: The watchdog's word that a work failed: where no line before told a failure (an excerpt that starts there), the
+#: watchdog's timeout; after one, its echo.
+WATCHDOG_ECHOES = ("detected by watchdog at work", "failure detected by watchdog")
+#: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
+ECHOES = (
+    *WATCHDOG_ECHOES,
+    "Some NCCL operations have failed or timed out",
+    "To avoid data inconsistency",
+    "Received a dump signal",
+    "preparing to dump debug info",
+)
+#: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
+#: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
+WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN",
+           "Execution of replica")  # fmt: skip
+WRAPPED_MIN = 60
