@@ -387,3 +387,12 @@ def test_iteration_lines_with_no_closing_bar_are_read_when_the_next_iteration_be
     out = [r for n, line in enumerate(lines, 1) for r in reader.feed(LogLine(line, "paste.log", n))] + reader.flush()
     told = [(r.global_step, r.loss, r.step_time_ms) for r in out if isinstance(r, TrainingSample)]
     assert told == [(10, 2.9, 412.5), (20, 2.8, 412.5)]
+
+
+def test_pytorch_tutorial_epoch_batch_lines_count_their_batches_across_epochs():
+    """``[epoch, batch] loss: x`` (PyTorch's CIFAR-10 tutorial): a step is the batch after the epochs before it."""
+    reader = LogReader()
+    lines = ["[1,  2000] loss: 2.197", "[1,  4000] loss: 1.874", "[2,  2000] loss: 1.523", "[2,  4000] loss: 1.470"]
+    out = [r for n, line in enumerate(lines, 1) for r in reader.feed(LogLine(line, "paste.log", n))] + reader.flush()
+    told = [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)]
+    assert told == [(2000, 2.197), (4000, 1.874), (6000, 1.523), (8000, 1.47)]

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from trainpulse_otel.config import Settings
 from trainpulse_otel.evaluation.log_corpus import (
     HEALTHY,
     CorpusError,
     evaluate_logs,
     load_index,
+    run_case,
 )
 from trainpulse_otel.runtime import discover
 
@@ -155,3 +157,22 @@ def test_the_train_split_keeps_the_figures_the_reader_reached_on_it():
     assert train.right_signal[0] / train.right_signal[1] >= 0.95
     assert train.healthy_critical == []
     assert train.healthy_parsed[0] / train.healthy_parsed[1] >= 0.85
+
+
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [
+        # Ray's actor died (no rank named), then a survivor's TCPStore ``Connection reset by peer``: the crash
+        (
+            "verl_rank_crashed_grpo-init-model-workerdict-exits-connection-error-code-2-tcpstore-reset.log",
+            "rank_crashed",
+        ),
+        # dynamo's fallback printed a compiler's traceback as glog warnings (``[rank0]:W0618 …``), then 10 iterations
+        ("nemo2_healthy_evo2-dynamo-inductor-warning-traceback-then-10-iterations.log", HEALTHY),
+    ],
+)
+def test_the_class_given_is_the_first_failure_the_lines_show(name, given):
+    entry = next(e for e in load_index(CORPUS) if e.file == f"train/{name}")
+    classes = frozenset(e.label for e in load_index(CORPUS)) - {HEALTHY}
+    case = run_case(CORPUS, entry, classes, Settings(), discover())
+    assert case.given == given and (given != HEALTHY or case.reports > 0), (case.given, case.raised)

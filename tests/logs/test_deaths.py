@@ -49,6 +49,30 @@ def line_of(name: str, words: str) -> str:
 # (corpus file, the words of the line, the event kind it tells, details it gives)
 ONE_LINERS = [
     (
+        "axolotl_gpu_hardware_fault_mi300x-axolotl-hw-exception-gpu-hang-node9.log",
+        "reason :GPU Hang",
+        GPU_FAULT,
+        {"fault": "the GPU raised a hardware exception (ROCm's runtime: HW Exception by GPU)"},
+    ),
+    (
+        "amdgpu-driver_gpu_hardware_fault_mi300x-dmesg-athub-uncorrectable-aca-hardware-error.log",
+        "uncorrectable hardware error",
+        GPU_FAULT,
+        {"fault": "uncorrectable hardware error (amdgpu)", "pci": "0000:dd:00"},
+    ),
+    (
+        "ultralytics_rank_crashed_yolov10-m3-mps-val-gathernd-failed-assertion.log",
+        "failed assertion",
+        PROCESS_FAILED,
+        {"signal": "SIGABRT"},
+    ),
+    (
+        "comfyui_rank_crashed_admotiondirector-m2-lora-step0-mpsndarray-slice-assertion-abort-trap.log",
+        "Abort trap: 6",
+        PROCESS_FAILED,
+        {"signal": "SIGABRT"},
+    ),
+    (
         "tensor2tensor_rank_crashed_estimator-loss-step-then-segfault.log",
         "Segmentation fault",
         PROCESS_FAILED,
@@ -596,3 +620,23 @@ def test_a_transport_error_names_the_rank_nccl_s_info_lines_gave_its_process():
     assert told.kind == TRANSPORT_ERROR and told.rank == 5 and told.details["host"] == "ta1-1"
     other = warn.replace("ta1-1:2712", "ta1-0:2668")
     assert FailureScanner().feed(other)[0].rank is None  # a process no INFO line placed: no rank
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        (
+            "python3: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.",
+            "SIGABRT",
+        ),
+        ("Segmentation fault: 11", "SIGSEGV"),  # macOS's bash adds the signal's number
+        ("Illegal instruction (core dumped)", "SIGILL"),
+        ("Floating point exception (core dumped)", "SIGFPE"),
+    ],
+)
+def test_glibc_s_assertion_and_the_shell_s_other_signal_words_are_deaths(line, signal):
+    assert (fatal.death(line) or {}).get("signal") == signal
+
+
+def test_a_shell_sentence_that_begins_with_a_signal_s_word_is_no_death():
+    assert fatal.death("Illegal instruction set for this CPU, falling back to the generic kernel") is None

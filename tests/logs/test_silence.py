@@ -119,3 +119,37 @@ def test_slurm_s_cancellation_says_its_time_and_a_time_limit_after_a_silence_is_
     assert "training_stalled" in _replayed([*steps, cancel], tmp_path)
     in_time = cancel.replace("14:00:03", "10:00:04")
     assert "training_stalled" not in _replayed([*steps, in_time], tmp_path)
+
+
+def test_a_job_the_time_limit_ends_long_after_its_run_said_it_was_over_hung_on_its_way_out(tmp_path):
+    """Megatron-Bridge's ``[after training is done] datetime: …``, then Slurm's ``CANCELLED AT … DUE TO TIME
+    LIMIT`` eight minutes later: the job never exited. One stamped reading is the fact: the stall is raised."""
+    stalled = signals("megatron-bridge_training_stalled_qwen3-30b-exit-hang-slurm-time-limit.log", tmp_path)
+    told = stalled["training_stalled"]
+    assert told["phase"] == "exit" and told["stalled_s"] == 479.0 and told["inferred_from"] == "log_stamps"
+
+
+def test_a_run_over_then_silent_is_no_stall_unless_the_scheduler_ends_it():
+    clock = ProgressClock()
+    clock.progress(0.0, 10)
+    clock.line(5.0, "[after training is done] datetime: 2025-12-03 14:45:03")
+    clock.line(900.0, "saving the final model")
+    assert clock.flush() is None
+    clock.line(1000.0, "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2025-12-03T15:01:40 DUE TO TIME LIMIT ***")
+    assert clock.flush() == {
+        "since": 5.0,
+        "gap_s": 995.0,
+        "last_step": 10,
+        "line": "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2025-12-03T15:01:40 DUE TO TIME LIMIT ***",
+        "phase": "exit",
+    }
+
+
+def test_processes_that_exit_successfully_end_the_run_not_a_silence(tmp_path):
+    """DeepSpeed-Chat's last step, an evaluation and a final save (no stamps), then the launcher's ``Process …
+    exits successfully``: 41 s with no step is the run's end."""
+    assert "training_stalled" not in signals("deepspeed_healthy_chat-dpo-2025-tflops-lines.log", tmp_path)
+
+
+def test_megatron_s_datetime_line_is_its_time():
+    assert split_prefixes("[after training is done] datetime: 2025-12-03 14:45:03")[1] == 1764773103.0

@@ -66,9 +66,12 @@ class FailureScanner:
         self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
 
-    def feed(self, text: str) -> list[Failure] | None:
+    def feed(self, text: str, warned: bool = False) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
-        the line is no failure report's."""
+        the line is no failure report's. ``warned``: a logger printed it as a warning (glog's ``W``): a traceback
+        it begins is a handled exception's."""
+        if warned:
+            self._tracebacks.warned()
         if self._cut is not None:  # the line before was cut where a terminal wrapped it: this one may end it
             cut, self._cut = self._cut, None
             joined = self._one_line(cut + text, join=False)
@@ -93,7 +96,7 @@ class FailureScanner:
             claimed = True
         if self._guess is not None:
             out += self._guessed(read=bool(out))
-        elif not claimed and not self._seen and (said := words.error_said(text)) is not None:
+        elif not claimed and not self._seen and not warned and (said := words.error_said(text)) is not None:
             self._guess, claimed = (*said, text, words.GUESS_LINES), True
         if out:
             self._quiet = 0

@@ -73,10 +73,16 @@ DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Abort
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
 DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
 DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware", "uncaught exception of")
-DEATH_MARKS += (" received at time=",)
+DEATH_MARKS += (" received at time=", "Abort trap", "Illegal instruction", "Floating point exception", "ssertion")
+#: A C or Objective-C assertion that aborts the process: glibc's ``python: x.c:12: f: Assertion `n > 0' failed.``,
+#: Apple's (Metal's kernels on MPS) ``…/MPSNDArray.mm:120: failed assertion `[MPSNDArrayDescriptor …] error: …'``.
+ASSERTION = re.compile(r"Assertion [`'](?P<glibc>.+?)' failed\.|failed assertion [`'](?P<apple>.+?)'?$")
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
-SHELL_DEATH = re.compile(r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted)\b")
+SHELL_DEATH = re.compile(
+    r"^(?:.*: line \d+:\s+\d+ |\d+ )?(?P<what>Killed|Segmentation fault|Bus error|Aborted|Abort trap|Illegal instruction"
+    r"|Floating point exception)\b"
+)
 #: The signal each shell's word for a death names (bash's capitalised, zsh's in lower case), by the word lowered.
 SHELL_SIGNALS = {
     "killed": "SIGKILL",
@@ -86,6 +92,9 @@ SHELL_SIGNALS = {
     "abort": "SIGABRT",
     "iot instruction": "SIGABRT",
     "illegal hardware instruction": "SIGILL",
+    "abort trap": "SIGABRT",  # macOS's bash: ``Abort trap: 6``
+    "illegal instruction": "SIGILL",
+    "floating point exception": "SIGFPE",
 }
 #: DeepSpeed's launcher: ``[launch.py:321:sigkill_handler] ['python', …, '--local_rank=4', …] exits with return
 #: code = -9``; an IDE's run of the script (PyCharm): ``Process finished with exit code -1073741819 (0xC0000005)``
@@ -191,6 +200,8 @@ def death(text: str) -> dict[str, Any] | None:
         return {"signal": SHELL_SIGNALS[match["what"].lower()], "error": text.strip()[:200]}
     if (match := ROCM_FAULT.search(text)) is not None:
         return {"error": match[0].strip()[:200], "cuda_error": "memory access fault"}
+    if "ssertion" in text and (match := ASSERTION.search(text)) is not None:
+        return {"signal": "SIGABRT", "error": f"assertion failed: {match['glibc'] or match['apple']}"[:200]}
     if (match := UNCAUGHT.search(text)) is not None:
         return {"signal": "SIGABRT", "error": f"{match['what']}: {match['message'].strip()}"[:200]}
     if (match := GLOG_FATAL.search(text)) is not None:
@@ -238,6 +249,7 @@ def _shell_report(stripped: str, match: re.Match[str]) -> bool:
     return (
         not rest
         or rest.startswith(("(core dumped)", "python", "torchrun", "deepspeed", "/"))
+        or re.match(r": \d+\b", rest) is not None  # macOS's bash adds the signal's number: ``Abort trap: 6``
         or match[0] != match["what"]
     )
 

@@ -75,6 +75,8 @@ EPOCH = re.compile(r"\b(?:epoch(?:\(train\))?|train:)['\"]?\s*[:=]?\s*\[?\s*(\d+
 #: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:
 #: 0.239 | Eval accuracy: 0.846``, an epoch loop's line).
 LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
+#: PyTorch's tutorials' ``[epoch, batch]`` (``[1,  2000] loss: 2.197``): the batch counts within its epoch.
+EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: A line that begins with the training loss (``loss:0.0075, accuracy:0.997``, ``Train Loss: 0.0068, Train Acc: 35.4``)
 #: or with a training label (DJL's ``Train: Accuracy: 0.92, SoftmaxCrossEntropyLoss: 0.27``): a training loop's own
 #: report, stepless, as is a line with a loss and its learning rate (``step_loss : 9.0  learning_rate : 1.6e-05``);
@@ -185,6 +187,8 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
         return int(steps[0][1])
     if (match := LEADING_STEP.match(text)) is not None:
         return int(match[1] or match[2])
+    if (match := EPOCH_BATCH.match(text)) is not None:
+        return int(match[2])  # (the stream's reader counts the epochs before it: :class:`GenericLines`)
     epoch_match = EPOCH.search(text)
     epoch = int(epoch_match[1]) if epoch_match else header
     if (match := BATCH_FRACTION.search(text)) is not None:
@@ -217,12 +221,36 @@ class GenericLines:
 
     name = "generic"
 
+    def __init__(self) -> None:
+        self._batches = EpochBatches()
+
     def feed(self, text: str, ts: float) -> list[Payload] | None:
         values = line_values(text)
         if values is None:
             return None
-        values["timestamp"] = ts
-        return [values]
+        return [{**(self._batches.counted(text, values) or values), "timestamp": ts}]
 
     def flush(self) -> list[Payload]:
         return []
+
+
+class EpochBatches:
+    """One stream's ``[epoch, batch]`` lines (PyTorch's tutorials): a batch counted after the epochs before it."""
+
+    def __init__(self) -> None:
+        self._epoch: int | None = None
+        self._before = self._batches = 0  # the batches of the epochs before, the most of this one's
+
+    def counted(self, text: str, values: Payload, parser: object = None) -> Payload | None:
+        """``values`` with the run's step where ``text`` is such a line (else as they are); None where a framework
+        (``parser``) numbers the stream's steps: the script's own count is not its."""
+        if text[:3].lstrip()[:1] != "[" or (match := EPOCH_BATCH.match(text)) is None:
+            return values
+        if parser is not None and getattr(parser, "name", None) != GenericLines.name:
+            return None
+        epoch, batch = int(match[1]), int(match[2])
+        if self._epoch is not None and epoch > self._epoch:
+            self._before, self._batches = self._before + self._batches, 0
+        self._epoch = epoch if self._epoch is None else max(epoch, self._epoch)
+        self._batches = max(self._batches, batch)
+        return {**values, "global_step": self._before + batch}

@@ -6,7 +6,9 @@ this system has fallen off the bus``), ``RmInitAdapter failed`` (the driver cann
 ``nvidia-smi``'s ``Unable to determine the device handle for GPU 0000:3B:00.0: Unknown Error``, the kernel's
 ``AER: … Uncorrected (Fatal) error`` on the GPU's PCIe link, CUDA's ``uncorrectable ECC error encountered``, and
 the GSP firmware's ``GSP RM heartbeat timed out``, CUDA's ``uncorrectable NVLink error detected``, nvidia-smi's
-``GPU is lost. Reboot the system to recover this GPU`` and ``Double Bit ECC`` counts.
+``GPU is lost. Reboot the system to recover this GPU`` and ``Double Bit ECC`` counts; AMD's: ROCm's runtime's
+``HW Exception by GPU node-9 (Agent handle: …) reason :GPU Hang``, the amdgpu driver's ``uncorrectable hardware
+error(ERREVENT_ATHUB_INTERRUPT) detected!``.
 :func:`gpu_fault` reads one line into the details of a ``gpu_fault`` event: ``fault`` (what failed, in words)
 and, where the line gives them, the ``pci`` address and the ``gpu_index``. Corrected errors are not faults.
 Pure.
@@ -27,6 +29,8 @@ FAULTS = (
     ("uncorrectable NVLink error", "uncorrectable NVLink error"),
     ("GPU is lost", "the GPU is lost (a reboot recovers it)"),
     ("Double Bit ECC", "double-bit (uncorrectable) ECC error"),
+    ("HW Exception by GPU", "the GPU raised a hardware exception (ROCm's runtime: HW Exception by GPU)"),
+    ("uncorrectable hardware error", "uncorrectable hardware error (amdgpu)"),
 )
 #: The kernel's PCIe Advanced Error Reporting on an uncorrected (fatal or non-fatal) error.
 AER = re.compile(r"AER: (?:Uncorrected|Multiple Uncorrected)|severity=Uncorrected|Uncorrected \((?:Non-)?Fatal\)")
@@ -47,6 +51,8 @@ GPU_MARKS = (
     "NVLink error",
     "GPU is lost",
     "Double Bit ECC",
+    "HW Exception by GPU",
+    "uncorrectable hardware error",
 )
 
 

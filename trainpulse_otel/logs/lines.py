@@ -38,6 +38,8 @@ MLLOG_TIME = re.compile(r':::MLLOG \{"namespace": "[^"]*", "time_ms": (\d{10,16}
 #: Slurm's word that it ended the job, the time inside (``*** JOB 31182239 ON sh-06-34 CANCELLED AT
 #: 2018-11-05T10:35:06 DUE TO TIME LIMIT ***``): the line's own time, the line kept whole.
 SLURM_AT = re.compile(r" CANCELLED AT (?P<date>\d{4}-\d{2}-\d{2})T(?P<time>\d{2}:\d{2}:\d{2})")
+#: Megatron's ``print_datetime``: ``[after training is done] datetime: 2025-12-03 14:45:03``.
+MEGATRON_AT = re.compile(r"\] datetime: (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})")
 #: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
 #: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
@@ -96,7 +98,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             rank, text = int(match[1] or match[2]), text[match.end() :]
         elif when is None and ":::MLLOG" in text and (match := MLLOG_TIME.search(text)):
             when = int(match[1]) / 1000.0
-        elif when is None and " CANCELLED AT " in text and (match := SLURM_AT.search(text)):
+        elif when is None and (match := _said_at(text)) is not None:
             when = _unix_time(match)
         elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
@@ -110,8 +112,13 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
 #: glog's clock as it begins a line (a ``[rankN]:`` prefix before it, a bracket around it): ``E0501 10:17:00.123456``,
 #: c10's newer ``[E326 08:57:33.451117940`` (month not zero-padded, nanoseconds).
 GLOG_CLOCK = re.compile(
-    r"^\s*(?:\[(?:rank|default)\d+\]:)?\[?[IWEF](?P<month>\d{1,2}?)(?P<day>\d{2}) (?P<clock>\d{2}:\d{2}:\d{2})\.(?P<frac>\d{6,9})\b"
+    r"^\s*(?:\[(?:rank|default)\d+\]:)?\[?(?P<level>[IWEF])(?P<month>\d{1,2}?)(?P<day>\d{2}) (?P<clock>\d{2}:\d{2}:\d{2})\.(?P<frac>\d{6,9})\b"
 )
+
+
+def glog_level(text: str) -> str | None:
+    """A line's glog level (``I``, ``W``, ``E``, ``F``), or None: no glog clock."""
+    return None if (match := GLOG_CLOCK.match(text)) is None else match["level"]
 
 
 def glog_time(text: str, year: int) -> float | None:
@@ -134,6 +141,14 @@ def rank_of_source(source: str | None) -> int | None:
     for pattern in FILE_RANKS:
         if match := pattern.search(source):
             return int(match[1])
+    return None
+
+
+def _said_at(text: str) -> re.Match[str] | None:
+    """A time a line states inside it (Slurm's ``CANCELLED AT``, Megatron's ``datetime:``), or None."""
+    for mark, pattern in ((" CANCELLED AT ", SLURM_AT), ("] datetime: ", MEGATRON_AT)):
+        if mark in text and (match := pattern.search(text)) is not None:
+            return match
     return None
 
 

@@ -31,9 +31,12 @@ EVALUATING = re.compile(r"\beval(?:uat\w*)?\b|\bvalidat\w*|Running Evaluation", 
 #: What a line says when the run is over: a silence after it is the job's end, not a stall.
 FINISHED = re.compile(
     r"done training|training (?:is )?(?:completed?|finished|done)|finished training|Trainer\.fit. stopped|"
-    r"train_runtime|\*\*\*\*\* train metrics|max_steps=\d+. reached|max_epochs=\d+. reached",
+    r"train_runtime|\*\*\*\*\* train metrics|max_steps=\d+. reached|max_epochs=\d+. reached|exits successfully",
     re.IGNORECASE,
 )
+#: The scheduler ending a job at its time limit (Slurm's ``CANCELLED AT … DUE TO TIME LIMIT``, PBS's walltime, LSF's
+#: ``TERM_RUNLIMIT``): after a line that said the run is over, the job hung on its way out.
+TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|walltime \S+ exceeded limit|TERM_RUNLIMIT")
 
 
 class ProgressClock:
@@ -48,7 +51,7 @@ class ProgressClock:
         self._pace: deque[float] = deque(maxlen=INTERVALS)  # steps a second between progress lines
         self._phase: str | None = None
         self._pending: dict[str, Any] | None = None  # the silence held since the last progress
-        self._ended = False  # a line said the run is over
+        self._ended: float | None = None  # when a line said the run is over
 
     def progress(self, own_ts: float, step: int | None) -> dict[str, Any] | None:
         """A progress line written at ``own_ts`` (of ``step``, None where the lines number none): the silence it
@@ -60,26 +63,34 @@ class ProgressClock:
             self._intervals.append(own_ts - self._last)
             if step is not None and self._step is not None and step > self._step and self._pending is None:
                 self._pace.append((step - self._step) / (own_ts - self._last))
-        self._last, self._step, self._phase, self._pending, self._ended = own_ts, step, None, None, False
+        self._last, self._step, self._phase, self._pending, self._ended = own_ts, step, None, None, None
         return told
 
     def line(self, own_ts: float, text: str) -> None:
-        """Any other stamped line: the silence since the last progress grows to it."""
-        if self._last is None or self._ended:
+        """Any other stamped line: the silence since the last progress grows to it. After a line that said the run
+        is over, only the scheduler's time limit says something: the job did not exit (phase ``exit``)."""
+        if self._ended is not None:
+            if own_ts - self._ended >= MIN_GAP_S and TIME_LIMIT.search(text) is not None:
+                self._pending = self._gap(self._ended, own_ts, text) | {"phase": "exit"}
             return
         if FINISHED.search(text) is not None:
-            self._pending, self._ended = None, True
+            self._pending, self._ended = None, own_ts
+            return
+        if self._last is None:
             return
         if self._phase is None and (SAVING.search(text) or EVALUATING.search(text)):
             self._phase = "checkpoint" if SAVING.search(text) else "eval"
         gap = own_ts - self._last
         if gap < MIN_GAP_S or (self._pending is not None and gap <= self._pending["gap_s"]):
             return
-        self._pending = {"since": self._last, "gap_s": round(gap, 3), "last_step": self._step, "line": text.strip()}
+        self._pending = self._gap(self._last, own_ts, text)
         if self._intervals:
             self._pending["interval_s"] = round(median(self._intervals), 3)
         if self._phase is not None:
             self._pending["phase"] = self._phase
+
+    def _gap(self, since: float, own_ts: float, text: str) -> dict[str, Any]:
+        return {"since": since, "gap_s": round(own_ts - since, 3), "last_step": self._step, "line": text.strip()}
 
     def flush(self) -> dict[str, Any] | None:
         """The silence the stream ended in (the log stops there), or None."""

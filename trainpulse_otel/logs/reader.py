@@ -24,17 +24,16 @@ from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, Training
 from .bars import BarClock, glued_bar, progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
-from .generic import EPOCH_HEADER, GenericLines, line_values
-from .lines import LogLine, glog_time, rank_of_source, split_prefixes, without_escapes
+from .generic import EPOCH_HEADER, EpochBatches, GenericLines, line_values
+from .lines import LogLine, glog_level, glog_time, rank_of_source, split_prefixes, without_escapes
 from .progress import ProgressClock
 from .statements import statement
 from .tables import Table, table_header
 from .timing import advance_s, with_stamped_step_time
 
-#: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun.
-REPEAT_WINDOW_S = 60.0
-#: Steps remembered for that (the newest).
-MAX_REMEMBERED_STEPS = 4096
+#: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun. Steps
+#: remembered for that: the newest this many.
+REPEAT_WINDOW_S, MAX_REMEMBERED_STEPS = 60.0, 4096
 #: Streams kept (a node, file and rank each); beyond it the longest quiet are flushed and forgotten.
 MAX_STREAMS = 4096
 #: Fields a report may lose to bad values (each named by validation) before the whole line is dropped.
@@ -91,6 +90,7 @@ class _Stream:
     __slots__ = (
         "advanced",
         "bars",
+        "batches",
         "clock",
         "epoch",
         "failures",
@@ -113,6 +113,7 @@ class _Stream:
         self.bars = BarClock()  # progress by its bar's own elapsed time: a bar drawn again later is a gap
         self.advanced = False  # reports moved its clock before any line said a time
         self.epoch: int | None = None  # the epoch its last header line named (Keras's ``Epoch 2/20``)
+        self.batches = EpochBatches()
         self.table: Table | None = None  # the iteration table its last header line opened (:mod:`.tables`)
         self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
@@ -172,7 +173,7 @@ class LogReader:
         elif not stream.timed:  # a line saying no time is no earlier than its file's latest (another rank's)
             stream.ts = max(stream.ts, self._file_time(line))
         stream.last, stream.fed = line, True
-        failures = stream.failures.feed(text)
+        failures = stream.failures.feed(text, warned=line.text[:1] in "[IW " and glog_level(line.text) in ("I", "W"))
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
         if payloads is None and failures is None:
@@ -304,6 +305,7 @@ class LogReader:
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:
             values = line_values(text, stream.epoch, stream.last_step is None) or progress_report(text)
+            values = values and stream.batches.counted(text, values, stream.parser)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()

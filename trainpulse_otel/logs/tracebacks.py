@@ -158,6 +158,11 @@ class Tracebacks:
         self.held, self.fallback, self.state = None, None, "idle"
         return [] if held is None else [held]
 
+    def warned(self) -> None:
+        """The next line is a logger's warning: a traceback it begins is a handled exception's, no crash."""
+        if self.state == "idle":
+            self.context = {"ignored": True}
+
     def _idle(self, text: str) -> tuple[bool, list[Told]]:
         if TRACEBACK in text:
             self._begin(text)

@@ -66,7 +66,7 @@ class Silences:
         threshold = (
             max(t.min_stall_s, t.step_multiple * interval) if isinstance(interval, (int, float)) else t.min_stall_s
         )
-        if details.get("phase") in ("checkpoint", "eval"):
+        if details.get("phase") in ("checkpoint", "eval", "exit"):  # (``exit``: the job's end took this long)
             pause = t.save_or_eval_multiple * interval if isinstance(interval, (int, float)) else 0.0
             threshold = max(threshold, t.save_or_eval_min_s, pause)
         return threshold

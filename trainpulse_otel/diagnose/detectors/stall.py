@@ -146,8 +146,8 @@ class TrainingStalled(BaseDetector):
         if told is not None:  # the job's own stamped lines showed the stall: a fact, whatever this tick holds
             return [
                 Finding(
-                    TRAINING_STALLED.name,
-                    told["stalled_s"] / told["threshold_s"],
+                    TRAINING_STALLED.name,  # (plain evidence, as a hang the heartbeats show: one reading raises it)
+                    max(told["stalled_s"] / told["threshold_s"], TRAINING_STALLED.policy.raise_evidence),
                     CRITICAL,
                     told_message(told),
                     {},
