@@ -104,3 +104,10 @@ def test_a_guess_waits_its_lines_then_is_told_once():
 def test_only_a_streams_first_failure_is_guessed():
     kinds = told_alone("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB", "ERROR: rank 3 died")
     assert kinds == [CUDA_OOM]
+
+
+def test_a_glog_error_line_s_words_are_read_though_its_prefix_is_cut():
+    """``[rank3]:E0107 … hccl_comm.cc:88] HCCL broadcast timeout``: the reader cuts the glog prefix, the level stays."""
+    line = "[rank3]:E0107 10:00:01.123456 4242 hccl_comm.cc:88] HCCL broadcast timeout"
+    assert told_alone(line) == [WATCHDOG_TIMEOUT]
+    assert told_alone(line.replace(":E0107", ":I0107")) == []  # an info line's words are no failure

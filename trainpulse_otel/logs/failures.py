@@ -66,10 +66,11 @@ class FailureScanner:
         self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
 
-    def feed(self, text: str, warned: bool = False) -> list[Failure] | None:
+    def feed(self, text: str, level: str | None = None) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
-        the line is no failure report's. ``warned``: a logger printed it as a warning (glog's ``W``): a traceback
-        it begins is a handled exception's."""
+        the line is no failure report's. ``level``: the glog level its prefix gave (``I``, ``W``, ``E``, ``F``): a
+        traceback a warning begins is a handled exception's; an error's words may be a failure's (:mod:`.words`)."""
+        warned = level in ("I", "W")
         if warned:
             self._tracebacks.warned()
         if self._cut is not None:  # the line before was cut where a terminal wrapped it: this one may end it
@@ -96,7 +97,7 @@ class FailureScanner:
             claimed = True
         if self._guess is not None:
             out += self._guessed(read=bool(out))
-        elif not claimed and not self._seen and not warned and (said := words.error_said(text)) is not None:
+        elif not claimed and not self._seen and not warned and (said := words.error_said(text, level)) is not None:
             self._guess, claimed = (*said, text, words.GUESS_LINES), True
         if out:
             self._quiet = 0

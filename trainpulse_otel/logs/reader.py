@@ -157,7 +157,7 @@ class LogReader:
         self.stats.lines += 1
         line = without_escapes(line)
         prefixed, own_ts, text = split_prefixes(line.text)
-        if own_ts is None and line.text[:1] in "[IWEF ":
+        if glogged := (own_ts is None and line.text[:1] in "[IWEF "):
             own_ts = self._glog(line)
         file = (line.node, line.source)
         holder = self._holders.pop(file, None)
@@ -173,7 +173,7 @@ class LogReader:
         elif not stream.timed:  # a line saying no time is no earlier than its file's latest (another rank's)
             stream.ts = max(stream.ts, self._file_time(line))
         stream.last, stream.fed = line, True
-        failures = stream.failures.feed(text, warned=line.text[:1] in "[IW " and glog_level(line.text) in ("I", "W"))
+        failures = stream.failures.feed(text, glog_level(line.text) if glogged else None)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
         if payloads is None and failures is None:

@@ -23,8 +23,8 @@ EXCEPTION = re.compile(
 )
 #: A logger's error level, or a message that begins by saying it is an error.
 LOGGED_ERROR = re.compile(r"\bERROR\b|\bFATAL\b|\bCRITICAL\b|(?:^|\] ?)[EF]\d{4} \d\d:\d\d|(?:^|[\s:\]|])Error:")
-#: What an error line holds (the cheap test before any regex).
-MARKS = ("Error", "Exception", "Failure", "Fault", "ERROR", "FATAL", "CRITICAL", "E1", "E0", "F1", "F0")
+#: What an error line holds (the cheap test before any regex; a glog stamp begins with its level).
+MARKS = ("rror", "ERROR", "xception", "Failure", "Fault", "FATAL", "CRITICAL")
 
 #: A GPU allocation failing, in any wording; not the host's (the kernel's OOM killer, ``Cannot allocate memory``).
 OOM = re.compile(
@@ -62,13 +62,14 @@ GUESS_LINES = 8
 MAX_ERROR = 200
 
 
-def error_said(text: str) -> tuple[str, dict[str, Any]] | None:
+def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """What an error line says failed: ``("oom" | "timeout" | "link" | "crash", details)``, or None (no error line,
-    or a logger's error that names no failure)."""
-    if not any(mark in text for mark in MARKS):
+    or a logger's error that names no failure). ``level``: a glog level its prefix gave (cut from ``text``)."""
+    logged = level in ("E", "F")
+    if not logged and text[:1] not in "EF" and not any(mark in text for mark in MARKS):
         return None
     exception = EXCEPTION.search(text)
-    if exception is None and (LOGGED_ERROR.search(text) is None or CODE.search(text) is not None):
+    if exception is None and ((not logged and LOGGED_ERROR.search(text) is None) or CODE.search(text) is not None):
         return None
     words = text[exception.start("name") :] if exception is not None else text
     details: dict[str, Any] = {"error": words.strip()[:MAX_ERROR], "from_words": True}
