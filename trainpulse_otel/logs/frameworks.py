@@ -23,6 +23,7 @@ from ..adapters.lightning_text import APPROX_STEP, BATCH, EPOCH, progress_values
 from ..adapters.megatron_text import RecordReader
 from ..samples import SampleError
 from .bars import progress_report
+from .blocks import MetricBlockLines
 from .generic import GenericLines
 from .lines import split_prefixes
 from .marian import MarianLines
@@ -390,5 +391,6 @@ FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "marian": MarianLines,
     "mlperf": MLPerfLines,
     "stable-baselines3": StableBaselinesLines,
+    MetricBlockLines.name: MetricBlockLines,
     GenericLines.name: GenericLines,
 }
