@@ -13,6 +13,7 @@ import pytest
 from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.bars import progress_report
+from trainpulse_otel.logs.boosting import round_values
 from trainpulse_otel.logs.generic import line_values
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
@@ -396,3 +397,24 @@ def test_pytorch_tutorial_epoch_batch_lines_count_their_batches_across_epochs():
     out = [r for n, line in enumerate(lines, 1) for r in reader.feed(LogLine(line, "paste.log", n))] + reader.flush()
     told = [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)]
     assert told == [(2000, 2.197), (4000, 1.874), (6000, 1.523), (8000, 1.47)]
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        ("xgboost_healthy_kaggle-sales-tab-rmse-every-50-early-stopping.log", (0, 1.40522)),  # train-rmse
+        ("catboost_healthy_classifier-verbose-100-learn-test-best-total-remaining.log", (0, 0.656986)),  # learn:
+    ],
+)
+def test_a_boosting_round_is_a_step_and_the_training_set_s_metric_its_loss(name, first):
+    told = reports(name)
+    assert (told[0].global_step, told[0].loss) == first and len(told) >= 5
+
+
+def test_a_boosting_round_of_validation_sets_only_has_no_training_loss():
+    assert round_values("[100]\tvalid_0's l2: 2.3356e+09") == {"global_step": 100}
+    assert round_values("[10]\ttraining's binary_logloss: 0.5\tvalid_1's binary_logloss: 0.6") == {
+        "global_step": 10,
+        "loss": 0.5,
+    }
+    assert round_values("[5000] model_loss inf / value_loss 5.0") is None  # Dreamer's, read as any format

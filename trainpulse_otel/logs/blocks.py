@@ -80,4 +80,3 @@ def _training_loss(values: dict[str, float]) -> float | None:
     if len(losses) == 1:
         return next(iter(losses.values()))
     return next((v for k, v in losses.items() if not math.isfinite(v)), None)
-

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 
+from .boosting import round_values
 from .keys import (
     EVALUATION,
     GLOBAL_STEP_KEYS,
@@ -94,7 +95,7 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     (``val loss``) are not the training loss, and a line of them is a report only where it also times the iteration. A non-finite loss-like value is a
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
-        return None
+        return round_values(text)  # (a boosting round's line names neither)
     matches = [m for m in PAIR.finditer(text) if not m["clock"]]
     pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in matches]
     empty = {key.split("/", 1)[1] for key, num, _ in pairs if key.startswith("tokens/") and _number(num) == 0}

@@ -1,0 +1,41 @@
+"""Gradient-boosting libraries' round lines: a boosting round is a step, the training set's metric its loss.
+
+XGBoost's ``[50]\ttrain-rmse:1.02193\tvalid-rmse:1.14896`` (``validation_0-logloss:0.66``), LightGBM's
+``[100]\ttraining's l2: 0.51\tvalid_1's l2: 0.62`` (``valid_0's l2: 2.3356e+09`` alone), CatBoost's ``100:\tlearn:
+0.1697219\ttest: 0.1530068\tbest: 0.1530068 (100)\ttotal: 3.7s\tremaining: 33s``. The metric of the data set the
+library trains on (``train``, ``training``, ``learn``, ``dtrain``) is the report's loss; a round that prints only
+validation sets' metrics is a step with no training loss (the validation curve is not the training loss). Pure:
+:func:`round_values` reads one line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .keys import Payload
+
+#: XGBoost's and LightGBM's round: ``[50]`` then tab-separated ``set-metric:value`` / ``set's metric: value``.
+ROUND = re.compile(r"^\[(\d+)\]\t(?=\S+(?:-|'s )\S+?: ?[-+.\d])")
+#: One data set's metric on such a line.
+METRIC = re.compile(
+    r"\t(?P<set>[\w.]+?)(?:-|'s )(?P<metric>[\w@.-]+): ?(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
+)
+#: CatBoost's round: ``100:\tlearn: 0.1697219\ttest: …``.
+CATBOOST = re.compile(r"^(\d+):\tlearn: ([-+]?\d+\.?\d*(?:e[-+]?\d+)?)\t")
+#: The data sets a library trains on, by the names it prints.
+TRAINING_SETS = frozenset(("train", "training", "learn", "dtrain"))
+
+
+def round_values(text: str) -> Payload | None:
+    """A boosting round's report (``global_step``, and ``loss`` where the training set's metric is printed), or
+    None: not a round's line."""
+    if text[:1] == "[" and (match := ROUND.match(text)) is not None:
+        payload: Payload = {"global_step": int(match[1])}
+        for metric in METRIC.finditer(text):
+            if metric["set"].lower() in TRAINING_SETS:
+                payload["loss"] = float(metric["num"])
+                break
+        return payload
+    if text[:1].isdigit() and (match := CATBOOST.match(text)) is not None:
+        return {"global_step": int(match[1]), "loss": float(match[2])}
+    return None
