@@ -18,3 +18,10 @@ def read_excerpt(name: str) -> list[TrainingSample | LogEvent]:
     for n, line in enumerate((TRAIN / name).read_text(encoding="utf-8").splitlines(), 1):
         out += reader.feed(LogLine(line, "excerpt.log", n))
     return out + reader.flush()
+
+
+def told_alone(*lines: str) -> list[str]:
+    """The event kinds a stream of only ``lines`` tells (a paste of a last line or two)."""
+    reader = LogReader()
+    out = [e for n, line in enumerate(lines, 1) for e in reader.feed(LogLine(line, "paste.log", n))]
+    return [e.kind for e in out + reader.flush() if isinstance(e, LogEvent)]

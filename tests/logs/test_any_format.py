@@ -418,3 +418,45 @@ def test_a_boosting_round_of_validation_sets_only_has_no_training_loss():
         "loss": 0.5,
     }
     assert round_values("[5000] model_loss inf / value_loss 5.0") is None  # Dreamer's, read as any format
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        # each trainer's own words for a NaN, as its source prints them (values filled in)
+        ("Batch 3: Invalid loss, terminating training", "loss"),  # keras/src/callbacks/terminate_on_nan.py
+        ("ValueError: Detected nan and/or inf values in `loss`. Check your forward pass", "loss"),  # Lightning 1.8
+        ("FloatingPointError: gradients are Nan/Inf", "grad_norm"),  # fairseq/trainer.py
+        ("TerminateOnNan: Output 'loss' contains NaN or Inf. Stop training", "loss"),  # ignite's TerminateOnNan
+        ("(PreconditionNotMet) There are NAN or INF (num_nan=1, num_inf=0, num_zero=0) in tensor", "loss"),  # Paddle
+        ("NaN detected (attempt 1/3), recovering from last.pt...", "loss"),  # ultralytics/engine/trainer.py
+        ("[Megatron-FSDP](check_for_nan_in_grad=True) Detected NaN or Inf in wgrad: param.weight", "grad_norm"),
+    ],
+)
+def test_a_trainer_s_nan_words_are_a_non_finite_value(line, said):
+    value = (statement(line) or {}).get(said)
+    assert value is not None and not math.isfinite(value)
+
+
+@pytest.mark.parametrize(
+    ("line", "scale"),
+    [
+        ("Check overflow, downscale loss scale to 0.5", 0.5),  # mmcv/runner/hooks/optimizer.py
+        ("Overflow occurs, the loss scale is adjusted to 0.25", 0.25),  # ColossalAI's dynamic_grad_scaler.py
+        ("AMP: overflow detected, setting scale to to 64.0", 64.0),  # fairseq/optim/amp_optimizer.py (sic)
+        ("Overflow detected at step 3, ignoring gradient, decreasing loss scale from 8.0 to 4.0.", 4.0),  # fairseq2
+        ("Gradient overflow.  Skipping step, reducing loss scale to 512.0", 512.0),  # apex/fp16_utils
+    ],
+)
+def test_other_scalers_say_the_scale_an_overflow_left(line, scale):
+    assert statement(line)["loss_scale"] == scale
+
+
+def test_a_scaler_already_at_its_minimum_is_a_collapsed_scale():
+    said = statement("Overflow detected at step 3, ignoring gradient, loss scale is already at minimum (0.0001).")
+    assert said == {"loss_scale": 0.0001, "skipped_steps": 1, "global_step": 3}
+    reader = LogReader()  # DeepSpeed says no value: its min_loss_scale default
+    (told,) = reader.feed(
+        LogLine("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "x", 1)
+    )
+    assert told.loss_scale == 1.0 and told.skipped_steps == 1

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.logs.excerpts import TRAIN
-from trainpulse_otel.logs import LogLine, LogReader, words
+from tests.logs.excerpts import TRAIN, told_alone
+from trainpulse_otel.logs import words
 from trainpulse_otel.logs.failures import FailureScanner
-from trainpulse_otel.samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+from trainpulse_otel.samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
 
 
 def line_of(name: str, words_in_it: str) -> str:
     return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words_in_it in text)
-
-
-def told_alone(*lines: str) -> list[str]:
-    """The event kinds a stream of only ``lines`` tells."""
-    reader = LogReader()
-    out = [e for n, line in enumerate(lines, 1) for e in reader.feed(LogLine(line, "paste.log", n))]
-    return [e.kind for e in out + reader.flush() if isinstance(e, LogEvent)]
 
 
 # (corpus file, words of its line, the event kind the line alone tells)

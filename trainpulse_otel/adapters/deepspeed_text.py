@@ -55,6 +55,8 @@ SKIPPING = re.compile(
 GRAD_OVERFLOW = re.compile(r"Grad overflow on iteration:? (?P<iteration>\d+)")
 SCALE_CHANGE = re.compile(r"(?:Reducing|Increasing) dynamic loss scale from \S+ to (?P<scale>" + _NUMBER + ")")
 AT_MINIMUM = "Current loss scale already at minimum"
+#: DeepSpeed's ``min_loss_scale`` default: the scale at minimum where no line said it.
+MIN_LOSS_SCALE = "1"
 #: DeepSpeed's own time stamp inside a line (after a tqdm bar, say): an overflow's identity across ranks.
 STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+)\]")
 #: Record keys of the overflow lines: how many steps were skipped, and the loss scale after the newest.
@@ -157,8 +159,8 @@ class OverflowReader:
             return True, self._event((stamp[1] if stamp else ts, match.group(0)), scale or "")
         if match := SCALE_CHANGE.search(line):
             return True, self._scaled(match["scale"])
-        if AT_MINIMUM in line:
-            return True, self._event(("minimum", ts), "")
+        if AT_MINIMUM in line:  # the scale can go no lower: the newest said, else DeepSpeed's min_loss_scale default
+            return True, self._event(("minimum", ts), "" if self.scale is not None else MIN_LOSS_SCALE)
         return False, []
 
     def flush(self) -> list[dict[str, Any]]:

@@ -13,7 +13,9 @@ from typing import Any
 
 #: ``Watchdog caught collective operation timeout: WorkNCCL(SeqNum=…, OpType=…, …) ran for N milliseconds`` —
 #: the text of ProcessGroupNCCL's checkTimeout in every PyTorch since 1.8 (fields come and go).
-WORK = re.compile(r"WorkNCCL\((?P<body>(?:[^()]|\(ms\))*)(?:\)(?: ran for (?P<ran>\d+) millisecond)?|$)")
+WORK = re.compile(
+    r"Work(?P<backend>[NH])CCL\((?P<body>(?:[^()]|\(ms\))*)(?:\)(?: ran for (?P<ran>\d+) millisecond)?|$)"
+)
 #: One ``Key=value`` of a WorkNCCL: ``SeqNum=88``, ``Timeout(ms)=600000``, ``TensorShape=[1, 2]``.
 FIELD = re.compile(r"(\w+(?:\(ms\))?)=(\[[^\]]*\]|[^,)\s]+)")
 WORK_FIELDS = {"SeqNum": "seq", "Timeout(ms)": "timeout_ms", "NumelIn": "numel_in", "NumelOut": "numel_out"}
@@ -85,9 +87,10 @@ NCCL_WARNING = re.compile(
 #: error.`` (on the WARN's next line), NCCL's topology failing across nodes (``ring 2 does not loop back to start``).
 NET_FAILURE = re.compile(
     r"Connection (?:reset|refused|closed|timed out|abort)|connection abort|Network is unreachable|No route to host"
-    r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE"
-    r"|Invalid address|async event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited"
-    r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank|Request \S+ completed with error"
+    r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE|exceeded (?:error "
+    r"retry count|retries|timeouts)|Accept failed|Error encountered progressing|encountered a fatal error|Aborting due to call"
+    r"|Invalid address|async (?:fatal )?event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited"
+    r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank|completed with error|Unable to retrieve completion"
     r"|does not loop back to start",
     re.IGNORECASE,
 )
@@ -265,7 +268,7 @@ def watchdog(text: str) -> dict[str, Any] | None:
     if match is None:
         return None
     fields = dict(FIELD.findall(match["body"]))
-    details: dict[str, Any] = {"backend": "nccl", **pg_details(text[: match.start()])}
+    details: dict[str, Any] = {"backend": f"{match['backend'].lower()}ccl", **pg_details(text[: match.start()])}
     if "OpType" in fields:
         details["op"] = fields["OpType"]
     for key, name in WORK_FIELDS.items():

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 #: The watchdog's word that a work failed: where no line before told a failure (an excerpt that starts there), the
 #: watchdog's timeout; after one, its echo.
-WATCHDOG_ECHOES = ("detected by watchdog at work", "failure detected by watchdog")
+WATCHDOG_ECHOES = ("detected by watchdog at work", "failure detected by watchdog", "due to a collective timeout from")
+WATCHDOG_ECHOES += ("Received a global timeout from another rank",)
 #: Lines NCCL and PyTorch print around a timeout that repeat it: claimed, telling nothing new.
 ECHOES = (
     *WATCHDOG_ECHOES,

@@ -27,7 +27,7 @@ from ..samples import (
     WATCHDOG_TIMEOUT,
     WORKERS_RESTARTED,
 )
-from . import checkpoints, cpp, fatal, launcher, words
+from . import checkpoints, cpp, fatal, launcher, runtimes, words
 from . import collectives as c
 from .echoes import ECHOES, WATCHDOG_ECHOES, WRAPPED, WRAPPED_MIN
 from .failure import Failure
@@ -121,14 +121,16 @@ class FailureScanner:
         self._guess = None if read or left <= 1 else (kind, details, text, left - 1)
         return [] if read or self._guess is not None else self._words(kind, details, text)
 
-    def _words(self, kind: str, details: dict[str, Any], text: str) -> list[Failure]:
+    def _words(self, kind: str, details: dict[str, Any], text: str, rank: int | None = None) -> list[Failure]:
+        """A failure a line's words (:mod:`.words`) or a runtime's form (:mod:`.runtimes`) told, by its kind."""
+        rank = named_rank(text) if rank is None else rank
         if kind == "crash":
             self._seen[("guessed",)] = None  # (the crash is told as a traceback's is: not once per key)
-            return self._crash(Told(details, rank=named_rank(text), text=text.strip()))
+            return self._crash(Told(details, rank=rank, text=text.strip()))
         if kind == "timeout":
-            return self._timeout(details, ("words",))
-        kind = CUDA_OOM if kind == "oom" else TRANSPORT_ERROR
-        return self._once(("words",), Failure(kind, details, rank=named_rank(text)))
+            return self._timeout(details, ("said", details.get("error")))
+        kind = {"oom": CUDA_OOM, "gpu": GPU_FAULT}.get(kind, TRANSPORT_ERROR)
+        return self._once(("said", kind, details.get("error")), Failure(kind, details, rank=rank))
 
     def flush(self) -> list[Failure]:
         """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
@@ -214,21 +216,11 @@ class FailureScanner:
         key = ("timeout", int(work[1]) if work else details.get("pg_rank"), details.get("seq"), details.get("op"))
         return self._timeout(details, key)
 
-    def _heartbeat(self, text: str) -> list[Failure] | None:
-        details = c.heartbeat(text)
-        return None if details is None else self._timeout(details, ("heartbeat", details.get("pg_id")))
-
     def _fatal(self, text: str) -> list[Failure] | None:
         details = c.fatal_exit(text)
         if details is None:
             return None
         return [] if self._timed_out else self._timeout(details, ("fatal", details.get("pg_id")))
-
-    def _gloo_timeout(self, text: str) -> list[Failure] | None:
-        details = c.gloo_timeout(text)
-        if details is None:
-            return None
-        return self._timeout(details, ("gloo", details.get("op"), details.get("timeout_ms")))
 
     def _stalled(self, text: str) -> list[Failure] | None:
         details = c.stalled_collective(text)
@@ -252,6 +244,10 @@ class FailureScanner:
         if (seq := c.WORK_SEQ.search(text)) is not None:
             details["seq"] = int(seq[1])
         return self._timeout(details, ("echo",))
+
+    def _timed(self, details: dict[str, Any] | None, name: str) -> list[Failure] | None:
+        """A timeout a form read (None: none), told once per its ``name`` and timeout."""
+        return None if details is None else self._timeout(details, (name, details.get(name), details.get("timeout_ms")))
 
     def _timeout(self, details: dict[str, Any], key: tuple) -> list[Failure]:
         self._timed_out = True
@@ -352,9 +348,9 @@ class FailureScanner:
     #: (substrings one of which must be in the line, the form it may be), in the order they are tried.
     _handlers: tuple[tuple[tuple[str, ...], Callable[[FailureScanner, str], list[Failure] | None]], ...] = (
         (("Watchdog caught", "timed out in blocking wait", "Caught collective operation timeout"), _watchdog),
-        (("watchdog got stuck", "Heartbeat monitor timed out"), _heartbeat),
+        (("watchdog got stuck", "Heartbeat monitor timed out"), lambda self, t: self._timed(c.heartbeat(t), "pg_id")),
         (("Terminating the process after attempting",), _fatal),
-        (("Timed out waiting", "Application timeout caused"), _gloo_timeout),
+        (("Timed out waiting", "Application timeout caused"), lambda self, t: self._timed(c.gloo_timeout(t), "op")),
         (c.STALLED_MARKS, _stalled),
         (("Got completion from peer",), lambda self, text: self._transport(c.ib_error(text), text)),
         (OOM_MARKS, _oom),
@@ -379,12 +375,18 @@ class FailureScanner:
         (fatal.LOADER_MARKS, lambda self, t: self._died(fatal.loader_death(t), text=t)),
         (fatal.STORAGE_MARKS, lambda self, t: self._died(fatal.storage_error(t), text=t)),
         (fatal.DEATH_MARKS, lambda self, t: self._died(fatal.death(t), text=t)),
+        (
+            runtimes.MARKS,
+            lambda self, t: None if (said := runtimes.failure_said(t)) is None else self._words(*said[:2], t, said[2]),
+        ),
     )
 
 
 #: Every handler's words: a line holding none is no failure line of one. Substring tests, not one alternation:
-#: CPython's regex tries every branch at every position, 2.5x slower on a 300-character iteration line.
-MARKS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for mark in marks))
+#: CPython's regex tries every branch at every position, 2.5x slower on a 300-character iteration line. A word that
+#: holds another is tested by that one.
+_WORDS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for mark in marks))
+MARKS = tuple(mark for mark in _WORDS if not any(other != mark and other in mark for other in _WORDS))
 
 
 def _marked(text: str) -> bool:

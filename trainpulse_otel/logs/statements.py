@@ -23,7 +23,7 @@ from .checkpoints import checkpoint_said
 #: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``: a loss or gradient
 #: norm named, up to three words, a verb or ``=``, then a non-finite value.
 SAID = re.compile(
-    r"\b(?P<what>loss|grad(?:ient)?[ _]norm)\b(?:\s+\w+){0,3}?\s*(?:is|was|became|becomes|=|:)\s*"
+    r"\b(?P<what>loss|grad(?:ient)?s?(?:[ _]norm)?)\b(?:\s+[\w`'.]+){0,3}?\s*(?:is|are|was|were|became|becomes|=|:)\s*"
     r"(?:infinite or |inf or )?(?P<value>nan|inf(?:inity|inite)?|infinite)\b",
     re.IGNORECASE,
 )
@@ -42,14 +42,16 @@ FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(
 #: in gradients``, ``non-finite loss``, TensorFlow's ``Found Inf or NaN global norm`` (not a count or a check of them:
 #: ``nan loss count: 0``).
 VALUE_FIRST = re.compile(
-    r"\b(?P<value>nan|inf(?:inite)?|non-finite)(?: or (?:nan|inf(?:inite)?))?(?: values?)?(?: (?:in|of|for))?(?: the)? "
-    r"(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?|global norm)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
+    r"\b(?P<value>nan|inf(?:inite)?|non-finite)(?: (?:and/)?or (?:nan|inf(?:inite)?))?(?: values?)?(?: (?:in|of|for))?"
+    r"(?: the)? [`'\"]?(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?|global norm)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
     re.IGNORECASE,
 )
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
 #: 'LogSoftmaxBackward' returned nan values in its 0th output.``
 DETECTED = re.compile(
-    r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output",
+    r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output"
+    r"|(?<!no )\b(?:NaN|Inf) (?:detected \(attempt|persisted)|\bDetected (?:NaN|Inf)(?: or (?:NaN|Inf))? in (?:w?grad|loss)"
+    r"|\bcontains? (?:NaN|Inf)\b|\bThere are NAN or INF\b|\bInvalid loss, terminating training",
     re.IGNORECASE,
 )
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
@@ -61,7 +63,21 @@ NONFINITE_ITEM = re.compile(r"(?:^|[\s,])[-+]?(?:nan|inf)\b", re.IGNORECASE)
 #: fairseq's scaler: ``overflow detected, setting loss scale to: 0.25``; ``Minimum loss scale reached (0.0001)``.
 SCALE_SET = re.compile(r"overflow detected, setting loss scale to:?\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
 #: Apex's amp scaler: ``Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00390625``.
-APEX_SCALE = re.compile(r"Skipping step, loss scaler \d+ reducing loss scale to (?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
+APEX_SCALE = re.compile(
+    r"Skipping step, (?:loss scaler \d+ )?reducing loss scale to (?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)"
+)
+#: Other scalers' words for an overflow that lowered the scale: mmcv's ``Check overflow, downscale loss scale to 512``,
+#: ColossalAI's ``Overflow occurs, the loss scale is adjusted to 512``, fairseq's AMP ``overflow detected, setting scale
+#: to to 64`` (sic), fairseq2's ``Overflow detected at step 3, ignoring gradient, decreasing loss scale from 8 to 4``.
+OVERFLOW_SCALE = re.compile(
+    r"[Oo]verflow\b.{0,60}?\bscale\b.{0,25}?\bto:?\s*(?:to\s+)?(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)"
+)
+#: A scaler that cannot lower its scale any more: DeepSpeed's ``Current loss scale already at minimum - cannot decrease
+#: scale anymore. Exiting run.`` (its minimum is 1 unless the line says it), fairseq2's ``… loss scale is already at
+#: minimum (0.0001)``.
+AT_MINIMUM = re.compile(
+    r"loss scale (?:is )?already at (?:its )?minimum(?: \((?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)\))?"
+)
 SCALE_FLOOR = re.compile(r"Minimum loss scale reached \((?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)\)")
 #: NVIDIA's fp16 optimizer in its MLPerf GNMT: ``Skipped batch, new scale: 2048.0`` and ``Upscaling, new scale: 4096.0``.
 NEW_SCALE = re.compile(r"(?P<what>Skipped batch|Upscaling), new scale:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
@@ -75,7 +91,11 @@ def statement(text: str) -> dict[str, Any] | None:
         return None
     if (said := checkpoint_said(text)) is not None:  # a save's duration: the time it blocked training
         return {"checkpoint_ms": said[1]["duration_s"] * 1000.0} if said[0] == "save" else None
-    payload = _scale(text) if "loss scale" in text or "scale is" in text or "new scale" in text else None
+    payload = (
+        _scale(text)
+        if "scale" in text and ("loss scale" in text or "verflow" in text or "new scale" in text or "scale is" in text)
+        else None
+    )
     if payload is None:
         payload = _nonfinite(text)
     if payload is not None and (step := STEP.search(text)) is not None:
@@ -96,6 +116,8 @@ def _hinted(text: str) -> bool:
         or "finite" in text
         or "rad scale is" in text
         or "new scale:" in text
+        or "verflow" in text
+        or "Invalid loss" in text
         or "the checkpoint" in text
         or "Checkpoint Save" in text
         or "rad_scale is" in text
@@ -109,7 +131,9 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
         return {field: math.inf if match["value"].lower().startswith("inf") else math.nan}
     if (match := FOUND.search(text) or VALUE_FIRST.search(text)) is not None:
         return {"loss" if match["what"].lower().startswith("loss") else "grad_norm": math.nan}
-    if DETECTED.search(text) is not None or TENSOR.search(text) is not None:
+    if (match := DETECTED.search(text)) is not None:
+        return {"grad_norm" if "grad" in match[0].lower() else "loss": math.nan}
+    if TENSOR.search(text) is not None:
         return {"loss": math.nan}
     if (array := ARRAY.search(text)) is not None and NONFINITE_ITEM.search(array["items"]) is not None:
         return {"loss": math.nan}
@@ -122,9 +146,13 @@ def _nonfinite(text: str) -> dict[str, Any] | None:
 def _scale(text: str) -> dict[str, Any] | None:
     if (match := SCALE_SET.search(text)) is not None:  # fairseq's: judged by the scale it reaches, not the skips
         return {"loss_scale": float(match["scale"])}
+    if (match := AT_MINIMUM.search(text)) is not None:
+        return {"loss_scale": float(match["scale"] or 1.0), "skipped_steps": 1}
     if (match := SCALE_FLOOR.search(text) or APEX_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"]), "skipped_steps": 1}
     if (match := GRAD_SCALE.search(text)) is not None:
+        return {"loss_scale": float(match["scale"])}
+    if (match := OVERFLOW_SCALE.search(text)) is not None:
         return {"loss_scale": float(match["scale"])}
     if (match := NEW_SCALE.search(text)) is not None:
         skipped = {"skipped_steps": 1} if match["what"] == "Skipped batch" else {}

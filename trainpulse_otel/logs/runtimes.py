@@ -1,0 +1,95 @@
+"""Failure lines of the runtimes around a job, in the words their sources print (each form's source: docs/logs.md).
+
+JAX's coordination service (a task that stopped sending heartbeats, the process terminated because another died),
+XLA's rendezvous (a collective's threads stuck, its termination timeout), Horovod's shutdown and stall inspector,
+Open MPI's runtime, PMIx and UCX (a rank aborted or exiting improperly, a daemon or peer lost, a TCP read failing),
+PyTorch's process-group watchdog ending on an NCCL error, c10d's store losing its peer, the data loader's worker
+segfault, RCCL's message queue, Ascend's CANN codes, and the device runtimes' out-of-memory and device-lost codes
+(ROCm's HIP and HSA, Intel's Unified Runtime, MindSpore). :func:`failure_said` reads one line into ``(kind, details,
+rank)``: ``timeout``, ``link``, ``crash``, ``oom`` or ``gpu``. Pure: one substring test before any regex.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: (a regex whose match is the failure, its kind, the rank its ``rank`` group names if any), first match wins.
+FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern), kind)
+    for pattern, kind in (
+        # JAX / XLA: a peer task died (its heartbeats stopped), a collective's rendezvous stuck
+        ((r"Terminating process because (?:the coordinator detected missing heartbeats|the JAX distributed service "
+         r"detected fatal errors|of missing heartbeat response from the coordinator)"), "crash"),
+        (r"following tasks are unhealthy \(stopped sending heartbeats\)|\bTask (?P<rank>\d+) heartbeat timeout", "crash"),
+        ((r"This thread has been waiting for .{0,400}? for \d+ seconds and may be stuck"
+         r"|Termination timeout (?:for .{0,400}? )?of (?P<seconds>\d+) seconds exceeded"), "timeout"),
+        # Horovod
+        (r"One or more rank \(marked by \"!\"\) is stalled for longer than (?P<seconds>\d+) seconds", "timeout"),
+        (r"Horovod has been shut down\. This was caused by an exception on one of the ranks", "crash"),
+        # Open MPI, PMIx, UCX
+        (r"MPI_ABORT was invoked on rank (?P<rank>\d+)|exited due to process rank (?P<rank2>\d+) with PID", "crash"),
+        (r"An MPI communication peer process has unexpectedly disconnected", "crash"),
+        ((r"(?:ORTE|PRTE) has lost communication with (?:a |its )?remote daemon|\bmca_btl_tcp_\w+: \w+ failed: "
+         r"|PMIX ERROR: (?:UNREACHABLE|PMIX_ERR_UNREACH)|UCX\s+ERROR .{0,200}?(?:retry count exceeded|timeout|"
+         r"[Cc]onnection reset)|unhandled timeout error|will not be handled since no error callback is installed"), "link"),
+        # PyTorch: the watchdog ending on NCCL's error, the store's peer gone, a worker's segfault
+        ((r"(?:NCCL|Process group) watchdog thread terminated with exception: (?P<error>.+)"
+         r"|raised the following async exception: (?P<error2>.+)"), "nccl"),
+        (r"client socket has failed to connect to any network address|Failed to recv, got 0 bytes", "link"),
+        (r"\bremote error detected from rank: (?P<rank>\d+)", "crash"),
+        (r"Unexpected segmentation fault encountered in worker", "crash"),
+        ((r"Message Queue timed out waiting for all ranks|\bWork \d+ timed out in blocking wait|DEADLINE_EXCEEDED: Barrier timed"
+         r" out"), "timeout"),
+        (r"\bunhandled cuda error\b", "crash"),
+        (r"Collective ops is aborted by: .{0,80}?(?:failed to connect|[Cc]onnection|[Uu]navailable)", "link"),
+        (r"NPU function error: (?:UCE ERROR|HBM MULTI BIT ECC ERROR|SUSPECT MEM ERROR|HCCS LINK ERROR|UB LINK ERROR)", "gpu"),
+        # Ascend's CANN codes: NPU memory, the RoCE link, the port, the cluster's detection
+        (r"\bEI0011\b", "oom"),
+        (r"\b(?:EI0013|EJ0002|EI0015)\b", "link"),
+        # device runtimes' codes
+        ((r"HIP error: out of memory|\bhipErrorOutOfMemory\b|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"
+         r"|HSA_STATUS_ERROR_OUT_OF_RESOURCES|Out of Memory!!! Request memory size|report_tensor_allocations_upon_oom"),
+         "oom"),
+        (r"UR_RESULT_ERROR_DEVICE_LOST|\bhipErrorLaunchFailure\b", "gpu"),
+        (r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", "crash"),
+    )
+)  # fmt: skip
+#: What such a line holds (the scanner's cheap test).
+MARKS = ("Terminating process because", "heartbeat", "may be stuck", "Termination timeout", "is stalled for longer")
+MARKS += ("Horovod has been shut down", "MPI_ABORT", "exited due to process rank", "unexpectedly disconnected")
+MARKS += ("has lost communication", "mca_btl_tcp_", "PMIX ERROR", "UCX", "unhandled timeout", "no error callback")
+MARKS += ("watchdog thread terminated", "async exception", "any network address", "got 0 bytes", "remote error")
+MARKS += ("segmentation fault encountered", "Message Queue timed out", "EI001", "EJ0002", "HIP error", "hipError")
+MARKS += ("UR_RESULT_ERROR", "PI_ERROR_OUT_OF", "HSA_STATUS_ERROR", "Out of Memory!!!", "allocations_upon_oom")
+MARKS += (
+    "in blocking wait",
+    "Barrier timed out",
+    "unhandled cuda error",
+    "Collective ops is aborted",
+    "NPU function error",
+)
+#: What an NCCL error a watchdog or work raised says failed.
+LINK_WORDS = re.compile(
+    r"remote process exited|network error|unhandled system error|ncclSystemError|ncclRemoteError|[Cc]onnection"
+)
+TIMEOUT_WORDS = re.compile(r"[Tt]imed? ?out|[Tt]imeout")
+
+
+def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
+    """``(kind, details, rank)`` of a runtime's failure line (see the module docstring), or None."""
+    if not any(mark in text for mark in MARKS):
+        return None
+    for pattern, kind in FORMS:
+        if (match := pattern.search(text)) is None:
+            continue
+        said = match.groupdict()
+        details: dict[str, Any] = {"error": text[match.start() :].strip()[:200]}
+        if said.get("seconds"):
+            details["timeout_ms"] = int(said["seconds"]) * 1000
+        if kind == "nccl":  # the watchdog's (or a work's) exception: its words say what failed
+            error = said.get("error") or said.get("error2") or ""
+            kind = "link" if LINK_WORDS.search(error) else "timeout" if TIMEOUT_WORDS.search(error) else "crash"
+        rank = said.get("rank") or said.get("rank2")
+        return kind, details, None if rank is None else int(rank)
+    return None
