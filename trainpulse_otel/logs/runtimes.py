@@ -6,7 +6,9 @@ Open MPI's runtime, PMIx and UCX (a rank aborted or exiting improperly, a daemon
 PyTorch's process-group watchdog ending on an NCCL error, c10d's store losing its peer, the data loader's worker
 segfault, RCCL's message queue, Ascend's CANN codes, and the device runtimes' out-of-memory and device-lost codes
 (ROCm's HIP and HSA, Intel's Unified Runtime, MindSpore). :func:`failure_said` reads one line into ``(kind, details,
-rank)``: ``timeout``, ``link``, ``crash``, ``oom`` or ``gpu``. Pure: one substring test before any regex.
+rank)``: ``timeout``, ``link``, ``crash``, ``oom`` or ``gpu``. Not a failure: the store's ``Failed to recv, got 0
+bytes. Connection was likely closed`` that PyTorch 2.4+'s heartbeat threads print when rank 0's store shuts down at a
+healthy job's end. Pure: one substring test before any regex.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # PyTorch: the watchdog ending on NCCL's error, the store's peer gone, a worker's segfault
         ((r"(?:NCCL|Process group) watchdog thread terminated with exception: (?P<error>.+)"
          r"|raised the following async exception: (?P<error2>.+)"), "nccl"),
-        (r"client socket has failed to connect to any network address|Failed to recv, got 0 bytes", "link"),
+        (r"client socket has failed to connect to any network address", "link"),  # (not ``got 0 bytes``: see below)
         (r"\bremote error detected from rank: (?P<rank>\d+)", "crash"),
         (r"Unexpected segmentation fault encountered in worker", "crash"),
         ((r"Message Queue timed out waiting for all ranks|\bWork \d+ timed out in blocking wait|DEADLINE_EXCEEDED: Barrier timed"
@@ -59,7 +61,7 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 MARKS = ("Terminating process because", "heartbeat", "may be stuck", "Termination timeout", "is stalled for longer")
 MARKS += ("Horovod has been shut down", "MPI_ABORT", "exited due to process rank", "unexpectedly disconnected")
 MARKS += ("has lost communication", "mca_btl_tcp_", "PMIX ERROR", "UCX", "unhandled timeout", "no error callback")
-MARKS += ("watchdog thread terminated", "async exception", "any network address", "got 0 bytes", "remote error")
+MARKS += ("watchdog thread terminated", "async exception", "any network address", "remote error")
 MARKS += ("segmentation fault encountered", "Message Queue timed out", "EI001", "EJ0002", "HIP error", "hipError")
 MARKS += ("UR_RESULT_ERROR", "PI_ERROR_OUT_OF", "HSA_STATUS_ERROR", "Out of Memory!!!", "allocations_upon_oom")
 MARKS += (
