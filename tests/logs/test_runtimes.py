@@ -110,3 +110,54 @@ def test_the_store_s_peer_gone_at_a_healthy_job_s_end_is_no_failure():
         "got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"
     )
     assert told_alone(ended) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # real console lines, quoted verbatim where the comment says
+        (  # NVIDIA/open-gpu-kernel-modules:kernel-open/nvidia/nv.c (a worker's kernel log)
+            "Dec  2 11:38:27 worker4 kernel: [  199.234935] NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5",
+            GPU_FAULT,
+        ),
+        (  # NVIDIA/open-gpu-kernel-modules:src/nvidia/src/libraries/utils/nvassert.c
+            (
+                "[Sun Jan 11 09:52:01 2026] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required "
+                "[NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874"
+            ),
+            GPU_FAULT,
+        ),
+        (  # nvidia-smi, quoted in CFSworks/nvml_fix#36
+            (
+                "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+                "NVIDIA driver is installed and running."
+            ),
+            GPU_FAULT,
+        ),
+        (  # a CUDA kernel's device-side assert (pytorch/pytorch:aten/src/ATen/native/cuda/IndexKernel.cu)
+            (
+                "/opt/conda/conda-bld/pytorch_1704987290659/work/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): "
+                'block: [59829,0,0], thread: [120,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of '
+                'bounds"` failed.'
+            ),
+            PROCESS_FAILED,
+        ),
+        # DCGM's health messages (NVIDIA/DCGM:dcgmlib/dcgm_errors.h), values filled in
+        ("Detected 2 volatile double-bit ECC error(s) in GPU 3.", GPU_FAULT),
+        ("GPU 5 had uncorrectable memory errors and row remapping failed.", GPU_FAULT),
+        ("GPU 1's NvLink link 4 is currently down", GPU_FAULT),
+        # Linux 6.5's AER wording (torvalds/linux:drivers/pci/pcie/aer.c)
+        (
+            "pcieport 0000:00:01.0: AER: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer",
+            GPU_FAULT,
+        ),
+        # the NIC's (torvalds/linux:drivers/net/ethernet/mellanox/mlx5/core/health.c), values filled in
+        (
+            "mlx5_core 0000:18:00.0: poll_health:800:(pid 0): device's health compromised - reached miss count",
+            TRANSPORT_ERROR,
+        ),
+        ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", CUDA_OOM),  # pytorch's CuFFTUtils.h
+    ],
+)
+def test_a_device_or_its_link_failing_in_its_driver_s_words(line, kind):
+    assert told_alone(line)[:1] == [kind]

@@ -74,9 +74,10 @@ DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.ex
 DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
 DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware", "uncaught exception of")
 DEATH_MARKS += (" received at time=", "Abort trap", "Illegal instruction", "Floating point exception", "ssertion")
-#: A C or Objective-C assertion that aborts the process: glibc's ``python: x.c:12: f: Assertion `n > 0' failed.``,
+#: A C or Objective-C assertion that aborts the process: glibc's ``python: x.c:12: f: Assertion `n > 0' failed.`` (a
+#: CUDA kernel's device-side assert closes it with a backtick),
 #: Apple's (Metal's kernels on MPS) ``…/MPSNDArray.mm:120: failed assertion `[MPSNDArrayDescriptor …] error: …'``.
-ASSERTION = re.compile(r"Assertion [`'](?P<glibc>.+?)' failed\.|failed assertion [`'](?P<apple>.+?)'?$")
+ASSERTION = re.compile(r"Assertion [`'](?P<glibc>.+?)[`'] failed\.|failed assertion [`'](?P<apple>.+?)'?$")
 #: A shell's report of a job it ran dying: ``Segmentation fault (core dumped)``, ``/bin/bash: line 1: 4242 Killed
 #: python train.py``, a bare ``Killed``.
 SHELL_DEATH = re.compile(

@@ -23,6 +23,15 @@ from typing import Any
 FAULTS = (
     ("fallen off the bus", "GPU has fallen off the bus"),
     ("RmInitAdapter failed", "the driver cannot initialise the GPU (RmInitAdapter failed)"),
+    ("rm_init_adapter failed", "the driver cannot initialise the GPU (RmInitAdapter failed)"),
+    ("NV_ERR_RESET_REQUIRED", "the GPU needs a reset (NV_ERR_RESET_REQUIRED)"),
+    ("couldn't communicate with the NVIDIA driver", "nvidia-smi cannot reach the driver (a GPU or its driver lost)"),
+    # DCGM's health and diagnostic messages (dcgm_errors.h)
+    ("volatile double-bit ECC error", "double-bit (uncorrectable) ECC error (DCGM)"),
+    ("row remapping failed", "uncorrectable memory errors and row remapping failed (DCGM)"),
+    ("had an uncontained error", "uncontained ECC error (DCGM)"),
+    ("requires a reset to recover from a fault", "the GPU needs a reset (DCGM)"),
+    ("NvLink link", "an NVLink link down or failing (DCGM)"),
     ("Unable to determine the device handle for GPU", "nvidia-smi cannot reach the GPU (Unknown Error)"),
     ("uncorrectable ECC error", "uncorrectable ECC error"),
     ("GSP RM heartbeat timed out", "the GPU's GSP firmware stopped answering (heartbeat timed out)"),
@@ -33,7 +42,9 @@ FAULTS = (
     ("uncorrectable hardware error", "uncorrectable hardware error (amdgpu)"),
 )
 #: The kernel's PCIe Advanced Error Reporting on an uncorrected (fatal or non-fatal) error.
-AER = re.compile(r"AER: (?:Uncorrected|Multiple Uncorrected)|severity=Uncorrected|Uncorrected \((?:Non-)?Fatal\)")
+AER = re.compile(
+    r"AER: (?:Multiple )?Uncorrect(?:ed|able)|severity=Uncorrect(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)"
+)  # (Linux 6.5 renamed "Uncorrected" "Uncorrectable")
 #: A PCI address: ``0000:3b:00.0``, ``00000000:3B:00.0``, ``PCI:0000:3b:00``.
 PCI = re.compile(r"\b(?:PCI:)?((?:[0-9A-Fa-f]{4}){1,2}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\b")
 #: The GPU a CUDA message names: ``on device 3``, ``cuda:3``, ``GPU 3``.
@@ -52,6 +63,14 @@ GPU_MARKS = (
     "GPU is lost",
     "Double Bit ECC",
     "HW Exception by GPU",
+    "rm_init_adapter",
+    "NV_ERR_RESET",
+    "communicate with the NVIDIA driver",
+    "double-bit ECC",
+    "row remapping failed",
+    "uncontained error",
+    "requires a reset",
+    "NvLink link",
     "uncorrectable hardware error",
 )
 

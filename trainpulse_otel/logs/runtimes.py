@@ -54,7 +54,16 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"|HSA_STATUS_ERROR_OUT_OF_RESOURCES|Out of Memory!!! Request memory size|report_tensor_allocations_upon_oom"),
          "oom"),
         (r"UR_RESULT_ERROR_DEVICE_LOST|\bhipErrorLaunchFailure\b", "gpu"),
-        (r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION", "crash"),
+        (r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|OutOfResources: out of resource", "crash"),
+        (r"\bCUFFT_ALLOC_FAILED\b", "oom"),
+        # the node's NIC: mlx5's health and port events, InfiniBand's port going down (the kernel's lines)
+        (
+            (
+                r"mlx5_core .{0,80}?(?:health compromised|Fatal error \d+ detected|Port module event\[error\])"
+                r"|Health issue observed, firmware internal error|\bPort: \d+ Link DOWN\b"
+            ),
+            "link",
+        ),
     )
 )  # fmt: skip
 #: What such a line holds (the scanner's cheap test).
@@ -71,6 +80,7 @@ MARKS += (
     "Collective ops is aborted",
     "NPU function error",
 )
+MARKS += ("OutOfResources", "CUFFT_ALLOC", "mlx5_core", "Health issue observed", "Link DOWN")
 #: What an NCCL error a watchdog or work raised says failed.
 LINK_WORDS = re.compile(
     r"remote process exited|network error|unhandled system error|ncclSystemError|ncclRemoteError|[Cc]onnection"
