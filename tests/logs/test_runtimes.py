@@ -9,7 +9,14 @@ import pytest
 
 from tests.logs.excerpts import told_alone
 from trainpulse_otel.logs import runtimes
-from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
+from trainpulse_otel.samples import (
+    CUDA_OOM,
+    DRIVER_XID,
+    GPU_FAULT,
+    PROCESS_FAILED,
+    TRANSPORT_ERROR,
+    WATCHDOG_TIMEOUT,
+)
 
 # (the line, the event it tells first)  # where it is quoted
 QUOTED = [
@@ -161,3 +168,30 @@ def test_the_store_s_peer_gone_at_a_healthy_job_s_end_is_no_failure():
 )
 def test_a_device_or_its_link_failing_in_its_driver_s_words(line, kind):
     assert told_alone(line)[:1] == [kind]
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        # launchers and clusters, in their sources' words (values filled in where the source is a format string)
+        ("ERROR:composer.cli.launcher:Rank 3 crashed with exit code -9.", PROCESS_FAILED),  # composer/cli/launcher.py
+        (
+            "The replica master 0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)",
+            PROCESS_FAILED,
+        ),  # Vertex AI
+        (  # SchedMD/slurm:src/plugins/task/cgroup/task_cgroup_memory.c (23.02+)
+            "slurmstepd: error: Detected 6 oom_kill events in StepId=1742530.0. Some of the step tasks have been OOM Killed.",
+            PROCESS_FAILED,
+        ),
+        (  # NVIDIA/k8s-device-plugin:internal/rm/health.go
+            "XidCriticalError: Xid=79 on Device=GPU-4b0e7c2a; marking device as unhealthy.",
+            DRIVER_XID,
+        ),
+    ],
+)
+def test_launchers_and_clusters_name_what_died(line, kind):
+    assert told_alone(line)[:1] == [kind]
+
+
+def test_a_rank_that_exited_cleanly_is_no_crash():
+    assert told_alone("Global rank 0 (PID 4242) exited with code 0") == []

@@ -129,7 +129,7 @@ class FailureScanner:
             return self._crash(Told(details, rank=rank, text=text.strip()))
         if kind == "timeout":
             return self._timeout(details, ("said", details.get("error")))
-        kind = {"oom": CUDA_OOM, "gpu": GPU_FAULT}.get(kind, TRANSPORT_ERROR)
+        kind = {"oom": CUDA_OOM, "gpu": GPU_FAULT, "xid": DRIVER_XID}.get(kind, TRANSPORT_ERROR)
         return self._once(("said", kind, details.get("error")), Failure(kind, details, rank=rank))
 
     def flush(self) -> list[Failure]:

@@ -118,6 +118,8 @@ SRUN = re.compile(
 HOST_OOM = (
     "Out of memory: Kill",
     "oom-kill event",
+    "oom_kill event",  # Slurm 23.02+: ``Detected 6 oom_kill events in StepId=…``
+    "OutOfMemory: Process killed by SIGKILL",  # SageMaker's training toolkit
     "oom_kill_process",
     "Memory cgroup out of memory",
     "OOMKilled",

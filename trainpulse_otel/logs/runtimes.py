@@ -56,6 +56,11 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"UR_RESULT_ERROR_DEVICE_LOST|\bhipErrorLaunchFailure\b", "gpu"),
         (r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|OutOfResources: out of resource", "crash"),
         (r"\bCUFFT_ALLOC_FAILED\b", "oom"),
+        # launchers and clusters naming the rank or replica that died: Composer's, Vertex AI's
+        ((r"\bRank (?P<rank>\d+) crashed with exit code|\bGlobal rank (?P<rank2>\d+) \(PID \d+\) exited with code [1-9-]"
+         r"|The replica \w+ \d+ (?:ran out-of-memory and )?exited with a non-zero status"), "crash"),
+        # the Kubernetes device plugin marking a GPU unhealthy (an XID it read)
+        (r"XidCriticalError: Xid=(?P<xid>\d+)|'nvidia\.com/gpu' device marked unhealthy", "xid"),
         # the node's NIC: mlx5's health and port events, InfiniBand's port going down (the kernel's lines)
         (
             (
@@ -81,6 +86,13 @@ MARKS += (
     "NPU function error",
 )
 MARKS += ("OutOfResources", "CUFFT_ALLOC", "mlx5_core", "Health issue observed", "Link DOWN")
+MARKS += (
+    "crashed with exit code",
+    "exited with code",
+    "exited with a non-zero status",
+    "XidCriticalError",
+    "marked unhealthy",
+)
 #: What an NCCL error a watchdog or work raised says failed.
 LINK_WORDS = re.compile(
     r"remote process exited|network error|unhandled system error|ncclSystemError|ncclRemoteError|[Cc]onnection"
@@ -102,6 +114,8 @@ def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
         if kind == "nccl":  # the watchdog's (or a work's) exception: its words say what failed
             error = said.get("error") or said.get("error2") or ""
             kind = "link" if LINK_WORDS.search(error) else "timeout" if TIMEOUT_WORDS.search(error) else "crash"
+        if kind == "xid":  # a fatal XID is the GPU's; a device marked unhealthy for no XID named, too
+            kind, details = ("xid", {**details, "xid": int(said["xid"])}) if said.get("xid") else ("gpu", details)
         rank = said.get("rank") or said.get("rank2")
         return kind, details, None if rank is None else int(rank)
     return None
