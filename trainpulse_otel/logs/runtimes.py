@@ -5,10 +5,11 @@ XLA's rendezvous (a collective's threads stuck, its termination timeout), Horovo
 Open MPI's runtime, PMIx and UCX (a rank aborted or exiting improperly, a daemon or peer lost, a TCP read failing),
 PyTorch's process-group watchdog ending on an NCCL error, c10d's store losing its peer, the data loader's worker
 segfault, RCCL's message queue, Ascend's CANN codes, and the device runtimes' out-of-memory and device-lost codes
-(ROCm's HIP and HSA, Intel's Unified Runtime, MindSpore). :func:`failure_said` reads one line into ``(kind, details,
-rank)``: ``timeout``, ``link``, ``crash``, ``oom`` or ``gpu``. Not a failure: the store's ``Failed to recv, got 0
-bytes. Connection was likely closed`` that PyTorch 2.4+'s heartbeat threads print when rank 0's store shuts down at a
-healthy job's end. Pure: one substring test before any regex.
+(ROCm's HIP and HSA, Intel's Unified Runtime, MindSpore), launchers and clusters naming what died, the NIC's kernel
+lines. :func:`failure_said` reads one line into ``(kind, details, rank)``: ``timeout``, ``link``, ``crash``, ``oom``,
+``gpu`` or ``xid`` (an XID another tool read). Not a failure: the store's ``Failed to recv, got 0 bytes. Connection
+was likely closed`` that PyTorch 2.4+'s heartbeat threads print when rank 0's store shuts down at a healthy job's
+end. Pure: one substring test before any regex.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-#: (a regex whose match is the failure, its kind, the rank its ``rank`` group names if any), first match wins.
+#: (a regex whose match is the failure, its kind), first match wins; a ``rank``/``rank2`` group names the rank at
+#: fault, ``seconds`` a timeout, ``xid`` the XID.
 FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), kind)
     for pattern, kind in (
@@ -38,7 +40,7 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # PyTorch: the watchdog ending on NCCL's error, the store's peer gone, a worker's segfault
         ((r"(?:NCCL|Process group) watchdog thread terminated with exception: (?P<error>.+)"
          r"|raised the following async exception: (?P<error2>.+)"), "nccl"),
-        (r"client socket has failed to connect to any network address", "link"),  # (not ``got 0 bytes``: see below)
+        (r"client socket has failed to connect to any network address", "link"),  # (not ``got 0 bytes``: see above)
         (r"\bremote error detected from rank: (?P<rank>\d+)", "crash"),
         (r"Unexpected segmentation fault encountered in worker", "crash"),
         ((r"Message Queue timed out waiting for all ranks|\bWork \d+ timed out in blocking wait|DEADLINE_EXCEEDED: Barrier timed"
