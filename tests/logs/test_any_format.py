@@ -460,3 +460,10 @@ def test_a_scaler_already_at_its_minimum_is_a_collapsed_scale():
         LogLine("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.", "x", 1)
     )
     assert told.loss_scale == 1.0 and told.skipped_steps == 1
+
+
+def test_fastai_s_table_with_its_clock_column_is_read():
+    """fastai's console table (fastprogress's ConsoleMasterBar): a clock in its ``time`` column is a cell."""
+    header = table_header("epoch     train_loss  valid_loss  error_rate  time")
+    assert header is not None
+    assert header.row("1         0.339507    0.204725    0.083333    00:07") == {"global_step": 1, "loss": 0.339507}

@@ -23,6 +23,7 @@ from ..samples import (
     GPU_FAULT,
     JOB_CANCELLED,
     PROCESS_FAILED,
+    PROGRESS_GAP,
     TRANSPORT_ERROR,
     WATCHDOG_TIMEOUT,
     WORKERS_RESTARTED,
@@ -129,7 +130,7 @@ class FailureScanner:
             return self._crash(Told(details, rank=rank, text=text.strip()))
         if kind == "timeout":
             return self._timeout(details, ("said", details.get("error")))
-        kind = {"oom": CUDA_OOM, "gpu": GPU_FAULT, "xid": DRIVER_XID}.get(kind, TRANSPORT_ERROR)
+        kind = {"oom": CUDA_OOM, "gpu": GPU_FAULT, "xid": DRIVER_XID, "hang": PROGRESS_GAP}.get(kind, TRANSPORT_ERROR)
         return self._once(("said", kind, details.get("error")), Failure(kind, details, rank=rank))
 
     def flush(self) -> list[Failure]:

@@ -1,6 +1,6 @@
 """Iteration tables: a header line naming the columns, then one row of numbers per epoch or interval.
 
-Frameworks that print a table instead of ``key value`` pairs: Chainer's ``PrintReport`` (``epoch  main/loss
+Frameworks that print a table instead of ``key value`` pairs: fastai's (``epoch  train_loss  valid_loss  time``), Chainer's ``PrintReport`` (``epoch  main/loss
 validation/main/loss  elapsed_time``), spaCy's console logger (``E    #    LOSS TOK2VEC    LOSS TAGGER
 TAG_ACC``), Ultralytics YOLO (``Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances  Size``, each row
 ``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``). A header is a line
@@ -21,8 +21,9 @@ from .keys import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
 CELL_GAP = re.compile(r"\s{2,}|\t")
 #: A header's cell: a name (letters first, or spaCy's ``#`` and ``E``), no number.
 HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
-#: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``).
-ROW_CELL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$")
+#: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``), or a clock (fastai's ``time``
+#: column: ``00:07``).
+ROW_CELL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$|^\d{1,2}:\d\d(?::\d\d)?$")
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: Columns that count the steps or the epochs.
 STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
