@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.logs.excerpts import TRAIN
 from trainpulse_otel.config import Settings
 from trainpulse_otel.logs.bars import BarClock
@@ -153,3 +155,46 @@ def test_processes_that_exit_successfully_end_the_run_not_a_silence(tmp_path):
 
 def test_megatron_s_datetime_line_is_its_time():
     assert split_prefixes("[after training is done] datetime: 2025-12-03 14:45:03")[1] == 1764773103.0
+
+
+def signals_of(text: str, tmp_path: Path) -> dict[str, dict]:
+    path = tmp_path / "pasted.log"
+    path.write_text(text + "\n")
+    seen: dict[str, dict] = {}
+    replay_logs(
+        [str(path)],
+        Settings(),
+        on_result=lambda step: [seen.setdefault(s.name, dict(s.evidence)) for s in step.diagnosis.signals],
+    )
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("line", "stalled_s"),
+    [
+        # each hang detector's own words (values filled in), from its source
+        (  # NVIDIA/nvidia-resiliency-ext: fault_tolerance's rank monitor
+            "[2025-03-07 22:43:58,000] [WARNING] [RankMonServer4242@node7:3] Did not get subsequent heartbeat. Waited 1800.00 seconds.",
+            1800.0,
+        ),
+        ("Timeout (0:30:00)!", 1800.0),  # python/cpython: faulthandler.dump_traceback_later's header
+        (  # NVIDIA-NeMo/RL: nemo_rl/algorithms (its rollout watchdog)
+            "WARNING: rollout stall -- no rollout committed and no train step completed in 900s (4 rollouts in flight, 0 groups committed, step 12/500)",
+            900.0,
+        ),
+    ],
+)
+def test_a_hang_detector_s_words_are_the_stall_it_saw(line, stalled_s, tmp_path):
+    told = signals_of(line, tmp_path)["training_stalled"]
+    assert told["stalled_s"] == stalled_s and told["inferred_from"] == "log_stamps"
+
+
+def test_a_hang_detector_that_says_no_time_met_its_own_threshold(tmp_path):
+    line = "I0101 10:00:00.000000 1 torch/distributed/elastic/timer/file_based_local_timer.py:300] Reaping worker_pid=[1234]. Expired timers: ['step']"
+    assert "training_stalled" in signals_of(
+        line, tmp_path
+    )  # torch elastic's timer reaped a worker that overran its scope
+
+
+def test_a_faulthandler_dump_shorter_than_a_stall_is_none(tmp_path):
+    assert "training_stalled" not in signals_of("Timeout (0:00:05)!", tmp_path)

@@ -7,7 +7,8 @@ PyTorch's process-group watchdog ending on an NCCL error, c10d's store losing it
 segfault, RCCL's message queue, Ascend's CANN codes, and the device runtimes' out-of-memory and device-lost codes
 (ROCm's HIP and HSA, Intel's Unified Runtime, MindSpore), launchers and clusters naming what died, the NIC's kernel
 lines. :func:`failure_said` reads one line into ``(kind, details, rank)``: ``timeout``, ``link``, ``crash``, ``oom``,
-``gpu`` or ``xid`` (an XID another tool read). Not a failure: the store's ``Failed to recv, got 0 bytes. Connection
+``gpu``, ``xid`` (an XID another tool read) or ``hang`` (a trainer's or launcher's own hang detector: nvidia-resiliency-ext's
+rank monitor, faulthandler's ``Timeout (0:30:00)!``, torch elastic's expired timers, OLMo-core's, NeMo-RL's, TRL's). Not a failure: the store's ``Failed to recv, got 0 bytes. Connection
 was likely closed`` that PyTorch 2.4+'s heartbeat threads print when rank 0's store shuts down at a healthy job's
 end. Pure: one substring test before any regex.
 """
@@ -63,6 +64,20 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          r"|The replica \w+ \d+ (?:ran out-of-memory and )?exited with a non-zero status"), "crash"),
         # the Kubernetes device plugin marking a GPU unhealthy (an XID it read)
         (r"XidCriticalError: Xid=(?P<xid>\d+)|'nvidia\.com/gpu' device marked unhealthy", "xid"),
+        # a trainer's or launcher's own hang detector (no step in its time), with the time it waited where it says
+        (
+            (
+                r"Did not get (?:subsequent|initial) heartbeat\. Waited (?P<seconds>\d+)(?:\.\d+)? seconds"
+                r"|Section '[^']*' has been open for (?P<seconds2>\d+)(?:\.\d+)? seconds|Was out of section for "
+                r"(?P<seconds3>\d+)(?:\.\d+)? seconds|no train step completed in (?P<seconds4>\d+)s|has not been updated for "
+                r"(?P<seconds5>\d+) seconds|heartbeat stale: (?P<seconds6>\d+)s|health check has been hanging for "
+                r"(?P<seconds7>\d+)(?:\.\d+)? seconds|^\s*Timeout \((?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d)(?:\.\d+)?\)!\s*$"
+                r"|Interruption\.(?:SOFT|HARD)_TIMEOUT|made NO progress|consecutive training cycles without progress"
+                r"|Reaping worker_(?:pid|id)=\[[^\]]*\]\. Expired timers?:|Timers expired for run|Workload has failed to step"
+                r"|TimeoutManager is stuck|DUE TO JOB NOT ENDING WITH SIGNALS"
+            ),
+            "hang",
+        ),
         # the node's NIC: mlx5's health and port events, InfiniBand's port going down (the kernel's lines)
         (
             (
@@ -95,6 +110,9 @@ MARKS += (
     "XidCriticalError",
     "marked unhealthy",
 )
+MARKS += ("heartbeat", "has been open for", "out of section", "no train step completed", "has not been updated for")
+MARKS += ("Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired")
+MARKS += ("failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for")
 #: What an NCCL error a watchdog or work raised says failed.
 LINK_WORDS = re.compile(
     r"remote process exited|network error|unhandled system error|ncclSystemError|ncclRemoteError|[Cc]onnection"
@@ -111,8 +129,12 @@ def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
             continue
         said = match.groupdict()
         details: dict[str, Any] = {"error": text[match.start() :].strip()[:200]}
-        if said.get("seconds"):
-            details["timeout_ms"] = int(said["seconds"]) * 1000
+        waited = next((said[k] for k in ("seconds", *(f"seconds{i}" for i in range(2, 8))) if said.get(k)), None)
+        if waited is not None:
+            details["timeout_ms"] = int(waited) * 1000
+        if kind == "hang":  # told as the silence the detector saw: how long, where it says
+            seconds = int(said["h"]) * 3600 + int(said["m"]) * 60 + int(said["s"]) if said.get("h") else waited
+            details = {"gap_s": None if seconds is None else float(seconds), "detector": details["error"]}
         if kind == "nccl":  # the watchdog's (or a work's) exception: its words say what failed
             error = said.get("error") or said.get("error2") or ""
             kind = "link" if LINK_WORDS.search(error) else "timeout" if TIMEOUT_WORDS.search(error) else "crash"

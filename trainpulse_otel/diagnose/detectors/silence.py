@@ -5,7 +5,7 @@ only where its lines do: a hang shows as one stamped line long after the last st
 user's ^C). Such a gap is a fact, not a live observation, so :class:`Silences` judges each gap event against the
 stall's own thresholds — max(``min_stall_s``, ``step_multiple`` × the interval between the job's progress lines),
 and at least max(``save_or_eval_min_s``, ``save_or_eval_multiple`` × that interval) when the lines since said the
-job was saving or evaluating — and keeps the
+job was saving or evaluating; a trainer's own hang detector that says no time met its own — and keeps the
 longest gap of the silence until a step completes again. :class:`~.stall.TrainingStalled` reports it.
 """
 
@@ -73,10 +73,11 @@ class Silences:
 
     def _judge(self, event: LogEvent) -> None:
         details = dict(event.details)
-        gap = details.get("gap_s")
-        if not isinstance(gap, (int, float)):
-            return
-        threshold = self.threshold_s(details)
+        gap, threshold = details.get("gap_s"), self.threshold_s(details)
+        if not isinstance(gap, (int, float)):  # a trainer's own hang detector that says no time: its threshold was met
+            if not details.get("detector"):
+                return
+            gap = threshold
         if gap < threshold or (self.worst is not None and gap <= self.worst["stalled_s"]):
             return
         self.worst = {
