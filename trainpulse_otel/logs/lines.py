@@ -98,7 +98,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             rank, text = int(match[1] or match[2]), text[match.end() :]
         elif when is None and ":::MLLOG" in text and (match := MLLOG_TIME.search(text)):
             when = int(match[1]) / 1000.0
-        elif when is None and (match := _said_at(text)) is not None:
+        elif when is None and ("D AT " in text or "] datetime: " in text) and (match := _said_at(text)) is not None:
             when = _unix_time(match)
         elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]

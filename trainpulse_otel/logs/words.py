@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .marks import any_of
+
 #: An exception's line: a dotted class name that reads as an error, then its message (``SystemExit``, warnings and
 #: ``StopIteration`` are no failure).
 EXCEPTION = re.compile(
@@ -25,6 +27,7 @@ EXCEPTION = re.compile(
 LOGGED_ERROR = re.compile(r"\bERROR\b|\bFATAL\b|\bCRITICAL\b|(?:^|\] ?)[EF]\d{4} \d\d:\d\d|(?:^|[\s:\]|])Error:")
 #: What an error line holds (the cheap test before any regex; a glog stamp begins with its level).
 MARKS = ("rror", "ERROR", "xception", "Failure", "Fault", "FATAL", "CRITICAL")
+_MARKED = any_of(MARKS)
 
 #: A GPU allocation failing, in any wording; not the host's (the kernel's OOM killer, ``Cannot allocate memory``).
 OOM = re.compile(
@@ -66,7 +69,7 @@ def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]
     """What an error line says failed: ``("oom" | "timeout" | "link" | "crash", details)``, or None (no error line,
     or a logger's error that names no failure). ``level``: a glog level its prefix gave (cut from ``text``)."""
     logged = level in ("E", "F")
-    if not logged and text[:1] not in "EF" and not any(mark in text for mark in MARKS):
+    if not logged and text[:1] not in "EF" and _MARKED.search(text) is None:
         return None
     exception = EXCEPTION.search(text)
     if exception is None and ((not logged and LOGGED_ERROR.search(text) is None) or CODE.search(text) is not None):
