@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .words import failure_class
+
 #: (a regex whose match is the failure, its kind), first match wins; a ``rank``/``rank2`` group names the rank at
 #: fault, ``seconds`` a timeout, ``xid`` the XID.
 FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -113,11 +115,6 @@ MARKS += (
 MARKS += ("heartbeat", "has been open for", "out of section", "no train step completed", "has not been updated for")
 MARKS += ("Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired")
 MARKS += ("failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for")
-#: What an NCCL error a watchdog or work raised says failed.
-LINK_WORDS = re.compile(
-    r"remote process exited|network error|unhandled system error|ncclSystemError|ncclRemoteError|[Cc]onnection"
-)
-TIMEOUT_WORDS = re.compile(r"[Tt]imed? ?out|[Tt]imeout")
 
 
 def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
@@ -137,7 +134,7 @@ def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
             details = {"gap_s": None if seconds is None else float(seconds), "detector": details["error"]}
         if kind == "nccl":  # the watchdog's (or a work's) exception: its words say what failed
             error = said.get("error") or said.get("error2") or ""
-            kind = "link" if LINK_WORDS.search(error) else "timeout" if TIMEOUT_WORDS.search(error) else "crash"
+            kind = failure_class(error, collective=True) or "crash"
         if kind == "xid":  # a fatal XID is the GPU's; a device marked unhealthy for no XID named, too
             kind, details = ("xid", {**details, "xid": int(said["xid"])}) if said.get("xid") else ("gpu", details)
         rank = said.get("rank") or said.get("rank2")

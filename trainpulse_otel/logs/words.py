@@ -55,7 +55,8 @@ LINK_FAILED = re.compile(
     r"[Cc]onnection (?:reset|refused|closed|aborted|timed out|lost)|Broken pipe|[Nn]etwork is unreachable"
     r"|[Hh]ost is unreachable|No route to host|ECONNRESET|ECONNREFUSED|EPIPE|IBV_WC_\w+|ibv_\w+ failed"
     r"|[Tt]ransport retry|[Rr]emote (?:process|peer|end|host) (?:exited|closed|hung up|is gone|disconnected)"
-    r"|[Pp]eer (?:closed|disconnected|is gone|hung up)|[Ll]ink (?:is )?down|NET/IB|NET/Socket"
+    r"|[Pp]eer (?:closed|disconnected|is gone|hung up)|[Ll]ink (?:is )?down|NET/IB|NET/Socket|network error"
+    r"|unhandled system error|ncclSystemError|ncclRemoteError"
 )
 #: An exception's own detail (Ascend's ``EI9999`` lines, a C++ trailer, an mp.spawn child's error) follows its line
 #: within a few lines: a class guessed from words waits this many lines for a form to read the failure, and is
@@ -78,10 +79,15 @@ def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]
     details: dict[str, Any] = {"error": words.strip()[:MAX_ERROR], "from_words": True}
     if exception is not None:
         details["exception"] = exception["name"]
+    kind = failure_class(words)
+    return (kind, details) if kind is not None else ("crash", details) if exception is not None else None
+
+
+def failure_class(words: str, collective: bool = False) -> str | None:
+    """What failed, in an error's ``words``: ``oom``, ``timeout`` (a collective's: ``collective`` where the error is
+    one's already), ``link``, or None. Pure."""
     if OOM.search(words) is not None and HOST_MEMORY.search(words) is None:
-        return "oom", details
-    if TIMED_OUT.search(words) is not None and COLLECTIVE.search(words) is not None:
-        return "timeout", details
-    if LINK_FAILED.search(words) is not None:
-        return "link", details
-    return ("crash", details) if exception is not None else None
+        return "oom"
+    if TIMED_OUT.search(words) is not None and (collective or COLLECTIVE.search(words) is not None):
+        return "timeout"
+    return "link" if LINK_FAILED.search(words) is not None else None
