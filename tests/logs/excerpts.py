@@ -20,6 +20,11 @@ def read_excerpt(name: str) -> list[TrainingSample | LogEvent]:
     return out + reader.flush()
 
 
+def line_of(name: str, words: str) -> str:
+    """The first line of the ``train`` excerpt ``name`` that holds ``words``."""
+    return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words in text)
+
+
 def told_alone(*lines: str) -> list[str]:
     """The event kinds a stream of only ``lines`` tells (a paste of a last line or two)."""
     reader = LogReader()

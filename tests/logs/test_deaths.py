@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.logs.excerpts import TRAIN, read_excerpt
+from tests.logs.excerpts import line_of, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
@@ -40,10 +40,6 @@ def assert_first_told(kinds: dict[str, str]) -> None:
     for name, kind in kinds.items():
         told = events(name)
         assert told and told[0].kind == kind, (name, [e.kind for e in told])
-
-
-def line_of(name: str, words: str) -> str:
-    return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words in text)
 
 
 # (corpus file, the words of the line, the event kind it tells, details it gives)

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.logs.excerpts import TRAIN, told_alone
+from tests.logs.excerpts import TRAIN, line_of, told_alone
 from trainpulse_otel.logs import words
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.samples import CUDA_OOM, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT
-
-
-def line_of(name: str, words_in_it: str) -> str:
-    return next(text for text in (TRAIN / name).read_text(encoding="utf-8").splitlines() if words_in_it in text)
-
 
 # (corpus file, words of its line, the event kind the line alone tells)
 ALONE = [
