@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .marks import any_of
 from .words import failure_class
 
 #: (a regex whose match is the failure, its kind), first match wins; a ``rank``/``rank2`` group names the rank at
@@ -91,35 +92,26 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )  # fmt: skip
 #: What such a line holds (the scanner's cheap test).
-MARKS = ("Terminating process because", "heartbeat", "may be stuck", "Termination timeout", "is stalled for longer")
-MARKS += ("Horovod has been shut down", "MPI_ABORT", "exited due to process rank", "unexpectedly disconnected")
-MARKS += ("has lost communication", "mca_btl_tcp_", "PMIX ERROR", "UCX", "unhandled timeout", "no error callback")
-MARKS += ("watchdog thread terminated", "async exception", "any network address", "remote error")
-MARKS += ("segmentation fault encountered", "Message Queue timed out", "EI001", "EJ0002", "HIP error", "hipError")
-MARKS += ("UR_RESULT_ERROR", "PI_ERROR_OUT_OF", "HSA_STATUS_ERROR", "Out of Memory!!!", "allocations_upon_oom")
-MARKS += (
-    "in blocking wait",
-    "Barrier timed out",
-    "unhandled cuda error",
-    "Collective ops is aborted",
-    "NPU function error",
-)
-MARKS += ("OutOfResources", "CUFFT_ALLOC", "mlx5_core", "Health issue observed", "Link DOWN")
-MARKS += (
-    "crashed with exit code",
-    "exited with code",
-    "exited with a non-zero status",
-    "XidCriticalError",
-    "marked unhealthy",
-)
-MARKS += ("heartbeat", "has been open for", "out of section", "no train step completed", "has not been updated for")
-MARKS += ("Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired")
-MARKS += ("failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for")
+MARKS = (
+    "Terminating process because", "heartbeat", "may be stuck", "Termination timeout", "is stalled for longer",
+    "Horovod has been shut down", "MPI_ABORT", "exited due to process rank", "unexpectedly disconnected",
+    "has lost communication", "mca_btl_tcp_", "PMIX ERROR", "UCX", "unhandled timeout", "no error callback",
+    "watchdog thread terminated", "async exception", "any network address", "remote error",
+    "segmentation fault encountered", "Message Queue timed out", "EI001", "EJ0002", "HIP error", "hipError",
+    "UR_RESULT_ERROR", "PI_ERROR_OUT_OF", "HSA_STATUS_ERROR", "Out of Memory!!!", "allocations_upon_oom",
+    "in blocking wait", "Barrier timed out", "unhandled cuda error", "Collective ops is aborted",
+    "NPU function error", "OutOfResources", "CUFFT_ALLOC", "mlx5_core", "Health issue observed", "Link DOWN",
+    "crashed with exit code", "exited with code", "exited with a non-zero status", "XidCriticalError",
+    "marked unhealthy", "has been open for", "out of section", "no train step completed", "has not been updated for",
+    "Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired",
+    "failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for",
+)  # fmt: skip
+_MARKED = any_of(MARKS)
 
 
 def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
     """``(kind, details, rank)`` of a runtime's failure line (see the module docstring), or None."""
-    if not any(mark in text for mark in MARKS):
+    if _MARKED.search(text) is None:
         return None
     for pattern, kind in FORMS:
         if (match := pattern.search(text)) is None:
