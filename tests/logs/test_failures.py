@@ -15,6 +15,7 @@ from trainpulse_otel.diagnose.detectors.logged import CollectiveTimeout
 from trainpulse_otel.logs import LogLine, LogReader, split_prefixes
 from trainpulse_otel.logs import xid as logs_xid
 from trainpulse_otel.logs.failures import FailureScanner
+from trainpulse_otel.logs.lines import split_glog
 from trainpulse_otel.samples import (
     CUDA_OOM,
     DRIVER_XID,
@@ -370,7 +371,8 @@ def test_launchers_labels_before_the_rank_prefix_and_glog_prefixes_are_cut():
     assert split_prefixes(" 2025-02-18 12:54 [rank13]:[E218 x]")[:2] == (13, 1739883240.0)
     assert split_prefixes("RuntimeError: [rank1]: no")[0] is None
     glog = "I1028 12:13:38.405081 632355 ProcessGroupNCCL.cpp:843] [Rank 0] NCCL watchdog thread started!"
-    assert split_prefixes(glog) == (None, None, "[Rank 0] NCCL watchdog thread started!")  # glog has no year
+    assert split_prefixes(glog) == (None, None, glog)  # glog has no year
+    assert split_glog(glog) == ("I", "[Rank 0] NCCL watchdog thread started!")
 
 
 def test_one_xid_parser_serves_the_kernel_log_and_the_log_reader():

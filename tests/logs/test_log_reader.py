@@ -84,9 +84,9 @@ def test_a_framework_named_that_does_not_exist_is_refused_by_name():
     [
         ("[rank3]: step 1", (3, None, "step 1")),
         ("[default12]:hello", (12, None, "hello")),
-        ("[2024-05-01 10:00:00.500000] iteration", (None, 1714557600.5, " iteration")),
+        ("[2024-05-01 10:00:00.500000] iteration", (None, 1714557600.5, "iteration")),
         ("2024-05-01T10:00:00Z [rank1]: x", (1, 1714557600.0, "x")),
-        ("2024-05-01 12:00:00+02:00 x", (None, 1714557600.0, " x")),
+        ("2024-05-01 12:00:00+02:00 x", (None, 1714557600.0, "x")),
         ("no prefix at all", (None, None, "no prefix at all")),
         # the CRI format kubelet writes to /var/log/pods (kubernetes pkg/kubelet/kuberuntime/logs: "2016-10-06T00:17:09
         # .669794202Z stdout F log content"): the stream and tag are cut, a torchrun prefix after them read

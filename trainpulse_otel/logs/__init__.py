@@ -10,7 +10,8 @@ every job prints (NCCL, gloo, CUDA, Python, torchrun, the driver) in
 """
 
 from .lines import LogLine, rank_of_source, split_prefixes
-from .reader import LogReader, ReadStats
+from .reader import LogReader
+from .stats import ReadStats
 from .timing import first_stamp
 
 __all__ = ["LogLine", "LogReader", "ReadStats", "first_stamp", "rank_of_source", "split_prefixes"]

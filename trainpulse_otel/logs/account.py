@@ -1,6 +1,6 @@
 """What a read of logs amounts to, in words: which lines became what, and what could not be judged from them.
 
-:func:`account` turns a reader's :class:`~.reader.ReadStats` into a :class:`LogAccount`: the lines read as
+:func:`account` turns a reader's :class:`~.stats.ReadStats` into a :class:`LogAccount`: the lines read as
 iteration reports (by the parser that read them), as failure lines (by kind), and not understood; how the
 reports' times were known; whether the log looks wrapped by a terminal; and notes on each judgement the lines
 gave too little for, with what would let it be made. ``replay`` prints it, the report shows it, ``eval -logs``
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .reader import ReadStats
+from .stats import ReadStats
 
 #: How each failure event kind reads in a sentence.
 KIND_WORDS = {

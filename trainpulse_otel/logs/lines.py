@@ -90,7 +90,7 @@ def without_escapes(line: LogLine) -> LogLine:
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
-    either order, then a glog prefix (not a FATAL's: the line tells the process's end); each None when absent."""
+    either order; each None when absent."""
     rank = when = None
     maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
     for _ in range(2):
@@ -102,11 +102,19 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             when = _unix_time(match)
         elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
             when, text = _unix_time(match), text[match.end() :]
-            if text[:1] == " " and (tag := CRI_TAG.match(text)):
-                text = text[tag.end() :]
-    if text[:1] in "IWE" and (match := GLOG_PREFIX.match(text)):  # a FATAL keeps its prefix: the process aborts
-        text = text[match.end() :]
+            if text[:1] == " ":  # the blank that parts a stamp from its line (and CRI's stream tag) is no indent
+                text = text[tag.end() :] if (tag := CRI_TAG.match(text)) else text[1:]
     return rank, when, text
+
+
+def split_glog(text: str) -> tuple[str | None, str]:
+    """``(level, rest)``: the glog level of a line whose rank and stamp prefixes are cut (:func:`split_prefixes`),
+    its glog prefix cut too, but for a FATAL's (the line tells the process's end); ``(None, text)`` without one."""
+    if not text or text[:1] not in "[IWEF" or (level := glog_level(text)) is None:
+        return None, text
+    if level != "F" and (match := GLOG_PREFIX.match(text)):
+        text = text[match.end() :]
+    return level, text
 
 
 #: glog's clock as it begins a line (a ``[rankN]:`` prefix before it, a bracket around it): ``E0501 10:17:00.123456``,

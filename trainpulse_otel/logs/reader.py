@@ -1,22 +1,19 @@
 """The log reader: console lines in, in order; training reports and failure events out.
 
-Each source (a file, a node's stream) is read as its own stream: its
-framework's iteration parser (:mod:`.frameworks`; named, or the first that
-recognises a line) turns iteration lines into training reports, every stream
-is scanned for failure lines (:mod:`.failures`), and a line neither knows is
-counted, never an error. Time: a line's arrival time when it has one (follow,
-OTLP), else its own time stamp, else its stream's last time advanced by the
-step times its reports give. Several ranks printing the same iteration
-(every rank of a torchtitan job, interleaved) give one report: a step already
-reported is not reported again. Pure: lines in, samples out.
+Each source (a file, a node's stream) is read as its own stream: its framework's iteration parser
+(:mod:`.frameworks`; named, or the first that recognises a line) turns iteration lines into training reports, every
+stream is scanned for failure lines (:mod:`.failures`), and a line neither knows is counted, never an error. Time: a
+line's arrival time when it has one (follow, OTLP), else its own time stamp, else its stream's last time advanced by
+the step times its reports give. Several ranks printing the same iteration (every rank of a torchtitan job,
+interleaved) give one report: a step already reported is not reported again. A launcher's label (:mod:`.labels`), a
+rank prefix, a collector's stamp and glog's prefix before a line are cut first (:mod:`.lines`). Pure: lines in,
+samples out.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -25,9 +22,11 @@ from .bars import BarClock, glued_bar, progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, EpochBatches, GenericLines, line_values
-from .lines import LogLine, glog_level, glog_time, rank_of_source, split_prefixes, without_escapes
+from .labels import without_label
+from .lines import LogLine, glog_time, rank_of_source, split_glog, split_prefixes, without_escapes
 from .progress import ProgressClock
 from .statements import statement
+from .stats import ReadStats
 from .tables import Table, table_header
 from .timing import advance_s, with_stamped_step_time
 
@@ -52,36 +51,6 @@ class IterationParser(Protocol):
 
     def flush(self) -> list[dict[str, Any]]:
         """What is still held (an iteration waiting for the timers after it), as payloads."""
-
-
-@dataclass
-class ReadStats:
-    """What a reader has read: lines, and what they became.
-
-    Beyond the counts: reports by the parser that read them (``parsers``), events by kind (``kinds``), how
-    each report's time was known (``timed_by``: ``stamp``, ``step_time``, ``line_order``), what the reports
-    carried (finite and non-finite losses, step times, throughput), bad values dropped from reports
-    (``invalid_fields``) and lines a terminal's wrap had cut, read with the line that ends them (``joined``)."""
-
-    lines: int = 0
-    reports: int = 0
-    events: int = 0
-    unknown: int = 0
-    invalid: int = 0
-    repeated: int = 0
-    invalid_fields: int = 0
-    joined: int = 0
-    parsers: Counter[str] = field(default_factory=Counter)
-    kinds: Counter[str] = field(default_factory=Counter)
-    timed_by: Counter[str] = field(default_factory=Counter)
-    losses: int = 0
-    nonfinite: int = 0
-    step_times: int = 0
-    throughput: int = 0
-    ranks: set[int] = field(default_factory=set)
-
-    def copy(self) -> ReadStats:
-        return ReadStats(self.lines, self.reports, self.events, self.unknown, self.invalid, self.repeated)
 
 
 class _Stream:
@@ -155,9 +124,11 @@ class LogReader:
     def feed(self, line: LogLine) -> list[TrainingSample | LogEvent]:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
         self.stats.lines += 1
-        line = without_escapes(line)
+        task, line = without_label(without_escapes(line))
         prefixed, own_ts, text = split_prefixes(line.text)
-        if glogged := (own_ts is None and line.text[:1] in "[IWEF "):
+        prefixed = task if prefixed is None else prefixed
+        level, text = split_glog(text)
+        if own_ts is None and line.text[:1] in "[IWEF ":
             own_ts = self._glog(line)
         file = (line.node, line.source)
         holder = self._holders.pop(file, None)
@@ -173,7 +144,7 @@ class LogReader:
         elif not stream.timed:  # a line saying no time is no earlier than its file's latest (another rank's)
             stream.ts = max(stream.ts, self._file_time(line))
         stream.last, stream.fed = line, True
-        failures = stream.failures.feed(text, glog_level(line.text) if glogged else None)
+        failures = stream.failures.feed(text, level)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
         payloads = self._iterations(stream, text)
         if payloads is None and failures is None:

@@ -1,0 +1,102 @@
+"""Launchers' labels (srun's task, Ray's actor, pdsh's host) and a collector's stamp before every line: the line
+is read as the trainer printed it, the same events and reports as without them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.logs.excerpts import TRAIN
+from trainpulse_otel.logs import LogLine, LogReader
+from trainpulse_otel.logs.labels import split_label
+from trainpulse_otel.logs.lines import split_glog, split_prefixes
+from trainpulse_otel.samples import LogEvent, TrainingSample
+
+
+@pytest.mark.parametrize(
+    ("text", "task", "rest"),
+    [
+        ("0: iteration 5 | lm loss: 2.1", 0, "iteration 5 | lm loss: 2.1"),
+        (" 3: Traceback (most recent call last):", 3, "Traceback (most recent call last):"),
+        (
+            "11: [rank11]:[E617 15:17:35.519071987 x.cpp:681] boom",
+            11,
+            "[rank11]:[E617 15:17:35.519071987 x.cpp:681] boom",
+        ),
+        ("(RayTrainWorker pid=4321, ip=10.0.0.5) loss: 2.0", None, "loss: 2.0"),
+        ("(pid=4321) RuntimeError: x", None, "RuntimeError: x"),
+        ("(raylet, ip=10.0.0.5) A worker died", None, "A worker died"),
+        ("(WorkerDict pid=9) step:3 - loss:1.0 [repeated 7x across cluster]", None, "step:3 - loss:1.0"),
+        ("worker-5: [2024-01-01 10:00:00,000] [INFO] x", None, "[2024-01-01 10:00:00,000] [INFO] x"),
+        ("10.0.0.5: Killed", None, "Killed"),
+    ],
+)
+def test_a_launcher_s_label_is_cut_and_srun_s_task_kept(text, task, rest):
+    assert split_label(text) == (task, rest)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["step10: loss 2.3", "RuntimeError: x", "node001: x", "Epoch 1: loss 0.3", "frame #0: c10::Error", "10:17:00 x"],
+)
+def test_a_line_s_own_words_are_no_label(text):
+    assert split_label(text) == (None, text)
+
+
+def test_a_collector_s_stamp_keeps_the_glog_level_and_the_line_s_own_indent():
+    stamped = "2024-05-01T10:00:00.123456789Z W0618 21:57:02.561000 1489278 torch/_dynamo/x.py:1277]     raise X"
+    _, when, rest = split_prefixes(stamped)
+    assert when == pytest.approx(1714557600.123456) and split_glog(rest) == ("W", "    raise X")
+    assert split_prefixes('2024-05-01T10:00:00Z   File "x.py", line 3')[2] == '  File "x.py", line 3'
+    fatal = "F0618 21:57:02.561000 1489278 x.cpp:12] Check failed: ok"
+    assert split_glog(fatal) == ("F", fatal)  # a FATAL keeps its prefix: the process aborts
+    assert split_glog("Iteration 5") == (None, "Iteration 5")
+
+
+def read(name: str, wrap: Callable[[int, str], str]) -> tuple[list[tuple[str, int | None]], int]:
+    """The events (kind, rank) and the count of reports the reader tells of ``name`` with ``wrap`` on every line."""
+    reader = LogReader()
+    lines = (TRAIN / name).read_text(encoding="utf-8").splitlines()
+    out = [o for n, text in enumerate(lines, 1) for o in reader.feed(LogLine(wrap(n, text), "excerpt.log", n))]
+    out += reader.flush()
+    events = [(o.kind, o.rank) for o in out if isinstance(o, LogEvent)]
+    return events, sum(isinstance(o, TrainingSample) for o in out)
+
+
+WRAPS: dict[str, Callable[[int, str], str]] = {
+    "ray": lambda n, text: f"(RayTrainWorker pid=4321, ip=10.0.0.5) {text}",
+    "pdsh": lambda n, text: f"worker-5: {text}",
+    "kubectl --timestamps": lambda n, text: f"2024-05-01T10:00:00.{n:09d}Z {text}",
+}
+
+
+@pytest.mark.parametrize("wrap", sorted(WRAPS))
+@pytest.mark.parametrize(
+    "name",
+    [
+        "torchrun_rank_crashed_grpo-sigkill-table.log",
+        "colossalai_rank_crashed_gemini-gpt-childfailed.log",
+        "easylm_out_of_memory_llama13b-v3-8-pjrt-resource-exhausted-wrapped.log",
+        "nemo2_healthy_evo2-dynamo-inductor-warning-traceback-then-10-iterations.log",
+        "openocr_rank_crashed_train-rec-sigbus-table.log",
+    ],
+)
+def test_a_labelled_or_collected_log_tells_what_the_bare_log_tells(name, wrap):
+    bare_events, bare_reports = read(name, lambda n, text: text)
+    events, reports = read(name, WRAPS[wrap])
+    assert [kind for kind, _ in events] == [kind for kind, _ in bare_events]
+    assert bool(events) == ("_healthy_" not in name)  # a failure told either way; nothing raised on a healthy log
+    assert (reports > 0) == (bare_reports > 0)
+
+
+def test_srun_s_task_is_the_rank_where_the_lines_name_none():
+    name = "keras_nonfinite_loss_gumbel-softmax-cnn-epoch26-loss-nan.log"
+    bare_events, bare_reports = read(name, lambda n, text: text)
+    events, reports = read(name, lambda n, text: f"0: {text}" if n % 2 else f" 0: {text}")
+    assert events == bare_events and reports == bare_reports  # one task's lines, its label padded or not
+    reader = LogReader()
+    crash = ["3: Traceback (most recent call last):", '3:   File "train.py", line 9, in <module>', "3: ValueError: bad"]
+    told = [o for n, text in enumerate(crash, 1) for o in reader.feed(LogLine(text, "slurm-42.out", n))]
+    told += reader.flush()
+    assert [(o.kind, o.rank) for o in told if isinstance(o, LogEvent)][:1] == [("process_failed", 3)]

@@ -1,0 +1,47 @@
+"""Launchers' labels: what a launcher writes in front of each line a trainer prints, cut before the line is read.
+
+- Slurm's ``srun --label`` (``-l``): the task's number, padded to the widest (``0: ``, `` 3: ``, ``11: ``). A task
+  is a rank where srun starts one per GPU, as Megatron, NeMo and MLPerf's scripts do; a ``[rankN]:`` prefix after
+  it (torchrun inside srun) says the rank instead.
+- Ray's actor prefix (``(RayTrainWorker pid=4321, ip=10.0.0.5) ``, ``(pid=4321) ``, ``(raylet, ip=10.0.0.5) ``)
+  and the ``[repeated 7x across cluster]`` its log deduplication appends.
+- pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``10.0.0.5: ``; a host name
+  without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
+
+A label says where a line came from, never what it says: the line is read as the trainer printed it. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from .lines import LogLine
+
+#: srun's task number, Ray's actor, pdsh's host: one label, anchored at the line's start.
+LABEL = re.compile(
+    r"^(?:\s{0,4}(?P<task>\d{1,5}): "
+    r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=[\d.]+)?|ip=[\d.]+)\) "
+    r"|\(raylet(?:, ip=[\d.]+)?\) "
+    r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): )"
+)
+#: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.
+REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+
+
+def split_label(text: str) -> tuple[int | None, str]:
+    """``(task, rest)``: a launcher's label cut off ``text`` (:data:`LABEL`) and Ray's repeat count off its end;
+    ``task`` is srun's task number, None for any other label or none."""
+    task = None
+    if (match := LABEL.match(text)) is not None:
+        task = None if match["task"] is None else int(match["task"])
+        text = text[match.end() :]
+    if text.endswith("cluster]") and (repeated := REPEATED.search(text)) is not None:
+        text = text[: repeated.start()]
+    return task, text
+
+
+def without_label(line: LogLine) -> tuple[int | None, LogLine]:
+    """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and srun's task number."""
+    task, text = split_label(line.text)
+    return task, line if text is line.text else replace(line, text=text)
