@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.logs.excerpts import line_of, read_excerpt
-from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults
+from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults, stores
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.samples import (
@@ -295,7 +295,7 @@ def test_other_frameworks_out_of_memory_wordings_are_out_of_memory_with_their_gp
 
 
 def test_a_crash_the_launcher_names_by_local_rank_and_its_store_losing_a_peer():
-    store = c.store_socket(
+    store = stores.failure(
         "The client socket has failed to connect to [node-1]:29500 (errno: 111 - Connection refused)."
     )
     assert store == {

@@ -155,8 +155,6 @@ STALLED_MARKS = (
     "store based barrier",
 )
 #: Words of c10d's store losing its peer.
-STORE_MARKS = ("client socket has", "recvValue failed", "recvBytes failed", "sendBytes failed", "connect() timed out")
-STORE_MARKS += ("C10d store has failed", "/THD/", "/c10d/")
 
 
 def warn_line(text: str) -> bool:
@@ -203,36 +201,6 @@ def transport_warning(text: str) -> dict[str, Any] | None:
     details: dict[str, Any] = {"transport": transport, "error": message[:200]}
     if (peer := PEER_RANK.search(message)) is not None:
         details["peer_rank"] = int(peer[1])
-    return details
-
-
-#: c10d's store (TCPStore) losing or never reaching its peer: ``The client socket has failed to connect to
-#: [node-1]:29500 (errno: 111 - Connection refused)``, ``recvValue failed … Connection reset by peer``, ``The client
-#: socket has timed out after 60s while trying to connect to 192.0.0.1:1234``, 1.x's ``connect() timed out. Original
-#: timeout was 60000 ms.``, the rendezvous's ``RendezvousConnectionError: The connection to the C10d store has failed``,
-#: 1.0's process group (THD) and c10d naming their source: ``Connection reset by peer at …/THD/process_group/General.cpp:20``.
-STORE_SOCKET = re.compile(
-    r"client socket has failed to connect to (?P<peer>\S+) \(errno: \d+ - (?P<error>[^)]+)\)"
-    r"|client socket has (?P<error3>timed out) after \d+\w* while trying to connect to (?P<peer3>\S+)"
-    r"|\bconnect\(\) (?P<error4>timed out)\. Original timeout"
-    r"|connection to the C10d store has (?P<error5>failed)"
-    r"|(?:recvValue|recvBytes|sendBytes) failed.*?(?P<error2>Connection (?:reset by peer|closed by peer|refused)|Broken pipe)"
-    r"|(?P<error6>Connection (?:reset by peer|closed by peer|refused)|Broken pipe) at \S*/(?:THD|c10d)/"
-)
-
-
-def store_socket(text: str) -> dict[str, Any] | None:
-    """c10d's store connection failing: ``transport`` TCPStore, ``error``, ``peer`` where given."""
-    match = STORE_SOCKET.search(text)
-    if match is None:
-        return None
-    if match["error"] or match["error2"] or match["error6"]:
-        error = (match["error"] or match["error2"] or match["error6"]).strip()
-    else:
-        error = "store connection failed" if match["error5"] else "connect timed out"
-    details: dict[str, Any] = {"transport": "TCPStore", "error": error}
-    if peer := match["peer"] or match["peer3"]:
-        details["peer"] = peer
     return details
 
 

@@ -28,7 +28,7 @@ from ..samples import (
     WATCHDOG_TIMEOUT,
     WORKERS_RESTARTED,
 )
-from . import checkpoints, cpp, fatal, launcher, runtimes, words
+from . import checkpoints, cpp, fatal, launcher, runtimes, stores, words
 from . import collectives as c
 from .echoes import ECHOES, WATCHDOG_ECHOES, WRAPPED, WRAPPED_MIN
 from .failure import Failure
@@ -66,13 +66,14 @@ class FailureScanner:
         self._error_line: str | None = None  # a glog error line nobody read, until the next line
         self._quiet = cpp.ECHO_LINES + 1  # lines since a failure was last told
         self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
+        self._level: str | None = None  # the glog level of the line being read
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
 
     def feed(self, text: str, level: str | None = None) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
         the line is no failure report's. ``level``: the glog level its prefix gave (``I``, ``W``, ``E``, ``F``): a
         traceback a warning begins is a handled exception's; an error's words may be a failure's (:mod:`.words`)."""
-        warned = level in ("I", "W")
+        warned, self._level = level in ("I", "W"), level
         if warned:
             self._tracebacks.warned()
         if self._cut is not None:  # the line before was cut where a terminal wrapped it: this one may end it
@@ -162,6 +163,8 @@ class FailureScanner:
         consequence): a wording no form reads still names its class."""
         if told.details.get("exception") == "KeyboardInterrupt":  # a user's ^C: the job was stopped, not crashed
             return self._once(("interrupted",), Failure(JOB_CANCELLED, {"reason": "interrupted", "end": "kill"}))
+        if told.rank is None and told.text and (named := named_rank(told.text)) is not None:
+            told = Told(told.details, named, told.text)  # the exception names its rank (spawn's ``process 3 …``)
         died_of = collective_exception(told.details)
         details = told.details if died_of is None else {**told.details, "collective": True}
         crash = Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
@@ -361,7 +364,7 @@ class FailureScanner:
         (c.VERBS_MARKS, lambda self, text: self._transport(c.verbs_status(text), text)),
         (("Transport init error",), lambda self, text: self._transport(c.hccl_transport(text), text)),
         (c.SOCKET_WARN_MARKS, lambda self, t: self._transport(c.socket_error(t) if c.warn_line(t) else None, t)),
-        (c.STORE_MARKS, lambda self, text: self._transport(c.store_socket(text), text)),
+        (stores.MARKS, lambda self, t: [] if stores.retried(t, self._level) else self._transport(stores.failure(t), t)),
         (SOCKET_MARKS, lambda self, t: self._transport(socket_failure(t), t)),
         ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),

@@ -146,12 +146,14 @@ CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: 'unknown error'`` / ``Cuda failure 999 'unknown error'``, ``CUDNN_STATUS_EXECUTION_FAILED``, a glog check's
 #: ``Check failed: error == cudaSuccess unspecified launch failure`` (Caffe/Caffe2, ``(4 vs. 0)`` in some), cuBLAS's
 #: legacy ``!!!! kernel execution error.``, Marian's ``CUDA error 999 'unknown error'``, the CUDA samples' ``CUDA error at
-#: file.cu:1861 code=77(<unknown>)``, and the runtime's own words alone (``an illegal memory access was encountered``).
+#: file.cu:1861 code=77(<unknown>)``, the runtime's own words alone (``an illegal memory access was encountered``), and
+#: the driver API's names of the fatal ones (TensorFlow's ``could not synchronize on CUDA context: CUDA_ERROR_LAUNCH_FAILED``).
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
     r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|CUDA error \d+ '(?P<quoted>[^']+)'"
     r"|CUDA error at \S+ code=\d+\((?P<code>[^)]*)\)|(?P<bare>an illegal memory access was encountered|unspecified launch "
-    r"failure|an illegal instruction was encountered|misaligned address)|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
+    r"failure|an illegal instruction was encountered|misaligned address)|(?P<driver>CUDA_ERROR_(?:LAUNCH_FAILED|ILLEGAL_"
+    r"(?:ADDRESS|INSTRUCTION)|MISALIGNED_ADDRESS|UNKNOWN|LAUNCH_TIMEOUT|HARDWARE_STACK_ERROR|ASSERT))\b|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)",
     re.IGNORECASE,
 )
 #: What a line of a CUDA error holds (the scanner's cheap test before :func:`cuda_error`).
@@ -162,6 +164,7 @@ CUDA_MARKS += (
     "unspecified launch failure",
     "illegal instruction was",
     "misaligned address",
+    "CUDA_ERROR_",
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
@@ -326,7 +329,7 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "check")
+    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "driver", "check")
     message = next(m for m in match.group(*groups) if m)
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None

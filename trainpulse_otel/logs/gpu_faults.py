@@ -29,6 +29,7 @@ FAULTS = (
     # DCGM's health and diagnostic messages (dcgm_errors.h)
     ("volatile double-bit ECC error", "double-bit (uncorrectable) ECC error (DCGM)"),
     ("row remapping failed", "uncorrectable memory errors and row remapping failed (DCGM)"),
+    ("has uncorrectable memory errors", "uncorrectable memory errors, row remappings pending (DCGM)"),
     ("had an uncontained error", "uncontained ECC error (DCGM)"),
     ("requires a reset to recover from a fault", "the GPU needs a reset (DCGM)"),
     ("NvLink link", "an NVLink link down or failing (DCGM)"),
@@ -41,6 +42,8 @@ FAULTS = (
     ("HW Exception by GPU", "the GPU raised a hardware exception (ROCm's runtime: HW Exception by GPU)"),
     ("uncorrectable hardware error", "uncorrectable hardware error (amdgpu)"),
 )
+#: ``dcgmi diag``'s table: a test failed on a GPU (``| GPU Memory | Fail - GPU: 0 |``, ``|  | Fail - GPUs: 2, 5 |``).
+DCGM_DIAG_FAIL = re.compile(r"\|\s*Fail - GPUs?: (?P<gpu>\d+)")
 #: The kernel's PCIe Advanced Error Reporting on an uncorrected (fatal or non-fatal) error.
 AER = re.compile(
     r"AER: (?:Multiple )?Uncorrect(?:ed|able)|severity=Uncorrect(?:ed|able)|Uncorrect(?:ed|able) \((?:Non-)?Fatal\)"
@@ -72,6 +75,8 @@ GPU_MARKS = (
     "requires a reset",
     "NvLink link",
     "uncorrectable hardware error",
+    "uncorrectable memory errors",
+    "Fail - GPU",
 )
 
 
@@ -80,6 +85,8 @@ def gpu_fault(text: str) -> dict[str, Any] | None:
     fault = next((what for words, what in FAULTS if words in text), None)
     if fault is None and "AER" in text and AER.search(text) is not None:
         fault = "uncorrected PCIe error (AER)"
+    if fault is None and (failed := DCGM_DIAG_FAIL.search(text)) is not None:
+        return {"fault": "a DCGM diagnostic test failed on the GPU (dcgmi diag)", "gpu_index": int(failed["gpu"])}
     if fault is None:
         return None
     details: dict[str, Any] = {"fault": fault}

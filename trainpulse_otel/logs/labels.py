@@ -7,6 +7,7 @@
   and the ``[repeated 7x across cluster]`` its log deduplication appends.
 - pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``10.0.0.5: ``; a host name
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
+- Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
 
 A label says where a line came from, never what it says: the line is read as the trainer printed it. Pure.
 """
@@ -23,7 +24,8 @@ LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): "
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=[\d.]+)?|ip=[\d.]+)\) "
     r"|\(raylet(?:, ip=[\d.]+)?\) "
-    r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): )"
+    r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
+    r"|[A-Za-z][\w.-]*[-_]\d+ +\| )"
 )
 #: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.
 REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")

@@ -43,6 +43,13 @@ MEGATRON_AT = re.compile(r"\] datetime: (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{
 #: The CRI log format's stream and tag after its RFC 3339 time (``/var/log/pods/…/0.log`` on Kubernetes):
 #: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
+#: journald's and syslog's prefix (``journalctl``'s short and short-precise output, rsyslog's RFC 3164 files):
+#: ``Dec  7 05:33:48 gpu-node-3 python[1234]: ``. Its clock has no year: read as glog's is (:func:`yearless_time`).
+SYSLOG_PREFIX = re.compile(
+    r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<day>\d{1,2}) (?P<clock>\d{2}:\d{2}:\d{2})"
+    r"(?:\.(?P<frac>\d{1,6}))? (?P<host>[\w.-]+) [\w./@:-]+(?:\[\d+\])?: "
+)
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 #: glog's prefix, as torch.distributed.elastic's logger and c10 write it unbracketed: ``E0228 00:35:58.954000 724855
 #: …/multiprocessing/api.py:732] ``. Cut, not read as a time: glog writes no year.
 GLOG_PREFIX = re.compile(r"^[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9} +\d+ [\w./-]+:\d+\] ?")
@@ -92,6 +99,8 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
     either order; each None when absent."""
     rank = when = None
+    if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):  # its yearless clock: :func:`yearless_time`
+        text = text[match.end() :]
     maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
     for _ in range(2):
         if rank is None and maybe_rank and (match := RANK_PREFIX.match(text)):
@@ -129,13 +138,18 @@ def glog_level(text: str) -> str | None:
     return None if (match := GLOG_CLOCK.match(text)) is None else match["level"]
 
 
-def glog_time(text: str, year: int) -> float | None:
-    """The unix time of a line's glog clock (glog writes no year: ``year`` gives it; read as UTC), or None."""
-    if (match := GLOG_CLOCK.match(text)) is None:
+def yearless_time(text: str, year: int) -> float | None:
+    """The unix time of a line's syslog or glog clock (neither writes a year: ``year`` gives it; read as UTC), or
+    None."""
+    if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):
+        month, frac = MONTHS.index(match["month"]) + 1, match["frac"] or "0"
+    elif (match := GLOG_CLOCK.match(text)) is not None:
+        month, frac = int(match["month"]), match["frac"]
+    else:
         return None
     try:
         when = datetime.fromisoformat(
-            f"{year:04d}-{int(match['month']):02d}-{match['day']}T{match['clock']}.{match['frac'][:6]}+00:00"
+            f"{year:04d}-{month:02d}-{int(match['day']):02d}T{match['clock']}.{frac[:6].ljust(6, '0')}+00:00"
         )
     except ValueError:
         return None
@@ -176,14 +190,17 @@ def _unix_time(match: re.Match[str]) -> float | None:
 
 #: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
 #: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
-#: found NaN``, Habana's ``[Rank:0] FATAL ERROR``, Open MPI's ``--tag-output`` glued after a bar (``…2.38it/s][1,290]<stderr>:``).
+#: found NaN``, Habana's ``[Rank:0] FATAL ERROR``, Open MPI's ``--tag-output`` glued after a bar (``…2.38it/s][1,290]<stderr>:``),
+#: ``torch.multiprocessing.spawn``'s ``process 3 terminated with signal SIGKILL`` (its process index: the rank it ran).
 #: The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
-NAMED_RANK = re.compile(r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):|\[\d+,(\d+)\]<std(?:err|out)>:")
+NAMED_RANK = re.compile(
+    r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):|\[\d+,(\d+)\]<std(?:err|out)>:|\bprocess (\d+) terminated with (?:signal|exit)"
+)
 
 
 def named_rank(text: str) -> int | None:
     """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
-    match = NAMED_RANK.search(text) if "ank" in text or ">:" in text else None
+    match = NAMED_RANK.search(text) if "ank" in text or ">:" in text or "terminated with" in text else None
     return None if match is None else int(next(group for group in match.groups() if group))
 
 

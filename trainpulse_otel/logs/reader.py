@@ -23,7 +23,7 @@ from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, EpochBatches, GenericLines, line_values
 from .labels import without_label
-from .lines import LogLine, glog_time, rank_of_source, split_glog, split_prefixes, without_escapes
+from .lines import LogLine, rank_of_source, split_glog, split_prefixes, without_escapes, yearless_time
 from .progress import ProgressClock
 from .statements import statement
 from .stats import ReadStats
@@ -128,7 +128,7 @@ class LogReader:
         prefixed, own_ts, text = split_prefixes(line.text)
         prefixed = task if prefixed is None else prefixed
         level, text = split_glog(text)
-        if own_ts is None and line.text[:1] in "[IWEF ":
+        if own_ts is None and line.text[:1] in "[IWEF JFMASOND":
             own_ts = self._glog(line)
         file = (line.node, line.source)
         holder = self._holders.pop(file, None)
@@ -233,7 +233,7 @@ class LogReader:
         file = (line.node, line.source)
         dated = line.source in self.starts
         year = datetime.fromtimestamp(self._file_time(line), tz=timezone.utc).year
-        when = glog_time(line.text, year)
+        when = yearless_time(line.text, year)
         if when is None or dated:
             return when
         if file not in self._glog_offsets:

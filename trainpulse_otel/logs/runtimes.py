@@ -30,6 +30,7 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ((r"Terminating process because (?:the coordinator detected missing heartbeats|the JAX distributed service "
          r"detected fatal errors|of missing heartbeat response from the coordinator)"), "crash"),
         (r"following tasks are unhealthy \(stopped sending heartbeats\)|\bTask (?P<rank>\d+) heartbeat timeout", "crash"),
+        (r"Failed to meet rendezvous '[^']*': (?P<error>.+)", "nccl"),  # torch_xla's mesh service, its reason after
         ((r"This thread has been waiting for .{0,400}? for \d+ seconds and may be stuck"
          r"|Termination timeout (?:for .{0,400}? )?of (?P<seconds>\d+) seconds exceeded"), "timeout"),
         # Horovod
@@ -104,7 +105,7 @@ MARKS = (
     "crashed with exit code", "exited with code", "exited with a non-zero status", "XidCriticalError",
     "marked unhealthy", "has been open for", "out of section", "no train step completed", "has not been updated for",
     "Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired",
-    "failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for",
+    "failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for", "Failed to meet rendezvous",
 )  # fmt: skip
 _MARKED = any_of(MARKS)
 

@@ -47,11 +47,13 @@ VALUE_FIRST = re.compile(
     re.IGNORECASE,
 )
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
-#: 'LogSoftmaxBackward' returned nan values in its 0th output.``
+#: 'LogSoftmaxBackward' returned nan values in its 0th output.``; ``clip_grad_norm_``'s warning (PyTorch 1.9+, its
+#: ``error_if_nonfinite`` off): ``Non-finite norm encountered in torch.nn.utils.clip_grad_norm_; continuing anyway``.
 DETECTED = re.compile(
     r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output"
     r"|(?<!no )\b(?:NaN|Inf) (?:detected \(attempt|persisted)|\bDetected (?:NaN|Inf)(?: or (?:NaN|Inf))? in (?:w?grad|loss)"
-    r"|\bcontains? (?:NaN|Inf)\b|\bThere are NAN or INF\b|\bInvalid loss, terminating training",
+    r"|\bcontains? (?:NaN|Inf)\b|\bThere are NAN or INF\b|\bInvalid loss, terminating training"
+    r"|\bNon-finite norm encountered in torch\.nn\.utils\.clip_grad_norm_",
     re.IGNORECASE,
 )
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.

@@ -22,9 +22,10 @@ CHAINS = ("During handling of the above exception", "The above exception was the
 FRAME = re.compile(
     r'File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?|^[│|]\s+(?P<rfile>\S+?\.py):(?P<rline>\d+) in (?P<rfunc>\w+)'
 )
-#: The exception line: a dotted class name that reads as an exception, then ``: message`` or nothing.
+#: The exception line: a dotted class name that reads as an exception (a bare ``Exception`` too), then ``: message`` or
+#: nothing.
 EXCEPTION = re.compile(
-    r"^(?P<name>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Iteration|Failure|Warning))"
+    r"^(?P<name>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Iteration|Failure|Warning)|Exception))"
     r"(?::\s?(?P<message>.*))?$"
 )
 #: ``Exception in thread Thread-9:`` and ``-- Process 0 terminated with the following error:`` (mp.spawn).

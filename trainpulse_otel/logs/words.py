@@ -56,7 +56,7 @@ LINK_FAILED = re.compile(
     r"|[Hh]ost is unreachable|No route to host|ECONNRESET|ECONNREFUSED|EPIPE|IBV_WC_\w+|ibv_\w+ failed"
     r"|[Tt]ransport retry|[Rr]emote (?:process|peer|end|host) (?:exited|closed|hung up|is gone|disconnected)"
     r"|[Pp]eer (?:closed|disconnected|is gone|hung up)|[Ll]ink (?:is )?down|NET/IB|NET/Socket|network error"
-    r"|unhandled system error|ncclSystemError|ncclRemoteError"
+    r"|unhandled system error|ncclSystemError|ncclRemoteError|[Ss]ocket (?:is )?closed"
 )
 #: An exception's own detail (Ascend's ``EI9999`` lines, a C++ trailer, an mp.spawn child's error) follows its line
 #: within a few lines: a class guessed from words waits this many lines for a form to read the failure, and is

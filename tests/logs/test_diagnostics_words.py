@@ -1,0 +1,81 @@
+"""Words of round 14's ``train`` excerpts no form read before: a DCGM diagnostic's table, the CUDA driver API's
+error names, torch_xla's rendezvous, ``clip_grad_norm_``'s warning, spawn's process index, a bare ``Exception``;
+and c10d's warning of one failed try to reach its store, which is no failure."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.logs.excerpts import line_of, read_excerpt
+from trainpulse_otel.logs.failures import FailureScanner
+from trainpulse_otel.logs.statements import statement
+from trainpulse_otel.logs.tracebacks import exception_details
+from trainpulse_otel.samples import GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, LogEvent
+
+ONE_LINERS = [
+    (
+        "dcgm_gpu_hardware_fault_dcgmi-diag-r2-gpu-memory-fail-gpu0-thermal.log",
+        "Fail - GPU",
+        GPU_FAULT,
+        {"gpu_index": 0},
+    ),
+    (
+        "dcgm_gpu_hardware_fault_dcgmi-diag-deployment-gpu3-uncorrectable-row-remap-pending.log",
+        "uncorrectable memory errors",
+        GPU_FAULT,
+        {"gpu_index": 3},
+    ),
+    (
+        "tf-object-detection_rank_crashed_legacy-train-windows-launch-failed-event-status-abort.log",
+        "CUDA_ERROR_LAUNCH_FAILED",
+        PROCESS_FAILED,
+        {"cuda_error": "CUDA_ERROR_LAUNCH_FAILED"},
+    ),
+    (
+        "torch-xla_network_error_kaggle-tpu-mesh-rendezvous-loss-reduce-socket-closed.log",
+        "Failed to meet rendezvous",
+        TRANSPORT_ERROR,
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "words", "kind", "details"), ONE_LINERS, ids=[w for _, w, _, _ in ONE_LINERS])
+def test_a_diagnostic_or_a_runtime_s_own_name_for_the_failure_is_read(name, words, kind, details):
+    (failure,) = FailureScanner().feed(line_of(name, words)) or [None]
+    assert failure is not None and failure.kind == kind
+    assert {k: failure.details.get(k) for k in details} == details
+
+
+def test_a_dcgm_table_s_passing_row_and_a_driver_s_harmless_code_are_no_fault():
+    assert not FailureScanner().feed("| GPU Memory                | Pass - GPUs: 1, 2, 3, 4, 5, 6, 7               |")
+    assert not FailureScanner().feed(
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:300] failed call to cuInit: CUDA_ERROR_NO_DEVICE"
+    )
+
+
+def test_spawn_s_process_index_is_the_rank_a_bare_exception_names():
+    assert exception_details("Exception: process 3 terminated with signal SIGKILL") is not None
+    told = [
+        e
+        for e in read_excerpt("pytorch_rank_crashed_hybrik-mp-spawn-epoch0-process3-sigkill.log")
+        if isinstance(e, LogEvent)
+    ]
+    assert [(e.kind, e.rank) for e in told] == [(PROCESS_FAILED, 3)]
+
+
+def test_clip_grad_norm_s_warning_is_a_non_finite_gradient_norm():
+    name = "espnet_nonfinite_loss_espnet2-librispeech-clip-grad-norm-nonfinite-futurewarning.log"
+    said = statement(line_of(name, "Non-finite norm encountered"))
+    assert said is not None and math.isnan(said["grad_norm"])
+
+
+def test_a_warning_of_one_failed_try_to_reach_the_store_is_no_failure_and_giving_up_is():
+    healthy = read_excerpt("pytorch_healthy_mp-spawn-c10d-network-unreachable-then-gpu-epoch-steps.log")
+    assert not [e for e in healthy if isinstance(e, LogEvent)]
+    failed = [
+        e for e in read_excerpt("hybrik_network_error_init-tcp-client-socket-errno110.log") if isinstance(e, LogEvent)
+    ]
+    assert failed and failed[0].kind == TRANSPORT_ERROR
