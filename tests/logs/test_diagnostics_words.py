@@ -1,6 +1,7 @@
 """Words of round 14's ``train`` excerpts no form read before: a DCGM diagnostic's table, the CUDA driver API's
 error names, torch_xla's rendezvous, ``clip_grad_norm_``'s warning, spawn's process index, a bare ``Exception``;
-and c10d's warning of one failed try to reach its store, which is no failure."""
+c10d's warning of one failed try to reach its store, which is no failure; the watchdog's trailer after its wrapped
+line."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import math
 
 import pytest
 
-from tests.logs.excerpts import line_of, read_excerpt
+from tests.logs.excerpts import TRAIN, line_of, read_excerpt
+from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tracebacks import exception_details
-from trainpulse_otel.samples import GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, LogEvent
+from trainpulse_otel.samples import GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
 
 ONE_LINERS = [
     (
@@ -79,3 +81,16 @@ def test_a_warning_of_one_failed_try_to_reach_the_store_is_no_failure_and_giving
         e for e in read_excerpt("hybrik_network_error_init-tcp-client-socket-errno110.log") if isinstance(e, LogEvent)
     ]
     assert failed and failed[0].kind == TRANSPORT_ERROR
+
+
+def test_the_watchdog_s_own_trailer_after_a_wrapped_line_is_its_timeout_not_a_crash():
+    """A terminal 200 columns wide cut the watchdog's line: its end and the C++ trailer after it carry no
+    ``[rank1]:`` prefix, so another stream reads them; ``raised from checkTimeout`` is the watchdog's exception."""
+    name = "accelerate_collective_timeout_h100-ddp-allreduce-456-pg0-default.log"
+    reader = LogReader()
+    wrapped = [
+        text[i : i + 200] for text in (TRAIN / name).read_text().splitlines() for i in range(0, len(text) or 1, 200)
+    ]
+    told = [o for n, text in enumerate(wrapped, 1) for o in reader.feed(LogLine(text, "excerpt.log", n))]
+    kinds = [e.kind for e in told + reader.flush() if isinstance(e, LogEvent)]
+    assert kinds and set(kinds) == {WATCHDOG_TIMEOUT}

@@ -108,10 +108,13 @@ class FailureScanner:
 
     def _c10(self, previous: str, where: str) -> list[Failure]:
         """A C++ exception's trailer (``Exception raised from OperationSetup at …``): its message is the line before
-        it. A crash unless a failure was told in the lines just before (the trailer of that one's exception)."""
+        it. A crash unless a failure was told in the lines just before (the trailer of that one's exception); the
+        watchdog's own (``checkTimeout``, its line wrapped or told by another rank's stream) is the timeout it says."""
         if self._quiet <= cpp.ECHO_LINES or not previous.strip():
             return []
         message = cpp.message(previous)
+        if where == "checkTimeout" and words.failure_class(message, collective=True) == "timeout":
+            return self._words("timeout", {"error": message[:200]}, previous)
         return self._once(
             ("c10", message),
             Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
@@ -302,10 +305,6 @@ class FailureScanner:
         error = "ncclRemoteError" if "ncclRemoteError" in held else "ncclSystemError"
         return self._once(("remote", held), Failure(TRANSPORT_ERROR, {"error": error}, text=held))
 
-    def _xid(self, text: str) -> list[Failure] | None:
-        details = xid_details(text)
-        return None if details is None else [Failure(DRIVER_XID, details)]
-
     def _gpu_fault(self, text: str) -> list[Failure] | None:
         details = gpu_fault(text)
         if details is None:
@@ -368,7 +367,7 @@ class FailureScanner:
         (SOCKET_MARKS, lambda self, t: self._transport(socket_failure(t), t)),
         ((*c.NCCL_NET_ERRORS, "Last error:"), _nccl_remote),
         (("WARN",), lambda self, text: self._transport(c.transport_warning(text), text)),
-        (("NVRM: Xid",), _xid),
+        (("NVRM: Xid",), lambda self, t: None if (xid := xid_details(t)) is None else [Failure(DRIVER_XID, xid)]),
         (GPU_MARKS, _gpu_fault),
         (fatal.CUDA_MARKS, lambda self, t: self._died(fatal.cuda_error(t), text=t)),
         (fatal.EXIT_MARKS, lambda self, t: self._died(fatal.launcher_exit(t))),
