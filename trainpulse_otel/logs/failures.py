@@ -109,12 +109,12 @@ class FailureScanner:
     def _c10(self, previous: str, where: str) -> list[Failure]:
         """A C++ exception's trailer (``Exception raised from OperationSetup at …``): its message is the line before
         it. A crash unless a failure was told in the lines just before (the trailer of that one's exception); the
-        watchdog's own (``checkTimeout``, its line wrapped or told by another rank's stream) is the timeout it says."""
+        watchdog's own (``checkTimeout``, its line wrapped or told by another rank's stream) is a timeout."""
         if self._quiet <= cpp.ECHO_LINES or not previous.strip():
             return []
         message = cpp.message(previous)
-        if where == "checkTimeout" and words.failure_class(message, collective=True) == "timeout":
-            return self._words("timeout", {"error": message[:200]}, previous)
+        if where == "checkTimeout":  # (its message may be a frame of the trace before: another stream's lines)
+            return self._words("timeout", {"error": f"raised from checkTimeout: {message}"[:200]}, previous)
         return self._once(
             ("c10", message),
             Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
