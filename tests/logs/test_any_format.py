@@ -374,7 +374,7 @@ def test_a_loss_by_another_name_or_with_its_qualifiers_and_a_stepless_line_with_
     assert line_values("Train: Accuracy: 0.92, SoftmaxCrossEntropyLoss: 0.27") == {"loss": 0.27}
     onmt = line_values("Epoch 1 ; Iter 150/213 ; LR 1.0000 ; Target tokens/s 1307 ; PPL 2249.66 ;")
     assert onmt is not None and onmt["global_step"] == 150 and onmt["tokens_per_sec"] == 1307.0
-    assert line_values("step 10, time cost 1.2s, acc 0.5") is None  # a duration named cost is no loss
+    assert line_values("step 10, time cost 1.2s, acc 0.5") == {"global_step": 10}  # a duration named cost: no loss
 
 
 def test_iteration_lines_with_no_closing_bar_are_read_when_the_next_iteration_begins():
@@ -467,3 +467,14 @@ def test_fastai_s_table_with_its_clock_column_is_read():
     header = table_header("epoch     train_loss  valid_loss  error_rate  time")
     assert header is not None
     assert header.row("1         0.339507    0.204725    0.083333    00:07") == {"global_step": 1, "loss": 0.339507}
+
+
+def test_a_loop_that_prints_no_loss_reports_its_step_by_its_reward_or_accuracy():
+    """ML-Agents' trainer line (``ml-agents/mlagents/trainers/stats.py``'s console writer: ``Step: …. Time Elapsed:
+    … s. Mean Reward: …``): its step is progress; an evaluation's accuracy beside a step is not."""
+    assert line_values("Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2. Std of Reward: 0.4. Training.") == {
+        "global_step": 10000
+    }
+    assert line_values("step 300 | train accuracy 0.91") == {"global_step": 300}
+    assert line_values("step 300 | val accuracy 0.91") is None
+    assert line_values("Step 300: saved the model with the best reward") is None

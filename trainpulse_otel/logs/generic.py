@@ -83,6 +83,9 @@ EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: report, stepless, as is a line with a loss and its learning rate (``step_loss : 9.0  learning_rate : 1.6e-05``);
 #: the order of its lines is its time axis.
 LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
+#: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy
+#: (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10  Timestep 2000  Reward 12``).
+PROGRESS = re.compile(r"(?:^|_)(?:rewards?|returns?|acc(?:uracy)?)$")
 #: Words a line of training progress holds one of (the cheap test first).
 MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost")
 
@@ -122,6 +125,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     summary = _keras_epoch(training, losses) or _epoch_summary(text, pairs)
     if ("loss" in payload and (len(training) == len(losses) or summary)) or timed:
         return payload
+    if not losses and any(PROGRESS.search(key) and not EVALUATION.search(key) for key, _, _ in pairs):
+        return {"global_step": step}  # a loop that prints no loss: its step, by its reward or accuracy
     return None if bad is None else {"loss": bad}
 
 
