@@ -478,3 +478,22 @@ def test_a_loop_that_prints_no_loss_reports_its_step_by_its_reward_or_accuracy()
     assert line_values("step 300 | train accuracy 0.91") == {"global_step": 300}
     assert line_values("step 300 | val accuracy 0.91") is None
     assert line_values("Step 300: saved the model with the best reward") is None
+
+
+def test_the_run_s_step_beside_an_epoch_s_iteration_numbers_the_report():
+    """lion's trainer (``iter[ 14/ 15]`` the batch in its epoch, ``[step] 89`` the run's): every epoch's last batch
+    is a new step, its NaN a report, and no silence is made of the same step read again 25 s later."""
+    told = read_excerpt("lion_nonfinite_loss_hvae-loss-5e7-then-nan.log")
+    steps = [r.global_step for r in told if isinstance(r, TrainingSample)]
+    assert steps == [89, 104, 119, 134, 149] and not [e for e in told if isinstance(e, LogEvent)]
+
+
+def test_a_non_finite_loss_is_reported_though_its_step_was_and_a_line_s_own_stamp_after_a_collector_s_is_cut():
+    reader = LogReader()
+    lines = [
+        "2024-05-01T10:00:00.000000001Z 2024-05-01 09:59:59,120 | step 7 | loss 2.31",
+        "2024-05-01T10:00:00.000000002Z 2024-05-01 09:59:59,121 | step 7 | loss nan",  # another rank's copy, gone NaN
+    ]
+    told = [o for n, text in enumerate(lines, 1) for o in reader.feed(LogLine(text, "pod.log", n))]
+    assert [(r.global_step, r.timestamp) for r in told] == [(7, 1714557600.0), (7, 1714557600.0)]
+    assert math.isnan(told[1].loss)

@@ -100,3 +100,17 @@ def test_srun_s_task_is_the_rank_where_the_lines_name_none():
     told = [o for n, text in enumerate(crash, 1) for o in reader.feed(LogLine(text, "slurm-42.out", n))]
     told += reader.flush()
     assert [(o.kind, o.rank) for o in told if isinstance(o, LogEvent)][:1] == [("process_failed", 3)]
+
+
+def test_journald_s_prefix_is_cut_and_its_yearless_clock_is_the_line_s_time():
+    reader = LogReader()
+    lines = [
+        "Dec  7 05:33:48 gpu-node-3 python[1234]: iter 1: loss 2.31, time 100.0ms",
+        "Dec  7 05:33:49 gpu-node-3 python[1234]: iter 2: loss 2.29, time 100.0ms",
+        "Dec  7 05:35:49 gpu-node-3 python[1234]: RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+    told = [o for n, text in enumerate(lines, 1) for o in reader.feed(LogLine(text, "journal.log", n))]
+    reports = [o for o in told if isinstance(o, TrainingSample)]
+    assert [r.global_step for r in reports] == [1, 2] and reports[1].timestamp - reports[0].timestamp == 1.0
+    crash = [o for o in told if isinstance(o, LogEvent)]
+    assert crash[0].kind == "process_failed" and crash[0].ts - reports[1].timestamp == 120.0

@@ -97,22 +97,25 @@ def without_escapes(line: LogLine) -> LogLine:
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     """``(rank, unix time, rest)``: a torchrun rank prefix and a leading time stamp read off ``text``, in
-    either order; each None when absent."""
+    either order; each None when absent. A line's own stamp after a collector's (``kubectl logs --timestamps`` of a
+    logger's line) is cut too; the collector's, on every line and in one zone, is its time."""
     rank = when = None
     if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):  # its yearless clock: :func:`yearless_time`
         text = text[match.end() :]
     maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
-    for _ in range(2):
+    for _ in range(3):
         if rank is None and maybe_rank and (match := RANK_PREFIX.match(text)):
             rank, text = int(match[1] or match[2]), text[match.end() :]
         elif when is None and ":::MLLOG" in text and (match := MLLOG_TIME.search(text)):
             when = int(match[1]) / 1000.0
         elif when is None and ("D AT " in text or "] datetime: " in text) and (match := _said_at(text)) is not None:
             when = _unix_time(match)
-        elif when is None and "-" in text and (match := TIME_PREFIX.match(text)):
-            when, text = _unix_time(match), text[match.end() :]
+        elif "-" in text[:40] and (match := TIME_PREFIX.match(text)):
+            when, text = _unix_time(match) if when is None else when, text[match.end() :]
             if text[:1] == " ":  # the blank that parts a stamp from its line (and CRI's stream tag) is no indent
                 text = text[tag.end() :] if (tag := CRI_TAG.match(text)) else text[1:]
+        else:
+            break
     return rank, when, text
 
 

@@ -301,7 +301,7 @@ class LogReader:
         if isinstance(step, int) and stream.stamped:
             payload = with_stamped_step_time(payload, step, ts, stream.last_stamped)
             stream.last_stamped = (step, ts)
-        if isinstance(step, int) and self._repeats(step, ts):
+        if isinstance(step, int) and not _nonfinite(payload) and self._repeats(step, ts):  # (a NaN is news)
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
             return []
         sample = self._valid({**payload, "timestamp": ts})
@@ -369,3 +369,8 @@ class LogReader:
             line=line.number,
             details=dict(failure.details),
         )
+
+
+def _nonfinite(payload: dict[str, Any]) -> bool:
+    """Whether a payload's loss or gradient norm is not finite."""
+    return any(isinstance(v, float) and not math.isfinite(v) for v in (payload.get("loss"), payload.get("grad_norm")))
