@@ -192,3 +192,22 @@ def test_what_a_rank_raises_after_its_own_watchdog_timed_out_is_the_hang_s_after
     others = tuple(replace(timeout(5, r), source="job.log", line=20 + r) for r in (0, 1, 3))
     before = diagnose(with_events(t, *((raised(10), *others) if t == 5 else ())) for t in range(10))
     assert before.root_causes[0].cause == "rank_failure" and before.root_causes[0].subject["rank"] == 2
+
+
+def test_a_worker_s_exit_the_lines_show_no_cause_of_beside_another_rank_s_oom_is_the_oom_s():
+    """torchtitan's sweep (the corpus's ``torchtitan_out_of_memory_b200-flex-backward-only-prefetch-…``): the agent
+    says local rank 6 exited 1, the table the excerpt holds shows rank 4's OOM. A worker killed by a signal stays
+    a death of its own (the OOM killer, a segfault): only an exit code the process chose is the OOM's."""
+
+    def exited(code: int, signal: str | None = None) -> LogEvent:
+        details = {"exit_code": code, "local_rank": 6, "pid": 4242, **({"signal": signal} if signal else {})}
+        text = f"failed (exitcode: {code}) local_rank: 6 (pid: 4242) of binary: /usr/bin/python"
+        return LogEvent(T0 + 5, PROCESS_FAILED, text, source="job.log", line=20, details=details)
+
+    oom = LogEvent(T0 + 5, CUDA_OOM, "torch.OutOfMemoryError: CUDA out of memory.", 4, source="job.log", line=139,
+                   details={})  # fmt: skip
+    exit_1 = diagnose(with_events(t, *((exited(1), oom) if t == 5 else ())) for t in range(10))
+    assert exit_1.root_causes[0].cause == "gpu_memory_pressure"
+    assert "rank_failure" not in [c.cause for c in exit_1.root_causes]
+    killed = diagnose(with_events(t, *((exited(-9, "SIGKILL"), oom) if t == 5 else ())) for t in range(10))
+    assert "rank_failure" in [c.cause for c in killed.root_causes]

@@ -1,7 +1,7 @@
 """Words of round 14's ``train`` excerpts no form read before: a DCGM diagnostic's table, the CUDA driver API's
 error names, torch_xla's rendezvous, ``clip_grad_norm_``'s warning, spawn's process index, a bare ``Exception``;
 c10d's warning of one failed try to reach its store, which is no failure; the watchdog's trailer after its wrapped
-line."""
+line; round 15's: the CUDA driver's out of memory, NCCL with no NET plugin, a logger's error naming a fatal signal."""
 
 from __future__ import annotations
 
@@ -14,9 +14,21 @@ from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tracebacks import exception_details
-from trainpulse_otel.samples import GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
+from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
 
 ONE_LINERS = [
+    (
+        "torchtitan_out_of_memory_b200-flex-attn-bwd-triton-launch-cuda-driver-error-oom.log",
+        "RuntimeError: CUDA driver error: out of memory",
+        CUDA_OOM,
+        {},
+    ),
+    (
+        "torchtitan_network_error_b200-nccl-ib-disable-failed-to-initialize-any-net-plugin.log",
+        "NCCL WARN Failed to initialize any NET plugin",
+        TRANSPORT_ERROR,
+        {},
+    ),
     (
         "dcgm_gpu_hardware_fault_dcgmi-diag-r2-gpu-memory-fail-gpu0-thermal.log",
         "Fail - GPU",
@@ -94,3 +106,13 @@ def test_the_watchdog_s_own_trailer_after_a_wrapped_line_is_its_timeout_not_a_cr
     told = [o for n, text in enumerate(wrapped, 1) for o in reader.feed(LogLine(text, "excerpt.log", n))]
     kinds = [e.kind for e in told + reader.flush() if isinstance(e, LogEvent)]
     assert kinds and set(kinds) == {WATCHDOG_TIMEOUT}
+
+
+def test_a_logger_s_error_that_names_a_fatal_signal_is_the_process_s_death():
+    """Marian's ``[2019-02-26 00:12:43] Error: Segmentation fault``, then its call stack and a localized shell's word."""
+    told = [
+        e
+        for e in read_excerpt("marian_rank_crashed_v1.7.8-multi-transformer-startup-segfault-czech-sigabrt.log")
+        if isinstance(e, LogEvent)
+    ]
+    assert told and told[0].kind == PROCESS_FAILED and "Segmentation fault" in told[0].details["error"]

@@ -84,14 +84,15 @@ NCCL_WARNING = re.compile(
 )
 #: What in a warning says the network itself failed (a missing optional library, ``Failed to open
 #: libibverbs.so``, is no failure: NCCL falls back to sockets); aws-ofi-nccl's ``NET/OFI Request 0x… completed with
-#: error.`` (on the WARN's next line), NCCL's topology failing across nodes (``ring 2 does not loop back to start``).
+#: error.`` (on the WARN's next line), NCCL's topology failing across nodes (``ring 2 does not loop back to start``),
+#: no network transport at all (``Failed to initialize any NET plugin``: NCCL could start none of its NET plugins).
 NET_FAILURE = re.compile(
     r"Connection (?:reset|refused|closed|timed out|abort)|connection abort|Network is unreachable|No route to host"
     r"|Broken pipe|Call to \w+ failed|Connect to \S+ failed|ibv_\w+ failed|Couldn't open AV|UNDELIVERABLE|exceeded (?:error "
     r"retry count|retries|timeouts)|Accept failed|Error encountered progressing|encountered a fatal error|Aborting due to call"
     r"|Invalid address|async (?:fatal )?event|IBV_WC_\w+|NET/\w+\s*:.*(?:error|failed|timeout)|remote process exited"
     r"|Call to rank \d+ failed|Failed to execute operation \w+ from rank|completed with error|Unable to retrieve completion"
-    r"|does not loop back to start",
+    r"|does not loop back to start|Failed to initialize any NET plugin",
     re.IGNORECASE,
 )
 #: The transport a warning's words name (the first that matches), else NCCL's sockets.

@@ -36,7 +36,7 @@ OLD = re.compile(
 
 #: An accelerator's allocator failing, in the words of every framework and runtime (see the module docstring).
 OTHER_OOM = re.compile(
-    r"(?:CUDA(?: Error:| failure \d+:| error \d+ ')?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
+    r"(?:CUDA(?: Error:| failure \d+:| error \d+ '| driver error:)?|HIP|NPU|XPU|MPS backend|cuda runtime error \(2\) :|error=2 :|Cuda failure '|"
     r"CUDA_ERROR_OUT_OF_MEMORY:|"
     r"[Rr]an|\(2 vs\. 0\)|cudaMalloc failed:)\s*out of memory|\bout of memory\b.{0,200}?\.cu:\d+|\bEL0004: Failed to allocate|"
     r"rtMalloc\b.{0,60}?out of memory|OOM when allocating|ResourceExhaustedError\b.{0,80}?(?:OOM|[Mm]emory|"

@@ -25,6 +25,10 @@ EXCEPTION = re.compile(
 )
 #: A logger's error level, or a message that begins by saying it is an error.
 LOGGED_ERROR = re.compile(r"\bERROR\b|\bFATAL\b|\bCRITICAL\b|(?:^|\] ?)[EF]\d{4} \d\d:\d\d|(?:^|[\s:\]|])Error:")
+#: A fatal signal named (Marian's ``[2019-02-26 00:12:43] Error: Segmentation fault``): the process's death.
+DEATH = re.compile(
+    r"\b(?:Segmentation fault|Bus error|Illegal instruction|Floating point exception|SIG(?:SEGV|BUS|ILL|FPE)\b)"
+)
 #: What an error line holds (the cheap test before any regex; a glog stamp begins with its level).
 MARKS = ("rror", "ERROR", "xception", "Failure", "Fault", "FATAL", "CRITICAL")
 _MARKED = any_of(MARKS)
@@ -68,7 +72,7 @@ MAX_ERROR = 200
 
 def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]] | None:
     """What an error line says failed: ``("oom" | "timeout" | "link" | "crash", details)``, or None (no error line,
-    or a logger's error that names no failure). ``level``: a glog level its prefix gave (cut from ``text``)."""
+    or a logger's error that names no failure: a crash where it names a fatal signal). ``level``: a glog level its prefix gave (cut from ``text``)."""
     logged = level in ("E", "F")
     if not logged and text[:1] not in "EF" and _MARKED.search(text) is None:
         return None
@@ -80,7 +84,9 @@ def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]
     if exception is not None:
         details["exception"] = exception["name"]
     kind = failure_class(words)
-    return (kind, details) if kind is not None else ("crash", details) if exception is not None else None
+    if kind is None and (exception is not None or DEATH.search(words) is not None):
+        kind = "crash"
+    return None if kind is None else (kind, details)
 
 
 def failure_class(words: str, collective: bool = False) -> str | None:

@@ -103,8 +103,9 @@ def _elsewhere(s: Signal, crash: Signal) -> bool:
 
 def caused(ev: Evidence) -> list[Signal]:
     """The crashes another failure the job logged explains: :func:`aborted`, a rank's crash beside its own
-    out-of-memory or transport error line (those causes name the crash as their consequence), and every crash on
-    a host whose GPU is failing (:func:`crashed_by_gpu`)."""
+    out-of-memory or transport error line (those causes name the crash as their consequence), every crash on
+    a host whose GPU is failing (:func:`crashed_by_gpu`), and a worker's exit the lines show no cause of beside an
+    out-of-memory (:func:`_exited_unseen`)."""
     out = aborted(ev)
     for failure in ev.active(OUT_OF_MEMORY.name) + ev.active(NETWORK_ERROR.name):
         host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
@@ -118,7 +119,18 @@ def caused(ev: Evidence) -> list[Signal]:
         out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
     out += [c for c in killed_after_timeout(ev) if c not in out]
     out += [c for c in raised_by_own_timeout(ev) if c not in out]
+    if ev.active(OUT_OF_MEMORY.name):  # a worker that exited on an exception the log does not show, beside an OOM
+        out += [c for c in crashes if _exited_unseen(c) and c not in out]
     return out
+
+
+def _exited_unseen(crash: Signal) -> bool:
+    """A death only the launcher tells, by an exit code of the process's own (a Python exception's ``1``; no signal,
+    no exception in the lines): torchrun's agent line for a rank whose table entry the log does not hold."""
+    code = crash.evidence.get("exit_code")
+    return (
+        isinstance(code, int) and code >= 0 and not crash.evidence.get("exception") and not crash.evidence.get("signal")
+    )
 
 
 def raised_by_own_timeout(ev: Evidence) -> list[Signal]:
