@@ -230,10 +230,12 @@ class LogReader:
     def _glog(self, line: LogLine) -> float | None:
         """A line's glog clock as its time. glog writes no year: in a file whose other lines carry full stamps,
         theirs; else the clock keeps only its intervals, laid from where the file's clock stands at its first."""
+        if (when := yearless_time(line.text, 2000)) is None:  # (most lines hold no such clock: asked first)
+            return None
         file = (line.node, line.source)
         dated = line.source in self.starts
         year = datetime.fromtimestamp(self._file_time(line), tz=timezone.utc).year
-        when = yearless_time(line.text, year)
+        when = yearless_time(line.text, year) if year != 2000 else when
         if when is None or dated:
             return when
         if file not in self._glog_offsets:
