@@ -185,10 +185,10 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
     whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith(("global_step", "num_updates"))]
     if whole:
         return int(whole[0])
-    named = [v for key, v in steps if key == "step"]
-    if named and (match := STEP_FRACTION.search(text)) is not None and not match[0].lower().startswith("step"):
-        return int(named[0])  # the run's step beside an epoch's iteration (``iter[ 14/ 15] | … | [step]    89``)
     if (match := STEP_FRACTION.search(text)) is not None:
+        named = [v for key, v in steps if key == "step"]
+        if named and not match[0].lower().startswith("step"):
+            return int(named[0])  # the run's step beside an epoch's iteration (``iter[ 14/ 15] | … | [step]    89``)
         return int(match[1])
     if (match := EPOCH_FRACTION.search(text)) is not None and int(match[2]) <= int(match[3]):
         return int(match[1]) * int(match[3]) + int(match[2])

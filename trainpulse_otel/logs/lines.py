@@ -44,7 +44,7 @@ MEGATRON_AT = re.compile(r"\] datetime: (?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{
 #: ``2024-05-01T10:00:00.123456789Z stdout F ``; ``P`` marks a line the runtime split (over 16 KiB).
 CRI_TAG = re.compile(r"^ (?:stdout|stderr) [FP] ")
 #: journald's and syslog's prefix (``journalctl``'s short and short-precise output, rsyslog's RFC 3164 files):
-#: ``Dec  7 05:33:48 gpu-node-3 python[1234]: ``. Its clock has no year: read as glog's is (:func:`yearless_time`).
+#: ``Dec  7 05:33:48 gpu-node-3 python[1234]: ``. Its clock has no year: read as glog's is (:func:`yearless_clock`).
 SYSLOG_PREFIX = re.compile(
     r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<day>\d{1,2}) (?P<clock>\d{2}:\d{2}:\d{2})"
     r"(?:\.(?P<frac>\d{1,6}))? (?P<host>[\w.-]+) [\w./@:-]+(?:\[\d+\])?: "
@@ -100,7 +100,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
     either order; each None when absent. A line's own stamp after a collector's (``kubectl logs --timestamps`` of a
     logger's line) is cut too; the collector's, on every line and in one zone, is its time."""
     rank = when = None
-    if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):  # its yearless clock: :func:`yearless_time`
+    if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):  # its yearless clock: :func:`yearless_clock`
         text = text[match.end() :]
     maybe_rank = "]:" in text or "]<std" in text  # what every rank prefix holds: most lines skip its pattern
     for _ in range(3):
@@ -141,22 +141,23 @@ def glog_level(text: str) -> str | None:
     return None if (match := GLOG_CLOCK.match(text)) is None else match["level"]
 
 
-def yearless_time(text: str, year: int) -> float | None:
-    """The unix time of a line's syslog or glog clock (neither writes a year: ``year`` gives it; read as UTC), or
-    None."""
+def yearless_clock(text: str) -> str | None:
+    """A line's syslog or glog clock as ``MM-DDTHH:MM:SS.ffffff`` (neither writes a year), or None."""
     if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):
         month, frac = MONTHS.index(match["month"]) + 1, match["frac"] or "0"
     elif (match := GLOG_CLOCK.match(text)) is not None:
         month, frac = int(match["month"]), match["frac"]
     else:
         return None
+    return f"{month:02d}-{int(match['day']):02d}T{match['clock']}.{frac[:6].ljust(6, '0')}"
+
+
+def yearless_time(clock: str, year: int) -> float | None:
+    """The unix time of a :func:`yearless_clock` in ``year`` (read as UTC), or None (no such day that year)."""
     try:
-        when = datetime.fromisoformat(
-            f"{year:04d}-{month:02d}-{int(match['day']):02d}T{match['clock']}.{frac[:6].ljust(6, '0')}+00:00"
-        )
+        return datetime.fromisoformat(f"{year:04d}-{clock}+00:00").timestamp()
     except ValueError:
         return None
-    return when.timestamp()
 
 
 def rank_of_source(source: str | None) -> int | None:

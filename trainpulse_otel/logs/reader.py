@@ -23,7 +23,7 @@ from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, EpochBatches, GenericLines, line_values
 from .labels import without_label
-from .lines import LogLine, rank_of_source, split_glog, split_prefixes, without_escapes, yearless_time
+from .lines import LogLine, rank_of_source, split_glog, split_prefixes, without_escapes, yearless_clock, yearless_time
 from .progress import ProgressClock
 from .statements import statement
 from .stats import ReadStats
@@ -230,12 +230,11 @@ class LogReader:
     def _glog(self, line: LogLine) -> float | None:
         """A line's glog clock as its time. glog writes no year: in a file whose other lines carry full stamps,
         theirs; else the clock keeps only its intervals, laid from where the file's clock stands at its first."""
-        if (when := yearless_time(line.text, 2000)) is None:  # (most lines hold no such clock: asked first)
+        if (clock := yearless_clock(line.text)) is None:  # (most lines hold none: looked for before the year)
             return None
         file = (line.node, line.source)
         dated = line.source in self.starts
-        year = datetime.fromtimestamp(self._file_time(line), tz=timezone.utc).year
-        when = yearless_time(line.text, year) if year != 2000 else when
+        when = yearless_time(clock, datetime.fromtimestamp(self._file_time(line), tz=timezone.utc).year)
         if when is None or dated:
             return when
         if file not in self._glog_offsets:
