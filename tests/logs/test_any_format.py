@@ -420,6 +420,14 @@ def test_a_boosting_round_of_validation_sets_only_has_no_training_loss():
     assert round_values("[5000] model_loss inf / value_loss 5.0") is None  # Dreamer's, read as any format
 
 
+def test_a_line_numbering_its_step_alone_is_progress_and_a_line_with_nothing_is_not():
+    told = reports("lightgbm_healthy_house-prices-5fold-l2-e-notation-early-stopping.log")  # valid_0's l2 only
+    assert [r.global_step for r in told[:3]] == [100, 200, 300] and all(r.loss is None for r in told)
+    reader = LogReader()
+    assert reader.feed(LogLine("{'framework': 'huggingface'}", "x.log", 1)) == []
+    assert reader.stats.reports == 0
+
+
 @pytest.mark.parametrize(
     ("line", "said"),
     [

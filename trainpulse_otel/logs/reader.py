@@ -313,13 +313,15 @@ class LogReader:
 
     def _valid(self, payload: dict[str, Any]) -> TrainingSample | None:
         """The report, less the fields a line got wrong: a value out of range (Megatron-DeepSpeed's loss scale
-        of -1, a negative rate) costs that field, not the line (``invalid_fields`` counts them); a report left
-        with nothing is ``invalid``."""
+        of -1, a negative rate) costs that field, not the line (``invalid_fields`` counts them); a step alone is the
+        run's progress; a report left with nothing is ``invalid``."""
         for _ in range(MAX_DROPPED_FIELDS + 1):
             try:
                 return parse_training(payload)
             except SampleError as exc:
                 name = exc.field.split("[", 1)[0].split(".", 1)[0] if exc.field else ""
+                if not name and _progress_only(payload):  # a line numbering its step is progress, measured
+                    return TrainingSample(**payload)
                 if name not in payload or name in ("timestamp", "global_step"):
                     break
                 payload = {k: v for k, v in payload.items() if k != name}
@@ -370,6 +372,12 @@ class LogReader:
             line=line.number,
             details=dict(failure.details),
         )
+
+
+def _progress_only(payload: dict[str, Any]) -> bool:
+    """Whether a payload is a step and its time alone (a boosting round's validation metric, an RL loop's reward)."""
+    step = payload.get("global_step")
+    return isinstance(step, int) and step >= 0 and payload.keys() <= {"global_step", "timestamp", "framework"}
 
 
 def _nonfinite(payload: dict[str, Any]) -> bool:
