@@ -198,3 +198,15 @@ def test_two_dozen_steps_are_enough_to_see_a_one_step_jump_short_of_doubling():
     assert short_excerpt(12, 1.6) == []  # fewer than mid_history: it must double its median
     assert short_excerpt(12, 2.2) == ["loss_spike"]
     assert short_excerpt(22, 1.6, noise=0.4) == []  # a loss this noisy moves that much: no spike
+
+
+def test_a_jump_back_up_in_a_loss_falling_over_orders_of_magnitude_is_a_spike():
+    """A regression's MSE falling 1e14 -> 1e4 keeps its rolling median and MAD far above where it stands."""
+    rng = random.Random("decay")
+    falling = [1e14 * 10 ** (-t / 4) * rng.uniform(0.5, 2.0) for t in range(40)]  # ~1e4 at the end
+    h = Harness(LossSpike()).run(range(40), lambda t: frame(float(t), falling[int(t)]))
+    assert h.raised() == []  # falling fast and noisily is no spike
+    h.feed([frame(40.0, 100 * falling[-1])])
+    (signal,) = h.active()
+    assert signal.evidence["baseline_loss"] < 1e6 < 1e9 < sorted(falling)[20]  # the last 8's median, not all 40's
+    assert 4 < signal.evidence["spike_ratio"] < 100
