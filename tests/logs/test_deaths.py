@@ -562,6 +562,15 @@ def test_a_runtime_s_own_socket_call_failing_is_the_transport_s_failure():
     assert told.kind == TRANSPORT_ERROR and told.details["call"] == "recv" and told.details["transport"] == "socket"
     assert socket_failure("A process or daemon was unable to complete a TCP connection")["transport"] == "tcp"
     assert socket_failure("[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:29500") is None
+    lightgbm = socket_failure("[LightGBM] [Fatal] Socket recv error, code: 54")  # network/socket_wrapper.hpp
+    assert lightgbm is not None and lightgbm["call"] == "recv"
+    assert socket_failure("Socket options: SO_KEEPALIVE set") is None
+
+
+def test_a_paste_s_emphasis_hides_no_shell_report_of_a_death():
+    """``**Killed**`` (a user bolding the line that matters; the corpus's train split, FastMaskRCNN)."""
+    assert [e.details.get("signal") for e in FailureScanner().feed("**Killed**") or ()] == ["SIGKILL"]
+    assert FailureScanner().feed("**Killed processes are restarted by the agent**") is None
 
 
 def test_round_twelve_wordings_grpc_tpu_ascend_marian_and_a_table_s_oom():

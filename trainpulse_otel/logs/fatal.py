@@ -239,6 +239,8 @@ def fatal_signal(text: str) -> dict[str, Any] | None:
             return {"signal": signal_name(int(match["bare"]))}
         return {"signal": match["glog"] or match["gdb"]}
     stripped = text.strip()
+    if stripped[:2] == "**" == stripped[-2:]:  # a paste's Markdown emphasis on the line that matters (``**Killed**``)
+        stripped = stripped[2:-2].strip()
     if (match := SHELL_DEATH.match(stripped)) is not None and _shell_report(stripped, match):
         what = match["what"]
         return {"signal": SHELL_SIGNALS[what.lower()], "error": stripped[:200]}

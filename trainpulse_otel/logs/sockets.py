@@ -3,7 +3,8 @@
 Open MPI's runtime failing to reach another node (``A process or daemon was unable to complete a TCP connection to
 another process:``: a firewall, a wrong interface), gRPC's peer gone (TensorFlow's ``UnavailableError``, ``Socket
 closed`` with ``"grpc_status":14``), and a C++ runtime's socket source file reporting a call that failed (DGL's
-``…/network/tcp_socket.cc:180: recv error: Resource temporarily unavailable``). Each function reads
+``…/network/tcp_socket.cc:180: recv error: Resource temporarily unavailable``, LightGBM's ``[Fatal] Socket recv
+error, code: 54``). Each function reads
 one line and returns a ``transport_error``'s details, or None. Pure.
 """
 
@@ -15,9 +16,9 @@ from typing import Any
 #: gRPC's transport gone (TensorFlow's parameter servers and workers, JAX's coordination service): ``UnavailableError``,
 #: ``"grpc_status":14``, ``StatusCode.UNAVAILABLE``.
 GRPC_UNAVAILABLE = re.compile(r"\bUnavailableError\b|\"grpc_status\":\s*14\b|StatusCode\.UNAVAILABLE")
-#: A socket source file's own report of a call that failed: ``tcp_socket.cc:180: recv error: …``.
+#: A socket source file's own report of a call that failed: ``tcp_socket.cc:180: recv error: …``, ``Socket recv error``.
 SOCKET_CALL = re.compile(
-    r"\b\w*socket\w*\.(?:cc|cpp|cxx|c|h):\d+\]?:? (?P<call>recv|send|connect|accept)\w* (?:error|failed)"
+    r"(?:\b\w*socket\w*\.(?:cc|cpp|cxx|c|h):\d+\]?:?|\bSocket) (?P<call>recv|send|connect|accept)\w* (?:error|failed)"
 )
 #: What such lines hold (the scanner's cheap test).
 SOCKET_MARKS = ("unable to complete a TCP connection", "recv error", "send error", "recv failed", "send failed")
