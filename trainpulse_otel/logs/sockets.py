@@ -18,7 +18,8 @@ from typing import Any
 GRPC_UNAVAILABLE = re.compile(r"\bUnavailableError\b|\"grpc_status\":\s*14\b|StatusCode\.UNAVAILABLE")
 #: A socket source file's own report of a call that failed: ``tcp_socket.cc:180: recv error: …``, ``Socket recv error``.
 SOCKET_CALL = re.compile(
-    r"(?:\b\w*socket\w*\.(?:cc|cpp|cxx|c|h):\d+\]?:?|\bSocket) (?P<call>recv|send|connect|accept)\w* (?:error|failed)"
+    r"\b\w*socket\w*\.(?:cc|cpp|cxx|c|h):\d+\]?:? (?P<call>recv|send|connect|accept)\w* (?:error|failed)"
+    r"|\bSocket (?P<said>recv|send|connect|accept) error\b"  # (NCCL's ``Socket recv failed while polling`` is NCCL's)
 )
 #: What such lines hold (the scanner's cheap test).
 SOCKET_MARKS = ("unable to complete a TCP connection", "recv error", "send error", "recv failed", "send failed")
@@ -32,5 +33,9 @@ def socket_failure(text: str) -> dict[str, Any] | None:
     if (match := GRPC_UNAVAILABLE.search(text)) is not None:
         return {"transport": "grpc", "error": text[match.start() :].strip()[:200]}
     if (match := SOCKET_CALL.search(text)) is not None:
-        return {"transport": "socket", "error": text[match.start() :].strip()[:200], "call": match["call"]}
+        return {
+            "transport": "socket",
+            "error": text[match.start() :].strip()[:200],
+            "call": match["call"] or match["said"],
+        }
     return None
