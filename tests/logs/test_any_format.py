@@ -505,3 +505,12 @@ def test_a_non_finite_loss_is_reported_though_its_step_was_and_a_line_s_own_stam
     told = [o for n, text in enumerate(lines, 1) for o in reader.feed(LogLine(text, "pod.log", n))]
     assert [(r.global_step, r.timestamp) for r in told] == [(7, 1714557600.0), (7, 1714557600.0)]
     assert math.isnan(told[1].loss)
+
+
+def test_the_ddp_tutorial_s_epoch_line_is_the_epoch_s_first_step():
+    """pytorch/examples' ``ddp-tutorial-series`` prints ``[GPU0] Epoch 3 | Batchsize: 32 | Steps: 64`` (and, as
+    users adapt it, ``GPU:0 | Epoch: 3 | …``) as each epoch begins: progress, with no loss."""
+    assert line_values("[GPU1] Epoch 3 | Batchsize: 32 | Steps: 64") == {"global_step": 192}
+    assert line_values("GPU:0 | Epoch: 1 | Batchsize: 32 | Steps: 32") == {"global_step": 32}
+    told = reports("torchrun_healthy_multigpu-tutorial-epoch-batchsize-steps.log")
+    assert [r.global_step for r in told[:3]] == [0, 32, 64]  # two ranks' copies of an epoch: one report
