@@ -514,3 +514,12 @@ def test_the_ddp_tutorial_s_epoch_line_is_the_epoch_s_first_step():
     assert line_values("GPU:0 | Epoch: 1 | Batchsize: 32 | Steps: 32") == {"global_step": 32}
     told = reports("torchrun_healthy_multigpu-tutorial-epoch-batchsize-steps.log")
     assert [r.global_step for r in told[:3]] == [0, 32, 64]  # two ranks' copies of an epoch: one report
+
+
+def test_dl4j_s_score_at_iteration_is_the_iteration_s_loss():
+    """Deeplearning4j's ``ScoreIterationListener``: the score is the minibatch's loss; NaN as Java spells it."""
+    told = reports("dl4j_healthy_dl4j-bilstm-windows-score-at-iteration.log")
+    assert (told[0].global_step, told[0].loss) == (0, 1.6235184989295723) and told[1].global_step == 100
+    nan = line_values("Score at iteration 7 is NaN")
+    assert nan is not None and nan["global_step"] == 7 and math.isnan(nan["loss"])
+    assert line_values("Best score at iteration 7: 0.5") is None

@@ -35,6 +35,7 @@ from .keys import (
     step_ms,
     training_loss,
 )
+from .listeners import listener_values
 
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
@@ -86,10 +87,6 @@ LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss\s*[:=]|train(?:ing
 #: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy
 #: (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10  Timestep 2000  Reward 12``).
 PROGRESS = re.compile(r"(?:^|_)(?:rewards?|returns?|acc(?:uracy)?)$")
-#: PyTorch's DDP tutorial's epoch line (pytorch/examples ``distributed/ddp-tutorial-series``): ``[GPU0] Epoch 3 |
-#: Batchsize: 32 | Steps: 64``, printed as an epoch begins; ``Steps`` counts its batches, so the run's step is
-#: epoch x steps.
-EPOCH_BATCHES = re.compile(r"\bEpoch:? (\d+) \| Batchsize: \d+ \| Steps: (\d+)")
 #: Words a line of training progress holds one of (the cheap test first).
 MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost")
 
@@ -103,8 +100,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return round_values(text)  # (a boosting round's line names neither)
-    if "| Batchsize: " in text and (begun := EPOCH_BATCHES.search(text)) is not None:
-        return {"global_step": int(begun[1]) * int(begun[2])}
+    if (said := listener_values(text)) is not None:
+        return said
     matches = [m for m in PAIR.finditer(text) if not m["clock"]]
     pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in matches]
     empty = {key.split("/", 1)[1] for key, num, _ in pairs if key.startswith("tokens/") and _number(num) == 0}

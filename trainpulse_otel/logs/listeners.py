@@ -1,0 +1,29 @@
+"""Libraries' own one-line progress forms that reading a line's ``key value`` pairs gets wrong.
+
+PyTorch's DDP tutorial (pytorch/examples ``distributed/ddp-tutorial-series``) prints ``[GPU0] Epoch 3 | Batchsize:
+32 | Steps: 64`` as each epoch begins, and nothing else: ``Steps`` counts the epoch's batches, so the run's step is
+epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints ``Score at iteration 100 is
+1.3935213258387884``: DL4J's score is the minibatch's loss. Pure: :func:`listener_values` reads one line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .keys import Payload
+
+#: The DDP tutorial's epoch line (and ``GPU:0 | Epoch: 3 | …`` as users adapt it).
+EPOCH_BATCHES = re.compile(r"\bEpoch:? (\d+) \| Batchsize: \d+ \| Steps: (\d+)")
+#: DL4J's ``ScoreIterationListener`` (``org.deeplearning4j.optimize.listeners``).
+DL4J_SCORE = re.compile(r"\bScore at iteration (\d+) is ([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|NaN|-?Infinity)\b")
+#: What such lines hold (the cheap test first).
+MARKS = ("| Batchsize: ", "Score at iteration ")
+
+
+def listener_values(text: str) -> Payload | None:
+    """The report one of these libraries' lines gives (see the module docstring), or None."""
+    if MARKS[0] in text and (begun := EPOCH_BATCHES.search(text)) is not None:
+        return {"global_step": int(begun[1]) * int(begun[2])}
+    if MARKS[1] in text and (score := DL4J_SCORE.search(text)) is not None:
+        return {"global_step": int(score[1]), "loss": float(score[2].replace("Infinity", "inf"))}
+    return None
