@@ -420,6 +420,17 @@ def test_a_boosting_round_of_validation_sets_only_has_no_training_loss():
     assert round_values("[5000] model_loss inf / value_loss 5.0") is None  # Dreamer's, read as any format
 
 
+def test_the_boosting_command_lines_rounds_are_steps_and_a_growing_metric_is_no_loss():
+    """XGBoost's CLI puts its clock before the round, LightGBM's CLI says ``Iteration:1, valid_1 ndcg@10 : 0.56``
+    (metarank's docs, the corpus's train split); NDCG, AUC and accuracy grow as the model learns: no loss."""
+    xgb = reports("xgboost_healthy_metarank-cli-rank-pairwise.log")
+    assert [r.global_step for r in xgb] == [0, 1, 2, 3, 4] and all(r.loss is None for r in xgb)
+    lgb = reports("lightgbm_healthy_metarank-cli-lambdarank-warnings.log")
+    assert [r.global_step for r in lgb[:3]] == [1, 2, 3]
+    assert round_values("[LightGBM] [Info] Iteration:3, training l2 : 0.5") == {"global_step": 3, "loss": 0.5}
+    assert round_values("[0]\ttrain-auc:0.91\teval-auc:0.88") == {"global_step": 0}
+
+
 def test_a_line_numbering_its_step_alone_is_progress_and_a_line_with_nothing_is_not():
     told = reports("lightgbm_healthy_house-prices-5fold-l2-e-notation-early-stopping.log")  # valid_0's l2 only
     assert [r.global_step for r in told[:3]] == [100, 200, 300] and all(r.loss is None for r in told)

@@ -645,3 +645,11 @@ def test_glibc_s_assertion_and_the_shell_s_other_signal_words_are_deaths(line, s
 
 def test_a_shell_sentence_that_begins_with_a_signal_s_word_is_no_death():
     assert fatal.death("Illegal instruction set for this CPU, falling back to the generic kernel") is None
+
+
+def test_a_wrapper_s_word_that_training_failed_with_a_negative_exit_code_is_its_signal():
+    """A fine-tuning wizard's ``❌ Training failed with exit code -9`` (macOS, the corpus's train split): SIGKILL;
+    a positive code from such a wrapper says nothing of a signal and is left to the lines around it."""
+    (told,) = FailureScanner().feed("❌ Training failed with exit code -9")
+    assert told.details["signal"] == "SIGKILL" and told.details["launcher"] == "wrapper"
+    assert FailureScanner().feed("pip install failed with exit code 1") is None

@@ -75,6 +75,17 @@ def test_an_excerpt_that_skips_hours_of_a_healthy_run_is_no_stall(tmp_path):
     assert "training_stalled" not in signals("fairseq_healthy_sweep-mock-json-done-training.log", tmp_path)
 
 
+def test_an_epoch_s_evaluation_its_metrics_name_is_a_pause_not_a_stall(tmp_path):
+    # GluonNLP: batches every ~3 s, then 56 s of ``[Epoch 0] valid Loss=…``, ``test Loss=…`` and ``Save best
+    # parameters``: an evaluation and a save, judged by their own, longer bound
+    assert "training_stalled" not in signals("gluonnlp_healthy_gnmt-en-vi-epoch-boundary.log", tmp_path)
+    clock = ProgressClock()
+    clock.progress(0.0, 10)
+    clock.progress(3.0, 20)
+    clock.line(40.0, "[Epoch 0] valid Loss=2.8567, valid ppl=17.4045, valid bleu=2.95")
+    assert clock.flush()["phase"] == "eval"
+
+
 def _replayed(lines: list[str], tmp_path: Path) -> dict[str, dict]:
     path = tmp_path / "console.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

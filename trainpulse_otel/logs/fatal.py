@@ -100,8 +100,11 @@ SHELL_SIGNALS = {
 #: DeepSpeed's launcher: ``[launch.py:321:sigkill_handler] ['python', …, '--local_rank=4', …] exits with return
 #: code = -9``; an IDE's run of the script (PyCharm): ``Process finished with exit code -1073741819 (0xC0000005)``
 #: (Windows' access violation: its segmentation fault).
-LAUNCHER_EXIT = re.compile(r"(?:exits with return code =|Process finished with exit code) (-?\d+)")
-EXIT_MARKS = ("exits with return code", "Process finished with exit code")
+LAUNCHER_EXIT = re.compile(
+    r"(?:exits with return code =|Process finished with exit code) (?P<code>-?\d+)"
+    r"|\b(?:failed|exited|terminated) with (?:exit|return) code:? (?P<signalled>-\d+)"  # a wrapper's word of a signal
+)
+EXIT_MARKS = ("exits with return code", "Process finished with exit code", "with exit code -", "with return code -")
 #: Windows' exit statuses of a process its OS ended, by their hex form.
 WINDOWS_STATUS = {
     "0xC0000005": "access violation",
@@ -263,15 +266,15 @@ def _shell_report(stripped: str, match: re.Match[str]) -> bool:
 
 
 def launcher_exit(text: str) -> dict[str, Any] | None:
-    """DeepSpeed's launcher (or an IDE) reporting a child's exit: ``exit_code``, ``signal`` for a negative one (a
-    Windows status its ``error``), ``local_rank``."""
+    """DeepSpeed's launcher (or an IDE, or a wrapper script's ``Training failed with exit code -9``) reporting a
+    child's exit: ``exit_code``, ``signal`` for a negative one (a Windows status its ``error``), ``local_rank``."""
     if (match := LAUNCHER_EXIT.search(text)) is None:
         return None
-    code = int(match[1])
+    code = int(match["code"] or match["signalled"])
     if code == 0:
         return None
-    ide = "Process finished" in text
-    details: dict[str, Any] = {"exit_code": code, "launcher": "ide" if ide else "deepspeed"}
+    launcher = "ide" if "Process finished" in text else "deepspeed" if match["code"] else "wrapper"
+    details: dict[str, Any] = {"exit_code": code, "launcher": launcher}
     status = next((words for hex_code, words in WINDOWS_STATUS.items() if hex_code.lower() in text.lower()), None)
     if status is not None:
         details["error"] = f"{status} (exit code {code})"

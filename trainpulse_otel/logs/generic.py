@@ -102,6 +102,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
         return round_values(text)  # (a boosting round's line names neither)
     if (said := listener_values(text)) is not None:
         return said
+    if "] Iteration:" in text and (said := round_values(text)) is not None:
+        return said  # (LightGBM's command line names an iteration: a boosting round's line)
     matches = [m for m in PAIR.finditer(text) if not m["clock"]]
     pairs = [(field_key(m["key"]), m["num"], (m["unit"] or "").lower()) for m in matches]
     empty = {key.split("/", 1)[1] for key, num, _ in pairs if key.startswith("tokens/") and _number(num) == 0}

@@ -25,9 +25,15 @@ INTERVALS = 16
 COVERED = 0.5
 #: What a line says the job is doing when it is not stepping.
 SAVING = re.compile(
-    r"sav(?:e|ing)\b.{0,40}(?:checkpoint|model|state)|checkpoint.{0,20}sav|save_checkpoint", re.IGNORECASE
+    r"sav(?:e|ing)\b.{0,40}(?:checkpoint|model|state|param|weights)|checkpoint.{0,20}sav|save_checkpoint", re.IGNORECASE
 )
-EVALUATING = re.compile(r"\beval(?:uat\w*)?\b|\bvalidat\w*|Running Evaluation", re.IGNORECASE)
+#: An evaluation's own words, or a held-out set's metric (GluonNLP's ``[Epoch 0] valid Loss=2.8567``, ``test
+#: ppl=20.09``, ``val_loss``, ``dev acc``).
+EVALUATING = re.compile(
+    r"\beval(?:uat\w*)?\b|\bvalidat\w*|Running Evaluation"
+    r"|\b(?:valid|val|test|dev)[ _/-]?(?:loss|ppl|perplexity|acc\w*|bleu|wer|cer|f1|auc|map|metrics?)\b",
+    re.IGNORECASE,
+)
 #: What a line says when the run is over: a silence after it is the job's end, not a stall.
 FINISHED = re.compile(
     r"done training|training (?:is )?(?:completed?|finished|done)|finished training|Trainer\.fit. stopped|"
