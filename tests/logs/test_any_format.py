@@ -534,3 +534,12 @@ def test_dl4j_s_score_at_iteration_is_the_iteration_s_loss():
     nan = line_values("Score at iteration 7 is NaN")
     assert nan is not None and nan["global_step"] == 7 and math.isnan(nan["loss"])
     assert line_values("Best score at iteration 7: 0.5") is None
+
+
+def test_ray_tune_s_result_block_says_its_iteration():
+    """Ray Tune's ``Result for PPO_…:`` block (RLlib through Tune, the corpus's train split): ``training_iteration: N``
+    alone on its line is the trial's progress; the key inside a sentence is not."""
+    told = reports("rllib_healthy_deepcomp-ppo-tune-results.log")
+    assert [r.global_step for r in told[:2]] == [1, 2]
+    assert line_values("  training_iteration: 12") == {"global_step": 12}
+    assert line_values("stop when training_iteration: 12 is reached") != {"global_step": 12}

@@ -3,7 +3,9 @@
 PyTorch's DDP tutorial (pytorch/examples ``distributed/ddp-tutorial-series``) prints ``[GPU0] Epoch 3 | Batchsize:
 32 | Steps: 64`` as each epoch begins, and nothing else: ``Steps`` counts the epoch's batches, so the run's step is
 epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints ``Score at iteration 100 is
-1.3935213258387884``: DL4J's score is the minibatch's loss. Pure: :func:`listener_values` reads one line.
+1.3935213258387884``: DL4J's score is the minibatch's loss. Ray Tune prints each trial's result as an indented
+block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress. Pure:
+:func:`listener_values` reads one line.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from .keys import Payload
 EPOCH_BATCHES = re.compile(r"\bEpoch:? (\d+) \| Batchsize: \d+ \| Steps: (\d+)")
 #: DL4J's ``ScoreIterationListener`` (``org.deeplearning4j.optimize.listeners``).
 DL4J_SCORE = re.compile(r"\bScore at iteration (\d+) is ([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|NaN|-?Infinity)\b")
+#: Ray Tune's result block's own line of its iteration.
+TUNE_ITERATION = re.compile(r"^\s*training_iteration: (\d+)\s*$")
 #: What such lines hold (the cheap test first).
-MARKS = ("| Batchsize: ", "Score at iteration ")
+MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ")
 
 
 def listener_values(text: str) -> Payload | None:
@@ -26,4 +30,6 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(begun[1]) * int(begun[2])}
     if MARKS[1] in text and (score := DL4J_SCORE.search(text)) is not None:
         return {"global_step": int(score[1]), "loss": float(score[2].replace("Infinity", "inf"))}
+    if MARKS[2] in text and (tune := TUNE_ITERATION.match(text)) is not None:
+        return {"global_step": int(tune[1])}
     return None
