@@ -30,6 +30,9 @@ from trainpulse_otel.samples import LogEvent, TrainingSample
         ("(WorkerDict pid=9) step:3 - loss:1.0 [repeated 7x across cluster]", None, "step:3 - loss:1.0"),
         ("worker-5: [2024-01-01 10:00:00,000] [INFO] x", None, "[2024-01-01 10:00:00,000] [INFO] x"),
         ("10.0.0.5: Killed", None, "Killed"),
+        ("> Killed", None, "Killed"),  # a log quoted in a reply
+        ("> > 0: iteration 5", 0, "iteration 5"),
+        (">", None, ""),
     ],
 )
 def test_a_launcher_s_label_is_cut_and_srun_s_task_kept(text, task, rest):
@@ -38,7 +41,16 @@ def test_a_launcher_s_label_is_cut_and_srun_s_task_kept(text, task, rest):
 
 @pytest.mark.parametrize(
     "text",
-    ["step10: loss 2.3", "RuntimeError: x", "node001: x", "Epoch 1: loss 0.3", "frame #0: c10::Error", "10:17:00 x"],
+    [
+        ">>> import torch",
+        ">loss 2",
+        "step10: loss 2.3",
+        "RuntimeError: x",
+        "node001: x",
+        "Epoch 1: loss 0.3",
+        "frame #0: c10::Error",
+        "10:17:00 x",
+    ],
 )
 def test_a_line_s_own_words_are_no_label(text):
     assert split_label(text) == (None, text)
@@ -68,6 +80,7 @@ WRAPS: dict[str, Callable[[int, str], str]] = {
     "ray": lambda n, text: f"(RayTrainWorker pid=4321, ip=10.0.0.5) {text}",
     "pdsh": lambda n, text: f"worker-5: {text}",
     "kubectl --timestamps": lambda n, text: f"2024-05-01T10:00:00.{n:09d}Z {text}",
+    "Markdown quote": lambda n, text: f"> {text}",
 }
 
 

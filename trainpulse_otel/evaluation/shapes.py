@@ -30,7 +30,7 @@ def _wrapped(width: int) -> Shape:
     return lambda lines: [text[i : i + width] for text in lines for i in range(0, len(text) or 1, width)]
 
 
-#: The shapes, by what gives them. The first four are labels only.
+#: The shapes, by what gives them (:data:`LABELS` only label a line).
 SHAPES: Mapping[str, Shape] = {
     "srun --label": _each(lambda n, text: f"0: {text}"),
     "Ray actor": _each(lambda n, text: f"(RayTrainWorker pid=4321, ip=10.0.0.5) {text}"),
@@ -40,9 +40,11 @@ SHAPES: Mapping[str, Shape] = {
     "kubectl logs --timestamps": _each(lambda n, text: f"2024-05-01T10:00:00.{n:09d}Z {text}"),
     "journald": _each(lambda n, text: f"Dec  7 05:33:48 gpu-node-3 python[1234]: {text}"),
     "wrapped at 200 columns": _wrapped(200),
+    "Markdown quote": _each(lambda n, text: f"> {text}"),
+    "indented code block": _each(lambda n, text: f"    {text}"),
 }
 #: The shapes that only label a line (its words and times are the log's own).
-LABELS = ("srun --label", "Ray actor", "pdsh", "Docker Compose", "CRLF")
+LABELS = ("srun --label", "Ray actor", "pdsh", "Docker Compose", "CRLF", "Markdown quote")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
 - Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
 
+A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) is cut first, as a label is.
+
 A label says where a line came from, never what it says: the line is read as the trainer printed it. Pure.
 """
 
@@ -35,6 +37,8 @@ def split_label(text: str) -> tuple[int | None, str]:
     """``(task, rest)``: a launcher's label cut off ``text`` (:data:`LABEL`) and Ray's repeat count off its end;
     ``task`` is srun's task number, None for any other label or none."""
     task = None
+    while text[:1] == ">" and text[1:2] in (" ", ""):  # a Markdown quote's marker (``>>>`` is a prompt: kept)
+        text = text[2:]
     if (match := LABEL.match(text)) is not None:
         task = None if match["task"] is None else int(match["task"])
         text = text[match.end() :]
