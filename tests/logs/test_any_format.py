@@ -185,6 +185,8 @@ TABLES = [
     ("chainer_healthy_chainermn-model-parallel-vgg16-printreport.log", 20, (1, 2.30032)),
     ("ultralytics_healthy_yolov8-colab-t4-20-epochs.log", 12, (1, 1.018 + 3.009 + 1.465)),
     ("yolov5_healthy_colab-cpu-cat-epochs-total-column.log", 5, (0, 0.1679)),
+    # tab-separated, NumPy's one-value arrays in a cell (``[-2.17921662]``); its losses summed
+    ("chainerrl_healthy_ppo-pong-scores-tsv-steps-episodes-mean-reward-losses.log", 6, (50099, 1.3991805288333001)),
 ]
 
 

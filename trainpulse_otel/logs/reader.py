@@ -284,7 +284,7 @@ class LogReader:
             return [{**values, "timestamp": stream.ts}]
         if (said := statement(text)) is not None:
             return [{**said, "timestamp": stream.ts}]
-        if "  " in text and (table := table_header(text)) is not None:
+        if ("  " in text or "\t" in text) and (table := table_header(text)) is not None:
             stream.table = table if table.columns else None
             return []
         return None

@@ -5,7 +5,8 @@ validation/main/loss  elapsed_time``), spaCy's console logger (``E    #    LOSS 
 TAG_ACC``), Ultralytics YOLO (``Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances  Size``, each row
 ``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``). A header is a line
 of three or more word cells, two or more blanks apart, one of them a step or a loss; a row has a number (``1/20``,
-``1.19G``, ``86.20``) for every column. A header naming neither (an evaluation's ``Class  Images  P  R``) closes
+``1.19G``, ``86.20``) for every column; a tab-separated table's too (ChainerRL's ``scores.txt``: ``steps  episodes
+elapsed  mean … average_loss_policy``). A header naming neither (an evaluation's ``Class  Images  P  R``) closes
 the table before it. Pure: lines in, payloads out.
 """
 
@@ -23,7 +24,10 @@ CELL_GAP = re.compile(r"\s{2,}|\t")
 HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
 #: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``), or a clock (fastai's ``time``
 #: column: ``00:07``).
-ROW_CELL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$|^\d{1,2}:\d\d(?::\d\d)?$")
+ROW_CELL = re.compile(
+    r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$|^\d{1,2}:\d\d(?::\d\d)?$"
+    r"|^\[\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]$"  # a one-value array, as NumPy prints it (ChainerRL)
+)
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: Columns that count the steps or the epochs.
 STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
@@ -40,7 +44,7 @@ class Table:
 
     def row(self, text: str) -> Payload | None:
         """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it."""
-        cells = text.split()
+        cells = text.split("\t") if "\t" in text else text.split()  # a tab-separated table's cells hold blanks
         if len(cells) < len(self.columns):
             return None
         values: dict[str, float] = {}
@@ -70,7 +74,7 @@ def table_header(text: str) -> Table | None:
 
 
 def _value(cell: str) -> float:
-    number = NUMBER.match(cell)
+    number = NUMBER.search(cell)
     return float(number[0]) if number else math.nan
 
 
