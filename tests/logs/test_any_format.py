@@ -187,6 +187,8 @@ TABLES = [
     ("yolov5_healthy_colab-cpu-cat-epochs-total-column.log", 5, (0, 0.1679)),
     # tab-separated, NumPy's one-value arrays in a cell (``[-2.17921662]``); its losses summed
     ("chainerrl_healthy_ppo-pong-scores-tsv-steps-episodes-mean-reward-losses.log", 6, (50099, 1.3991805288333001)),
+    # Chainer's PrintReport with its validation columns blank between evaluations: read by where the cells stand
+    ("espnet_healthy_chainer-reporter-esc-codes-first-200-iters.log", 2, (100, 626.687)),
 ]
 
 

@@ -21,6 +21,7 @@ PRIMARY_LOSSES = (
     "loss",
     "train_loss",
     "train/loss",
+    "main/loss",  # Chainer's updater reports its model's loss so (ESPnet 1: beside main/loss_ctc, main/loss_att)
     "training_loss",
     "lm_loss",
     "train/lm_loss",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from .keys import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
@@ -28,6 +29,9 @@ ROW_CELL = re.compile(
     r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$|^\d{1,2}:\d\d(?::\d\d)?$"
     r"|^\[\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]$"  # a one-value array, as NumPy prints it (ChainerRL)
 )
+#: A header's cells and a row's, with where they stand.
+HEADER_WORD = re.compile(r"\S+(?: \S+)*")
+ROW_WORD = re.compile(r"\S+")
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: Columns that count the steps or the epochs.
 STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
@@ -41,17 +45,34 @@ class Table:
     """A header's columns, as :func:`.keys.field_key` names them."""
 
     columns: tuple[str, ...]
+    starts: tuple[int, ...] = ()  # where each column's name starts on the header line
 
     def row(self, text: str) -> Payload | None:
-        """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it."""
+        """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it. A row with
+        fewer cells than columns is read by where its cells stand under the header (Chainer's ``PrintReport`` leaves
+        the validation columns blank between evaluations)."""
         cells = text.split("\t") if "\t" in text else text.split()  # a tab-separated table's cells hold blanks
         if len(cells) < len(self.columns):
-            return None
+            return self._aligned(text)
         values: dict[str, float] = {}
         for column, cell in zip(self.columns, cells, strict=False):
             if ROW_CELL.match(cell) is None:
                 return None
             values[column] = _value(cell)
+        return self._payload(values)
+
+    def _aligned(self, text: str) -> Payload | None:
+        if len(self.starts) != len(self.columns) or "\t" in text:
+            return None
+        values: dict[str, float] = {}
+        for cell in ROW_WORD.finditer(text):
+            at = bisect_right(self.starts, cell.start() + 1) - 1  # (a number right-aligned one short of its column)
+            if at < 0 or ROW_CELL.match(cell[0]) is None or self.columns[at] in values:
+                return None
+            values[self.columns[at]] = _value(cell[0])
+        return self._payload(values) if values else None
+
+    def _payload(self, values: dict[str, float]) -> Payload | None:
         step = _step(self.columns, values)
         loss = _loss(values)
         if step is None or loss is None:
@@ -66,11 +87,12 @@ def table_header(text: str) -> Table | None:
     if len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
         return None
     columns = tuple(field_key(cell) for cell in cells)
+    starts = tuple(cell.start() for cell in HEADER_WORD.finditer(text)) if "\t" not in text else ()
     if not any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in columns):
         return Table(())
     if not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns):
         return Table(())
-    return Table(columns)
+    return Table(columns, starts if len(starts) == len(columns) else ())
 
 
 def _value(cell: str) -> float:
@@ -82,8 +104,9 @@ def _step(columns: tuple[str, ...], values: dict[str, float]) -> int | None:
     """The row's step: a step column, else its epoch (``1/20``: epoch 1)."""
     for names in (STEP_COLUMNS, EPOCH_COLUMNS):
         for column in columns:
-            if column in names and math.isfinite(values[column]) and values[column] == int(values[column]):
-                return int(values[column])  # ``1/20``: its number before the total
+            value = values.get(column, math.nan)  # (a blank cell: none)
+            if column in names and math.isfinite(value) and value == int(value):
+                return int(value)  # ``1/20``: its number before the total
     return None
 
 
