@@ -547,3 +547,11 @@ def test_ray_tune_s_result_block_says_its_iteration():
     assert [r.global_step for r in told[:2]] == [1, 2]
     assert line_values("  training_iteration: 12") == {"global_step": 12}
     assert line_values("stop when training_iteration: 12 is reached") != {"global_step": 12}
+
+
+def test_lightning_s_checkpoint_line_says_the_step_the_run_reached():
+    """``ModelCheckpoint(verbose=True)``: ``Epoch 0, global step 1: 'val_loss' reached 0.33322 …`` (the corpus's
+    train split); its value is the validation's, never the training loss."""
+    told = reports("lightning_healthy_walkjump-checkpoint-per-epoch.log")
+    assert [r.global_step for r in told[:3]] == [1, 2, 3] and all(r.loss is None for r in told)
+    assert line_values("Epoch 7, global step 800: 'val_loss' was not in top 1") == {"global_step": 800}

@@ -4,7 +4,9 @@ PyTorch's DDP tutorial (pytorch/examples ``distributed/ddp-tutorial-series``) pr
 32 | Steps: 64`` as each epoch begins, and nothing else: ``Steps`` counts the epoch's batches, so the run's step is
 epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints ``Score at iteration 100 is
 1.3935213258387884``: DL4J's score is the minibatch's loss. Ray Tune prints each trial's result as an indented
-block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress. Pure:
+block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress.
+Lightning's ``ModelCheckpoint(verbose=True)`` says ``Epoch 3, global step 400: 'val_loss' reached 0.157 (best
+0.157), saving model to …`` (or ``… was not in top 1``) at each validation: the step it reached. Pure:
 :func:`listener_values` reads one line.
 """
 
@@ -20,8 +22,10 @@ EPOCH_BATCHES = re.compile(r"\bEpoch:? (\d+) \| Batchsize: \d+ \| Steps: (\d+)")
 DL4J_SCORE = re.compile(r"\bScore at iteration (\d+) is ([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|NaN|-?Infinity)\b")
 #: Ray Tune's result block's own line of its iteration.
 TUNE_ITERATION = re.compile(r"^\s*training_iteration: (\d+)\s*$")
+#: Lightning's ``ModelCheckpoint`` line.
+LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step (\d+): '[^']+' (?:reached|was not in top)")
 #: What such lines hold (the cheap test first).
-MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ")
+MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ")
 
 
 def listener_values(text: str) -> Payload | None:
@@ -32,4 +36,6 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(score[1]), "loss": float(score[2].replace("Infinity", "inf"))}
     if MARKS[2] in text and (tune := TUNE_ITERATION.match(text)) is not None:
         return {"global_step": int(tune[1])}
+    if MARKS[3] in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
+        return {"global_step": int(saved[2])}
     return None
