@@ -210,3 +210,20 @@ def test_a_jump_back_up_in_a_loss_falling_over_orders_of_magnitude_is_a_spike():
     (signal,) = h.active()
     assert signal.evidence["baseline_loss"] < 1e6 < 1e9 < sorted(falling)[20]  # the last 8's median, not all 40's
     assert 4 < signal.evidence["spike_ratio"] < 100
+
+
+def test_a_run_starting_again_at_an_earlier_step_is_judged_against_its_own_losses():
+    """A sweep's next trial (lmqg's grid search: global step 1450, loss 0.45, then step 50, loss 0.80) starts from
+    its own initial loss; ranks interleaving a step or two back are the same run."""
+    settled = [(50 * (i + 1), 0.45 + 0.01 * (i % 3)) for i in range(40)]
+    again = [(50, 0.80), (100, 0.69), (150, 0.74)]
+    points = settled + again
+    h = Harness(LossSpike()).run(
+        range(len(points)), lambda t: frame(float(t), points[int(t)][1], global_step=points[int(t)][0])
+    )
+    assert h.raised() == []
+    back_one = [*settled, (1999, 0.90)]  # one step back, then a loss double its level: the same run's spike
+    h = Harness(LossSpike()).run(
+        range(len(back_one)), lambda t: frame(float(t), back_one[int(t)][1], global_step=back_one[int(t)][0])
+    )
+    assert [r.signal for r in h.raised()] == ["loss_spike"]

@@ -555,3 +555,10 @@ def test_lightning_s_checkpoint_line_says_the_step_the_run_reached():
     told = reports("lightning_healthy_walkjump-checkpoint-per-epoch.log")
     assert [r.global_step for r in told[:3]] == [1, 2, 3] and all(r.loss is None for r in told)
     assert line_values("Epoch 7, global step 800: 'val_loss' was not in top 1") == {"global_step": 800}
+
+
+def test_steps_a_second_are_the_step_time_s_reciprocal_and_two_losses_of_a_line_s_own_are_none():
+    """Bagel's ``(step=0001201) Train Loss mse: 0.1647, Train Loss ce: 0.4438, Train Steps/Sec: 0.02``: a report by
+    its throughput (which of its two losses is the job's is not the line's to say)."""
+    said = line_values("(step=0001201) Train Loss mse: 0.1647, Train Loss ce: 0.4438, Train Steps/Sec: 0.04, ")
+    assert said == {"global_step": 1201, "step_time_ms": 25000.0}

@@ -131,6 +131,9 @@ STEP_TIME_KEYS = frozenset(
         "sec/tick",  # StyleGAN's ``tick 1401  kimg 5738.6  …  sec/tick 71.0``: a tick is its progress unit
     )
 )
+#: Steps a second (Bagel's ``Train Steps/Sec: 0.04``): the step time's reciprocal. Not the Trainer's run summary
+#: ``train_steps_per_second``, a whole run's mean.
+STEP_RATE_KEYS = frozenset(("steps/s", "steps/sec", "train_steps/sec", "steps_per_sec", "iters/s", "iters/sec"))
 MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
 EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
 #: A KL term, part of an RL or distillation objective, or a loss's perplexity (``ppl``, exp of the loss): judged,
@@ -189,6 +192,10 @@ def put_field(payload: Payload, key: str, value: float, unit: str) -> None:
         "s/batch",
     ):
         if (ms := step_ms(key, value, unit)) is not None:
+            payload.setdefault("step_time_ms", ms)
+        return
+    if key in STEP_RATE_KEYS:
+        if (ms := step_ms(key, value, "it/s")) is not None:
             payload.setdefault("step_time_ms", ms)
         return
     if key in MFU_KEYS:

@@ -46,10 +46,11 @@ LOSS_SPIKE_RATIO = FactSpec("loss_spike_ratio", TIMES, "the worst recent loss sp
 class RollingLosses:
     """The last ``size`` finite losses of one series, kept sorted for the median."""
 
-    __slots__ = ("_order", "_sorted", "size")
+    __slots__ = ("_order", "_sorted", "last_step", "size")
 
     def __init__(self, size: int = BASELINE_LOSSES) -> None:
         self.size = size
+        self.last_step: int | None = None  # the step of the series' newest loss
         self._order: deque[float] = deque()
         self._sorted: list[float] = []
 
@@ -120,6 +121,13 @@ def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresho
     if score < 1.0:
         return None
     return Spike(point.ts, point.global_step, point.rank, loss, median, sigma, score)
+
+
+def _run_again(last: int | None, step: int | None) -> bool:
+    """Whether a loss's step went back far enough to be a run starting again (a resume from an earlier checkpoint,
+    a sweep's next trial): its loss is judged against its own history, not the run before (a step or two back is
+    ranks' reports interleaved)."""
+    return last is not None and step is not None and last - step >= max(2, 0.1 * last)
 
 
 def _judge_by_level(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
@@ -261,8 +269,10 @@ class LossSpike(BaseDetector):
                 continue
             judged = True
             series = self._series.get(point.rank)
-            if series is None:
+            if series is None or _run_again(series.last_step, point.global_step):
                 series = self._series[point.rank] = RollingLosses(self.thresholds.baseline_losses)
+            if point.global_step is not None:
+                series.last_step = point.global_step
             spike = judge_spike(series, point, loss, self.thresholds)  # type: ignore[arg-type]
             series.add(loss)  # type: ignore[arg-type]
             if spike is not None:
