@@ -94,8 +94,8 @@ def test_a_non_finite_loss_like_value_is_a_report_wherever_it_stands():
 
 
 def test_an_evaluation_line_is_no_training_report_unless_its_numbers_are_gone():
-    # nanoGPT's evaluation line; and the Trainer's ``{'eval_loss': nan, …}`` after the weights went NaN
-    assert line_values("step 3000: train loss 4.0390, val loss 4.0427") is None
+    # an evaluation's loss alone; and the Trainer's ``{'eval_loss': nan, …}`` after the weights went NaN
+    assert line_values("step 3000: val loss 4.0427") is None
     said = reports("huggingface_nonfinite_loss_time-train-py-eval-loss-nan-one-step.log")
     assert any(r.loss is not None and math.isnan(r.loss) for r in said)
 
@@ -213,8 +213,12 @@ def test_keras_s_epoch_line_with_its_val_twins_is_a_report_and_a_bracketed_key_i
     # Keras 2 (verbose=2) under ``Epoch 3/10``: the training loss beside its ``val_`` twin
     keras = line_values("3093s - loss: 0.6163 - acc: 0.8242 - val_loss: 0.2946 - val_acc: 0.9136", epoch=3)
     assert keras is not None and keras["loss"] == 0.6163 and keras["global_step"] == 3
-    # an evaluation that estimates the training loss too is still no report (nanoGPT)
-    assert line_values("step 3000: train loss 4.0390, val loss 4.0427") is None
+    # the training loss beside its evaluation twin, by any split's name (nanoGPT's evaluation, LLMs-from-scratch,
+    # PEFT's example); two losses of the script's own that are no twins (a GAN's) are still none
+    assert line_values("step 3000: train loss 4.0390, val loss 4.0427") == {"global_step": 3000, "loss": 4.039}
+    assert line_values("Ep 1 (Step 000005): Train loss 1.174, Val loss 1.103") == {"global_step": 5, "loss": 1.174}
+    assert line_values("epoch=0   train_loss_total=0.7970  eval_loss_total=0.6472") == {"global_step": 0, "loss": 0.797}
+    assert "loss" not in (line_values("step 10 | d_loss 0.61 | val_g_loss 1.20") or {})
     # LION's trainer: ``| [Loss] nan | … | [step]   104 |``
     lion = line_values("- [R0] | E6 iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125 | [step]   104 | [url] none |")
     assert lion is not None and math.isnan(lion["loss"])
@@ -562,3 +566,26 @@ def test_steps_a_second_are_the_step_time_s_reciprocal_and_two_losses_of_a_line_
     its throughput (which of its two losses is the job's is not the line's to say)."""
     said = line_values("(step=0001201) Train Loss mse: 0.1647, Train Loss ce: 0.4438, Train Steps/Sec: 0.04, ")
     assert said == {"global_step": 1201, "step_time_ms": 25000.0}
+
+
+@pytest.mark.parametrize(
+    ("name", "first"),
+    [
+        # Python logging's default prefix before a bracketed step (flax's seq2seq example through absl)
+        ("flax_healthy_seq2seq-addition-absl-accuracy-loss-decode-lines.log", (100, 0.6936355233192444)),
+        # Trax: each metric on a line of its own; the training loss where the metric is one
+        ("trax_healthy_nmt-transformer-step-ran-train-steps-crossentropy-logsoftmax.log", (1, 9.85205269)),
+        # makemore: ``      0/ 200000: 3.3167``, nothing named
+        ("makemore_healthy_bare-step-of-200000-colon-loss-no-keyword.log", (0, 3.3167)),
+        # EvoJAX: an evolution strategy's score, no loss
+        ("evojax_healthy_brax-ant-iter-tests-score-avg-std-jit-of-pmap-warnings.log", (10, None)),
+        # LLMs-from-scratch: the training loss beside its evaluation twin
+        (
+            "llms-from-scratch_healthy_ch07-gpt2-instruction-finetune-ep-step-train-val-loss-sample-lines.log",
+            (0, 2.637),
+        ),
+    ],
+)
+def test_round_seventeen_s_healthy_consoles_are_read(name, first):
+    told = reports(name)
+    assert (told[0].global_step, told[0].loss) == first and len(told) >= 3

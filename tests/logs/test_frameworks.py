@@ -272,7 +272,7 @@ def test_lines_of_no_framework_are_counted_and_none_claims_them():
         "{'loss': 'hinge', 'C': 0.1}",
         "loss_scale_window ............................... 1000",
         "Saving model at step 100 with loss 2.3",
-        "step 3000: train loss 4.0390, val loss 4.0427",
+        "step 3000: val loss 4.0427",
         "",
     ]
     reader = LogReader(start=START)

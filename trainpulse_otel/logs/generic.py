@@ -35,7 +35,7 @@ from .keys import (
     step_ms,
     training_loss,
 )
-from .listeners import listener_values
+from .listeners import bare_values, listener_values
 
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
@@ -84,9 +84,12 @@ EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: report, stepless, as is a line with a loss and its learning rate (``step_loss : 9.0  learning_rate : 1.6e-05``);
 #: the order of its lines is its time axis.
 LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
-#: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy
-#: (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10  Timestep 2000  Reward 12``).
-PROGRESS = re.compile(r"(?:^|_)(?:rewards?|returns?|acc(?:uracy)?)$")
+#: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy,
+#: an evolution strategy's score (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10
+#: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``).
+PROGRESS = re.compile(r"(?:^|[_.])(?:rewards?|returns?|acc(?:uracy)?|score)(?:[_.](?:avg|mean|best))?$")
+#: The split a loss's name begins with (:func:`_twin`).
+TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[_/]")
 #: Words a line of training progress holds one of (the cheap test first).
 MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost")
 
@@ -99,7 +102,7 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     (``val loss``) are not the training loss, and a line of them is a report only where it also times the iteration. A non-finite loss-like value is a
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
-        return round_values(text)  # (a boosting round's line names neither)
+        return round_values(text) or bare_values(text)  # (a boosting round's line names neither, nor makemore's)
     if (said := listener_values(text)) is not None:
         return said
     if "] Iteration:" in text and (said := round_values(text)) is not None:
@@ -155,17 +158,24 @@ def _of_empty(key: str, empty: set[str]) -> bool:
 def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]], matches: list) -> float | None:
     """The line's only loss where it names no primary one and that one is a single word of the script's own
     (``Mask_Loss 1.678``; not words around it: ``at step 100 with loss 2.3``)."""
-    if len(training) != 1 or len(losses) != 1 or training[0][0] in KL_KEYS:
-        return None
+    if len(training) != 1 or (len(losses) != 1 and not _keras_epoch(training, losses)) or training[0][0] in KL_KEYS:
+        return None  # (beside it, only its evaluation twins: ``train_loss_total=0.79  eval_loss_total=0.64``)
     key = training[0][0]
     return training[0][1] if any(field_key(m["key"]) == key and " " not in m["key"].strip() for m in matches) else None
 
 
 def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
-    """Keras's epoch line: the training ``loss`` and each evaluation loss its ``val_`` twin (``loss: 0.54 -
-    val_loss: 0.29``), not an evaluation that estimates the training loss too (nanoGPT's ``train loss``)."""
-    names = {key for key, _ in training}
-    return "loss" in names and all(key in names or key.removeprefix("val_") in names for key, _ in losses)
+    """An epoch's or an interval's line of the training loss and each evaluation loss its twin: Keras's ``loss: 0.54
+    - val_loss: 0.29``, ``Train loss 0.872, Val loss 0.944`` (LLMs-from-scratch), ``train_loss_total=0.79
+    eval_loss_total=0.64``; nanoGPT's ``step 250: train loss 4.04, val loss 4.04`` too (the train loss an
+    evaluation estimates, at the step the iterations' own lines report too: one report)."""
+    names = {_twin(key) for key, _ in training}
+    return len(names) == len(training) and all(_twin(key) in names for key, _ in losses)
+
+
+def _twin(key: str) -> str:
+    """A loss's name without the split it is of (``val_loss``, ``train/loss``, ``eval_loss_total``: ``loss``…)."""
+    return TWIN_PREFIX.sub("", key, count=1)
 
 
 def _epoch_summary(text: str, pairs: list[tuple[str, str, str]]) -> bool:

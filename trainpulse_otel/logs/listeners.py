@@ -5,9 +5,12 @@ PyTorch's DDP tutorial (pytorch/examples ``distributed/ddp-tutorial-series``) pr
 epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints ``Score at iteration 100 is
 1.3935213258387884``: DL4J's score is the minibatch's loss. Ray Tune prints each trial's result as an indented
 block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress.
-Lightning's ``ModelCheckpoint(verbose=True)`` says ``Epoch 3, global step 400: 'val_loss' reached 0.157 (best
+Trax's training loop prints each metric on a line of its own, ``Step    100: train CrossEntropyLossWithLogSoftmax |
+9.85205269`` (``eval`` ones beside): the training loss where the metric is a loss, else the step alone.
+Karpathy's makemore (Neural Networks: Zero to Hero) prints ``  10000/ 200000: 2.0576``: the step of its total, then
+the loss. Lightning's ``ModelCheckpoint(verbose=True)`` says ``Epoch 3, global step 400: 'val_loss' reached 0.157 (best
 0.157), saving model to …`` (or ``… was not in top 1``) at each validation: the step it reached. Pure:
-:func:`listener_values` reads one line.
+:func:`listener_values` reads one line (:func:`bare_values` one that names nothing).
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ DL4J_SCORE = re.compile(r"\bScore at iteration (\d+) is ([-+]?(?:\d+\.?\d*|\.\d+
 TUNE_ITERATION = re.compile(r"^\s*training_iteration: (\d+)\s*$")
 #: Lightning's ``ModelCheckpoint`` line.
 LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step (\d+): '[^']+' (?:reached|was not in top)")
+#: Trax's metric line (its ``train`` ones).
+TRAX_METRIC = re.compile(r"^Step\s+(\d+): train\s+(\w+)\s+\|\s+([-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+#: makemore's line: nothing but the step, its total and the loss.
+STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)/\s*(\d+): (\d+\.\d+|nan|inf)\s*$")
 #: What such lines hold (the cheap test first).
-MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ")
+MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ")
 
 
 def listener_values(text: str) -> Payload | None:
@@ -38,4 +45,16 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(tune[1])}
     if MARKS[3] in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
         return {"global_step": int(saved[2])}
+    if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
+        said: Payload = {"global_step": int(trax[1])}
+        if "Loss" in trax[2] or "loss" in trax[2]:
+            said["loss"] = float(trax[3])
+        return said
     return None
+
+
+def bare_values(text: str) -> Payload | None:
+    """makemore's ``  10000/ 200000: 2.0576`` (a line that names neither a step nor a loss), or None."""
+    if "/" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None or int(bare[1]) > int(bare[2]):
+        return None
+    return {"global_step": int(bare[1]), "loss": float(bare[3])}
