@@ -589,3 +589,16 @@ def test_steps_a_second_are_the_step_time_s_reciprocal_and_two_losses_of_a_line_
 def test_round_seventeen_s_healthy_consoles_are_read(name, first):
     told = reports(name)
     assert (told[0].global_step, told[0].loss) == first and len(told) >= 3
+
+
+def test_a_step_of_its_epoch_s_total_is_counted_after_the_epochs_before_it():
+    """rasbt's deeplearning-models (the corpus's train split): ``Epoch: 002/040 | Batch 0050/0175 | Loss: 1.5473``
+    starts its batch count again each epoch: every line is a report of the run's step, none another's copy, and
+    an epoch's summary (``***Epoch: 002/040 | Train. Acc.: 42.819% | Loss: 1.505``) stands at the last step."""
+    told = reports("pytorch_healthy_alexnet-cifar10-40-epochs-batch-loss-star-train-valid-acc-time-elapsed.log")
+    steps = [r.global_step for r in told]
+    assert steps[:5] == [0, 50, 100, 150, 175] and steps == sorted(steps) and len(told) == 40 * 4
+    reader = LogReader()
+    lines = [f"Epoch [{e}/2], Step [{s}/600], Loss: 0.5" for e in (1, 2) for s in (300, 600)]  # yunjey's tutorial
+    out = [o for n, line in enumerate(lines) for o in reader.feed(LogLine(line, "x.log", n))]
+    assert [o.global_step for o in out if isinstance(o, TrainingSample)] == [300, 600, 900, 1200]

@@ -259,18 +259,24 @@ class GenericLines:
 
 
 class EpochBatches:
-    """One stream's ``[epoch, batch]`` lines (PyTorch's tutorials): a batch counted after the epochs before it."""
+    """One stream's steps counted within their epochs, as the run's: PyTorch's tutorials' ``[epoch, batch]``, and a
+    line naming its epoch beside a step of the epoch's total (``Epoch [2/5], Step [100/600], Loss: 0.21``,
+    ``Epoch: 040/040 | Batch 0150/0175 | Loss: 0.2771``) once that step starts again in a later epoch: a batch
+    counted after the epochs before it. An epoch's summary line (numbered by its epoch alone) in such a stream
+    stands at the last step counted."""
 
     def __init__(self) -> None:
         self._epoch: int | None = None
         self._before = self._batches = 0  # the batches of the epochs before, the most of this one's
+        self._fraction: tuple[int, int, int] | None = None  # the last counted line's epoch, step and total
+        self._offset = 0  # the steps of the epochs before, by the fractions' totals
 
     def counted(self, text: str, values: Payload, parser: object = None) -> Payload | None:
         """``values`` with the run's step where ``text`` is such a line (else as they are); None where a framework
         (``parser``) numbers the stream's steps: the script's own count is not its."""
         if text[:3].lstrip()[:1] != "[" or (match := EPOCH_BATCH.match(text)) is None:
-            return values
-        if parser is not None and getattr(parser, "name", None) != GenericLines.name:
+            return self._in_epochs(text, values) if parser is None or _generic(parser) else values
+        if parser is not None and not _generic(parser):
             return None
         epoch, batch = int(match[1]), int(match[2])
         if self._epoch is not None and epoch > self._epoch:
@@ -278,3 +284,27 @@ class EpochBatches:
         self._epoch = epoch if self._epoch is None else max(epoch, self._epoch)
         self._batches = max(self._batches, batch)
         return {**values, "global_step": self._before + batch}
+
+    def _in_epochs(self, text: str, values: Payload) -> Payload:
+        step = values.get("global_step")
+        if not isinstance(step, int) or "poch" not in text or (named := EPOCH.search(text)) is None:
+            return values
+        fraction = STEP_FRACTION.search(text)
+        if fraction is None:  # numbered by its epoch alone: an epoch's summary, at the last step counted
+            last = self._fraction
+            return (
+                values
+                if last is None or BATCH_FRACTION.search(text)
+                else {**values, "global_step": self._offset + last[1]}
+            )
+        epoch, done, total = int(named[1]), int(fraction[1]), int(fraction[2])
+        if done != step or done > total:
+            return values  # the line's step is not its fraction's (a run's step named beside)
+        if self._fraction is not None and epoch > self._fraction[0] and done <= self._fraction[1]:
+            self._offset += max(self._fraction[2], self._fraction[1])  # the fraction started again
+        self._fraction = (max(epoch, self._fraction[0]) if self._fraction else epoch, done, total)
+        return {**values, "global_step": self._offset + done}
+
+
+def _generic(parser: object) -> bool:
+    return getattr(parser, "name", None) == GenericLines.name
