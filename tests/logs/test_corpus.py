@@ -169,6 +169,8 @@ def test_the_train_split_keeps_the_figures_the_reader_reached_on_it():
         ),
         # dynamo's fallback printed a compiler's traceback as glog warnings (``[rank0]:W0618 …``), then 10 iterations
         ("nemo2_healthy_evo2-dynamo-inductor-warning-traceback-then-10-iterations.log", HEALTHY),
+        # an OOM on task 0, then ``srun: error: gra1177: task 1: Killed``: srun ending the step's other tasks
+        ("lightning_out_of_memory_graham-nnunet-t4-two-node-srun-terminated.log", "out_of_memory"),
     ],
 )
 def test_the_class_given_is_the_first_failure_the_lines_show(name, given):

@@ -653,3 +653,10 @@ def test_a_wrapper_s_word_that_training_failed_with_a_negative_exit_code_is_its_
     (told,) = FailureScanner().feed("❌ Training failed with exit code -9")
     assert told.details["signal"] == "SIGKILL" and told.details["launcher"] == "wrapper"
     assert FailureScanner().feed("pip install failed with exit code 1") is None
+
+
+def test_jittor_s_overflowing_gpu_memory_is_an_out_of_memory():
+    """Jittor's allocator (the corpus's train split, Jittor/jittor#396): ``GPU memory is overflow, please reduce your
+    batch_size or data size!`` before the CUDA errors and aborts it causes."""
+    (told,) = FailureScanner().feed("GPU memory is overflow, please reduce your batch_size or data size!")
+    assert told.kind == CUDA_OOM

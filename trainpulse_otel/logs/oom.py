@@ -10,7 +10,7 @@
   allocator failing takes (:data:`OTHER_OOM`; each form and its source: docs/logs.md): PyTorch's before 1.0,
   ROCm's, Ascend's, Apple's, Intel's and Gaudi's allocators, NCCL's and Marian's CUDA failures, fairseq's recovered
   OOM, MindSpore's, TensorFlow's and XLA's ``RESOURCE_EXHAUSTED``/``OOM when allocating``, the TPU compiler's HBM,
-  Caffe's and MXNet's checks, Paddle's, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Metal's, CuPy's, any
+  Caffe's and MXNet's checks, Jittor's ``GPU memory is overflow``, Paddle's, cuBLAS's and cuDNN's ``*_STATUS_ALLOC_FAILED``, Metal's, CuPy's, any
   ``OutOfMemoryError`` and the driver's and runtime's error names. The host's OOM killer (and Ray's node low on
   memory) is no allocation failure of the job's: :mod:`.fatal` tells it.
 
@@ -43,12 +43,12 @@ OTHER_OOM = re.compile(
     r"allocat)|Resource exhausted: .{0,40}?(?:memory|allocat)|[Oo]ut of memory (?:to allocate|allocating) [\d,]+ bytes|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
     r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\bOutOfMemoryError\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|cudaErrorMemoryAllocation|"
-    r"\b(?:GPU|[Dd]evice)\b.{0,60}?\bout of memory\b|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
+    r"\b(?:GPU|[Dd]evice)\b.{0,60}?\bout of memory\b|GPU memory is overflow|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED", "Resource exhausted",
              "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory",
-             "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "EL0004")  # fmt: skip
+             "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "EL0004", "memory is overflow")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(

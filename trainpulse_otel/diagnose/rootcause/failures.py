@@ -183,8 +183,15 @@ def _first_line(s: Signal) -> tuple[str, int] | None:
 
 
 def _torn_down(crash: Signal) -> bool:
-    """A rank the launcher stopped: killed by SIGTERM (torchrun's agent sends it to the others when one dies)."""
-    return crash.evidence.get("signal") == "SIGTERM" or crash.evidence.get("exit_code") in (-15, 143)
+    """A rank the launcher stopped: killed by SIGTERM (torchrun's agent sends it to the others when one dies), or a
+    task srun says it killed (``srun: error: node: task 1: Killed``: ``--kill-on-bad-exit`` ending the step's other
+    tasks once one failed)."""
+    signal, error = crash.evidence.get("signal"), crash.evidence.get("error")
+    return (
+        signal == "SIGTERM"
+        or crash.evidence.get("exit_code") in (-15, 143)
+        or (signal == "SIGKILL" and isinstance(error, str) and error.startswith("srun: task "))
+    )
 
 
 def crashed_by_gpu(ev: Evidence) -> list[Signal]:
