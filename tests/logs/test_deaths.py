@@ -660,3 +660,14 @@ def test_jittor_s_overflowing_gpu_memory_is_an_out_of_memory():
     batch_size or data size!`` before the CUDA errors and aborts it causes."""
     (told,) = FailureScanner().feed("GPU memory is overflow, please reduce your batch_size or data size!")
     assert told.kind == CUDA_OOM
+
+
+def test_an_npu_kernel_failing_on_the_device_is_a_crash():
+    """MindSpore on an Ascend NPU (the corpus's train split, candle-org/MindAct#1752): ``Launch kernel failed:
+    Bprop/gradDense/Reshape-op278``, then CANN's ``E39999: … an exception occurred during AICPU execution``."""
+    from trainpulse_otel.logs.runtimes import failure_said
+
+    assert failure_said("Launch kernel failed: Bprop/gradDense/Reshape-op278")[0] == "crash"
+    cann = "E39999: 2024-10-20-22:34:40.965.193  The error from device(chipId:0, dieId:0), serial number is 3, an exception occurred during AICPU execution, stream_id:2"
+    assert failure_said(cann)[0] == "crash"
+    assert failure_said("Launch kernel failed: ") is None

@@ -56,6 +56,9 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # Ascend's CANN codes: NPU memory, the RoCE link, the port, the cluster's detection
         (r"\bEI0011\b", "oom"),
         (r"\b(?:EI0013|EJ0002|EI0015)\b", "link"),
+        # an NPU kernel failing on the device (``E39999: … an exception occurred during AICPU execution``), MindSpore's
+        # ``Launch kernel failed: Bprop/gradDense/Reshape-op278``
+        (r"an exception occurred during (?:AICPU|AICORE|AIV) execution|\bLaunch kernel failed: \S", "crash"),
         # device runtimes' codes
         ((r"HIP error: out of memory|\bhipErrorOutOfMemory\b|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|PI_ERROR_OUT_OF_RESOURCES"
          r"|HSA_STATUS_ERROR_OUT_OF_RESOURCES|Out of Memory!!! Request memory size|report_tensor_allocations_upon_oom"),
@@ -106,6 +109,7 @@ MARKS = (
     "marked unhealthy", "has been open for", "out of section", "no train step completed", "has not been updated for",
     "Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired",
     "failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for", "Failed to meet rendezvous",
+    "exception occurred during A", "Launch kernel failed",
 )  # fmt: skip
 _MARKED = any_of(MARKS)
 
