@@ -130,7 +130,7 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     if "step_time_ms" not in payload:
         _rate(payload, text)
     timed = any(name in payload for name in TIMED_FIELDS)
-    summary = _keras_epoch(training, losses) or _epoch_summary(text, pairs)
+    summary = _twins_only(training, losses) or _epoch_summary(text, pairs)
     if ("loss" in payload and (len(training) == len(losses) or summary)) or timed:
         return payload
     if not losses and any(PROGRESS.search(key) and not EVALUATION.search(key) for key, _, _ in pairs):
@@ -158,13 +158,13 @@ def _of_empty(key: str, empty: set[str]) -> bool:
 def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]], matches: list) -> float | None:
     """The line's only loss where it names no primary one and that one is a single word of the script's own
     (``Mask_Loss 1.678``; not words around it: ``at step 100 with loss 2.3``)."""
-    if len(training) != 1 or (len(losses) != 1 and not _keras_epoch(training, losses)) or training[0][0] in KL_KEYS:
+    if len(training) != 1 or (len(losses) != 1 and not _twins_only(training, losses)) or training[0][0] in KL_KEYS:
         return None  # (beside it, only its evaluation twins: ``train_loss_total=0.79  eval_loss_total=0.64``)
     key = training[0][0]
     return training[0][1] if any(field_key(m["key"]) == key and " " not in m["key"].strip() for m in matches) else None
 
 
-def _keras_epoch(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
+def _twins_only(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
     """An epoch's or an interval's line of the training loss and each evaluation loss its twin: Keras's ``loss: 0.54
     - val_loss: 0.29``, ``Train loss 0.872, Val loss 0.944`` (LLMs-from-scratch), ``train_loss_total=0.79
     eval_loss_total=0.64``; nanoGPT's ``step 250: train loss 4.04, val loss 4.04`` too (the train loss an
@@ -289,15 +289,13 @@ class EpochBatches:
         step = values.get("global_step")
         if not isinstance(step, int) or "poch" not in text or (named := EPOCH.search(text)) is None:
             return values
-        fraction = STEP_FRACTION.search(text)
+        epoch, fraction = int(named[1]), STEP_FRACTION.search(text)
         if fraction is None:  # numbered by its epoch alone: an epoch's summary, at the last step counted
             last = self._fraction
-            return (
-                values
-                if last is None or BATCH_FRACTION.search(text)
-                else {**values, "global_step": self._offset + last[1]}
-            )
-        epoch, done, total = int(named[1]), int(fraction[1]), int(fraction[2])
+            if last is None or step != epoch or BATCH_FRACTION.search(text):
+                return values
+            return {**values, "global_step": self._offset + last[1]}
+        done, total = int(fraction[1]), int(fraction[2])
         if done != step or done > total:
             return values  # the line's step is not its fraction's (a run's step named beside)
         if self._fraction is not None and epoch > self._fraction[0] and done <= self._fraction[1]:
