@@ -602,3 +602,13 @@ def test_a_step_of_its_epoch_s_total_is_counted_after_the_epochs_before_it():
     lines = [f"Epoch [{e}/2], Step [{s}/600], Loss: 0.5" for e in (1, 2) for s in (300, 600)]  # yunjey's tutorial
     out = [o for n, line in enumerate(lines) for o in reader.feed(LogLine(line, "x.log", n))]
     assert [o.global_step for o in out if isinstance(o, TrainingSample)] == [300, 600, 900, 1200]
+
+
+def test_code_a_notebook_s_traceback_quotes_is_no_report():
+    """IPython numbers the source lines it quotes (ModernBERT's Trainer traceback, the corpus's train split):
+    ``   2530     # if loss is nan or inf simply add …`` is the Trainer's code, not a NaN of the run."""
+    reader = LogReader()
+    out = reader.feed(LogLine("   2530     # if loss is nan or inf simply add the average", "x.log", 1))
+    out += reader.feed(LogLine("-> 2523     tr_loss_step = self.training_step(model, inputs)", "x.log", 2))
+    assert out == [] and reader.stats.reports == 0
+    assert line_values("   5 loss: nan") is not None  # a loop's own line: a step, one blank, its words

@@ -671,3 +671,15 @@ def test_an_npu_kernel_failing_on_the_device_is_a_crash():
     cann = "E39999: 2024-10-20-22:34:40.965.193  The error from device(chipId:0, dieId:0), serial number is 3, an exception occurred during AICPU execution, stream_id:2"
     assert failure_said(cann)[0] == "crash"
     assert failure_said("Launch kernel failed: ") is None
+
+
+def test_the_flight_recorder_analyzer_names_the_ranks_that_did_not_join():
+    """``torchfrtrace``'s ``missing ranks: {1}`` under ``Not all ranks joining collective 5 at entry 4`` (PyTorch's
+    flight-recorder tutorial, the corpus's train split), and gloo's timeout as that tutorial prints it."""
+    from trainpulse_otel.logs.collectives import gloo_timeout, stalled_collective
+
+    assert stalled_collective("missing ranks: {1}") == {"backend": "flight recorder", "missing_ranks": [1]}
+    assert stalled_collective("  Missing ranks are {0, 3} ")["missing_ranks"] == [0, 3]
+    assert stalled_collective("the missing ranks: {1} are listed below") is None
+    said = gloo_timeout("[Rank 0] Caught timeout: RuntimeError: Timed out waiting 15000ms for recv operation")
+    assert said == {"backend": "gloo", "op": "recv", "timeout_ms": 15000}

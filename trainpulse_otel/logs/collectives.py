@@ -34,7 +34,7 @@ HEARTBEAT_STUCK = re.compile(r"watchdog got stuck for (\d+) seconds")
 HEARTBEAT_WORKS = re.compile(r"workMetaList_\.size\(\)\s*=\s*(\d+)")
 #: gloo's ``[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv
 #: operation to complete``.
-GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (\w+) operation to complete")
+GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (\w+) operation\b")
 #: NCCL's InfiniBand completion error, in each NCCL's form: ``with error 12, opcode 0, len 0, vendor err 129``
 #: (≤ 2.18), ``with status=12 opcode=0 len=0 vendor err 129 (Recv)`` (2.19 on),
 #: ``with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) vendor_err=129 … hca mlx5_0`` (2.27 on).
@@ -113,6 +113,9 @@ CONNECT_RETRY = re.compile(r"Call to connect returned (?P<reason>[^,]+), retryin
 DEEPEP_TIMEOUT = re.compile(r"DeepEP (?:timeout check failed|[\w ()]{0,60}? timeout\b)")
 HOROVOD_STALL = re.compile(r"waiting for remainder of ranks for more than (\d+) seconds")
 MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
+#: PyTorch's flight-recorder analyzer (``torchfrtrace``) naming who did not join: ``Not all ranks joining collective 5
+#: at entry 4`` then ``missing ranks: {1}`` on a line of its own (before 2.5, ``Missing ranks are {1}``).
+FR_MISSING = re.compile(r"^\s*missing ranks: \{([\d, ]+)\}|\bMissing ranks are \{([\d, ]+)\}")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
 #: time``, ``EI0002: … The wait execution of the Notify register times out``, and the device's own ``hccl fftsplus
 #: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``).
@@ -141,6 +144,7 @@ DESYNC = re.compile(r"\[(\d+)\] (?:finished collective #\d+, but didn't join|joi
 STALLED_MARKS = (
     "remainder of ranks",
     "missing ranks",
+    "Missing ranks are",
     "EI000",
     "task timeout occurred",
     "Timeout at NCCL work",
@@ -171,6 +175,9 @@ def stalled_collective(text: str) -> dict[str, Any] | None:
         return {"backend": "horovod", "timeout_ms": int(match[1]) * 1000}
     if (match := MISSING_RANKS.search(text)) is not None:
         return {"backend": "horovod", "missing_ranks": sorted({int(r) for r in match[1].split(",") if r.strip()})}
+    if (match := FR_MISSING.search(text)) is not None:
+        ranks = (match[1] or match[2]).split(",")
+        return {"backend": "flight recorder", "missing_ranks": sorted({int(r) for r in ranks if r.strip()})}
     if DEEPEP_TIMEOUT.search(text) is not None:
         return {"backend": "deepep", "error": text.strip()[:200]}
     if HCCL_TIMEOUT.search(text) is not None:

@@ -29,6 +29,7 @@ from .statements import statement
 from .stats import ReadStats
 from .tables import Table, table_header
 from .timing import advance_s, with_stamped_step_time
+from .tracebacks import source_context
 
 #: Another rank's copy of an iteration comes within this long of the first (s); the same step later is a rerun. Steps
 #: remembered for that: the newest this many.
@@ -271,6 +272,8 @@ class LogReader:
         return self._any_format(stream, text)
 
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
+        if text[:1] in " -" and source_context(text):
+            return None  # code a traceback quotes (``# if loss is nan or inf …``) says nothing of this run
         if "poch" in text and (epoch_header := EPOCH_HEADER.match(text)) is not None:
             stream.epoch = int(epoch_header[1] or epoch_header[2])  # the lines that follow name no epoch
             return []

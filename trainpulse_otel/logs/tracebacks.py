@@ -28,6 +28,10 @@ EXCEPTION = re.compile(
     r"^(?P<name>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Iteration|Failure|Warning)|Exception))"
     r"(?::\s?(?P<message>.*))?$"
 )
+#: A line of source a notebook's (IPython's) traceback quotes beside its number: ``   2530     # if loss is nan or
+#: inf …``, ``-> 2523     tr_loss_step = …`` (``---> 12 `` before IPython 8): code, not the run's output. (A
+#: number, one blank and words is a loop's own line: ``   5 loss: 2.0``.)
+SOURCE_CONTEXT = re.compile(r"^\s*(?:-+>\s*\d{1,6} +|\d{1,6} {3,})(?=[#A-Za-z_(\[@'\"])")
 #: ``Exception in thread Thread-9:`` and ``-- Process 0 terminated with the following error:`` (mp.spawn).
 THREAD = re.compile(r"^Exception in thread (.+?):\s*$")
 SPAWNED = re.compile(r"^-- Process (\d+) terminated with the following error:")
@@ -344,3 +348,8 @@ def signal_name(number: int) -> str:
         return signals.Signals(number).name
     except ValueError:
         return f"SIG{number}"
+
+
+def source_context(text: str) -> bool:
+    """Whether ``text`` is a line of source an IPython traceback quotes (:data:`SOURCE_CONTEXT`)."""
+    return SOURCE_CONTEXT.match(text) is not None
