@@ -612,3 +612,13 @@ def test_code_a_notebook_s_traceback_quotes_is_no_report():
     out += reader.feed(LogLine("-> 2523     tr_loss_step = self.training_step(model, inputs)", "x.log", 2))
     assert out == [] and reader.stats.reports == 0
     assert line_values("   5 loss: nan") is not None  # a loop's own line: a step, one blank, its words
+
+
+def test_a_step_key_counted_within_its_epoch_and_a_one_value_array():
+    """Paddle's ``train: epoch: 1, batch_id: 20, loss is: [0.96110815]`` (PointNet in Paddle's docs, the corpus's train
+    split): the batch starts again each epoch (counted after the epochs before it, by the last and the stride), the
+    loss is a one-value array; MXNet's ``Batch [0-20]`` range is no array."""
+    told = reports("paddle_healthy_pointnet-docs-train-val-banners-loss-in-brackets.log")
+    steps = [r.global_step for r in told]
+    assert steps[:6] == [0, 20, 40, 60, 80, 100] and steps == sorted(steps) and told[1].loss == 0.96110815
+    assert line_values("Node[0] Epoch[2] Batch [0-20]\tSpeed: 11174.46 samples/sec")["global_step"] == 2

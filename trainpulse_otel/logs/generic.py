@@ -40,12 +40,12 @@ from .listeners import bare_values, listener_values
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
-#: inside ``tensor(…)``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
+#: inside ``tensor(…)`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
 #: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
 #: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``.
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
-    r"(?:tensor\()?['\"]?"
+    r"(?:tensor\(|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
     r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
     r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
@@ -261,15 +261,17 @@ class GenericLines:
 class EpochBatches:
     """One stream's steps counted within their epochs, as the run's: PyTorch's tutorials' ``[epoch, batch]``, and a
     line naming its epoch beside a step of the epoch's total (``Epoch [2/5], Step [100/600], Loss: 0.21``,
-    ``Epoch: 040/040 | Batch 0150/0175 | Loss: 0.2771``) once that step starts again in a later epoch: a batch
-    counted after the epochs before it. An epoch's summary line (numbered by its epoch alone) in such a stream
+    ``Epoch: 040/040 | Batch 0150/0175 | Loss: 0.2771``) or beside a step key (Paddle's ``epoch: 1, batch_id: 20``)
+    once that step starts again in a later epoch: a batch counted after the epochs before it (by the total, else by
+    the last step and the lines' stride). An epoch's summary line (numbered by its epoch alone) in such a stream
     stands at the last step counted."""
 
     def __init__(self) -> None:
         self._epoch: int | None = None
         self._before = self._batches = 0  # the batches of the epochs before, the most of this one's
-        self._fraction: tuple[int, int, int] | None = None  # the last counted line's epoch, step and total
+        self._fraction: tuple[int, int, int | None] | None = None  # the last counted line's epoch, step and total
         self._offset = 0  # the steps of the epochs before, by the fractions' totals
+        self._stride = 1  # steps between two lines of one epoch (an epoch's steps named without their total)
 
     def counted(self, text: str, values: Payload, parser: object = None) -> Payload | None:
         """``values`` with the run's step where ``text`` is such a line (else as they are); None where a framework
@@ -290,17 +292,19 @@ class EpochBatches:
         if not isinstance(step, int) or "poch" not in text or (named := EPOCH.search(text)) is None:
             return values
         epoch, fraction = int(named[1]), STEP_FRACTION.search(text)
-        if fraction is None:  # numbered by its epoch alone: an epoch's summary, at the last step counted
-            last = self._fraction
+        last = self._fraction
+        if fraction is None and (step == epoch or BATCH_FRACTION.search(text)):
             if last is None or step != epoch or BATCH_FRACTION.search(text):
-                return values
-            return {**values, "global_step": self._offset + last[1]}
-        done, total = int(fraction[1]), int(fraction[2])
-        if done != step or done > total:
+                return values  # (a batch of the epoch's total: counted by its epoch already)
+            return {**values, "global_step": self._offset + last[1]}  # an epoch's summary, at the last step counted
+        done, total = (int(fraction[1]), int(fraction[2])) if fraction else (step, None)
+        if done != step or (total is not None and done > total):
             return values  # the line's step is not its fraction's (a run's step named beside)
-        if self._fraction is not None and epoch > self._fraction[0] and done <= self._fraction[1]:
-            self._offset += max(self._fraction[2], self._fraction[1])  # the fraction started again
-        self._fraction = (max(epoch, self._fraction[0]) if self._fraction else epoch, done, total)
+        if last is not None and epoch > last[0] and done <= last[1]:  # the epoch's count started again
+            self._offset += last[2] if last[2] is not None else last[1] + self._stride
+        elif last is not None and epoch == last[0] and done > last[1]:
+            self._stride = done - last[1]
+        self._fraction = (max(epoch, last[0]) if last else epoch, done, total)
         return {**values, "global_step": self._offset + done}
 
 

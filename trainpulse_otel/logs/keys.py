@@ -77,6 +77,8 @@ STEP_KEYS = frozenset(
         "updates",
         "n_iter",
         "batch",
+        "batch_id",  # Paddle's loops: ``epoch: 0, batch_id: 20, loss is: [0.96]`` (counted within the epoch)
+        "batch_idx",
         "tick",
     )
 )
