@@ -622,3 +622,14 @@ def test_a_step_key_counted_within_its_epoch_and_a_one_value_array():
     steps = [r.global_step for r in told]
     assert steps[:6] == [0, 20, 40, 60, 80, 100] and steps == sorted(steps) and told[1].loss == 0.96110815
     assert line_values("Node[0] Epoch[2] Batch [0-20]\tSpeed: 11174.46 samples/sec")["global_step"] == 2
+
+
+def test_an_rl_loop_s_episode_or_timestep_numbers_its_progress():
+    """``Episode: 14994\tReward: -51`` (a LunarLander PPO, the corpus's train split); an environment's timestep wins
+    over the episode's number, and any other step key over both."""
+    assert [r.global_step for r in reports("ppo-pytorch_healthy_lunarlander-episode-reward-tab-lines.log")][:2] == [
+        14994,
+        14995,
+    ]
+    assert line_values("Episode 10  Timestep 2000  Reward 12") == {"global_step": 2000}
+    assert line_values("Episode 5, step 300, loss 0.5") == {"global_step": 300, "loss": 0.5}

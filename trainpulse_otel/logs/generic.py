@@ -22,6 +22,7 @@ import re
 
 from .boosting import round_values
 from .keys import (
+    EPISODE_KEYS,
     EVALUATION,
     GLOBAL_STEP_KEYS,
     KEYS,
@@ -91,7 +92,7 @@ PROGRESS = re.compile(r"(?:^|[_.])(?:rewards?|returns?|acc(?:uracy)?|score)(?:[_
 #: The split a loss's name begins with (:func:`_twin`).
 TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[_/]")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost")
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode")
 
 
 def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> Payload | None:
@@ -197,6 +198,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
     else the ``header`` epoch a line before named), else an integer epoch."""
     steps = [(key, _number(num)) for key, num, unit in pairs if step_key(key) and unit != "%"]  # not ``Steps: 0%|``
     steps = [(key, v) for key, v in steps if math.isfinite(v) and v >= 0 and v == int(v)]
+    steps.sort(key=lambda kv: kv[0] in EPISODE_KEYS)  # an episode's number last: ``Episode 10  Timestep 2000``
     whole = [v for key, v in steps if key in GLOBAL_STEP_KEYS or key.endswith(("global_step", "num_updates"))]
     if whole:
         return int(whole[0])

@@ -80,8 +80,14 @@ STEP_KEYS = frozenset(
         "batch_id",  # Paddle's loops: ``epoch: 0, batch_id: 20, loss is: [0.96]`` (counted within the epoch)
         "batch_idx",
         "tick",
+        "timestep",  # an RL loop's environment steps: ``Episode 10  Timestep 2000  Reward 12``
+        "timesteps",
+        "episode",  # an RL loop's episodes, where nothing else counts its progress (:data:`EPISODE_KEYS`)
+        "episodes",
     )
 )
+#: Step keys that count episodes, a step only where the line names no other.
+EPISODE_KEYS = frozenset(("episode", "episodes"))
 #: Contract field and the factor to it, by key; step times are resolved apart (their unit varies).
 KEYS: dict[str, tuple[str, float]] = {
     **dict.fromkeys(
