@@ -579,6 +579,8 @@ def test_steps_a_second_are_the_step_time_s_reciprocal_and_two_losses_of_a_line_
         ("makemore_healthy_bare-step-of-200000-colon-loss-no-keyword.log", (0, 3.3167)),
         # EvoJAX: an evolution strategy's score, no loss
         ("evojax_healthy_brax-ant-iter-tests-score-avg-std-jit-of-pmap-warnings.log", (10, None)),
+        # DARTS's search (its forks' too): ``train 050 2.232840e+00 20.710784 73.345588``, nothing named
+        ("darts_healthy_dartspt-cifar10-search-train-step-obj-top1-top5-alpha-tensors.log", (0, 2.632253)),
         # LLMs-from-scratch: the training loss beside its evaluation twin
         (
             "llms-from-scratch_healthy_ch07-gpt2-instruction-finetune-ep-step-train-val-loss-sample-lines.log",

@@ -7,7 +7,8 @@ epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints 
 block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress.
 Trax's training loop prints each metric on a line of its own, ``Step    100: train CrossEntropyLossWithLogSoftmax |
 9.85205269`` (``eval`` ones beside): the training loss where the metric is a loss, else the step alone.
-Karpathy's makemore (Neural Networks: Zero to Hero) prints ``  10000/ 200000: 2.0576``: the step of its total, then
+DARTS and the NAS searches forked from it log ``train 050 2.102813e+00 20.649511 72.671570`` (the step in its
+epoch, the mean loss, top-1 and top-5). Karpathy's makemore (Neural Networks: Zero to Hero) prints ``  10000/ 200000: 2.0576``: the step of its total, then
 the loss. Lightning's ``ModelCheckpoint(verbose=True)`` says ``Epoch 3, global step 400: 'val_loss' reached 0.157 (best
 0.157), saving model to …`` (or ``… was not in top 1``) at each validation: the step it reached. Pure:
 :func:`listener_values` reads one line (:func:`bare_values` one that names nothing).
@@ -29,6 +30,8 @@ TUNE_ITERATION = re.compile(r"^\s*training_iteration: (\d+)\s*$")
 LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step (\d+): '[^']+' (?:reached|was not in top)")
 #: Trax's metric line (its ``train`` ones).
 TRAX_METRIC = re.compile(r"^Step\s+(\d+): train\s+(\w+)\s+\|\s+([-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+#: DARTS's ``logging.info('train %03d %e %f %f', step, objs.avg, top1.avg, top5.avg)``.
+DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf) \d+\.\d+ \d+\.\d+\s*$")
 #: makemore's line: nothing but the step, its total and the loss.
 STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)/\s*(\d+): (\d+\.\d+|nan|inf)\s*$")
 #: What such lines hold (the cheap test first).
@@ -54,7 +57,10 @@ def listener_values(text: str) -> Payload | None:
 
 
 def bare_values(text: str) -> Payload | None:
-    """makemore's ``  10000/ 200000: 2.0576`` (a line that names neither a step nor a loss), or None."""
+    """makemore's ``  10000/ 200000: 2.0576`` or DARTS's ``train 050 2.102813e+00 20.64 72.67`` (lines that name
+    neither a step nor a loss), or None."""
+    if "train " in text and (darts := DARTS_TRAIN.search(text)) is not None:
+        return {"global_step": int(darts[1]), "loss": float(darts[2])}
     if "/" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None or int(bare[1]) > int(bare[2]):
         return None
     return {"global_step": int(bare[1]), "loss": float(bare[3])}
