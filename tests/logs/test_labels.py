@@ -9,7 +9,7 @@ import pytest
 
 from tests.logs.excerpts import TRAIN
 from trainpulse_otel.logs import LogLine, LogReader
-from trainpulse_otel.logs.labels import split_label
+from trainpulse_otel.logs.labels import split_label, without_label
 from trainpulse_otel.logs.lines import split_glog, split_prefixes
 from trainpulse_otel.samples import LogEvent, TrainingSample
 
@@ -127,3 +127,15 @@ def test_journald_s_prefix_is_cut_and_its_yearless_clock_is_the_line_s_time():
     assert [r.global_step for r in reports] == [1, 2] and reports[1].timestamp - reports[0].timestamp == 1.0
     crash = [o for o in told if isinstance(o, LogEvent)]
     assert crash[0].kind == "process_failed" and crash[0].ts - reports[1].timestamp == 120.0
+
+
+def test_open_mpi_s_tag_names_the_line_s_host_and_rank():
+    """SageMaker's distributed jobs run under ``mpirun --tag-output``: ``[1,mpirank:14,algo-2]<stdout>:`` (the corpus's
+    train split): rank 14 on host algo-2, where the file names no node."""
+    reader = LogReader()
+    line = "[1,mpirank:14,algo-2]<stderr>:RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 6; 15.78 GiB total capacity; 14.05 GiB already allocated; 55.75 MiB free; 14.10 GiB reserved in total by PyTorch)"
+    (told,) = [e for e in reader.feed(LogLine(line, "job.log", 1)) if isinstance(e, LogEvent)]
+    assert (told.rank, told.hostname, told.gpu_index) == (14, "algo-2", 6)
+    named = LogLine("[1,mpirank:3,algo-1]<stdout>:step 1 loss 2.0", "job.log", 1, node="node-7")
+    assert without_label(named)[1].node == "node-7"  # a node the source names stays the line's
+    assert without_label(named)[1].text == named.text  # the tag stays for the rank prefix's reading
