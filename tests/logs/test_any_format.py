@@ -635,3 +635,25 @@ def test_an_rl_loop_s_episode_or_timestep_numbers_its_progress():
     ]
     assert line_values("Episode 10  Timestep 2000  Reward 12") == {"global_step": 2000}
     assert line_values("Episode 5, step 300, loss 0.5") == {"global_step": 300, "loss": 0.5}
+
+
+def test_round_nineteen_s_forms_a_record_s_sentinel_numpy_2_and_a_parenthesis_before_a_key():
+    """``Validation Loss Decreased: inf => 1.221989. Saving Model …`` is a record leaving its sentinel, no infinite
+    loss (a healthy VGG run, the corpus's train split); NumPy 2 prints ``np.float32(7.922645)``; llm-baselines'
+    ``Train: Iter=50 (0.001 epochs) train_loss=7.399 iter_dt=5.33e-01s`` (the parenthesis closes no key)."""
+    assert line_values("Validation Loss Decreased: inf => 1.221989. Saving Model to /x") is None
+    assert statement("Validation loss decreased (inf --> 1.221989).  Saving model ...") is None
+    assert line_values("{'train/learning_rate': np.float32(2.8e-05), 'train/loss': np.float32(7.922645)}") == {
+        "loss": 7.922645
+    }
+    said = line_values("Train: Iter=50 (0.001 epochs) train_loss=7.399 iter_dt=5.33e-01s lr=1.75e-04")
+    assert said == {"global_step": 50, "loss": 7.399, "step_time_ms": 533.0, "learning_rate": 0.000175}
+    hugectr = line_values("Iter: 1000 Time(1000 iters): 2.163820s Loss: 0.134137")
+    assert hugectr is not None and hugectr["loss"] == 0.134137  # a key's own parenthesis holds blanks
+    assert not [
+        r
+        for r in reports(
+            "pytorch_healthy_loguru-vgg16-transfer-phase-lines-bars-no-loss-until-summary-pycharm-exit-0.log"
+        )
+        if r.loss is not None and math.isinf(r.loss)
+    ]

@@ -32,6 +32,7 @@ from .keys import (
     field_key,
     loss_like,
     put_field,
+    record_start,
     step_key,
     step_ms,
     training_loss,
@@ -41,12 +42,13 @@ from .listeners import bare_values, listener_values
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
-#: inside ``tensor(…)`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
+#: inside ``tensor(…)``, NumPy 2's ``np.float32(…)`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
 #: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
 #: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``.
 PAIR = re.compile(
-    r"(?P<key>[A-Za-z_][\w./()\-]*(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./()\-]*){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
-    r"(?:tensor\(|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
+    r"(?P<key>[A-Za-z_][\w./\-]*(?:\([\w./\- %]*\)[\w./\-]*)?(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./\-]*"
+    r"(?:\([\w./\- %]*\)[\w./\-]*)?){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
+    r"(?:tensor\(|np\.float(?:16|32|64)\(|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
     r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
     r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
@@ -104,6 +106,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return round_values(text) or bare_values(text)  # (a boosting round's line names neither, nor makemore's)
+    if record_start(text):
+        return None  # a best loss leaving its ``inf``: the record's news, not an iteration's
     if (said := listener_values(text)) is not None:
         return said
     if "] Iteration:" in text and (said := round_values(text)) is not None:

@@ -127,6 +127,7 @@ STEP_TIME_KEYS = frozenset(
         "time/step",
         "time_per_step",
         "dt",
+        "iter_dt",
         "timing_s/step",
         "train_step_time",
         "step_time_ms",
@@ -153,6 +154,16 @@ TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
 SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
 MAX_STEP_MS = 3_600_000.0
+
+
+#: A best value's record leaving its starting sentinel: ``Validation loss decreased (inf --> 1.221989).  Saving
+#: model ...`` (the checkpoint-on-improvement loop of PyTorch's course notebooks), ``Loss Decreased: inf => 1.22``.
+RECORD_START = re.compile(r"\b(?:inf|nan)\b\)?\s*(?:-+>|=+>|→)\s*\(?[-+]?\d", re.IGNORECASE)
+
+
+def record_start(text: str) -> bool:
+    """Whether a line tells a record leaving its sentinel (:data:`RECORD_START`): its ``inf`` is no loss of the run."""
+    return (">" in text or "→" in text) and RECORD_START.search(text) is not None
 
 
 def field_key(key: str) -> str:

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from .checkpoints import checkpoint_said
+from .keys import record_start
 
 #: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``: a loss or gradient
 #: norm named, up to three words, a verb or ``=``, then a non-finite value.
@@ -98,7 +99,7 @@ def statement(text: str) -> dict[str, Any] | None:
         if "scale" in text and ("loss scale" in text or "verflow" in text or "new scale" in text or "scale is" in text)
         else None
     )
-    if payload is None:
+    if payload is None and not record_start(text):  # (``loss decreased (inf --> 1.22)``: a record's sentinel)
         payload = _nonfinite(text)
     if payload is not None and (step := STEP.search(text)) is not None:
         payload["global_step"] = int(step[1])
