@@ -1,17 +1,16 @@
 """Libraries' own one-line progress forms that reading a line's ``key value`` pairs gets wrong.
 
-PyTorch's DDP tutorial (pytorch/examples ``distributed/ddp-tutorial-series``) prints ``[GPU0] Epoch 3 | Batchsize:
-32 | Steps: 64`` as each epoch begins, and nothing else: ``Steps`` counts the epoch's batches, so the run's step is
-epoch x steps, with no loss. Deeplearning4j's ``ScoreIterationListener`` prints ``Score at iteration 100 is
-1.3935213258387884``: DL4J's score is the minibatch's loss. Ray Tune prints each trial's result as an indented
-block (``Result for PPO_CartPole_00000:`` … ``training_iteration: 5``): its iteration is the run's progress.
-Trax's training loop prints each metric on a line of its own, ``Step    100: train CrossEntropyLossWithLogSoftmax |
-9.85205269`` (``eval`` ones beside): the training loss where the metric is a loss, else the step alone.
-DARTS and the NAS searches forked from it log ``train 050 2.102813e+00 20.649511 72.671570`` (the step in its
-epoch, the mean loss, top-1 and top-5). Karpathy's makemore (Neural Networks: Zero to Hero) prints ``  10000/ 200000: 2.0576``: the step of its total, then
-the loss. Lightning's ``ModelCheckpoint(verbose=True)`` says ``Epoch 3, global step 400: 'val_loss' reached 0.157 (best
-0.157), saving model to …`` (or ``… was not in top 1``) at each validation: the step it reached. Pure:
-:func:`listener_values` reads one line (:func:`bare_values` one that names nothing).
+- PyTorch's DDP tutorial (``ddp-tutorial-series``): ``[GPU0] Epoch 3 | Batchsize: 32 | Steps: 64`` as an epoch
+  begins; ``Steps`` counts its batches, so the run's step is epoch x steps, with no loss.
+- Deeplearning4j's ``ScoreIterationListener``: ``Score at iteration 100 is 1.39``; the score is the loss.
+- Ray Tune's result block: ``training_iteration: 5`` on a line of its own, the trial's progress.
+- Trax: ``Step    100: train CrossEntropyLossWithLogSoftmax |  9.85``, a metric a line; a loss is the loss.
+- Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
+  step reached (the value is the validation's).
+- Lines that name nothing (:func:`bare_values`): DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch,
+  loss, top-1, top-5) and makemore's ``  10000/ 200000: 2.0576`` (step, total, loss).
+
+Pure: :func:`listener_values` reads one line.
 """
 
 from __future__ import annotations
