@@ -299,10 +299,10 @@ class EpochBatches:
             return values
         epoch, fraction = int(named[1]), STEP_FRACTION.search(text)
         last = self._fraction
-        if fraction is None and (step == epoch or BATCH_FRACTION.search(text)):
-            if last is None or step != epoch or BATCH_FRACTION.search(text):
-                return values  # (a batch of the epoch's total: counted by its epoch already)
-            return {**values, "global_step": self._offset + last[1]}  # an epoch's summary, at the last step counted
+        if fraction is None and BATCH_FRACTION.search(text):
+            return values  # a batch of the epoch's total: counted by its epoch already
+        if fraction is None and step == epoch:  # an epoch's summary, at the last step counted
+            return values if last is None else {**values, "global_step": self._offset + last[1]}
         done, total = (int(fraction[1]), int(fraction[2])) if fraction else (step, None)
         if done != step or (total is not None and done > total):
             return values  # the line's step is not its fraction's (a run's step named beside)

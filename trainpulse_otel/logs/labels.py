@@ -54,17 +54,9 @@ MPI_HOST = re.compile(r"^\s*\[\d+,(?:mpirank:)?\d+,([A-Za-z][\w.-]*)\]<std")
 
 def without_label(line: LogLine) -> tuple[int | None, LogLine]:
     """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and srun's task number; the
-    host Open MPI's tag names is the line's node where its source names none."""
-    task, host, text = split_host_label(line.text)
-    if host is not None and line.node is None:
-        return task, replace(line, text=text, node=host)
+    host Open MPI's tag names is the line's node where its source names none (pdsh's host is cut, not kept: its
+    label stands on every line of a multi-node runner's merged output, whose lines' own ranks say more)."""
+    if line.text[:1] == "[" and (tagged := MPI_HOST.match(line.text)) is not None:
+        return None, line if line.node is not None else replace(line, node=tagged[1])
+    task, text = split_label(line.text)
     return task, line if text is line.text else replace(line, text=text)
-
-
-def split_host_label(text: str) -> tuple[int | None, str | None, str]:
-    """``(task, host, rest)``: :func:`split_label`, and the host Open MPI's tag names (pdsh's host is cut, not
-    kept: its label stands on every line of a multi-node runner's merged output, whose lines' own ranks say more)."""
-    if text[:1] == "[" and (tagged := MPI_HOST.match(text)) is not None:
-        return None, tagged[1], text
-    task, rest = split_label(text)
-    return task, None, rest

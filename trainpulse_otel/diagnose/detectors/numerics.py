@@ -123,11 +123,11 @@ def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresho
     return Spike(point.ts, point.global_step, point.rank, loss, median, sigma, score)
 
 
-def _run_again(last: int | None, step: int | None) -> bool:
+def _run_again(last: int | None, step: int | None, t: Thresholds) -> bool:
     """Whether a loss's step went back far enough to be a run starting again (a resume from an earlier checkpoint,
     a sweep's next trial): its loss is judged against its own history, not the run before (a step or two back is
     ranks' reports interleaved)."""
-    return last is not None and step is not None and last - step >= max(2, 0.1 * last)
+    return last is not None and step is not None and last - step >= max(t.rerun_steps, t.rerun_share * last)
 
 
 def _judge_by_level(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
@@ -242,6 +242,24 @@ class LossSpike(BaseDetector):
             1,
         ),
         Knob(
+            "rerun_steps",
+            2,
+            COUNT,
+            CONVENTION,
+            "a loss's step this far back (and rerun_share) starts its series again, a run starting over: one step "
+            "back is ranks' reports of one iteration interleaved",
+            1,
+        ),
+        Knob(
+            "rerun_share",
+            0.1,
+            SHARE,
+            CONVENTION,
+            "and at least this share of the last step back: a resume from an earlier checkpoint or a sweep's next "
+            "trial goes back a save interval or to its start, not a step or two of a long run",
+            0,
+        ),
+        Knob(
             "memory_s",
             30.0,
             SECONDS,
@@ -269,7 +287,7 @@ class LossSpike(BaseDetector):
                 continue
             judged = True
             series = self._series.get(point.rank)
-            if series is None or _run_again(series.last_step, point.global_step):
+            if series is None or _run_again(series.last_step, point.global_step, self.thresholds):
                 series = self._series[point.rank] = RollingLosses(self.thresholds.baseline_losses)
             if point.global_step is not None:
                 series.last_step = point.global_step
