@@ -14,7 +14,7 @@ from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.bars import progress_report
 from trainpulse_otel.logs.boosting import round_values
-from trainpulse_otel.logs.generic import line_values
+from trainpulse_otel.logs.generic import PAIR, line_values
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
 from trainpulse_otel.samples import LogEvent, TrainingSample
@@ -657,3 +657,47 @@ def test_round_nineteen_s_forms_a_record_s_sentinel_numpy_2_and_a_parenthesis_be
         )
         if r.loss is not None and math.isinf(r.loss)
     ]
+
+
+def test_a_value_inside_jax_s_or_tensorflow_s_scalar_is_the_value():
+    """JAX prints a metric dict's scalars as ``Array(…, dtype=…)`` (a nanoGPT-in-JAX run log, code index 40027321952;
+    a diffusion README's ``Last metrics``, 44311405578), 0.3's ``DeviceArray(…)``; TensorFlow's eager scalar is
+    ``tf.Tensor(…)``, its repr ``<tf.Tensor: shape=(), dtype=float32, numpy=…>`` (a NaN in TF's own docs)."""
+    pairs = [
+        (m["key"], m["num"])
+        for m in PAIR.finditer("{'accuracy': Array(15.780784, dtype=float32), 'loss': Array(5.3125")
+    ]
+    assert pairs == [("accuracy", "15.780784"), ("loss", "5.3125")]
+    said = line_values("{'accuracy': Array(nan, dtype=float32), 'loss': Array(nan, dtype=float32)}")  # (Flax's docs)
+    assert said is not None and math.isnan(said["loss"])
+    said = line_values("step 300, train_loss=DeviceArray(0.6931, dtype=float32)")
+    assert said == {"global_step": 300, "loss": 0.6931}
+    said = line_values("Epoch 3: loss = <tf.Tensor: shape=(), dtype=float32, numpy=nan>")
+    assert said is not None and math.isnan(said["loss"])
+    said = line_values("step 12 loss tf.Tensor(2.3025851, shape=(), dtype=float32)")
+    assert said == {"global_step": 12, "loss": 2.3025851}
+
+
+def test_a_ruled_table_and_a_csv_one_are_read_by_their_cells():
+    """A model card's ``Training results`` (code index 25420685530: ``No log`` until the first logged loss), a
+    table drawn with rich's box lines, and the CSV a script prints (``print "epoch,train_loss,valid_loss,…"``, code
+    index 33587634338; its words are no numbers)."""
+    card = table_header("| Training Loss | Epoch | Step | Validation Loss | Accuracy | F1     |")
+    assert card is not None and card.columns
+    assert card.row("|:-------------:|:-----:|:----:|:---------------:|:--------:|:------:|") is None
+    assert card.row("| No log        | 1.0   | 459  | 0.3519          | 0.8627   | 0.9    |") is None
+    assert card.row("| 0.4872        | 2.0   | 918  | 0.6387          | 0.8333   | 0.8893 |") == {
+        "global_step": 918,
+        "loss": 0.4872,
+    }
+    boxed = table_header("┃ Step   ┃ Train Loss ┃ LR       ┃")
+    assert boxed is not None and boxed.row("│ 200    │ 2.9000     │ 1.0e-04  │") == {"global_step": 200, "loss": 2.9}
+    csv = table_header("epoch,train_loss,valid_loss,has_train_loss_improved,has_valid_loss_improved,duration")
+    assert csv is not None and csv.row("3,0.6124,0.6388,True,False,41.2") == {"global_step": 3, "loss": 0.6124}
+    assert table_header("Loading model, tokenizer, dataset") is None
+
+
+def test_a_variable_s_name_for_the_epoch_numbers_its_line():
+    """``num_epoch: 1, loss: 14.48055`` (OneFlow's L-BFGS PR, the corpus's train split)."""
+    assert line_values("num_epoch: 2, loss: 6.732059") == {"global_step": 2, "loss": 6.732059}
+    assert len(reports("oneflow_healthy_lbfgs-pr-100-epoch-num-epoch-loss-lines.log")) == 44

@@ -24,6 +24,7 @@ from ..adapters.megatron_text import RecordReader
 from ..samples import SampleError
 from .bars import progress_report
 from .blocks import MetricBlockLines
+from .darknet import DarknetLines
 from .generic import GenericLines
 from .lines import split_prefixes
 from .marian import MarianLines
@@ -389,6 +390,7 @@ FRAMEWORKS: dict[str, Callable[[], Any]] = {
     "lightning": LightningLines,
     "deepspeed": DeepSpeedLines,
     "marian": MarianLines,
+    "darknet": DarknetLines,
     "mlperf": MLPerfLines,
     "stable-baselines3": StableBaselinesLines,
     MetricBlockLines.name: MetricBlockLines,

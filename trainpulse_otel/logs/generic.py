@@ -42,13 +42,15 @@ from .listeners import bare_values, listener_values
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
-#: inside ``tensor(…)``, NumPy 2's ``np.float32(…)`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
+#: inside ``tensor(…)``, NumPy 2's ``np.float32(…)``, JAX's ``Array(…)`` / ``DeviceArray(…)``, TensorFlow's
+#: ``tf.Tensor(…)`` / ``<tf.Tensor: …, numpy=…>`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
 #: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
 #: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``.
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./\-]*(?:\([\w./\- %]*\)[\w./\-]*)?(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./\-]*"
     r"(?:\([\w./\- %]*\)[\w./\-]*)?){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
-    r"(?:tensor\(|np\.float(?:16|32|64)\(|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
+    r"(?:tensor\(|np\.float(?:16|32|64)\(|(?:Device)?Array\(|tf\.Tensor\(|<tf\.Tensor: shape=\(\), dtype=\w+, numpy="
+    r"|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
     r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
     r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
@@ -73,8 +75,11 @@ BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\
 EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)(?:/\d+)?|epoch:\s+(\d+))\s*$")
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
-#: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``, ``"epoch": 4``.
-EPOCH = re.compile(r"\b(?:epoch(?:\(train\))?|train:)['\"]?\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+#: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``, ``"epoch": 4``,
+#: a variable's name for it (``num_epoch: 1``, ``cur_epoch=3``).
+EPOCH = re.compile(
+    r"\b(?:(?:cur|current|num|n)_)?(?:epoch(?:\(train\))?|train:)['\"]?\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE
+)
 
 #: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
 #: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:

@@ -144,7 +144,6 @@ STEP_TIME_KEYS = frozenset(
 #: ``train_steps_per_second``, a whole run's mean.
 STEP_RATE_KEYS = frozenset(("steps/s", "steps/sec", "train_steps/sec", "steps_per_sec", "iters/s", "iters/sec"))
 MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
-EPOCH_KEYS = frozenset(("epoch", "train/epoch"))
 #: A KL term, part of an RL or distillation objective, or a loss's perplexity (``ppl``, exp of the loss): judged,
 #: like a loss, for being non-finite only.
 KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss", "ppl", "perplexity"))

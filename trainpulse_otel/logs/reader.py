@@ -287,7 +287,9 @@ class LogReader:
             return [{**values, "timestamp": stream.ts}]
         if (said := statement(text)) is not None:
             return [{**said, "timestamp": stream.ts}]
-        if ("  " in text or "\t" in text) and (table := table_header(text)) is not None:
+        if ("  " in text or "\t" in text or "|" in text or "│" in text or "┃" in text or "," in text) and (
+            table := table_header(text)
+        ) is not None:
             stream.table = table if table.columns else None
             return []
         return None

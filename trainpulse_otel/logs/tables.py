@@ -21,6 +21,12 @@ from .keys import EVALUATION, PRIMARY_LOSSES, Payload, field_key, loss_like
 
 #: Cells of a header: runs of two or more blanks (or a tab) apart.
 CELL_GAP = re.compile(r"\s{2,}|\t")
+#: A table's rules between its cells: Markdown's and tabulate's ``|``, rich's box drawing.
+RULES = "|│┃"
+RULE = re.compile(r"[|│┃]")
+#: A CSV header: three or more names, commas and nothing else between them.
+CSV_HEADER = re.compile(r"^[A-Za-z][\w/.()@%-]*(?:,[A-Za-z][\w/.()@%-]*){2,}$")
+
 #: A header's cell: a name (letters first, or spaCy's ``#`` and ``E``), no number.
 HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
 #: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``), or a clock (fastai's ``time``
@@ -46,11 +52,14 @@ class Table:
 
     columns: tuple[str, ...]
     starts: tuple[int, ...] = ()  # where each column's name starts on the header line
+    delimiter: str = ""  # ``|`` for a table drawn with rules, ``,`` for CSV; blanks and tabs otherwise
 
     def row(self, text: str) -> Payload | None:
         """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it. A row with
         fewer cells than columns is read by where its cells stand under the header (Chainer's ``PrintReport`` leaves
         the validation columns blank between evaluations)."""
+        if self.delimiter:
+            return self._delimited(text)
         cells = text.split("\t") if "\t" in text else text.split()  # a tab-separated table's cells hold blanks
         if len(cells) < len(self.columns):
             return self._aligned(text)
@@ -59,6 +68,16 @@ class Table:
             if ROW_CELL.match(cell) is None:
                 return None
             values[column] = _value(cell)
+        return self._payload(values)
+
+    def _delimited(self, text: str) -> Payload | None:
+        cells = _delimited_cells(text, self.delimiter)
+        if cells is None or len(cells) != len(self.columns):
+            return None
+        values: dict[str, float] = {}
+        for column, cell in zip(self.columns, cells, strict=True):
+            if ROW_CELL.match(cell) is not None:  # (a word — ``No log``, ``True``, a run's name — is no number)
+                values[column] = _value(cell)
         return self._payload(values)
 
     def _aligned(self, text: str) -> Payload | None:
@@ -83,16 +102,32 @@ class Table:
 def table_header(text: str) -> Table | None:
     """The table ``text`` heads, or None when it heads none; a header without a step or loss column gives an
     empty table (the one before it ends)."""
-    cells = [cell for cell in CELL_GAP.split(text.strip()) if cell]
-    if len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
+    delimiter = "|" if sum(text.count(rule) for rule in RULES) >= 2 else "," if CSV_HEADER.match(text) else ""
+    cells = _delimited_cells(text, delimiter) if delimiter else [cell for cell in CELL_GAP.split(text.strip()) if cell]
+    if cells is None or len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
         return None
     columns = tuple(field_key(cell) for cell in cells)
-    starts = tuple(cell.start() for cell in HEADER_WORD.finditer(text)) if "\t" not in text else ()
+    if delimiter:
+        starts: tuple[int, ...] = ()
+    else:
+        starts = tuple(cell.start() for cell in HEADER_WORD.finditer(text)) if "\t" not in text else ()
     if not any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in columns):
         return Table(())
     if not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns):
         return Table(())
-    return Table(columns, starts if len(starts) == len(columns) else ())
+    return Table(columns, starts if len(starts) == len(columns) else (), delimiter)
+
+
+def _delimited_cells(text: str, delimiter: str) -> list[str] | None:
+    """A ruled or CSV line's cells, stripped; a ruled line's outer rules hold no cell. None for a rule line alone."""
+    if delimiter == ",":
+        return [cell.strip() for cell in text.split(",")]
+    cells = [cell.strip() for cell in RULE.split(text.strip())]
+    if cells and not cells[0]:
+        cells = cells[1:]
+    if cells and not cells[-1]:
+        cells = cells[:-1]
+    return cells or None
 
 
 def _value(cell: str) -> float:
