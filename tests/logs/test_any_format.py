@@ -701,3 +701,32 @@ def test_a_variable_s_name_for_the_epoch_numbers_its_line():
     """``num_epoch: 1, loss: 14.48055`` (OneFlow's L-BFGS PR, the corpus's train split)."""
     assert line_values("num_epoch: 2, loss: 6.732059") == {"global_step": 2, "loss": 6.732059}
     assert len(reports("oneflow_healthy_lbfgs-pr-100-epoch-num-epoch-loss-lines.log")) == 44
+
+
+def test_round_twenty_s_forms_a_localized_epoch_header_catboost_s_pasted_round_and_deepmd():
+    """``Эпоха 1/30`` numbering the ``Train Loss: 0.5623 | Val Loss: 0.3924`` after it, TensorFlow.js's ``Epoch 1 /
+    100``, CatBoost's round whose tabs a paste turned to blanks (``87:     learn: …``, no srun label), DeePMD-kit's
+    ``batch 1000 training time 14.99 s``: the corpus's train split."""
+    russian = reports("pytorch_healthy_russian-console-early-stop.log")
+    assert [r.global_step for r in russian[:3]] == [1, 2, 3] and russian[0].loss == 0.5623
+    tfjs = reports("tensorflow-js_healthy_tfjs-node-translation-lstm.log")
+    assert [r.global_step for r in tfjs[:2]] == [1, 2] and tfjs[0].loss == 1.10
+    catboost = reports("catboost_healthy_gpu-iterations-early-stop-thread.log")
+    assert [r.global_step for r in catboost[:2]] == [87, 88] and catboost[0].loss == 0.9540578
+    deepmd = reports("deepmd-kit_healthy_licl-tutorial-batches.log")
+    assert [r.global_step for r in deepmd[:3]] == [1000, 2000, 3000]
+
+
+def test_a_nan_running_average_of_a_loss_and_a_step_with_losses_of_its_own():
+    """SiamMask's ``siammask_loss: 6.079290 (nan)``: a NaN entered the running average; DeepSpeed-Chat's PPO line
+    (``act_loss``, ``cri_loss``): the step, no one of them the loss (the corpus's train split)."""
+    said = line_values(
+        "INFO:global:Epoch: [6][16850/37500] lr: 0.005000\tbatch_time: 1.259789 (0.319867)\t"
+        "rpn_loc_loss: 0.267109 (nan)\tsiammask_loss: 6.079290 (nan)"
+    )
+    assert said is not None and math.isnan(said["loss"])
+    assert line_values("Epoch: [0]  [ 10/500]  lr: 0.0001  grad_norm: 1.2 (inf)  loss: 2.3100 (2.4000)")["loss"] == 2.31
+    ppo = line_values(
+        "epoch: 0|step: 259|ppo_ep: 1|act_loss: 0.0253753662109375|cri_loss: 0.2144775390625|unsuper_loss: 0.0"
+    )
+    assert ppo == {"global_step": 259}

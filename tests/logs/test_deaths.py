@@ -683,3 +683,25 @@ def test_the_flight_recorder_analyzer_names_the_ranks_that_did_not_join():
     assert stalled_collective("the missing ranks: {1} are listed below") is None
     said = gloo_timeout("[Rank 0] Caught timeout: RuntimeError: Timed out waiting 15000ms for recv operation")
     assert said == {"backend": "gloo", "op": "recv", "timeout_ms": 15000}
+
+
+def test_ray_s_words_of_a_dead_worker_are_a_crash_and_ray_train_names_its_rank():
+    """The raylet's ``A worker died or was killed while executing a task by an unexpected system error`` (verl, Ray's
+    release tests) and Ray Train's ``Worker 0 has failed.`` (the worker's rank): the corpus's train split."""
+    verl = events("verl_rank_crashed_search-r1-ray-worker-died.log")
+    assert verl and verl[0].kind == PROCESS_FAILED
+    ray = events("raytrain_rank_crashed_worker-sigkill-oom-release-test.log")
+    assert [e.rank for e in ray if e.kind == PROCESS_FAILED] == [None, 0]
+
+
+def test_nccl_s_own_allocation_failing_names_its_host_and_device():
+    """``ng30903:3063028:3066152 [3] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'``: NCCL's prefix names
+    the host and the CUDA device its process drives (a multi-node LLM run, the corpus's train split)."""
+    (oom,) = [e for e in events("nccl_out_of_memory_calloc-multinode-llm.log") if e.kind == CUDA_OOM]
+    assert oom.gpu_index == 3 and oom.details["host"] == "ng30903"
+
+
+def test_grep_s_line_numbers_before_torchrun_s_prefix_leave_the_rank_said():
+    """A paste of ``grep -n`` over a torchrun log: ``1129:[default0]:[rank0]: torch.OutOfMemoryError: …``."""
+    ooms = [e for e in events("megatron_out_of_memory_flagscale-lora-seq9728-metax.log") if e.kind == CUDA_OOM]
+    assert ooms and {e.rank for e in ooms} == {0} and {e.gpu_index for e in ooms} == {0}

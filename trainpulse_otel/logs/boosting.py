@@ -29,8 +29,8 @@ LIGHTGBM_CLI = re.compile(
 )
 #: Metrics that grow as the model learns (ranking, classification): a step, never a loss.
 GROWING = re.compile(r"^(?:auc|aucpr|ndcg|map|pre|acc(?:uracy)?|r2|f1)\b", re.IGNORECASE)
-#: CatBoost's round: ``100:\tlearn: 0.1697219\ttest: …``.
-CATBOOST = re.compile(r"^(\d+):\tlearn: ([-+]?\d+\.?\d*(?:e[-+]?\d+)?)\t")
+#: CatBoost's round: ``100:\tlearn: 0.1697219\ttest: …`` (a paste's tabs turned to blanks too).
+CATBOOST = re.compile(r"^(\d+):\s+learn: ([-+]?\d+\.?\d*(?:e[-+]?\d+)?)\s")
 #: The data sets a library trains on, by the names it prints.
 TRAINING_SETS = frozenset(("train", "training", "learn", "dtrain"))
 

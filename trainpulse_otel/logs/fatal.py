@@ -40,10 +40,13 @@ GLIBC_ABORT = re.compile(
     r"|^\s*(?P<bare>(?:free|munmap_chunk|malloc|realloc)\(\): [a-z][\w ()]+|double free or corruption(?: \(\w+\))?"
     r"|corrupted size vs\. prev_size)\s*$"
 )
-#: Ray telling that the process behind an actor or task died (its traceback's exception, or its sentence).
+#: Ray telling that the process behind an actor or task died (its traceback's exception, or its sentences: the
+#: raylet's ``A worker died or was killed while executing a task by an unexpected system error.``, Ray Train's
+#: ``Worker 0 has failed.``).
 RAY_DEATH = re.compile(
     r"\bray\.exceptions\.(?P<exc>ActorDiedError|RayActorError|WorkerCrashedError|ActorUnavailableError): (?P<msg>.*)"
-    r"|(?P<said>The actor is dead because its worker process has died)"
+    r"|(?P<said>The actor is dead because its worker process has died"
+    r"|A worker died or was killed while executing a task by an unexpected system error|Worker \d+ has failed\.)"
 )
 #: horovodrun's report of the first process that exited non-zero (under ``Horovod detected that one or more processes
 #: exited with non-zero status``): ``Process name: elastic-test-worker-1[0]``, its host and local rank.
@@ -71,6 +74,7 @@ UNCAUGHT = re.compile(r"terminating due to uncaught exception of type (?P<what>\
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
+DEATH_MARKS += ("A worker died or was killed", "has failed.")
 DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
 DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware", "uncaught exception of")
 DEATH_MARKS += (" received at time=", "Abort trap", "Illegal instruction", "Floating point exception", "ssertion")

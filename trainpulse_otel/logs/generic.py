@@ -70,9 +70,12 @@ STEP_FRACTION = re.compile(
 )
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
 BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
-#: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), nnU-Net's ``epoch:  6`` —: the lines of its
-#: batches (or its summary's) that follow name no epoch.
-EPOCH_HEADER = re.compile(r"^\s*(?:Epoch (\d+)(?:/\d+)?|epoch:\s+(\d+))\s*$")
+#: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
+#: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) —: the lines of its batches
+#: (or its summary's) that follow name no epoch.
+EPOCH_HEADER = re.compile(
+    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|epoch:\s+(\d+))\s*$"
+)
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
 #: The epoch: ``Epoch: [2]``, ``Epoch [1][…]``, ``Epoch(train) [1]``, ``epoch 001``, ``Train: 3 [``, ``"epoch": 4``,
@@ -102,6 +105,22 @@ TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)
 MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode")
 
 
+#: A loss beside its running average, the average non-finite (``siammask_loss: 6.079290 (nan)``, MetricLogger's and
+#: AverageMeter's ``value (average)``): a NaN or infinity entered the average, so one of the losses it took was one.
+RUNNING_NONFINITE = re.compile(
+    r"(?P<key>[A-Za-z_][\w./-]*)['\"]?\s*[:=]\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*\((?P<average>[-+]?(?:nan|inf))\)",
+    re.IGNORECASE,
+)
+
+
+def _running_nonfinite(text: str) -> float | None:
+    """The non-finite running average of a loss on ``text`` (:data:`RUNNING_NONFINITE`), or None."""
+    for match in RUNNING_NONFINITE.finditer(text):
+        if loss_like(field_key(match["key"])):
+            return float(match["average"])
+    return None
+
+
 def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> Payload | None:
     """The training payload one line of any format gives, or None (see the module docstring): a step with a loss,
     ``epoch`` the epoch a header line before it named (Keras's ``Epoch 2/20``);
@@ -122,6 +141,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     empty = {key.split("/", 1)[1] for key, num, _ in pairs if key.startswith("tokens/") and _number(num) == 0}
     losses = [(key, _number(num)) for key, num, _ in pairs if loss_like(key) and not _of_empty(key, empty)]
     bad = next((value for _, value in losses if not math.isfinite(value)), None)
+    if bad is None and "(" in text:
+        bad = _running_nonfinite(text)
     training = [(key, value) for key, value in losses if not EVALUATION.search(key)]
     step = _step(text, pairs, epoch)
     if step is None:
@@ -145,6 +166,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
         return payload
     if not losses and any(PROGRESS.search(key) and not EVALUATION.search(key) for key, _, _ in pairs):
         return {"global_step": step}  # a loop that prints no loss: its step, by its reward or accuracy
+    if len(training) > 1 and "loss" not in payload and bad is None and _own_words(training, matches):
+        return {"global_step": step}  # losses of its own, none the loss (a GAN's, PPO's actor and critic): its step
     return None if bad is None else {"loss": bad}
 
 
@@ -172,6 +195,12 @@ def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]]
         return None  # (beside it, only its evaluation twins: ``train_loss_total=0.79  eval_loss_total=0.64``)
     key = training[0][0]
     return training[0][1] if any(field_key(m["key"]) == key and " " not in m["key"].strip() for m in matches) else None
+
+
+def _own_words(training: list[tuple[str, float]], matches: list) -> bool:
+    """Whether every training loss on the line is a single word of the script's own (``act_loss``, ``d_loss``)."""
+    own = {field_key(m["key"]) for m in matches if " " not in m["key"].strip()}
+    return all(key in own for key, _ in training)
 
 
 def _twins_only(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:

@@ -2,8 +2,8 @@
 
 - Slurm's ``srun --label`` (``-l``): the task's number, padded to the widest (``0: ``, `` 3: ``, ``11: ``). A task
   is a rank where srun starts one per GPU, as Megatron, NeMo and MLPerf's scripts do; a ``[rankN]:`` prefix after
-  it (torchrun inside srun) says the rank instead. Darknet's iteration line (``4259: 0.03, 0.04 avg loss, …``) is
-  none.
+  it (torchrun inside srun) says the rank instead. Darknet's iteration line (``4259: 0.03, 0.04 avg loss, …``) and
+  CatBoost's round (``87:     learn: 0.95``) are none.
 - Ray's actor prefix (``(RayTrainWorker pid=4321, ip=10.0.0.5) ``, ``(pid=4321) ``, ``(raylet, ip=10.0.0.5) ``)
   and the ``[repeated 7x across cluster]`` its log deduplication appends.
 - pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``10.0.0.5: ``; a host name
@@ -22,11 +22,12 @@ from dataclasses import replace
 
 from .lines import LogLine
 
-#: What follows a Darknet iteration's ``4259: `` (its loss and average: ``0.034688, 0.045240 avg``), which is no label.
-DARKNET_LOSSES = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg"
+#: What follows an iteration's number that is no label: Darknet's ``4259: `` (its loss and average: ``0.034688,
+#: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste).
+NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: "
 #: srun's task number, Ray's actor, pdsh's host: one label, anchored at the line's start.
 LABEL = re.compile(
-    r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + DARKNET_LOSSES + ")"
+    r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=[\d.]+)?|ip=[\d.]+)\) "
     r"|\(raylet(?:, ip=[\d.]+)?\) "
     r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "

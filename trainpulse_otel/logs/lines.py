@@ -16,10 +16,11 @@ from datetime import datetime, timezone
 
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
-#: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``, ``(WorkerDict pid=1230, ip=10.0.0.7) [rank15]:``). A host label has a digit (``RuntimeError:`` is none).
+#: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``, ``(WorkerDict pid=1230, ip=10.0.0.7) [rank15]:``), ``grep -n``'s
+#: line number (``1077:[default0]:``). A host label has a digit (``RuntimeError:`` is none).
 #: Open MPI's ``--tag-output`` (mpirun, Horovod, SageMaker): ``[1,3]<stderr>:``, ``[1,mpirank:3,algo-1]<stdout>:``.
 RANK_PREFIX = re.compile(
-    r"^\s*(?:(?:[\w.-]*\d[\w.-]*:|\(\w+ pid=\d+[^)]*\))\s+)?\[(?:rank|default)(\d+)\]:\s?"
+    r"^\s*(?:[\w.-]*\d[\w.-]*:\s*|\(\w+ pid=\d+[^)]*\)\s+)?\[(?:rank|default)(\d+)\]:\s?"
     r"|^\s*\[\d+,(?:mpirank:)?(\d+)(?:,[^\]]*)?\]<std(?:out|err)>:\s?"
 )
 #: A leading time stamp: ``[2024-05-01 10:00:00]``, ``[2024-05-01 10:00:00.123]``, ``2024-05-01 10:00:00,123``,
@@ -203,23 +204,26 @@ def _unix_time(match: re.Match[str]) -> float | None:
 #: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:
 #: [E225 …``), the watchdog's ``[Rank 1] NCCL watchdog thread terminated with exception``, an assertion's ``Rank 3:
 #: found NaN``, Habana's ``[Rank:0] FATAL ERROR``, Open MPI's ``--tag-output`` glued after a bar (``…2.38it/s][1,290]<stderr>:``),
-#: ``torch.multiprocessing.spawn``'s ``process 3 terminated with signal SIGKILL`` (its process index: the rank it ran).
+#: ``torch.multiprocessing.spawn``'s ``process 3 terminated with signal SIGKILL`` (its process index: the rank it ran),
+#: Ray Train's ``Worker 0 has failed.`` (its worker's rank).
 #: The prefix is the global rank; a watchdog's ``[Rank 1]`` may be a rank in a smaller group.
 NAMED_RANK = re.compile(
     r"\[rank(\d+)\]:|\[Rank[ :](\d+)\]|\bRank (\d+):|\[\d+,(\d+)\]<std(?:err|out)>:|\bprocess (\d+) terminated with (?:signal|exit)"
+    r"|\bWorker (\d+) has failed\."
 )
 
 
 def named_rank(text: str) -> int | None:
     """The rank ``text`` names of itself (:data:`NAMED_RANK`), or None."""
-    match = NAMED_RANK.search(text) if "ank" in text or ">:" in text or "terminated with" in text else None
+    marked = "ank" in text or ">:" in text or "terminated with" in text or "has failed." in text
+    match = NAMED_RANK.search(text) if marked else None
     return None if match is None else int(next(group for group in match.groups() if group))
 
 
 #: NCCL's own prefix, the host (as NCCL's process named it), pid, thread and CUDA device of the line's process:
 #: ``spark01:2683:2826 [0] misc/ibvwrap.cc:268 NCCL WARN Call to ibv_create_cq failed``, after pdsh's label where a
 #: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
-NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[\d+\] ")
+NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] ")
 #: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
 UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
 
@@ -228,6 +232,12 @@ def nccl_host(text: str) -> str | None:
     """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
     match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
     return None if match is None else match["host"]
+
+
+def nccl_device(text: str) -> tuple[str, int] | None:
+    """``(host, CUDA device)`` NCCL's prefix names on ``text`` (the device its process drives), or None."""
+    match = NCCL_ORIGIN.match(text)
+    return None if match is None else (match["host"], int(match["dev"]))
 
 
 def nccl_process(text: str) -> str | None:

@@ -7,8 +7,10 @@
 - Trax: ``Step    100: train CrossEntropyLossWithLogSoftmax |  9.85``, a metric a line; a loss is the loss.
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
-- Lines that name nothing (:func:`bare_values`): DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch,
-  loss, top-1, top-5) and makemore's ``  10000/ 200000: 2.0576`` (step, total, loss).
+- Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
+  0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
+  DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5) and makemore's
+  ``  10000/ 200000: 2.0576`` (step, total, loss).
 
 Pure: :func:`listener_values` reads one line.
 """
@@ -33,6 +35,8 @@ TRAX_METRIC = re.compile(r"^Step\s+(\d+): train\s+(\w+)\s+\|\s+([-+]?\d+\.?\d*(?
 DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf) \d+\.\d+ \d+\.\d+\s*$")
 #: makemore's line: nothing but the step, its total and the loss.
 STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)/\s*(\d+): (\d+\.\d+|nan|inf)\s*$")
+#: DeePMD-kit's display line.
+DEEPMD_BATCH = re.compile(r"\bbatch\s+(\d+) training time \d+(?:\.\d+)? s\b")
 #: What such lines hold (the cheap test first).
 MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ")
 
@@ -56,8 +60,10 @@ def listener_values(text: str) -> Payload | None:
 
 
 def bare_values(text: str) -> Payload | None:
-    """makemore's ``  10000/ 200000: 2.0576`` or DARTS's ``train 050 2.102813e+00 20.64 72.67`` (lines that name
-    neither a step nor a loss), or None."""
+    """makemore's ``  10000/ 200000: 2.0576``, DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's
+    ``batch 1000 training time 14.99 s`` (lines that name neither a step nor a loss), or None."""
+    if " training time " in text and (deepmd := DEEPMD_BATCH.search(text)) is not None:
+        return {"global_step": int(deepmd[1])}
     if "train " in text and (darts := DARTS_TRAIN.search(text)) is not None:
         return {"global_step": int(darts[1]), "loss": float(darts[2])}
     if "/" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None or int(bare[1]) > int(bare[2]):

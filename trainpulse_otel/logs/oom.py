@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .lines import nccl_device
+
 SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB|PiB)"
 UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50}
 REQUESTED = re.compile(r"Tried to allocate " + SIZE)
@@ -105,5 +107,8 @@ def _other(text: str) -> tuple[dict[str, Any], int | None] | None:
     details: dict[str, Any] = {"error": text[max(0, match.start() - 40) :].strip()[:200]}
     if (found := REQUESTED.search(text)) is not None:
         details["requested_bytes"] = size(*found.groups())
+    if (origin := nccl_device(text)) is not None:  # NCCL's own allocation: its prefix names the host and device
+        details["host"] = origin[0]
+        return details, origin[1]
     gpu = OTHER_GPU.search(text)
     return details, None if gpu is None else int(next(g for g in gpu.groups() if g is not None))
