@@ -730,3 +730,14 @@ def test_a_nan_running_average_of_a_loss_and_a_step_with_losses_of_its_own():
         "epoch: 0|step: 259|ppo_ep: 1|act_loss: 0.0253753662109375|cri_loss: 0.2144775390625|unsuper_loss: 0.0"
     )
     assert ppo == {"global_step": 259}
+
+
+def test_julia_s_show_of_the_loss_and_hasktorch_s_scalar_are_the_loss_and_inf_stays_inf():
+    """Flux.jl's ``@show loss(x, y)`` under Julia's ``[ Info: Epoch 1`` (``87.793724f0``, a Float32) and Flux 0.x's
+    tracked ``param(0.0913291)``; Hasktorch's ``Cost: Tensor Float []  39637.0000``: the corpus's train split."""
+    assert line_values("loss(x, y) = param(0.0913291)") == {"loss": 0.0913291}
+    epochs = reports("flux_healthy_julia-epochs-logitcrossentropy.log")
+    assert [r.global_step for r in epochs[:2]] == [1, 2] and epochs[0].loss == pytest.approx(87.793724)
+    assert reports("hasktorch_healthy_haskell-multiple-x-epoch-cost-tensor-float-every-100.log")[1].loss == 120.4294
+    said = line_values("| epoch 001  7000 / 331737 loss=7746569234820.15 (126329286789.38), lr=1.25, gnorm=inf")
+    assert said is not None and said["grad_norm"] == math.inf

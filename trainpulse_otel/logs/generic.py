@@ -45,13 +45,14 @@ from .listeners import bare_values, listener_values
 #: inside ``tensor(…)``, NumPy 2's ``np.float32(…)``, JAX's ``Array(…)`` / ``DeviceArray(…)``, TensorFlow's
 #: ``tf.Tensor(…)`` / ``<tf.Tensor: …, numpy=…>`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
 #: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
-#: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``.
+#: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``. Julia's ``@show loss(x, y) = param(0.0913291)`` (Flux's tracked
+#: number; ``87.79f0``, a Float32) and Hasktorch's ``Tensor Float []  28.61`` too.
 PAIR = re.compile(
     r"(?P<key>[A-Za-z_][\w./\-]*(?:\([\w./\- %]*\)[\w./\-]*)?(?: (?!(?:nan|inf(?:inity)?)\b)[A-Za-z_][\w./\-]*"
-    r"(?:\([\w./\- %]*\)[\w./\-]*)?){0,3})(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
+    r"(?:\([\w./\- %]*\)[\w./\-]*)?){0,3}|[a-z]\w*\([\w, ]+\))(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\(|np\.float(?:16|32|64)\(|(?:Device)?Array\(|tf\.Tensor\(|<tf\.Tensor: shape=\(\), dtype=\w+, numpy="
-    r"|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
-    r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+    r"|param\(|Tensor (?:Float|Double) \[\]\s+|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
+    r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eEf][-+]?\d+)?"
     r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
     r"(?![A-Za-z]))?(?![A-Za-z])(?P<clock>:\d)?",
@@ -93,8 +94,8 @@ EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: A line that begins with the training loss (``loss:0.0075, accuracy:0.997``, ``Train Loss: 0.0068, Train Acc: 35.4``)
 #: or with a training label (DJL's ``Train: Accuracy: 0.92, SoftmaxCrossEntropyLoss: 0.27``): a training loop's own
 #: report, stepless, as is a line with a loss and its learning rate (``step_loss : 9.0  learning_rate : 1.6e-05``);
-#: the order of its lines is its time axis.
-LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
+#: the order of its lines is its time axis. Julia's ``@show`` of the loss function (``loss(x, y) = 0.09``) too.
+LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss(?:\([\w, ]+\))?\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
 #: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy,
 #: an evolution strategy's score (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10
 #: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``).
@@ -274,8 +275,11 @@ def _rate(payload: Payload, text: str) -> None:
 
 
 def _number(text: str) -> float:
+    digits = text.replace(",", "")
+    if "f" in digits and digits[-1:].isdigit():
+        digits = digits.replace("f", "e")  # Julia's Float32: ``87.79f0``, ``5.76f-6``
     try:
-        return float(text.replace(",", ""))
+        return float(digits)
     except ValueError:  # a NaN or infinity spelled otherwise (``nanxxx``, ``-nan(ind)``, ``1.#INF``)
         return -math.inf if text.startswith("-") and "INF" in text else math.inf if "INF" in text else math.nan
 

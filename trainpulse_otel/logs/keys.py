@@ -149,6 +149,8 @@ MFU_KEYS = frozenset(("mfu", "perf/mfu", "train/mfu", "mfu(%)"))
 KL_KEYS = frozenset(("kl", "train/kl", "actor/kl", "objective/kl", "kl_div", "kl_loss", "ppl", "perplexity"))
 #: What times an iteration or measures its throughput: with a step, a report even without a loss.
 TIMED_FIELDS = ("step_time_ms", "tokens_per_sec", "samples_per_sec", "tflops")
+#: A function call's arguments closing a key: ``loss(x, y)``, ``accuracy(m, x, label, 0:9)``.
+CALL_ARGUMENTS = re.compile(r"\((?:[\w.:]+, )+[\w.:]+\)$")
 #: What separates a key's words: ``grad norm``, ``grad-norm`` and ``grad_norm`` are one key.
 SEPARATORS = re.compile(r"[\s_-]+")
 #: A step time longer than this (ms) is no step time (a cumulative clock, a misread unit).
@@ -167,7 +169,10 @@ def record_start(text: str) -> bool:
 
 def field_key(key: str) -> str:
     """A key as the tables name it: lower case, words joined by ``_`` (``grad norm``, ``grad-norm``, ``grad_norm``
-    are one key), a closing ``is`` dropped (BigDL's ``loss is 0.1296``)."""
+    are one key), a closing ``is`` dropped (BigDL's ``loss is 0.1296``), a call's arguments (Julia's ``@show loss(x,
+    y)``) too."""
+    if key.endswith(")") and "," in key:
+        key = CALL_ARGUMENTS.sub("", key)
     return SEPARATORS.sub("_", key.strip().lower()).removesuffix("_is")
 
 

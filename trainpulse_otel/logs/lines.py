@@ -123,14 +123,18 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
 #: Python logging's default format (``basicConfig``'s ``%(levelname)s:%(name)s:%(message)s``): ``INFO:absl:[100]
 #: accuracy=0.016, loss=0.69``, ``WARNING:tensorflow:…``, ``INFO:root:…``.
 PY_LOGGING = re.compile(r"(?:INFO|WARNING|DEBUG|ERROR|CRITICAL):[\w.-]+:")
+#: Julia's logging macros' prefix: ``[ Info: Epoch 1``, a block's ``┌ Warning: …``.
+JULIA_LOGGING = re.compile(r"[\[┌] (?:Info|Warning|Debug|Error): ")
 
 
 def split_glog(text: str) -> tuple[str | None, str]:
     """``(level, rest)``: the glog level of a line whose rank and stamp prefixes are cut (:func:`split_prefixes`),
     its glog prefix cut too, but for a FATAL's (the line tells the process's end); ``(None, text)`` without one, or
-    with Python logging's default prefix cut (:data:`PY_LOGGING`)."""
+    with Python logging's default prefix cut (:data:`PY_LOGGING`), or Julia's (:data:`JULIA_LOGGING`)."""
     if text[:1] in "IWDEC" and (logged := PY_LOGGING.match(text)) is not None:
         return None, text[logged.end() :]  # Python logging's default prefix: its level says nothing of a failure
+    if text[:2] in ("[ ", "┌ ") and (logged := JULIA_LOGGING.match(text)) is not None:
+        return None, text[logged.end() :]  # (Julia's)
     if not text or text[:1] not in "[IWEF" or (level := glog_level(text)) is None:
         return None, text
     if level != "F" and (match := GLOG_PREFIX.match(text)):
