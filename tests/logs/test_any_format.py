@@ -741,3 +741,15 @@ def test_julia_s_show_of_the_loss_and_hasktorch_s_scalar_are_the_loss_and_inf_st
     assert reports("hasktorch_healthy_haskell-multiple-x-epoch-cost-tensor-float-every-100.log")[1].loss == 120.4294
     said = line_values("| epoch 001  7000 / 331737 loss=7746569234820.15 (126329286789.38), lr=1.25, gnorm=inf")
     assert said is not None and said["grad_norm"] == math.inf
+
+
+def test_a_banner_naming_the_step_or_epoch_numbers_the_lines_after_it():
+    """trl's PPO example prints ``------------------------------ STEP 0 ------------------------------`` and then
+    its metrics (``rewards/mean: 0.25``) without a step (the corpus's train split); a loop's ``===== Epoch 3 =====``
+    is one too, and a rule alone is none."""
+    ppo = reports("trl_healthy_ysda-rlhf-ppo-step-banners-rewards-mean-kl-no-loss.log")
+    assert [r.global_step for r in ppo[:3]] == [0, 1, 2]
+    reader = LogReader()
+    lines = ["==================== Epoch 3 ====================", "Train loss: 0.5123, Train acc: 0.81", "-" * 40]
+    out = [r for n, t in enumerate(lines) for r in reader.feed(LogLine(t, "loop.log", float(n)))]
+    assert [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)] == [(3, 0.5123)]

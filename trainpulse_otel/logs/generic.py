@@ -72,10 +72,12 @@ STEP_FRACTION = re.compile(
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
 BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
 #: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
-#: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) —: the lines of its batches
-#: (or its summary's) that follow name no epoch.
+#: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) or in a banner (``=====
+#: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``) —: the lines of its batches (or its summary's) that
+#: follow name no epoch.
 EPOCH_HEADER = re.compile(
-    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|epoch:\s+(\d+))\s*$"
+    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|epoch:\s+(\d+)"
+    r"|[-=*#]{3,} ?(?i:epoch|step) (\d+)(?: ?/ ?\d+)? ?[-=*#]{3,})\s*$"
 )
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
 EPOCH_FRACTION = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+)\b")
@@ -98,12 +100,12 @@ EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss(?:\([\w, ]+\))?\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
 #: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy,
 #: an evolution strategy's score (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10
-#: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``).
-PROGRESS = re.compile(r"(?:^|[_.])(?:rewards?|returns?|acc(?:uracy)?|score)(?:[_.](?:avg|mean|best))?$")
+#: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``, trl's ``rewards/mean: 0.25``).
+PROGRESS = re.compile(r"(?:^|[_./])(?:rewards?|returns?|acc(?:uracy)?|score)(?:[_./](?:avg|mean|best))?$")
 #: The split a loss's name begins with (:func:`_twin`).
 TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[_/]")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode")
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode|eward")
 
 
 #: A loss beside its running average, the average non-finite (``siammask_loss: 6.079290 (nan)``, MetricLogger's and

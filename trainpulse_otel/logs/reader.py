@@ -274,8 +274,10 @@ class LogReader:
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
         if text[:1] in " -" and source_context(text):
             return None  # code a traceback quotes (``# if loss is nan or inf …``) says nothing of this run
-        if ("poch" in text or not text.isascii()) and (epoch_header := EPOCH_HEADER.match(text)) is not None:
-            stream.epoch = int(epoch_header[1] or epoch_header[2])  # the lines that follow name no epoch
+        if ("poch" in text or "tep" in text or "TEP" in text or not text.isascii()) and (
+            header := EPOCH_HEADER.match(text)
+        ) is not None:
+            stream.epoch = int(next(number for number in header.groups() if number))  # what follows names none
             return []
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:
