@@ -753,3 +753,12 @@ def test_a_banner_naming_the_step_or_epoch_numbers_the_lines_after_it():
     lines = ["==================== Epoch 3 ====================", "Train loss: 0.5123, Train acc: 0.81", "-" * 40]
     out = [r for n, t in enumerate(lines) for r in reader.feed(LogLine(t, "loop.log", float(n)))]
     assert [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)] == [(3, 0.5123)]
+
+
+def test_a_bar_of_unknown_total_numbers_the_loss_its_postfix_holds():
+    """tqdm over an iterable with no length draws ``Training: 69it [01:19,  1.16s/it, loss=3.12]`` (its count, no
+    total; ``set_postfix`` appends the loss): the count is the step of the postfix's loss on every line."""
+    reader = LogReader()
+    lines = [f"Training: {n}it [00:{n // 10:02d},  2.50it/s, loss={3.2 - n / 100:.2f}]" for n in (10, 20, 30)]
+    out = [r for n, t in enumerate(lines) for r in reader.feed(LogLine(t, "bar.log", None))]
+    assert [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)] == [(10, 3.1), (20, 3.0), (30, 2.9)]

@@ -281,7 +281,10 @@ class LogReader:
             return []
         values = stream.table.row(text) if stream.table is not None else None
         if values is None:
-            values = line_values(text, stream.epoch, stream.last_step is None) or progress_report(text)
+            values = line_values(text, stream.epoch, stream.last_step is None)
+            if (values is None or "global_step" not in values) and (bar := progress_report(text)) is not None:
+                said = values if values is not None else line_values(text, stream.epoch)
+                values = {**bar, **(said or {})}  # a bar's count numbers its postfix's loss
             values = values and stream.batches.counted(text, values, stream.parser)
         if values is not None:
             if stream.parser is None:
