@@ -168,8 +168,9 @@ class Fields:
 
     def apply(self, rules: Iterable[Rule]) -> None:
         """Apply a rule table in priority order: the first present key wins a field."""
+        data, used, out = self.data, self.used, self.out
         for rule in rules:
-            if not self.has(rule.key) or not self.wants(rule.field):
+            if data.get(rule.key) is None or rule.key in used or rule.field in out:  # (``has`` and ``wants``, inline)
                 continue
             if rule.scale is None:
                 self.set(rule.field, self.raw(rule.key), rule.key)
