@@ -762,3 +762,24 @@ def test_a_bar_of_unknown_total_numbers_the_loss_its_postfix_holds():
     lines = [f"Training: {n}it [00:{n // 10:02d},  2.50it/s, loss={3.2 - n / 100:.2f}]" for n in (10, 20, 30)]
     out = [r for n, t in enumerate(lines) for r in reader.feed(LogLine(t, "bar.log", None))]
     assert [(r.global_step, r.loss) for r in out if isinstance(r, TrainingSample)] == [(10, 3.1), (20, 3.0), (30, 2.9)]
+
+
+def test_round_twenty_one_s_forms_words_of_a_nan_an_epoch_s_time_and_a_regression_s_error():
+    """TensorFlow 1's ``Nan in summary histogram for: …`` and a loop's ``print(loss)`` of ``tensor(nan, device=…)``
+    say the model's numbers are gone (a finite ``tensor(3.2207, …)`` alone says nothing); JAX's docs' ``Epoch 0 in
+    28.30 sec`` is the epoch and its time; Géron's custom loop's ``362/362 - mean: 3.54 - mean_absolute_error: 0.66``
+    under ``Epoch 1/5`` is its progress: the corpus's train split."""
+    assert statement("W tensorflow/core/framework/op_kernel.cc:1192] Invalid argument: Nan in summary histogram for: x")
+    said = statement("tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)")
+    assert said is not None and math.isnan(said["loss"])
+    assert statement("tensor(3.2207, device='cuda:0')") is None and statement("tensor([nan, 1.0])") is None
+    chatglm = [
+        e
+        for e in read_excerpt("custom-loop_nonfinite_loss_chatglm-lora-tensor-nan.log")
+        if isinstance(e, TrainingSample)
+    ]
+    assert chatglm and math.isnan(chatglm[0].loss)
+    jax = reports("jax_healthy_jax-docs-mnist-tfds-epochs.log")
+    assert [(r.global_step, r.step_time_ms) for r in jax[:2]] == [(0, 28300.0), (1, 14740.0)]
+    geron = reports("tensorflow_healthy_handson-ml3-custom-loop-status.log")
+    assert [r.global_step for r in geron] == [1, 2, 3, 4, 5] and all(r.loss is None for r in geron)

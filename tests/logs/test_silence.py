@@ -209,3 +209,23 @@ def test_a_hang_detector_that_says_no_time_met_its_own_threshold(tmp_path):
 
 def test_a_faulthandler_dump_shorter_than_a_stall_is_none(tmp_path):
     assert "training_stalled" not in signals_of("Timeout (0:00:05)!", tmp_path)
+
+
+def test_a_bar_whose_own_clock_holds_hours_beyond_its_count_is_a_stall_its_cut_traceback_the_hang_s_end(tmp_path):
+    """YOLOv8's epoch 80 bar at 1.36 it/s, then epoch 81's ``9/351 [13:44:50<…, 5498.98s/it]`` and a traceback the
+    paste cuts before its exception (the user's ^C after the hang; ultralytics/ultralytics#673, the corpus's train
+    split): the time beyond 9 steps at the pace before is a silence, and the cut traceback is its end, no crash."""
+    clock = BarClock()
+    clock.feed("     80/400      29.9G     0.6966: 100%|██████████| 351/351 [04:18<00:00,  1.36it/s]", 0.0)
+    clock.feed("     81/400      29.9G     0.7018:   3%|▎         | 9/351 [13:44:50<522:24:10, 5498.98s/it]", 1.0)
+    gap = clock.flush()
+    assert gap is not None and gap["gap_s"] == pytest.approx(49490 - 9 / 1.36, abs=0.01) and gap["last_step"] == 9
+    slower = BarClock()  # a bar at a third of the pace before is a slowdown, no silence
+    slower.feed(" 50%|█████     | 500/1000 [08:20<08:20,  1.00it/s]", 0.0)
+    slower.feed(" 10%|█         | 100/1000 [05:00<45:00,  3.00s/it]", 1.0)
+    assert slower.flush() is None
+    seen = signals("ultralytics_training-stalled_epoch81-tqdm-13h.log", tmp_path)
+    assert seen["training_stalled"]["stalled_s"] > 13 * 3600 and "rank_crashed" in seen
+    path = tmp_path / "excerpt.log"
+    causes = replay_logs([str(path)], Settings()).result.diagnosis.root_causes
+    assert causes[0].signals == ("training_stalled",) and all(c.cause != "rank_failure" for c in causes)

@@ -10,7 +10,9 @@ A bar keeps its own clock (its elapsed time): tqdm draws it again when it closes
 — and an unfinished bar drawn again at the count it had, its elapsed time grown, is a silence of that long with no
 step (:class:`BarClock`, told as a ``progress_gap``'s details, judged by the stall detector) when the log ends in
 it; a bar that steps on after was paused (an evaluation, a save drew it again), and a finished bar drawn again is
-the next one of as many steps. Pure: text in, facts out.
+the next one of as many steps. So is the time an unfinished bar's own clock holds beyond its count at the pace the
+draw before it showed, where its steps averaged many times that pace (:data:`SLOW_BAR_MULTIPLE`). Pure: text in,
+facts out.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ BAR = re.compile(
     r"(?P<desc>[^|]{0,80}?)\s*(?:\d{1,3}%\|[^|]{0,80}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<[\d:?]+"
     r"|(?:^|\s)(?P<count>\d+)it \[(?P<elapsed2>[\d:]+)),\s*(?P<rate>\d+\.?\d*)\s?(?P<unit>it/s|s/it)"
 )
+#: An unfinished bar whose steps averaged this many times the previous draw's step time (its shown rate) holds a
+#: silence: the time beyond its count at that pace (YOLOv8's ``9/351 [13:44:50<…, 5498.98s/it]`` after a bar at
+#: 1.36 it/s). A pace that varies less is a slowdown (throughput_collapse's), not time with no step.
+SLOW_BAR_MULTIPLE = 10.0
 #: What a bar's description says when its iterations are not training steps.
 NOT_TRAINING = re.compile(
     r"down|upload|load|eval|valid|test|predict|infer|generat|map|token|filter|process|extract|sav|convert|"
@@ -62,11 +68,29 @@ class BarClock:
         step, elapsed, rate, unit, desc = bar
         last, self._last = self._last, (step, elapsed, _step_s(rate, unit), desc)
         if last is None or desc != last[3] or step != last[0]:
-            self._pending = None  # another bar, or this one stepped on: any pause is over
+            self._pending = None if last is None else self._slow(text, ts, elapsed, last[2], step)
         elif elapsed - last[1] >= MIN_GAP_S and not _done(text):  # a finished bar again is the next of its size
             gap = elapsed - last[1]
             self._pending = {"since": ts - gap, "gap_s": round(gap, 3), "last_step": step, "interval_s": last[2]}
             self._pending["line"] = text.strip()
+
+    @staticmethod
+    def _slow(text: str, ts: float, elapsed: float, pace_s: float, step: int) -> dict[str, Any] | None:
+        """The silence an unfinished bar's own clock holds: its steps took :data:`SLOW_BAR_MULTIPLE` times the pace
+        the bar before showed, on average; the time beyond its count at that pace (None: no such silence)."""
+        count = _count(text)
+        if not count or _done(text) or elapsed < SLOW_BAR_MULTIPLE * pace_s * count:
+            return None
+        gap = elapsed - pace_s * count
+        if gap < MIN_GAP_S:
+            return None
+        return {
+            "since": ts - gap,
+            "gap_s": round(gap, 3),
+            "last_step": step,
+            "interval_s": pace_s,
+            "line": text.strip(),
+        }
 
     def flush(self) -> dict[str, Any] | None:
         """The silence the stream ended in (its bar drawn again, never stepping on), or None."""
@@ -100,6 +124,12 @@ def _bar(text: str) -> tuple[int, float, float, str, str] | None:
     epoch = DESC_EPOCH.search(match["desc"])
     step = n + (int(epoch[1]) * total if epoch else 0)
     return step, _seconds(match["elapsed"]), float(match["rate"]), match["unit"], match["desc"].strip()
+
+
+def _count(text: str) -> int:
+    """The count a bar's line shows (its ``N`` of ``N/M`` or ``Nit``), 0 when none."""
+    match = BAR.search(text)
+    return 0 if match is None else int(match["n"] or match["count"] or 0)
 
 
 def _done(text: str) -> bool:

@@ -100,12 +100,16 @@ EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss(?:\([\w, ]+\))?\s*[:=]|train(?:ing)?\s*:)", re.IGNORECASE)
 #: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy,
 #: an evolution strategy's score (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10
-#: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``, trl's ``rewards/mean: 0.25``).
-PROGRESS = re.compile(r"(?:^|[_./])(?:rewards?|returns?|acc(?:uracy)?|score)(?:[_./](?:avg|mean|best))?$")
+#: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``, trl's ``rewards/mean: 0.25``), a
+#: regression's error (``362/362 - mean: 3.54 - mean_absolute_error: 0.66`` under ``Epoch 1/5``).
+PROGRESS = re.compile(
+    r"(?:^|[_./])(?:rewards?|returns?|acc(?:uracy)?|score|mae|r?mse|(?:mean_)?(?:absolute|squared)_error)"
+    r"(?:[_./](?:avg|mean|best))?$"
+)
 #: The split a loss's name begins with (:func:`_twin`).
 TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[_/]")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode|eward")
+MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|cost|pisode|eward|ccuracy|_error")
 
 
 #: A loss beside its running average, the average non-finite (``siammask_loss: 6.079290 (nan)``, MetricLogger's and

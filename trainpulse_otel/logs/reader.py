@@ -212,7 +212,9 @@ class LogReader:
         if stream.last is not None:  # a traceback's exception at the end of a stream, say: told at its file's time
             ts = max(stream.ts, self._file_time(stream.last))
             out.extend(self._event(f, stream.last, stream.rank, ts) for f in stream.failures.flush())
-            if (gap := stream.clock.flush() or stream.bars.flush()) is not None:  # the log ends in a silence
+            if (gap := stream.clock.flush()) is None and (gap := stream.bars.flush()) is not None:
+                gap["last_step"] = max(gap["last_step"], stream.last_step or 0)  # (a bar's count, the step reported)
+            if gap is not None:  # the log ends in a silence
                 out.append(self._gap(gap, stream.last, stream))
         return out
 

@@ -49,16 +49,20 @@ VALUE_FIRST = re.compile(
 )
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
 #: 'LogSoftmaxBackward' returned nan values in its 0th output.``; ``clip_grad_norm_``'s warning (PyTorch 1.9+, its
-#: ``error_if_nonfinite`` off): ``Non-finite norm encountered in torch.nn.utils.clip_grad_norm_; continuing anyway``.
+#: ``error_if_nonfinite`` off): ``Non-finite norm encountered in torch.nn.utils.clip_grad_norm_; continuing anyway``;
+#: TensorFlow 1's summary op on a tensor gone NaN: ``Invalid argument: Nan in summary histogram for: FeatureExtractor/…``.
 DETECTED = re.compile(
     r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output"
     r"|(?<!no )\b(?:NaN|Inf) (?:detected \(attempt|persisted)|\bDetected (?:NaN|Inf)(?: or (?:NaN|Inf))? in (?:w?grad|loss)"
     r"|\bcontains? (?:NaN|Inf)\b|\bThere are NAN or INF\b|\bInvalid loss, terminating training"
-    r"|\bNon-finite norm encountered in torch\.nn\.utils\.clip_grad_norm_",
+    r"|\bNon-finite norm encountered in torch\.nn\.utils\.clip_grad_norm_|\bNan in summary histogram for\b",
     re.IGNORECASE,
 )
-#: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``.
-TENSOR = re.compile(r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b", re.IGNORECASE)
+#: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``; or a
+#: scalar tensor printed alone, a loop's ``print(loss)``: ``tensor(nan, device='cuda:0', grad_fn=<NllLossBackward0>)``.
+TENSOR = re.compile(
+    r"loss\w*'?\"?\s*[:=]\s*tensor\((?:nan|-?inf)\b|^\s*tensor\((?:nan|-?inf), (?:device|grad_fn)=", re.IGNORECASE
+)
 #: A loss printed as an array, one per trainer or device, with a non-finite element: Paddle's ``loss [     nan
 #: 9.211133      nan …]``, ``losses: [nan, 2.31]``.
 ARRAY = re.compile(r"\bloss(?:es)?\b\s*[:=]?\s*\[(?P<items>[^\]]*)", re.IGNORECASE)
@@ -121,6 +125,7 @@ def _hinted(text: str) -> bool:
         or "new scale:" in text
         or "verflow" in text
         or "Invalid loss" in text
+        or "Nan in summary" in text
         or "the checkpoint" in text
         or "Checkpoint Save" in text
         or "rad_scale is" in text

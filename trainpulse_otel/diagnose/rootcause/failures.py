@@ -114,14 +114,20 @@ def caused(ev: Evidence) -> list[Signal]:
     crashes = ev.active(RANK_CRASHED.name)
     if any(not _torn_down(c) for c in crashes):  # the launcher's SIGTERM to the survivors of another's death
         out += [c for c in crashes if _torn_down(c) and c not in out]
-    if any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name)):
-        # a traceback the log ends within, its exception unseen, beside a failure that explains it
+    failed = any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name))
+    if failed or _told_stall(ev):  # a traceback the log ends within, its exception unseen: the failure's, the ^C's
         out += [c for c in ev.active(RANK_CRASHED.name) if c.evidence.get("cut") and c not in out]
     out += [c for c in killed_after_timeout(ev) if c not in out]
     out += [c for c in raised_by_own_timeout(ev) if c not in out]
     if ev.active(OUT_OF_MEMORY.name):  # a worker that exited on an exception the log does not show, beside an OOM
         out += [c for c in crashes if _exited_unseen(c) and c not in out]
     return out
+
+
+def _told_stall(ev: Evidence) -> bool:
+    """Whether the job's own lines showed a stall (stamps or a bar's clock: time passing with no step)."""
+    stalled = ev.job_signal(TRAINING_STALLED.name)
+    return stalled is not None and stalled.evidence.get("inferred_from") == "log_stamps"
 
 
 def _exited_unseen(crash: Signal) -> bool:
