@@ -15,6 +15,7 @@ from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.bars import progress_report
 from trainpulse_otel.logs.boosting import round_values
 from trainpulse_otel.logs.generic import PAIR, line_values
+from trainpulse_otel.logs.keys import step_key
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
 from trainpulse_otel.samples import LogEvent, TrainingSample
@@ -783,3 +784,13 @@ def test_round_twenty_one_s_forms_words_of_a_nan_an_epoch_s_time_and_a_regressio
     assert [(r.global_step, r.step_time_ms) for r in jax[:2]] == [(0, 28300.0), (1, 14740.0)]
     geron = reports("tensorflow_healthy_handson-ml3-custom-loop-status.log")
     assert [r.global_step for r in geron] == [1, 2, 3, 4, 5] and all(r.loss is None for r in geron)
+
+
+def test_a_count_of_steps_named_by_its_words_is_the_step_but_a_total_is_not():
+    """``Training steps : 8  parameter update loss :65.69851684570312`` (a VGG tutorial whose loss spikes to 41 then
+    4e9 before its NaN, the corpus's train split); ``trainer.total_training_steps=1`` in verl's overrides is a setting."""
+    said = line_values("Training steps : 8  parameter update loss :65.69851684570312 ")
+    assert said == {"global_step": 8, "loss": 65.69851684570312}
+    assert step_key("training_steps") and not step_key("trainer.total_training_steps") and not step_key("max_steps")
+    vgg = reports("pytorch_loss_spike_tutorial-vgg-from-scratch-ci-render-6-to-41-to-4e9-then-nan.log")
+    assert [r.loss for r in vgg[11:14]] == [6.062460899353027, 41.792266845703125, 73.97637939453125]

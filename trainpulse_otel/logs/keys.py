@@ -48,9 +48,11 @@ PRIMARY_LOSSES = (
     "nll",
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
-#: A loss named with the words that qualify it (``Epoch avg loss: 0.0549``, ``step_loss : 9.0``): the training loss
-#: where the line names no primary one.
-QUALIFIED_LOSS = re.compile(r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training)_)+loss")
+#: A loss named with the words that qualify it (``Epoch avg loss: 0.0549``, ``step_loss : 9.0``, ``parameter update
+#: loss :65.7``): the training loss where the line names no primary one.
+QUALIFIED_LOSS = re.compile(
+    r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training|parameter|update)_)+loss"
+)
 #: Names that are a loss without saying ``loss``.
 LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll"))
 
@@ -194,12 +196,18 @@ def training_loss(losses: list[tuple[str, float]]) -> float | None:
     return primary[0][1] if primary else None
 
 
+#: Words before ``steps`` that make it a total or a setting, not the step reached (``total_steps``, ``max_steps``).
+TOTALS = frozenset(("total", "max", "num", "n", "warmup", "eval", "save", "log", "logging", "trainer", "config"))
+
+
 def step_key(key: str) -> bool:
-    """A step's key: one of :data:`STEP_KEYS`, or words ending in one (``completed step``), not evaluation's."""
+    """A step's key: one of :data:`STEP_KEYS`, or words ending in one (``completed step``, ``Training steps``), not
+    evaluation's nor a total's."""
     if key in STEP_KEYS or key.endswith(("/global_step", "_num_updates", "_global_step")):
         return True
     last = key.rsplit("_", 1)[-1]
-    return last in ("step", "iter", "iteration") and EVALUATION.search(key) is None
+    counted = last in ("step", "iter", "iteration") or (last == "steps" and TOTALS.isdisjoint(re.split(r"[_./]", key)))
+    return counted and EVALUATION.search(key) is None
 
 
 def put_field(payload: Payload, key: str, value: float, unit: str) -> None:
