@@ -227,3 +227,16 @@ def test_a_run_starting_again_at_an_earlier_step_is_judged_against_its_own_losse
         range(len(back_one)), lambda t: frame(float(t), back_one[int(t)][1], global_step=back_one[int(t)][0])
     )
     assert [r.signal for r in h.raised()] == ["loss_spike"]
+
+
+def test_an_infinite_norm_before_any_finite_one_that_the_next_report_leaves_is_the_scaler_s_warm_up():
+    """The Hugging Face Trainer under fp16 logs ``{'loss': 18.2196, 'grad_norm': inf, …}`` at its first logging step
+    (torch.amp's scaler starts at 2**16 and skips its first overflows), then finite norms (the corpus's train
+    split); the same infinity after a finite norm is a fault."""
+    h = Harness(NonfiniteLoss())
+    h.feed([frame(0, grad_norm=INF), frame(1, grad_norm=0.71)])
+    h.run(range(2, 40), lambda t: frame(t, grad_norm=0.5))
+    assert h.raised() == []
+    late = Harness(NonfiniteLoss())
+    late.feed([frame(0, grad_norm=0.71), frame(1, grad_norm=INF), frame(2, grad_norm=0.6)])
+    assert late.active()[0].evidence["field"] == "grad_norm"

@@ -794,3 +794,12 @@ def test_a_count_of_steps_named_by_its_words_is_the_step_but_a_total_is_not():
     assert step_key("training_steps") and not step_key("trainer.total_training_steps") and not step_key("max_steps")
     vgg = reports("pytorch_loss_spike_tutorial-vgg-from-scratch-ci-render-6-to-41-to-4e9-then-nan.log")
     assert [r.loss for r in vgg[11:14]] == [6.062460899353027, 41.792266845703125, 73.97637939453125]
+
+
+def test_an_epoch_more_than_one_before_the_last_counts_the_steps_again():
+    """YOLOX's run log holds a run that ended (``Training of experiment is done``) and a new one from ``epoch: 1/120``
+    (the corpus's train split): its steps start again, so its higher loss is a new series, not a spike."""
+    yolox = reports("yolox_healthy_ptmnet-rerun-loss-resets.log")
+    steps = [r.global_step for r in yolox]
+    back = next(i for i in range(1, len(steps)) if steps[i] < steps[i - 1])
+    assert steps[back] == 100 and yolox[back].loss == 15.2

@@ -705,3 +705,21 @@ def test_grep_s_line_numbers_before_torchrun_s_prefix_leave_the_rank_said():
     """A paste of ``grep -n`` over a torchrun log: ``1129:[default0]:[rank0]: torch.OutOfMemoryError: …``."""
     ooms = [e for e in events("megatron_out_of_memory_flagscale-lora-seq9728-metax.log") if e.kind == CUDA_OOM]
     assert ooms and {e.rank for e in ooms} == {0} and {e.gpu_index for e in ooms} == {0}
+
+
+def test_nccl_s_return_code_trace_from_its_network_says_a_transport_error_where_no_warning_did():
+    """``dgxa100:1050:1316 [0] NCCL INFO include/net.h:25 -> 2`` after the socket channels' set-up (NVIDIA/nccl#697,
+    the corpus's train split): a system error returned up from the network's files; a code from elsewhere is none."""
+    told = events("nccl_network_error_socket-system-error-two-nodes.log")
+    assert [e.kind for e in told] == [TRANSPORT_ERROR] and told[0].details["error"] == "ncclSystemError"
+    assert c.nccl_trace("host:1:2 [0] NCCL INFO misc/socket.cc:749 -> 6")["error"] == "ncclRemoteError"
+    assert c.nccl_trace("host:1:2 [0] NCCL INFO init.cc:1079 -> 2") is None
+    assert c.nccl_trace("host:1:2 [0] NCCL INFO transport/p2p.cc:204 -> 1") is None
+
+
+def test_tensorflow_s_allocator_saying_its_failed_attempt_is_no_failure_is_no_oom():
+    """``Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.46GiB with freed_by_count=0. The caller indicates
+    that this is not a failure, but may mean …``: a healthy Keras run goes on for 14 epochs (the corpus's train split)."""
+    assert not [
+        e for e in events("keras_healthy_tf-bfc-allocator-ran-out-of-memory-not-a-failure.log") if e.kind == CUDA_OOM
+    ]

@@ -212,6 +212,21 @@ def transport_warning(text: str) -> dict[str, Any] | None:
     return details
 
 
+#: NCCL's INFO trace of an error code returned up its stack (``NCCL INFO transport/net.cc:515 -> 2``): a system
+#: error (2) in its network's files (a socket, verbs, the proxy, the bootstrap), or a remote peer's error (6).
+NCCL_TRACE = re.compile(r"NCCL INFO (?P<file>[\w/.]+\.(?:cc|h)):\d+ -> (?P<code>[26])\s*$")
+TRACE_MARKS = (" -> 2", " -> 6")
+NETWORK_FILES = ("net", "socket", "ibv", "proxy", "bootstrap")
+
+
+def nccl_trace(text: str) -> dict[str, Any] | None:
+    """A transport error NCCL's return-code trace says where no warning line did (:data:`NCCL_TRACE`), or None."""
+    match = NCCL_TRACE.search(text)
+    if match is None or (match["code"] == "2" and not any(word in match["file"] for word in NETWORK_FILES)):
+        return None
+    return {"transport": "NCCL", "error": "ncclRemoteError" if match["code"] == "6" else "ncclSystemError"}
+
+
 def connect_retry(text: str) -> str | None:
     """The reason of NCCL's ``Call to connect returned …, retrying`` INFO line, or None."""
     match = CONNECT_RETRY.search(text)

@@ -45,8 +45,8 @@ MAX_REMEMBERED = 256
 #: NCCL's detail follows its ``ncclRemoteError`` line within this many lines (``Last error:`` not counted).
 REMOTE_LINES = 1
 #: NCCL retries a refused connection (``Call to connect returned Connection refused, retrying``) up to
-#: ``NCCL_SOCKET_RETRY_CNT`` (34) times; this many retries in one stream say the peer stays unreachable: a
-#: transport error (one or two are a peer still starting).
+#: ``NCCL_SOCKET_RETRY_CNT`` (34) times; this many retries in one stream say the peer stays unreachable: a transport
+#: error (one or two are a peer still starting).
 CONNECT_RETRIES = 5
 
 
@@ -196,6 +196,8 @@ class FailureScanner:
         if "NCCL INFO" in text:
             if (said := nccl_rank(text)) is not None and len(self._processes) < MAX_REMEMBERED:
                 self._processes[said[0]] = max(self._processes.get(said[0], (0, 0)), (said[2], said[1]))
+            if text.rstrip().endswith(c.TRACE_MARKS):  # an error code returned up its stack
+                return self._transport(c.nccl_trace(text), text)
             return self._retry(text) if "retrying" in text else None
         if not _marked(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
@@ -324,12 +326,7 @@ class FailureScanner:
         if text and "host" not in details and (host := nccl_host(text)) is not None:
             details = {**details, "host": host}  # evidence: the subject stays the line's rank
         key = ("died", rank, details.get("error"), details.get("signal"), details.get("exit_code"))
-        failure = Failure(
-            PROCESS_FAILED,
-            {**details, "one_line": True},
-            rank=rank,
-            gpu_index=details.get("gpu_index"),
-        )
+        failure = Failure(PROCESS_FAILED, {**details, "one_line": True}, rank=rank, gpu_index=details.get("gpu_index"))
         return self._once(key, failure)
 
     def _restarted(self, text: str) -> list[Failure] | None:

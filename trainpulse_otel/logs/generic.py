@@ -314,7 +314,8 @@ class EpochBatches:
     ``Epoch: 040/040 | Batch 0150/0175 | Loss: 0.2771``) or beside a step key (Paddle's ``epoch: 1, batch_id: 20``)
     once that step starts again in a later epoch: a batch counted after the epochs before it (by the total, else by
     the last step and the lines' stride). An epoch's summary line (numbered by its epoch alone) in such a stream
-    stands at the last step counted."""
+    stands at the last step counted; an epoch more than one before the last starts the count again (another run in
+    the file, a resume from an earlier checkpoint)."""
 
     def __init__(self) -> None:
         self._epoch: int | None = None
@@ -350,6 +351,8 @@ class EpochBatches:
         done, total = (int(fraction[1]), int(fraction[2])) if fraction else (step, None)
         if done != step or (total is not None and done > total):
             return values  # the line's step is not its fraction's (a run's step named beside)
+        if last is not None and epoch < last[0] - 1:  # another run, or a resume from an earlier epoch: counted anew
+            self._offset, self._stride, last = 0, 1, None
         if last is not None and epoch > last[0] and done <= last[1]:  # the epoch's count started again
             self._offset += last[2] if last[2] is not None else last[1] + self._stride
         elif last is not None and epoch == last[0] and done > last[1]:

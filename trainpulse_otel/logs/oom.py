@@ -61,6 +61,9 @@ OTHER_GPU = re.compile(
 CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.
 HOST = ("Killed process", "oom-kill", "cgroup", "oom_kill", "low on memory")
+#: TensorFlow's allocator saying a failed attempt is none: ``Allocator (GPU_0_bfc) ran out of memory trying to allocate
+#: 3.46GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean …`` (it falls back).
+NOT_FAILURE = "this is not a failure"
 
 
 def size(number: str, unit: str) -> int:
@@ -102,7 +105,7 @@ def cuda_oom(text: str) -> tuple[dict[str, Any], int | None] | None:
 
 def _other(text: str) -> tuple[dict[str, Any], int | None] | None:
     """Another framework's or runtime's out-of-memory line (:data:`OTHER_OOM`): its words, and the GPU it names."""
-    if (match := OTHER_OOM.search(text)) is None or any(words in text for words in HOST):
+    if (match := OTHER_OOM.search(text)) is None or any(words in text for words in HOST) or NOT_FAILURE in text:
         return None
     details: dict[str, Any] = {"error": text[max(0, match.start() - 40) :].strip()[:200]}
     if (found := REQUESTED.search(text)) is not None:

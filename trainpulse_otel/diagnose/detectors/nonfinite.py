@@ -55,7 +55,10 @@ class NonfiniteLoss(BaseDetector):
     ``OVERFLOW! ... Skipping step``, Megatron's skipped iterations — one now
     and then is the scaler working, a run of them means the gradients stay
     non-finite) and a loss scale that collapsed: below 1, at 1 after having
-    been above it, or at 1 while steps are still skipped. It is reported
+    been above it, or at 1 while steps are still skipped. An infinite norm
+    beside a finite loss is a skipped overflow where the next report says a
+    skip, or where no finite norm came before and the next report is finite
+    (the scaler's warm-up). It is reported
     for 30 s after the last such value (also on ticks without a new report:
     the job's last word was a non-finite value) and clears 60 s after that.
     Evidence: the first non-finite step, how many values were non-finite, the
@@ -118,6 +121,7 @@ class NonfiniteLoss(BaseDetector):
         self._skipped_total = 0
         self._last_step: int | None = None
         self._pending: LossPoint | None = None  # a non-finite gradient norm beside a finite loss, until the next report
+        self._normed = False  # whether a finite gradient norm was reported: the scaler's warm-up is behind
 
     def update(self, tick: Tick) -> list[Finding] | None:
         for point in tick.losses:
@@ -145,9 +149,12 @@ class NonfiniteLoss(BaseDetector):
             return
         if after is not None and after.skipped_steps and after.loss_scale is not None:
             return
+        if after is not None and not self._normed and _finite_report(after):
+            return  # the run's first norms: torch.amp's scaler starts at 2**16 and skips its first overflows
         self._judge(pending)
 
     def _judge(self, point: LossPoint) -> None:
+        self._normed = self._normed or (point.grad_norm is not None and finite(point.grad_norm))
         bad = [
             name
             for name, v in (("loss", point.loss), ("grad_norm", point.grad_norm))
@@ -218,6 +225,11 @@ class NonfiniteLoss(BaseDetector):
 
     def facts(self) -> dict[str, Any]:
         return {} if self.episode is None else {NONFINITE_SINCE.name: self.episode.first_ts}
+
+
+def _finite_report(point: LossPoint) -> bool:
+    """A report whose loss and gradient norm are both given and finite: the step after an overflow went through."""
+    return point.grad_norm is not None and finite(point.grad_norm) and point.loss is not None and finite(point.loss)
 
 
 def _overflow_like(point: LossPoint) -> bool:
