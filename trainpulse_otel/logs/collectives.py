@@ -213,18 +213,19 @@ def transport_warning(text: str) -> dict[str, Any] | None:
 
 
 #: NCCL's INFO trace of an error code returned up its stack (``NCCL INFO transport/net.cc:515 -> 2``): a system
-#: error (2) in its network's files (a socket, verbs, the proxy, the bootstrap), or a remote peer's error (6).
-NCCL_TRACE = re.compile(r"NCCL INFO (?P<file>[\w/.]+\.(?:cc|h)):\d+ -> (?P<code>[26])\s*$")
-TRACE_MARKS = (" -> 2", " -> 6")
+#: error (2) in its network's files (a socket, verbs, the proxy, the bootstrap). A remote error's (6) is the peer's,
+#: which that peer's own lines tell.
+NCCL_TRACE = re.compile(r"NCCL INFO (?P<file>[\w/.]+\.(?:cc|h)):\d+ -> 2\s*$")
+TRACE_MARKS = (" -> 2",)
 NETWORK_FILES = ("net", "socket", "ibv", "proxy", "bootstrap")
 
 
 def nccl_trace(text: str) -> dict[str, Any] | None:
     """A transport error NCCL's return-code trace says where no warning line did (:data:`NCCL_TRACE`), or None."""
     match = NCCL_TRACE.search(text)
-    if match is None or (match["code"] == "2" and not any(word in match["file"] for word in NETWORK_FILES)):
+    if match is None or not any(word in match["file"] for word in NETWORK_FILES):
         return None
-    return {"transport": "NCCL", "error": "ncclRemoteError" if match["code"] == "6" else "ncclSystemError"}
+    return {"transport": "NCCL", "error": "ncclSystemError"}
 
 
 def connect_retry(text: str) -> str | None:

@@ -14,6 +14,9 @@ import re
 #: A C++ exception's trailer (c10::Error's ``what()``): ``Exception raised from <function> at <file>:<line> (most
 #: recent call first):``; the exception's message is the line before it.
 RAISED = re.compile(r"Exception raised from (\S+) at \S+ \(most recent call first\)")
+#: Functions whose trailer says what failed whatever the line before: the watchdog's timeout, and c10d's store reading
+#: or writing its socket (``Exception raised from recvBytes at …/c10d/Utils.hpp:679``: the store's peer is gone).
+RAISER_KINDS = {"checkTimeout": "timeout", "recvBytes": "transport", "sendBytes": "transport", "recvValue": "transport"}
 #: A trailer this many lines after a failure told is that failure's (a CUDA error's, a watchdog's), not a new one.
 ECHO_LINES = 6
 #: A glog level and clock before a message: ``[E326 08:57:33.451117940 compiler_depend.ts:418] ``.

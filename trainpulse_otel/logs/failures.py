@@ -109,12 +109,13 @@ class FailureScanner:
     def _c10(self, previous: str, where: str) -> list[Failure]:
         """A C++ exception's trailer (``Exception raised from OperationSetup at …``): its message is the line before
         it. A crash unless a failure was told in the lines just before (the trailer of that one's exception); the
-        watchdog's own (``checkTimeout``, its line wrapped or told by another rank's stream) is a timeout."""
+        watchdog's own (``checkTimeout``, its line wrapped or told by another rank's stream) is a timeout, the
+        store's socket's (``recvBytes``) a transport error."""
         if self._quiet <= cpp.ECHO_LINES or not previous.strip():
             return []
         message = cpp.message(previous)
-        if where == "checkTimeout":  # (its message may be a frame of the trace before: another stream's lines)
-            return self._words("timeout", {"error": f"raised from checkTimeout: {message}"[:200]}, previous)
+        if (kind := cpp.RAISER_KINDS.get(where)) is not None:  # (its message may be another stream's line)
+            return self._words(kind, {"error": f"raised from {where}: {message}"[:200]}, previous)
         return self._once(
             ("c10", message),
             Failure(PROCESS_FAILED, {"exception": "c10::Error", "error": message, "raised_from": where}),
@@ -174,7 +175,7 @@ class FailureScanner:
         said = {"error": exception_words(details)[:200], "from_exception": True}
         if died_of == "timeout" and not self._timed_out:
             return [*self._timeout(said, ("exception", told.rank)), crash]
-        if died_of == "link" and not any(key[0] in ("transport", "remote", "retry") for key in self._seen):
+        if died_of == "link" and not self._told_transport():
             return [*self._once(("exception", told.rank), Failure(TRANSPORT_ERROR, said, rank=told.rank)), crash]
         if died_of is None and (oom := cuda_oom(said["error"])) is not None and self._oom_untold(told):
             return [*self._once(("oom", told.rank), Failure(CUDA_OOM, oom[0], rank=told.rank, gpu_index=oom[1])), crash]
@@ -196,8 +197,8 @@ class FailureScanner:
         if "NCCL INFO" in text:
             if (said := nccl_rank(text)) is not None and len(self._processes) < MAX_REMEMBERED:
                 self._processes[said[0]] = max(self._processes.get(said[0], (0, 0)), (said[2], said[1]))
-            if text.rstrip().endswith(c.TRACE_MARKS):  # an error code returned up its stack
-                return self._transport(c.nccl_trace(text), text)
+            if text.rstrip().endswith(c.TRACE_MARKS) and not self._told_transport():  # no warning said it
+                return self._transport(c.nccl_trace(text), text)  # an error code returned up its stack
             return self._retry(text) if "retrying" in text else None
         if not _marked(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
@@ -336,6 +337,9 @@ class FailureScanner:
         if (ended := launcher.job_cancelled(text)) is not None:
             return self._once(("cancelled", ended["job_id"], ended["node"]), Failure(JOB_CANCELLED, ended))
         return None
+
+    def _told_transport(self) -> bool:
+        return any(key[0] in ("transport", "remote", "retry") for key in self._seen)
 
     def _once(self, key: tuple, failure: Failure) -> list[Failure]:
         """``[failure]`` the first time ``key`` is told in this stream, then ``[]`` (claimed, nothing new)."""
