@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.logs.excerpts import line_of, read_excerpt
+from tests.logs.excerpts import line_of, read_excerpt, told_alone
 from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults, stores
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
@@ -732,3 +732,14 @@ def test_the_store_s_socket_trailer_is_its_transport_error_not_a_crash():
     its stream (qibin0506/Cortex#17, the corpus's train split)."""
     kinds = [e.kind for e in events("custom-loop_network_error_tcpstore-reset-after-resume.log")]
     assert kinds and set(kinds) == {TRANSPORT_ERROR}
+
+
+def test_rocm_s_allocation_failure_and_glog_s_signal_line_are_read_on_every_accelerator():
+    """TensorFlow on ROCm: ``failed to allocate 3.08G (3304535552 bytes) from device: HIP_ERROR_OutOfMemory``
+    (keras-team/keras#13889); Lightning on a TPU core: ``*** SIGSEGV (@0x8cb71200), see … received by PID 24736``
+    (Lightning-AI/pytorch-lightning#8183): the corpus's train split."""
+    hip = "E tensorflow/stream_executor/rocm/rocm_driver.cc:600] failed to allocate 3.08G (3304535552 bytes) from device: "
+    assert told_alone(hip + "HIP_ERROR_OutOfMemory") == [CUDA_OOM]
+    assert told_alone(
+        "*** SIGSEGV (@0x8cb71200), see gl__________25#s15 received by PID 24736 (TID 24736) on cpu 25;"
+    ) == [PROCESS_FAILED]

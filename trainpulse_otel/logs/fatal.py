@@ -74,7 +74,7 @@ UNCAUGHT = re.compile(r"terminating due to uncaught exception of type (?P<what>\
 #: What one of a process's death lines holds (the scanner's cheap test before :func:`death`).
 DEATH_MARKS = ("signal", "Signal", "Segmentation", "Bus error", "Killed", "Aborted", "core dumped", "段错误", "已放弃")
 DEATH_MARKS += ("*** Error in", "(): ", "double free", "corrupted size", "ray.exceptions.", "The actor is dead")
-DEATH_MARKS += ("A worker died or was killed", "has failed.")
+DEATH_MARKS += ("A worker died or was killed", "has failed.", "*** SIG")
 DEATH_MARKS += ("Process name: ", "CalledProcessError: Command", "F0", "F1", "Memory access fault by GPU", "IOT instr")
 DEATH_MARKS += ("segmentation fault", "bus error", "killed", "abort", "illegal hardware", "uncaught exception of")
 DEATH_MARKS += (" received at time=", "Abort trap", "Illegal instruction", "Floating point exception", "ssertion")
