@@ -780,6 +780,8 @@ def test_round_twenty_one_s_forms_words_of_a_nan_an_epoch_s_time_and_a_regressio
         if isinstance(e, TrainingSample)
     ]
     assert chatglm and math.isnan(chatglm[0].loss)
+    assert line_values("EPOCH 1 COMPLETED @ 10:07 PM") == {"global_step": 1}  # a Korean-English NMT run log's
+    assert line_values("Epoch 2 in progress") is None
     jax = reports("jax_healthy_jax-docs-mnist-tfds-epochs.log")
     assert [(r.global_step, r.step_time_ms) for r in jax[:2]] == [(0, 28300.0), (1, 14740.0)]
     geron = reports("tensorflow_healthy_handson-ml3-custom-loop-status.log")

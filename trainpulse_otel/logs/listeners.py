@@ -7,7 +7,8 @@
 - Trax: ``Step    100: train CrossEntropyLossWithLogSoftmax |  9.85``, a metric a line; a loss is the loss.
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
-- An epoch's own time: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the step's).
+- An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
+  step's), ``EPOCH 1 COMPLETED @ 10:07 PM``.
 - Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
   0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
   DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5) and makemore's
@@ -38,9 +39,12 @@ DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf)
 STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)/\s*(\d+): (\d+\.\d+|nan|inf)\s*$")
 #: DeePMD-kit's display line.
 DEEPMD_BATCH = re.compile(r"\bbatch\s+(\d+) training time \d+(?:\.\d+)? s\b")
-#: An epoch's line of its own time: JAX's docs' ``Epoch 0 in 28.30 sec``, ``Epoch 3 finished in 41.2s``.
-EPOCH_TIME = re.compile(
-    r"^\s*Epoch (\d+)(?:/\d+)?:? (?:(?:completed|finished|done|took) )?in (\d+(?:\.\d+)?) ?(?:s|secs?|seconds)\b"
+#: An epoch's own line of its end, with its time or without: JAX's docs' ``Epoch 0 in 28.30 sec``, ``Epoch 3 finished
+#: in 41.2s``, ``EPOCH 1 COMPLETED @ 10:07 PM``.
+_SECONDS = r"(\d+(?:\.\d+)?) ?(?:s|secs?|seconds)\b"
+EPOCH_DONE = re.compile(
+    rf"^\s*Epoch (\d+)(?:/\d+)?:? (?:(?:completed?|finished|done|ended)\b(?: in {_SECONDS})?|(?:took|in) {_SECONDS})",
+    re.IGNORECASE,
 )
 #: What such lines hold (the cheap test first).
 MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ")
@@ -56,8 +60,10 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(tune[1])}
     if MARKS[3] in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
         return {"global_step": int(saved[2])}
-    if " in " in text and (timed := EPOCH_TIME.match(text)) is not None:
-        return {"global_step": int(timed[1]), "step_time_ms": float(timed[2]) * 1000.0}
+    if "poch" in text.lower() and (done := EPOCH_DONE.match(text)) is not None:
+        said: Payload = {"global_step": int(done[1])}
+        took = done[2] or done[3]
+        return said if took is None else {**said, "step_time_ms": float(took) * 1000.0}
     if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
         said: Payload = {"global_step": int(trax[1])}
         if "Loss" in trax[2] or "loss" in trax[2]:
