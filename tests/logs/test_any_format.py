@@ -805,3 +805,14 @@ def test_an_epoch_more_than_one_before_the_last_counts_the_steps_again():
     steps = [r.global_step for r in yolox]
     back = next(i for i in range(1, len(steps)) if steps[i] < steps[i - 1])
     assert steps[back] == 100 and yolox[back].loss == 15.2
+
+
+def test_round_twenty_three_s_forms_an_all_loss_and_an_accuracy_beside_losses_of_its_own():
+    """DFace's ``Epoch: 1, Step: 200, accuracy: 0.97, det loss: 0.113, bbox loss: 0.0239, all_loss: 0.125`` (the
+    corpus's train split: its bbox loss later jumps to 51090): ``all_loss`` is the loss; Hung-yi Lee's HW11
+    ``epoch   0: train D loss: 0.6985, train F loss: 1.9766, acc 0.2498``: the step, by its accuracy."""
+    said = line_values(
+        "Epoch: 1, Step: 200, accuracy: 0.97, det loss: 0.113, bbox loss: 0.0239, all_loss: 0.125, lr:0.01"
+    )
+    assert said is not None and said["global_step"] == 200 and said["loss"] == 0.125
+    assert line_values("epoch   0: train D loss: 0.6985, train F loss: 1.9766, acc 0.2498") == {"global_step": 0}

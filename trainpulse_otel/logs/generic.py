@@ -171,10 +171,9 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     summary = _twins_only(training, losses) or _epoch_summary(text, pairs)
     if ("loss" in payload and (len(training) == len(losses) or summary)) or timed:
         return payload
-    if not losses and any(PROGRESS.search(key) and not EVALUATION.search(key) for key, _, _ in pairs):
-        return {"global_step": step}  # a loop that prints no loss: its step, by its reward or accuracy
-    if len(training) > 1 and "loss" not in payload and bad is None and _own_words(training, matches):
-        return {"global_step": step}  # losses of its own, none the loss (a GAN's, PPO's actor and critic): its step
+    progress = any(PROGRESS.search(key) and not EVALUATION.search(key) for key, _, _ in pairs)
+    if "loss" not in payload and bad is None and (progress or (len(training) > 1 and _own_words(training, matches))):
+        return {"global_step": step}  # its step, by its reward or accuracy, or losses of its own none the loss
     return None if bad is None else {"loss": bad}
 
 

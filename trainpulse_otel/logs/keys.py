@@ -51,7 +51,7 @@ _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 #: A loss named with the words that qualify it (``Epoch avg loss: 0.0549``, ``step_loss : 9.0``, ``parameter update
 #: loss :65.7``): the training loss where the line names no primary one.
 QUALIFIED_LOSS = re.compile(
-    r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training|parameter|update)_)+loss"
+    r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training|parameter|update|all)_)+loss"
 )
 #: Names that are a loss without saying ``loss``.
 LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll"))
