@@ -816,3 +816,5 @@ def test_round_twenty_three_s_forms_an_all_loss_and_an_accuracy_beside_losses_of
     )
     assert said is not None and said["global_step"] == 200 and said["loss"] == 0.125
     assert line_values("epoch   0: train D loss: 0.6985, train F loss: 1.9766, acc 0.2498") == {"global_step": 0}
+    said = statement('"grad_norm": NaN,')  # a Trainer's trainer_state.json, pretty-printed: a key a line
+    assert said is not None and math.isnan(said["grad_norm"]) and statement('"loss_scale": NaN') is None

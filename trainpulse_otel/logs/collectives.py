@@ -216,7 +216,6 @@ def transport_warning(text: str) -> dict[str, Any] | None:
 #: error (2) in its network's files (a socket, verbs, the proxy, the bootstrap). A remote error's (6) is the peer's,
 #: which that peer's own lines tell.
 NCCL_TRACE = re.compile(r"NCCL INFO (?P<file>[\w/.]+\.(?:cc|h)):\d+ -> 2\s*$")
-TRACE_MARKS = (" -> 2",)
 NETWORK_FILES = ("net", "socket", "ibv", "proxy", "bootstrap")
 
 

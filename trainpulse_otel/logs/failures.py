@@ -197,7 +197,7 @@ class FailureScanner:
         if "NCCL INFO" in text:
             if (said := nccl_rank(text)) is not None and len(self._processes) < MAX_REMEMBERED:
                 self._processes[said[0]] = max(self._processes.get(said[0], (0, 0)), (said[2], said[1]))
-            if text.rstrip().endswith(c.TRACE_MARKS) and not self._told_transport():  # no warning said it
+            if " -> 2" in text and not self._told_transport():  # no warning said it
                 return self._transport(c.nccl_trace(text), text)  # an error code returned up its stack
             return self._retry(text) if "retrying" in text else None
         if not _marked(text):  # no handler's words: the common case
