@@ -818,3 +818,12 @@ def test_round_twenty_three_s_forms_an_all_loss_and_an_accuracy_beside_losses_of
     assert line_values("epoch   0: train D loss: 0.6985, train F loss: 1.9766, acc 0.2498") == {"global_step": 0}
     said = statement('"grad_norm": NaN,')  # a Trainer's trainer_state.json, pretty-printed: a key a line
     assert said is not None and math.isnan(said["grad_norm"]) and statement('"loss_scale": NaN') is None
+
+
+def test_an_epoch_header_with_a_colon_numbers_the_iterations_counted_within_it():
+    """``[2022-06-26 21:44:04,162]Epoch: 0002`` then ``iter:0020 loss_train: 1.1332 … time: 0.1688s`` (a GCN's run log,
+    the corpus's train split): each epoch's iterations are counted after the epochs before, not dropped as copies
+    of the first epoch's (whose stamped lines then read as a stall on a healthy run)."""
+    gcn = reports("pytorch_healthy_gcn-graph-classification.log")
+    steps = [r.global_step for r in gcn]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps) > 14

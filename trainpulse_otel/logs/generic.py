@@ -76,7 +76,7 @@ BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\
 #: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``) —: the lines of its batches (or its summary's) that
 #: follow name no epoch.
 EPOCH_HEADER = re.compile(
-    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|epoch:\s+(\d+)"
+    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|[Ee]poch:\s+(\d+)"
     r"|[-=*#]{3,} ?(?i:epoch|step) (\d+)(?: ?/ ?\d+)? ?[-=*#]{3,})\s*$"
 )
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.
@@ -323,11 +323,12 @@ class EpochBatches:
         self._offset = 0  # the steps of the epochs before, by the fractions' totals
         self._stride = 1  # steps between two lines of one epoch (an epoch's steps named without their total)
 
-    def counted(self, text: str, values: Payload, parser: object = None) -> Payload | None:
+    def counted(self, text: str, values: Payload, parser: object = None, header: int | None = None) -> Payload | None:
         """``values`` with the run's step where ``text`` is such a line (else as they are); None where a framework
-        (``parser``) numbers the stream's steps: the script's own count is not its."""
+        (``parser``) numbers the stream's steps: the script's own count is not its. ``header``: the epoch a line of its
+        own named before (``Epoch: 0002``), for a line that names none."""
         if text[:3].lstrip()[:1] != "[" or (match := EPOCH_BATCH.match(text)) is None:
-            return self._in_epochs(text, values) if parser is None or _generic(parser) else values
+            return self._in_epochs(text, values, header) if parser is None or _generic(parser) else values
         if parser is not None and not _generic(parser):
             return None
         epoch, batch = int(match[1]), int(match[2])
@@ -337,11 +338,12 @@ class EpochBatches:
         self._batches = max(self._batches, batch)
         return {**values, "global_step": self._before + batch}
 
-    def _in_epochs(self, text: str, values: Payload) -> Payload:
+    def _in_epochs(self, text: str, values: Payload, header: int | None = None) -> Payload:
         step = values.get("global_step")
-        if not isinstance(step, int) or "poch" not in text or (named := EPOCH.search(text)) is None:
+        named = EPOCH.search(text) if "poch" in text else None
+        if not isinstance(step, int) or (named is None and header is None):
             return values
-        epoch, fraction = int(named[1]), STEP_FRACTION.search(text)
+        epoch, fraction = (int(named[1]) if named else header), STEP_FRACTION.search(text)
         last = self._fraction
         if fraction is None and BATCH_FRACTION.search(text):
             return values  # a batch of the epoch's total: counted by its epoch already

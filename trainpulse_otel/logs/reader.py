@@ -287,7 +287,7 @@ class LogReader:
             if (values is None or "global_step" not in values) and (bar := progress_report(text)) is not None:
                 said = values if values is not None else line_values(text, stream.epoch)
                 values = {**bar, **(said or {})}  # a bar's count numbers its postfix's loss
-            values = values and stream.batches.counted(text, values, stream.parser)
+            values = values and stream.batches.counted(text, values, stream.parser, stream.epoch)
         if values is not None:
             if stream.parser is None:
                 stream.parser = GenericLines()
