@@ -229,3 +229,17 @@ def test_a_bar_whose_own_clock_holds_hours_beyond_its_count_is_a_stall_its_cut_t
     path = tmp_path / "excerpt.log"
     causes = replay_logs([str(path)], Settings()).result.diagnosis.root_causes
     assert causes[0].signals == ("training_stalled",) and all(c.cause != "rank_failure" for c in causes)
+
+
+def test_a_new_bar_s_slow_start_is_judged_as_a_pause_not_a_stall(tmp_path):
+    """A bar's own clock holds its start (data-loader workers, a compile): a paste that ends in the next epoch's
+    ``1/351 [00:45<…, 45.00s/it]`` after a bar at 1.36 it/s held a 44 s pause, under the pause's threshold
+    (``save_or_eval_min_s``); 13 hours there (YOLOv8's) is a stall."""
+    done = "     80/400      29.9G     0.6966: 100%|██████████| 351/351 [04:18<00:00,  1.36it/s]"
+    clock = BarClock()
+    clock.feed(done, 0.0)
+    clock.feed("     81/400      29.9G     0.7018:   0%|          | 1/351 [00:45<4:22:30, 45.00s/it]", 1.0)
+    gap = clock.flush()
+    assert gap is not None and gap["phase"] == "start" and 40 < gap["gap_s"] < 45
+    slow_start = [done, "     81/400      29.9G     0.7018:   0%|          | 1/351 [00:45<4:22:30, 45.00s/it]"]
+    assert "training_stalled" not in _replayed(slow_start, tmp_path)

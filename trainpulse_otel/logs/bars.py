@@ -89,6 +89,7 @@ class BarClock:
             "gap_s": round(gap, 3),
             "last_step": step,
             "interval_s": pace_s,
+            "phase": "start",  # its clock holds its start (data-loader workers, a compile): judged as a pause is
             "line": text.strip(),
         }
 

@@ -5,7 +5,7 @@ only where its lines do: a hang shows as one stamped line long after the last st
 user's ^C). Such a gap is a fact, not a live observation, so :class:`Silences` judges each gap event against the
 stall's own thresholds — max(``min_stall_s``, ``step_multiple`` × the interval between the job's progress lines),
 and at least max(``save_or_eval_min_s``, ``save_or_eval_multiple`` × that interval) when the lines since said the
-job was saving or evaluating; a trainer's own hang detector that says no time met its own — and keeps the
+job was saving or evaluating, or the time is a progress bar's own since it began; a trainer's own hang detector that says no time met its own — and keeps the
 longest gap of the silence until a step completes again. :class:`~.stall.TrainingStalled` reports it.
 """
 
@@ -40,6 +40,11 @@ SILENCE_KNOBS = (
 )
 
 
+#: The phases a silence may be a pause of: a save, an evaluation, the job's end (``exit``: it took this long), a
+#: progress bar's own clock since it began (``start``: data-loader workers, a compile).
+PAUSES = ("checkpoint", "eval", "exit", "start")
+
+
 class Silences:
     """The gaps the job's output told, and the longest one of the current silence."""
 
@@ -66,7 +71,7 @@ class Silences:
         threshold = (
             max(t.min_stall_s, t.step_multiple * interval) if isinstance(interval, (int, float)) else t.min_stall_s
         )
-        if details.get("phase") in ("checkpoint", "eval", "exit"):  # (``exit``: the job's end took this long)
+        if details.get("phase") in PAUSES:
             pause = t.save_or_eval_multiple * interval if isinstance(interval, (int, float)) else 0.0
             threshold = max(threshold, t.save_or_eval_min_s, pause)
         return threshold
@@ -97,9 +102,12 @@ class Silences:
             self.worst["rank"] = event.rank
 
 
+DOING = {"checkpoint": " while saving", "eval": " while evaluating", "start": " since its progress bar began"}
+
+
 def told_message(told: dict[str, Any]) -> str:
     """The message of a stall the job's stamped lines showed."""
-    doing = {"checkpoint": " while saving", "eval": " while evaluating"}.get(told.get("phase") or "", "")
+    doing = DOING.get(told.get("phase") or "", "")
     step = f" after step {told['last_global_step']}" if told.get("last_global_step") is not None else ""
     return (
         f"no training step for {told['stalled_s']:.0f} s{step}{doing} (threshold {told['threshold_s']:.0f} s): "
