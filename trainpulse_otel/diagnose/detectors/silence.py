@@ -5,8 +5,9 @@ only where its lines do: a hang shows as one stamped line long after the last st
 user's ^C). Such a gap is a fact, not a live observation, so :class:`Silences` judges each gap event against the
 stall's own thresholds — max(``min_stall_s``, ``step_multiple`` × the interval between the job's progress lines),
 and at least max(``save_or_eval_min_s``, ``save_or_eval_multiple`` × that interval) when the lines since said the
-job was saving or evaluating, or the time is a progress bar's own since it began; a trainer's own hang detector that says no time met its own — and keeps the
-longest gap of the silence until a step completes again. :class:`~.stall.TrainingStalled` reports it.
+job was saving or evaluating, or the time is a progress bar's own since it began; a trainer's own hang detector
+that says no time met its own — and keeps the longest gap of the silence until a step completes again.
+:class:`~.stall.TrainingStalled` reports it.
 """
 
 from __future__ import annotations
