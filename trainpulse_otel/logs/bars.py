@@ -47,7 +47,7 @@ def progress_report(text: str) -> dict[str, Any] | None:
     bar = _bar(text)
     if bar is None:
         return None
-    step, _, rate, unit, _ = bar
+    step, _, _, rate, unit, _ = bar
     return {"global_step": step, "step_time_ms": _step_s(rate, unit) * 1000.0}
 
 
@@ -65,20 +65,21 @@ class BarClock:
         bar = _bar(text)
         if bar is None:
             return
-        step, elapsed, rate, unit, desc = bar
+        step, count, elapsed, rate, unit, desc = bar
         last, self._last = self._last, (step, elapsed, _step_s(rate, unit), desc)
         if last is None or desc != last[3] or step != last[0]:
-            self._pending = None if last is None else self._slow(text, ts, elapsed, last[2], step)
+            self._pending = None if last is None else self._slow(text, ts, (count, elapsed), last[2], step)
         elif elapsed - last[1] >= MIN_GAP_S and not _done(text):  # a finished bar again is the next of its size
             gap = elapsed - last[1]
             self._pending = {"since": ts - gap, "gap_s": round(gap, 3), "last_step": step, "interval_s": last[2]}
             self._pending["line"] = text.strip()
 
     @staticmethod
-    def _slow(text: str, ts: float, elapsed: float, pace_s: float, step: int) -> dict[str, Any] | None:
-        """The silence an unfinished bar's own clock holds: its steps took :data:`SLOW_BAR_MULTIPLE` times the pace
-        the bar before showed, on average; the time beyond its count at that pace (None: no such silence)."""
-        count = _count(text)
+    def _slow(text: str, ts: float, clock: tuple[int, float], pace_s: float, step: int) -> dict[str, Any] | None:
+        """The silence an unfinished bar's own clock (``clock``: its count and elapsed seconds) holds: its steps took
+        :data:`SLOW_BAR_MULTIPLE` times the pace the bar before showed, on average; the time beyond its count at that
+        pace (None: no such silence)."""
+        count, elapsed = clock
         if not count or _done(text) or elapsed < SLOW_BAR_MULTIPLE * pace_s * count:
             return None
         gap = elapsed - pace_s * count
@@ -104,8 +105,8 @@ def glued_bar(text: str) -> bool:
     return "loss=" in text and ("it/s" in text or "s/it" in text)
 
 
-def _bar(text: str) -> tuple[int, float, float, str, str] | None:
-    """(step, elapsed s, rate, unit, description) of a training bar's line, or None."""
+def _bar(text: str) -> tuple[int, int, float, float, str, str] | None:
+    """(step, the bar's own count, elapsed s, rate, unit, description) of a training bar's line, or None."""
     if "%|" not in text and "it [" not in text:
         return None
     match = BAR.search(text)
@@ -113,6 +114,7 @@ def _bar(text: str) -> tuple[int, float, float, str, str] | None:
         return None
     if match["count"] is not None:
         return (
+            int(match["count"]),
             int(match["count"]),
             _seconds(match["elapsed2"]),
             float(match["rate"]),
@@ -124,13 +126,7 @@ def _bar(text: str) -> tuple[int, float, float, str, str] | None:
         return None
     epoch = DESC_EPOCH.search(match["desc"])
     step = n + (int(epoch[1]) * total if epoch else 0)
-    return step, _seconds(match["elapsed"]), float(match["rate"]), match["unit"], match["desc"].strip()
-
-
-def _count(text: str) -> int:
-    """The count a bar's line shows (its ``N`` of ``N/M`` or ``Nit``), 0 when none."""
-    match = BAR.search(text)
-    return 0 if match is None else int(match["n"] or match["count"] or 0)
+    return step, n, _seconds(match["elapsed"]), float(match["rate"]), match["unit"], match["desc"].strip()
 
 
 def _done(text: str) -> bool:

@@ -60,7 +60,7 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(tune[1])}
     if MARKS[3] in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
         return {"global_step": int(saved[2])}
-    if "poch" in text.lower() and (done := EPOCH_DONE.match(text)) is not None:
+    if ("poch" in text or "POCH" in text) and (done := EPOCH_DONE.match(text)) is not None:
         said: Payload = {"global_step": int(done[1])}
         took = done[2] or done[3]
         return said if took is None else {**said, "step_time_ms": float(took) * 1000.0}
