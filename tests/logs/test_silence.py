@@ -14,7 +14,7 @@ import pytest
 from tests.logs.excerpts import TRAIN
 from trainpulse_otel.config import Settings
 from trainpulse_otel.logs.bars import BarClock
-from trainpulse_otel.logs.lines import split_prefixes
+from trainpulse_otel.logs.lines import split_prefixes, yearless_clock, yearless_time
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
 from trainpulse_otel.runtime import replay_logs
 
@@ -243,3 +243,53 @@ def test_a_new_bar_s_slow_start_is_judged_as_a_pause_not_a_stall(tmp_path):
     assert gap is not None and gap["phase"] == "start" and 40 < gap["gap_s"] < 45
     slow_start = [done, "     81/400      29.9G     0.7018:   0%|          | 1/351 [00:45<4:22:30, 45.00s/it]"]
     assert "training_stalled" not in _replayed(slow_start, tmp_path)
+
+
+def test_the_first_interval_a_step_ends_is_a_slow_step_not_a_silence():
+    clock = ProgressClock()
+    clock.progress(0.0, 1)
+    clock.line(36.0, "INFO:tensorflow:[2021-03-28 02:17:55] Epoch 1, GStep 2~2")  # (its report told a line late)
+    assert clock.progress(36.0, 1) is None  # no interval known yet: 36 s is the job's pace, not a stall
+    clock.line(74.0, "a stamped line")
+    clock.line(2000.0, "a stamped line long after")
+    assert clock.flush()["gap_s"] == 1964.0  # once the pace is known, a silence is one
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "01/27/2026 02:27:10 - INFO - __main__ - ***** Running training *****",  # Hugging Face examples, Accelerate
+        "[01/27/2026 02:27:10 INFO 140087617984320] Reading default configuration",  # SageMaker built-in algorithms
+        "[2026/01/27 02:27:10] root INFO: train with paddle 2.1.2",  # PaddlePaddle
+        "2026/01/27 02:27:10 - mmengine - INFO - Epoch(train) [1][50/100]",  # MMEngine
+        "[I 2026-01-27 02:27:10,000] Trial 0 finished with value: 0.175",  # Optuna, Tornado
+        "[NeMo W 2026-01-27 02:27:10 rerun_state_machine:1264] Implicit initialization",  # NeMo
+        "INFO:tensorflow:[2026-01-27 02:27:10] Epoch 1, GStep 1~1, Loss 6.535",  # Python logging before the stamp
+        "(WorkerDict pid=626895) INFO:2026-01-27 02:27:10,000:update_weights done",  # Ray's actor, then logging's
+        "DLL 2026-01-27 02:27:10.000000 - (67, 8) train_iter_time : 0.75",  # NVIDIA dllogger
+        "[Tue Jan 27 02:27:10 2026] NVRM: GPU at PCI:0000:9b:00",  # dmesg -T
+        "LOG Tue Jan 27 02:27:10 2026 - (0, 78) step_loss : 9.1875",  # AWS Neuron
+    ],
+)
+def test_other_loggers_stamps_are_the_line_s_time_and_the_line_is_kept_whole(line):
+    rank, when, rest = split_prefixes(line)
+    assert when == 1769480830.0 and rest == line and rank is None
+
+
+@pytest.mark.parametrize(
+    ("line", "clock"),
+    [
+        ("01/27 02:27:10 - mmengine - INFO - Epoch(train) [1][50/100]", "01-27T02:27:10.000000"),  # MMEngine's old
+        ("[01/27 02:27:10 d2.utils.events]:  eta: 0:03:35  iter: 19", "01-27T02:27:10.000000"),  # detectron2
+        ("01/27 02:27:10 PM args = Namespace(data='../datasets/cifar10')", "01-27T14:27:10.000000"),  # DARTS
+        ("01/27 12:27:10 AM epoch 1", "01-27T00:27:10.000000"),
+    ],
+)
+def test_a_month_and_day_without_a_year_is_read_as_glog_s_clock_is(line, clock):
+    assert yearless_clock(line) == clock and split_prefixes(line)[1] is None
+
+
+def test_a_stamp_that_is_no_date_is_none():
+    for line in ("1/1 - 3s - loss: nan", "12/34/2026 10:00:00 x", "2026/01/27 - loss 3", "[10/31] loss 2.5"):
+        assert split_prefixes(line)[1] is None and yearless_clock(line) is None
+    assert yearless_time(yearless_clock("13/45 10:00:00 x"), 2026) is None  # no such day

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
+from .stamps import dated_stamp, month_day_clock
+
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
 #: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``, ``(WorkerDict pid=1230, ip=10.0.0.7) [rank15]:``), ``grep -n``'s
@@ -115,6 +117,9 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             when, text = _unix_time(match) if when is None else when, text[match.end() :]
             if text[:1] == " ":  # the blank that parts a stamp from its line (and CRI's stream tag) is no indent
                 text = text[tag.end() :] if (tag := CRI_TAG.match(text)) else text[1:]
+        elif when is None and (dated := dated_stamp(text)) is not None:  # another logger's form: the line kept whole
+            when = dated
+            break
         else:
             break
     return rank, when, text
@@ -155,13 +160,14 @@ def glog_level(text: str) -> str | None:
 
 
 def yearless_clock(text: str) -> str | None:
-    """A line's syslog or glog clock as ``MM-DDTHH:MM:SS.ffffff`` (neither writes a year), or None."""
+    """A line's syslog, glog or month-day clock (:func:`~.stamps.month_day_clock`) as ``MM-DDTHH:MM:SS.ffffff``
+    (none writes a year), or None."""
     if text[:1] in "JFMASOND" and (match := SYSLOG_PREFIX.match(text)):
         month, frac = MONTHS.index(match["month"]) + 1, match["frac"] or "0"
     elif (match := GLOG_CLOCK.match(text)) is not None:
         month, frac = int(match["month"]), match["frac"]
     else:
-        return None
+        return month_day_clock(text)
     return f"{month:02d}-{int(match['day']):02d}T{match['clock']}.{frac[:6].ljust(6, '0')}"
 
 

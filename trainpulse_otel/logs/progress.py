@@ -6,7 +6,8 @@ the own time and step of its last progress line, the job's pace (steps a second 
 what its lines since say it is doing (``checkpoint``: a save; ``eval``: an evaluation). The longest silence since
 the last progress is held until it is known for a stall: told when the stream ends still silent, or when progress
 resumes without the steps the pace would have made meanwhile (a silence the steps crossed at their pace is lines
-an excerpt left out, or a log that printed less, not a stall). Told as the details of a ``progress_gap`` event;
+an excerpt left out, or a log that printed less, not a stall; the first interval between progress lines is the
+job's pace, not a silence). Told as the details of a ``progress_gap`` event;
 the stall detector judges it. Pure: times in, facts out.
 """
 
@@ -63,8 +64,8 @@ class ProgressClock:
         """A progress line written at ``own_ts`` (of ``step``, None where the lines number none): the silence it
         ends, when the steps did not cross it; else None."""
         told = self._pending
-        if told is not None and step is not None and self._step is not None and self._covered(step, told["gap_s"]):
-            told = None
+        if told is not None and (not self._intervals or self._covered(step, told["gap_s"])):
+            told = None  # the first interval is a slow job's step, no silence to judge by
         if self._last is not None and own_ts > self._last:
             self._intervals.append(own_ts - self._last)
             if step is not None and self._step is not None and step > self._step and self._pending is None:
@@ -103,7 +104,9 @@ class ProgressClock:
         told, self._pending = self._pending, None
         return told
 
-    def _covered(self, step: int, gap_s: float) -> bool:
+    def _covered(self, step: int | None, gap_s: float) -> bool:
+        if step is None or self._step is None:
+            return False
         if not self._pace:
             return step - (self._step or 0) > 1  # no pace yet: steps skipped at all say lines were left out
         return step - (self._step or 0) >= COVERED * median(self._pace) * gap_s

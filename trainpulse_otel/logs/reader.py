@@ -71,6 +71,7 @@ class _Stream:
         "parser",
         "quiet",
         "rank",
+        "said",
         "stamped",
         "table",
         "timed",
@@ -86,7 +87,8 @@ class _Stream:
         self.batches = EpochBatches()
         self.table: Table | None = None  # the iteration table its last header line opened (:mod:`.tables`)
         self.last_step: int | None = None
-        self.timed = False  # whether any of its lines said its time (else reports advance it by their step times)
+        self.timed = False  # whether any of its lines said its time
+        self.said = False  # whether its latest line said its time (else a report advances it by its step time)
         self.last: LogLine | None = None  # its latest line: where what a flush completes was written
         self.fed = False  # a line came since the last quiet flush
         self.stamped = False  # its latest time was written in the line itself (not when it was read)
@@ -129,7 +131,7 @@ class LogReader:
         prefixed, own_ts, text = split_prefixes(line.text)
         prefixed = task if prefixed is None else prefixed
         level, text = split_glog(text)
-        if own_ts is None and line.text[:1] in "[IWEF JFMASOND":
+        if own_ts is None and line.text[:1] in "[IWEF JFMASOND0123456789":  # (what a yearless clock begins with)
             own_ts = self._glog(line)
         file = (line.node, line.source)
         holder = self._holders.pop(file, None)
@@ -139,6 +141,7 @@ class LogReader:
             stream = self._stream(line, prefixed)
         rank = stream.rank
         given = line.ts if line.ts is not None else own_ts
+        stream.said = given is not None
         if given is not None:  # the first time said replaces the start (if nothing was placed by it); never back
             stream.ts, stream.timed = (max(stream.ts, given) if stream.timed or stream.advanced else given), True
             stream.stamped = line.ts is None
@@ -302,10 +305,10 @@ class LogReader:
         return None
 
     def _report(self, payload: dict[str, Any], stream: _Stream) -> list[TrainingSample]:
-        """A payload as a validated report: its own line's time, or — in a stream whose lines say no time — its
-        stream's time advanced by its steps."""
+        """A payload as a validated report: its own line's time, or — where its line says none — its stream's time
+        advanced by its steps."""
         step = payload.get("global_step")
-        if not stream.timed and (step is None or step != stream.last_step):  # another rank's copy: no time passes
+        if not stream.said and (step is None or step != stream.last_step):  # another rank's copy: no time passes
             stream.ts += advance_s(payload, step, stream.last_step)
             stream.advanced = True
         if isinstance(step, int):
