@@ -16,9 +16,9 @@ import re
 
 from .keys import Payload
 
-#: XGBoost's and LightGBM's round: ``[50]`` then tab-separated ``set-metric:value`` / ``set's metric: value``;
+#: XGBoost's and LightGBM's round: ``[50]`` (R's ``[50]:``) then tab-separated ``set-metric:value`` / ``set's metric: value``;
 #: XGBoost's command line puts its clock first (``[13:00:09] [0] train-ndcg@10:0.586  test-ndcg@10:0.545``).
-ROUND = re.compile(r"^(?:\[\d\d:\d\d:\d\d\] )?\[(\d+)\]\s(?=\s*\S+(?:-|'s )\S+?: ?[-+.\d])")
+ROUND = re.compile(r"^\s*(?:\[\d\d:\d\d:\d\d\] )?\[(\d+)\]:?\s(?=\s*\S+(?:-|'s )\S+?: ?[-+.\d])")
 #: One data set's metric on such a line.
 METRIC = re.compile(
     r"\s(?P<set>[\w.]+?)(?:-|'s )(?P<metric>[\w@.-]+): ?(?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)"
@@ -38,7 +38,7 @@ TRAINING_SETS = frozenset(("train", "training", "learn", "dtrain"))
 def round_values(text: str) -> Payload | None:
     """A boosting round's report (``global_step``, and ``loss`` where the training set's metric is printed), or
     None: not a round's line."""
-    if text[:1] == "[" and (match := ROUND.match(text)) is not None:
+    if text[:1] in "[ " and (match := ROUND.match(text)) is not None:
         payload: Payload = {"global_step": int(match[1])}
         for metric in METRIC.finditer(text):
             if metric["set"].lower() in TRAINING_SETS:

@@ -23,6 +23,7 @@ SIGNAL_WORDS = (
     ("Bus error", "SIGBUS"),
     ("总线错误", "SIGBUS"),
     ("Aborted (core dumped)", "SIGABRT"),
+    ("Fatal Python error: Aborted", "SIGABRT"),  # faulthandler's words for it
     ("已放弃", "SIGABRT"),
     ("Illegal instruction", "SIGILL"),
     ("Floating point exception", "SIGFPE"),

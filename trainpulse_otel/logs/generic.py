@@ -89,8 +89,8 @@ EPOCH = re.compile(
 
 #: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
 #: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:
-#: 0.239 | Eval accuracy: 0.846``, an epoch loop's line).
-LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \|)")
+#: 0.239 | Eval accuracy: 0.846``, an epoch loop's line), or as llm.c's log file writes it (``s:100 trl:3.2810``).
+LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \||s:(\d+) )")
 #: PyTorch's tutorials' ``[epoch, batch]`` (``[1,  2000] loss: 2.197``): the batch counts within its epoch.
 EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: A line that begins with the training loss (``loss:0.0075, accuracy:0.997``, ``Train Loss: 0.0068, Train Acc: 35.4``)
@@ -234,7 +234,11 @@ def _epoch_summary(text: str, pairs: list[tuple[str, str, str]]) -> bool:
 
 def _may_hold(text: str) -> bool:
     """The cheap test every line not claimed by a framework passes first: a loss or a step named."""
-    return MAY_HOLD.search(text) is not None or (text[:1].isdigit() and " |" in text)  # llama2.c: no words
+    return (
+        MAY_HOLD.search(text) is not None
+        or (text[:1].isdigit() and " |" in text)  # llama2.c: no words
+        or (text[:2] == "s:" and " trl:" in text)  # llm.c's log file
+    )
 
 
 def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = None) -> int | None:
@@ -256,7 +260,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
     if steps:
         return int(steps[0][1])
     if (match := LEADING_STEP.match(text)) is not None:
-        return int(match[1] or match[2])
+        return int(match[1] or match[2] or match[3])
     if (match := EPOCH_BATCH.match(text)) is not None:
         return int(match[2])  # (the stream's reader counts the epochs before it: :class:`GenericLines`)
     epoch_match = EPOCH.search(text)

@@ -46,6 +46,7 @@ PRIMARY_LOSSES = (
     "train_cost",
     "ce",  # CNTK's cross-entropy: ``Finished Epoch[ 2 of 8]: [Training] ce = 0.10104186 * 36001``
     "nll",
+    "trl",  # llm.c's log file (``-o``'s main.log): ``s:100 trl:3.2810 lr:0.000600 norm:0.31``, ``s:100 tel:3.29``
 )
 _PRIMARY_RANK = {name: i for i, name in enumerate(PRIMARY_LOSSES)}
 #: A loss named with the words that qualify it (``Epoch avg loss: 0.0549``, ``step_loss : 9.0``, ``parameter update
@@ -54,7 +55,7 @@ QUALIFIED_LOSS = re.compile(
     r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training|parameter|update|all)_)+loss"
 )
 #: Names that are a loss without saying ``loss``.
-LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll"))
+LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll", "trl"))
 
 #: A throughput in tokens, as a unit or at a key's end.
 TOKEN_RATES = ("tok/s", "toks/s", "tokens/s", "token/s", "tok/sec", "tokens/sec")

@@ -10,7 +10,8 @@
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
 - Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
 
-A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) is cut first, as a label is.
+A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) and R's reprex and knitr output mark
+(``#> ``) are cut first, as a label is.
 
 A label says where a line came from, never what it says: the line is read as the trainer printed it. Pure.
 """
@@ -23,13 +24,14 @@ from dataclasses import replace
 from .lines import LogLine
 
 #: What follows an iteration's number that is no label: Darknet's ``4259: `` (its loss and average: ``0.034688,
-#: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste).
-NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: "
+#: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste), WaveGlow's
+#: (``1234: -5.480178833``, a step and its loss printed to nine places).
+NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: |[-+]?\d+\.\d{6,}\s*$"
 #: srun's task number, Ray's actor, pdsh's host: one label, anchored at the line's start.
 LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
-    r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=[\d.]+)?|ip=[\d.]+)\) "
-    r"|\(raylet(?:, ip=[\d.]+)?\) "
+    r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
+    r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
     r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
     r"|[A-Za-z][\w.-]*[-_]\d+ +\| )"
 )
@@ -40,15 +42,24 @@ REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 def split_label(text: str) -> tuple[int | None, str]:
     """``(task, rest)``: a launcher's label cut off ``text`` (:data:`LABEL`) and Ray's repeat count off its end;
     ``task`` is srun's task number, None for any other label or none."""
-    task = None
+    task, _, text = _split(text)
+    return task, text
+
+
+def _split(text: str) -> tuple[int | None, str | None, str]:
+    """``(task, host, rest)``: :func:`split_label`'s, and the host a Ray actor's label names (its ``ip=``)."""
+    task = host = None
     while text[:1] == ">" and text[1:2] in (" ", ""):  # a Markdown quote's marker (``>>>`` is a prompt: kept)
         text = text[2:]
+    if text[:2] == "#>" and text[2:3] in (" ", ""):  # R's reprex and knitr output mark
+        text = text[3:]
     if (match := LABEL.match(text)) is not None:
         task = None if match["task"] is None else int(match["task"])
+        host = match["ip"] or match["ip2"] or match["ip3"]
         text = text[match.end() :]
     if text.endswith("cluster]") and (repeated := REPEATED.search(text)) is not None:
         text = text[: repeated.start()]
-    return task, text
+    return task, host, text
 
 
 #: Open MPI's ``--tag-output`` naming the host too (SageMaker's ``[1,mpirank:14,algo-2]<stdout>:``): the rank is
@@ -58,9 +69,11 @@ MPI_HOST = re.compile(r"^\s*\[\d+,(?:mpirank:)?\d+,([A-Za-z][\w.-]*)\]<std")
 
 def without_label(line: LogLine) -> tuple[int | None, LogLine]:
     """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and srun's task number; the
-    host Open MPI's tag names is the line's node where its source names none (pdsh's host is cut, not kept: its
+    host Open MPI's tag or a Ray actor's ``ip=`` names is the line's ``host`` (pdsh's host is cut, not kept: its
     label stands on every line of a multi-node runner's merged output, whose lines' own ranks say more)."""
     if line.text[:1] == "[" and (tagged := MPI_HOST.match(line.text)) is not None:
-        return None, line if line.node is not None else replace(line, node=tagged[1])
-    task, text = split_label(line.text)
+        return None, replace(line, host=tagged[1])
+    task, host, text = _split(line.text)
+    if host is not None:  # a Ray actor's host: its failures' subject
+        return task, replace(line, text=text, host=host)
     return task, line if text is line.text else replace(line, text=text)

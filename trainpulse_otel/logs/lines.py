@@ -72,7 +72,8 @@ class LogLine:
     ``source``: its file (evidence names it, and each file is its own stream); ``number``: its line number
     there; ``node``: the host that wrote it (None: this daemon's); ``rank``: the rank its source says;
     ``ts``: when it was read or received (None for a replayed file: the line's own time stamp, else the step
-    times its reports give, decide).
+    times its reports give, decide); ``host``: the host a launcher's label on the line named (Open MPI's tag, a
+    Ray actor's ``ip=``; its failures' subject where no ``node`` says one: the line's file is its source's still).
     """
 
     text: str
@@ -81,19 +82,24 @@ class LogLine:
     node: str | None = None
     rank: int | None = None
     ts: float | None = None
+    host: str | None = None
 
 
 #: A terminal's control sequences (colour, erase, cursor: CSI ``ESC [ … letter``), as a file holds them (the escape
 #: byte) or as a paste shows them (``ESC[J``, ``^[[32m``); the words a line must hold for them to be looked for.
 ESCAPES = re.compile(r"(?:\x1b|ESC|\^\[)\[[0-9;?]*[A-Za-z]")
 ESCAPE_MARKS = ("\x1b", "ESC[", "^[[")
+#: Ray's coloured actor label as a paste shows it when the escape bytes were lost: ``[36m(WorkerDict pid=42)[0m``.
+BARE_RAY_COLOUR = re.compile(r"^\[\d{1,2}m(\([^)]{1,120}\))\[0m")
 
 
 def without_escapes(line: LogLine) -> LogLine:
-    """``line`` without a terminal's control sequences (:data:`ESCAPES`): a coloured logger's or a progress
-    bar's, which would hide a stamp at the line's start or split a key from its value."""
+    """``line`` without a terminal's control sequences (:data:`ESCAPES`, :data:`BARE_RAY_COLOUR`): a coloured
+    logger's or a progress bar's, which would hide a stamp at the line's start or split a key from its value."""
     text = line.text
-    if "\x1b" not in text and "ESC[" not in text and "^[[" not in text:  # ESCAPE_MARKS, without a loop per line
+    if text[:1] == "[" and (bare := BARE_RAY_COLOUR.match(text)) is not None:
+        text = bare[1] + text[bare.end() :]
+    elif "\x1b" not in text and "ESC[" not in text and "^[[" not in text:  # ESCAPE_MARKS, without a loop per line
         return line
     return replace(line, text=ESCAPES.sub("", text))
 

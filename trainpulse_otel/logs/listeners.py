@@ -11,8 +11,8 @@
   step's), ``EPOCH 1 COMPLETED @ 10:07 PM``.
 - Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
   0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
-  DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5) and makemore's
-  ``  10000/ 200000: 2.0576`` (step, total, loss).
+  DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5), makemore's
+  ``  10000/ 200000: 2.0576`` (step, total, loss) and WaveGlow's ``123892:\t-5.480178833`` (step, loss).
 
 Pure: :func:`listener_values` reads one line.
 """
@@ -35,8 +35,9 @@ LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step (\d+): '[^']+' (?
 TRAX_METRIC = re.compile(r"^Step\s+(\d+): train\s+(\w+)\s+\|\s+([-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 #: DARTS's ``logging.info('train %03d %e %f %f', step, objs.avg, top1.avg, top5.avg)``.
 DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf) \d+\.\d+ \d+\.\d+\s*$")
-#: makemore's line: nothing but the step, its total and the loss.
-STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)/\s*(\d+): (\d+\.\d+|nan|inf)\s*$")
+#: makemore's line: nothing but the step, its total and the loss; WaveGlow's, the step and the loss
+#: (``"{}:\t{:.9f}".format(iteration, loss)``: ``123892:\t-5.480178833``, a negative log-likelihood).
+STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)(?:/\s*(\d+))?:\s+([-+]?\d+\.\d+|nan|inf)\s*$")
 #: DeePMD-kit's display line.
 DEEPMD_BATCH = re.compile(r"\bbatch\s+(\d+) training time \d+(?:\.\d+)? s\b")
 #: An epoch's own line of its end, with its time or without: JAX's docs' ``Epoch 0 in 28.30 sec``, ``Epoch 3 finished
@@ -73,12 +74,14 @@ def listener_values(text: str) -> Payload | None:
 
 
 def bare_values(text: str) -> Payload | None:
-    """makemore's ``  10000/ 200000: 2.0576``, DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's
+    """makemore's ``  10000/ 200000: 2.0576``, WaveGlow's ``123892:\t-5.48``, DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's
     ``batch 1000 training time 14.99 s`` (lines that name neither a step nor a loss), or None."""
     if " training time " in text and (deepmd := DEEPMD_BATCH.search(text)) is not None:
         return {"global_step": int(deepmd[1])}
     if "train " in text and (darts := DARTS_TRAIN.search(text)) is not None:
         return {"global_step": int(darts[1]), "loss": float(darts[2])}
-    if "/" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None or int(bare[1]) > int(bare[2]):
+    if ":" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None:
+        return None
+    if bare[2] is not None and int(bare[1]) > int(bare[2]):
         return None
     return {"global_step": int(bare[1]), "loss": float(bare[3])}

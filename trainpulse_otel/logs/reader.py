@@ -381,7 +381,7 @@ class LogReader:
             kind=failure.kind,
             message=(failure.text or line.text).strip()[:2048],
             rank=failure.rank if failure.rank is not None else rank,
-            hostname=line.node,
+            hostname=line.node or line.host,
             gpu_index=failure.gpu_index,
             source=line.source,
             line=line.number,

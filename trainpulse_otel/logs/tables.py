@@ -3,7 +3,7 @@
 Frameworks that print a table instead of ``key value`` pairs: fastai's (``epoch  train_loss  valid_loss  time``), Chainer's ``PrintReport`` (``epoch  main/loss
 validation/main/loss  elapsed_time``), spaCy's console logger (``E    #    LOSS TOK2VEC    LOSS TAGGER
 TAG_ACC``), Ultralytics YOLO (``Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances  Size``, each row
-``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``). A header is a line
+``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``), Vowpal Wabbit's progressive validation. A header is a line
 of three or more word cells, two or more blanks apart, one of them a step or a loss; a row has a number (``1/20``,
 ``1.19G``, ``86.20``) for every column; a tab-separated table's too (ChainerRL's ``scores.txt``: ``steps  episodes
 elapsed  mean … average_loss_policy``). A header naming neither (an evaluation's ``Class  Images  P  R``) closes
@@ -42,6 +42,11 @@ NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: Columns that count the steps or the epochs.
 STEP_COLUMNS = ("global_step", "step", "steps", "iteration", "iter", "#", "updates")
 EPOCH_COLUMNS = ("epoch", "e")
+#: Vowpal Wabbit's progressive-validation table, its header's second line (under ``average  since  example  example
+#: current …``), and the columns the two lines name: the example counter is the step. Its losses are averages over
+#: the examples seen so far, the first of one example, two, four (zero until one is wrong): progress, not a level.
+VW_HEADER = "loss last counter weight label predict features"
+VW_COLUMNS = ("average_loss", "since_last", "step", "example_weight", "current_label", "current_predict", "features")
 #: A column that sums a table's losses where no column says ``loss`` (YOLOv5's ``box  obj  cls  total``).
 TOTAL_COLUMNS = ("total", "total_loss")
 
@@ -53,6 +58,7 @@ class Table:
     columns: tuple[str, ...]
     starts: tuple[int, ...] = ()  # where each column's name starts on the header line
     delimiter: str = ""  # ``|`` for a table drawn with rules, ``,`` for CSV; blanks and tabs otherwise
+    progress_only: bool = False  # its rows are steps, their losses no level to judge (Vowpal Wabbit's)
 
     def row(self, text: str) -> Payload | None:
         """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it. A row with
@@ -96,12 +102,14 @@ class Table:
         loss = _loss(values)
         if step is None or loss is None:
             return None
-        return {"global_step": step, "loss": loss}
+        return {"global_step": step} if self.progress_only else {"global_step": step, "loss": loss}
 
 
 def table_header(text: str) -> Table | None:
     """The table ``text`` heads, or None when it heads none; a header without a step or loss column gives an
     empty table (the one before it ends)."""
+    if text[:4] == "loss" and " ".join(text.split()) == VW_HEADER:
+        return Table(VW_COLUMNS, progress_only=True)
     delimiter = "|" if sum(text.count(rule) for rule in RULES) >= 2 else "," if CSV_HEADER.match(text) else ""
     cells = _delimited_cells(text, delimiter) if delimiter else [cell for cell in CELL_GAP.split(text.strip()) if cell]
     if cells is None or len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):

@@ -149,12 +149,17 @@ def raised_by_own_timeout(ev: Evidence) -> list[Signal]:
         for c in ev.active(RANK_CRASHED.name)
         if c.subject.get("rank") is not None
         and any(
-            c.subject["rank"] in (t.subject.get("ranks") or ())
-            and c.subject.get("hostname") == t.subject.get("hostname")
-            and told_before(t, c)
+            c.subject["rank"] in (t.subject.get("ranks") or ()) and _same_host(c, t) and told_before(t, c)
             for t in timeouts
         )
     ]
+
+
+def _same_host(a: Signal, b: Signal) -> bool:
+    """Whether two signals may be of one host: neither names another than the other's (a timeout told for its
+    ranks names none)."""
+    host, other = a.subject.get("hostname"), b.subject.get("hostname")
+    return host is None or other is None or host == other
 
 
 def killed_after_timeout(ev: Evidence) -> list[Signal]:

@@ -1,0 +1,82 @@
+"""Forms one tool writes, and what a paste does to a line: real excerpts of the corpus's ``train`` split.
+
+llm.c's log file, WaveGlow's bare ``step:\\tloss`` lines (a negative log-likelihood), Vowpal Wabbit's progressive
+validation table, R's reprex mark before LightGBM's cross-validation rounds, Ray's coloured actor label whose escape
+bytes a paste lost (its ``ip=`` the failing host), faulthandler's ``Fatal Python error: Aborted``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.logs.excerpts import TRAIN, read_excerpt
+from trainpulse_otel.config import Settings
+from trainpulse_otel.logs import LogLine
+from trainpulse_otel.logs.labels import without_label
+from trainpulse_otel.logs.lines import without_escapes
+from trainpulse_otel.runtime import replay_logs
+from trainpulse_otel.samples import LogEvent, TrainingSample
+
+
+def reports(name: str) -> list[TrainingSample]:
+    return [r for r in read_excerpt(name) if isinstance(r, TrainingSample)]
+
+
+def signals(name: str, tmp_path: Path) -> dict[str, dict]:
+    """Every signal a replay of the excerpt raised, with its evidence and subject when first raised."""
+    path = tmp_path / "excerpt.log"
+    path.write_bytes((TRAIN / name).read_bytes())
+    seen: dict[str, dict] = {}
+
+    def watch(step) -> None:
+        for s in step.diagnosis.signals:
+            seen.setdefault(s.name, {**s.evidence, **s.subject})
+
+    replay_logs([str(path)], Settings(), on_result=watch)
+    return seen
+
+
+def test_llm_c_s_log_file_numbers_its_steps_and_train_losses_not_its_eval_losses():
+    # ``s:0 tel:11.0095`` (the eval loss), then ``s:0 trl:11.0116 lr:0.000001 norm:14.96`` every step
+    read = reports("llmc_healthy_gpt2-124m-main-log.log")
+    assert len(read) >= 290 and read[0].global_step == 0 and read[0].loss == 11.0116 and read[0].grad_norm == 14.96
+    assert [r.global_step for r in read[:3]] == [0, 1, 2]
+
+
+def test_waveglow_s_bare_step_and_loss_lines_are_reports_and_a_jump_from_a_negative_baseline_is_a_spike(tmp_path):
+    # ``123891: -4.845523357`` then ``123892: 40490.179687500``: a negative log-likelihood leaps
+    read = reports("pytorch_loss_spike_waveglow-nll-40490-then-initial-level.log")
+    assert len(read) == 32 and read[0].global_step == 123873 and read[0].loss == -5.480178833
+    spike = signals("pytorch_loss_spike_waveglow-nll-40490-then-initial-level.log", tmp_path)["loss_spike"]
+    assert spike["step"] == 123892 and spike["baseline_loss"] < 0 and spike["spike_ratio"] is None  # (no ratio of it)
+
+
+def test_a_noisy_negative_log_likelihood_is_no_spike(tmp_path):
+    # WaveFlow's NLL between -3.6 and -4.3 (the thread asks whether a negative loss is normal)
+    assert reports("paddle_healthy_parakeet-waveflow-negative-nll.log")
+    assert "loss_spike" not in signals("paddle_healthy_parakeet-waveflow-negative-nll.log", tmp_path)
+
+
+def test_vowpal_wabbit_s_progressive_validation_table_is_progress_its_early_averages_no_spike(tmp_path):
+    # ``0.000000 0.000000  11  1.0 …`` to ``0.064941 0.046387  4106  4096.0 …``: the example counter is the step
+    read = reports("vowpalwabbit_healthy_warm-cb-progressive-table.log")
+    assert [r.global_step for r in read[:3]] == [11, 12, 14] and all(r.loss is None for r in read)
+    assert signals("vowpalwabbit_healthy_warm-cb-progressive-table.log", tmp_path) == {}
+
+
+def test_r_s_reprex_mark_is_cut_and_lightgbm_s_cross_validation_rounds_are_steps():
+    # ``#>  [1]:\tvalid's rmse:460.7+12.3`` every 100 rounds: validation only, so steps without a training loss
+    read = reports("lightgbm_healthy_r-cv-rounds-mean-std.log")
+    assert [r.global_step for r in read[-2:]] == [1901, 2000] and all(r.loss is None for r in read)
+
+
+def test_ray_s_label_whose_escapes_a_paste_lost_is_cut_and_names_the_worker_s_host(tmp_path):
+    line = "[36m(WorkerDict pid=3175143, ip=10.49.193.113)[0m Fatal Python error: Aborted"
+    _, cut = without_label(without_escapes(LogLine(line, "paste.log", 1)))
+    assert cut.text == "Fatal Python error: Aborted" and cut.host == "10.49.193.113" and cut.node is None
+    [first, *_] = [
+        e for e in read_excerpt("verl_rank_crashed_worker-abort-illegal-memory.log") if isinstance(e, LogEvent)
+    ]
+    assert first.kind == "process_failed" and first.details["signal"] == "SIGABRT" and first.hostname == "10.49.193.113"
+    crashed = signals("verl_rank_crashed_worker-abort-illegal-memory.log", tmp_path)["rank_crashed"]
+    assert crashed["hostname"] == "10.49.193.113"
