@@ -70,6 +70,9 @@ FIRST_REPORTS = [
         "internevo_healthy_internlm-7b-demo-hybrid-zero-tflops-lines-per-language-loss-nan.log",
         {"global_step": 0, "loss": 11.641494750976562},
     ),
+    # MONAI's GAN loop: ``epoch 0/100:recons loss: 0.023390,gen_loss: 0.292826,disc_loss: 0.244051`` — losses of
+    # its own, none the loss: the epoch is progress
+    ("monai_healthy_autoencoderkl-gan-training.log", {"global_step": 0, "loss": None}),
 ]
 
 

@@ -204,9 +204,21 @@ def _own_loss(training: list[tuple[str, float]], losses: list[tuple[str, float]]
 
 
 def _own_words(training: list[tuple[str, float]], matches: list) -> bool:
-    """Whether every training loss on the line is a single word of the script's own (``act_loss``, ``d_loss``)."""
-    own = {field_key(m["key"]) for m in matches if " " not in m["key"].strip()}
+    """Whether every training loss on the line is a single word of the script's own (``act_loss``, ``d_loss``), or
+    one word before ``loss`` (MONAI's ``recons loss``; not prose's ``with loss``)."""
+    own = {field_key(m["key"]) for m in matches if _own_name(m["key"].strip())}
     return all(key in own for key, _ in training)
+
+
+#: Words before ``loss`` that make a phrase, not a loss's name.
+PROSE = frozenset(("with", "at", "the", "a", "an", "of", "and", "or", "to", "in", "on", "for", "is", "was", "my"))
+
+
+def _own_name(key: str) -> bool:
+    if " " not in key:
+        return True
+    first, _, rest = key.partition(" ")
+    return rest.lower() == "loss" and first.isalpha() and first.lower() not in PROSE
 
 
 def _twins_only(training: list[tuple[str, float]], losses: list[tuple[str, float]]) -> bool:
