@@ -95,6 +95,10 @@ NET_FAILURE = re.compile(
     r"|does not loop back to start|Failed to initialize any NET plugin",
     re.IGNORECASE,
 )
+#: An optional collective offload failing to set up, which NCCL falls back from to its point-to-point network (SHARP's
+#: ``NET/IB :SHARP coll init error: Cannot create SHArP job(-11)``, ``Cannot initialize CollNet, using point-to-point
+#: network instead``): no failure.
+FALLBACK = re.compile(r"SHARP coll init|Cannot create SHArP|CollNet", re.IGNORECASE)
 #: The transport a warning's words name (the first that matches), else NCCL's sockets.
 WARNED_TRANSPORTS = (("topology", ("loop back",)), ("IB", ("ibv", "/ib", "async event")),
                      ("OFI", ("ofi", "efa", "libfabric", " av")))  # fmt: skip
@@ -118,8 +122,11 @@ MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 FR_MISSING = re.compile(r"^\s*missing ranks: \{([\d, ]+)\}|\bMissing ranks are \{([\d, ]+)\}")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
 #: time``, ``EI0002: … The wait execution of the Notify register times out``, and the device's own ``hccl fftsplus
-#: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``).
-HCCL_TIMEOUT = re.compile(r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred")
+#: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``), the runtime's ``event wait
+#: timeout occurred during task execution, … timeout=1980`` (a stream waiting on its peers past ``HCCL_EXEC_TIMEOUT``).
+HCCL_TIMEOUT = re.compile(
+    r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred|\b(?:event|notify) wait timeout occurred during task"
+)
 #: HCCL's transport between NPUs failed to come up: ``EI0009: … Transport init error. Reason: [Create][DestLink]…``.
 HCCL_TRANSPORT = re.compile(r"\b(?P<code>EI\d{4}):.*?\b(?P<error>Transport init error)")
 #: The watchdog's summary when no timeout line came: ``Timeout at NCCL work: 15734, last enqueued NCCL work: …``;
@@ -147,6 +154,7 @@ STALLED_MARKS = (
     "Missing ranks are",
     "EI000",
     "task timeout occurred",
+    "timeout occurred during task",
     "Timeout at NCCL work",
     "Timeout at collective",
     "DeepEP",
@@ -201,7 +209,7 @@ def transport_warning(text: str) -> dict[str, Any] | None:
     """An NCCL warning that the network failed, in words no finer form reads: ``transport`` (IB, OFI or Socket
     by what it names) and ``error`` (the warning's words)."""
     match = NCCL_WARNING.search(text)
-    if match is None or NET_FAILURE.search(match["message"]) is None:
+    if match is None or NET_FAILURE.search(match["message"]) is None or FALLBACK.search(match["message"]):
         return None
     message = match["message"]
     lowered = message.lower()

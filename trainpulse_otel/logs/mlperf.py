@@ -3,10 +3,11 @@
 Each line is one JSON record: ``{"namespace": "", "time_ms": 1715111634920, "event_type": "POINT_IN_TIME",
 "key": "train_loss", "value": 3.7122, "metadata": {"file": …, "lineno": …, "samples_count": 320}}``. The
 records that are training progress: ``train_loss`` (the loss), ``tracked_stats`` (a dict of ``throughput`` in
-samples/s and, where given, ``train_step_time`` in seconds) and ``throughput``. Their step is the metadata's
+samples/s and, where given, ``train_step_time`` in seconds) and ``throughput``; ``epoch_stop`` and ``eval_accuracy``
+say the step reached (:data:`REACHED_KEYS`). Their step is the metadata's
 ``step_num`` / ``step`` / ``iteration``, else ``samples_count`` over the ``global_batch_size`` record the log
 gave first (the samples themselves where it gave none), else ``epoch_num``. Every other key (the submission's
-facts, ``block_start``, ``eval_accuracy``, …) is claimed and says nothing. The line's time is its ``time_ms``
+facts, ``block_start``, …) is claimed and says nothing. The line's time is its ``time_ms``
 (:func:`~.lines.split_prefixes` reads it). Pure: one stream's lines in, its payloads out.
 """
 
@@ -22,6 +23,10 @@ Payload = dict[str, Any]
 MARK = ":::MLLOG "
 #: The records that report training progress.
 PROGRESS_KEYS = frozenset(("train_loss", "tracked_stats", "throughput"))
+#: The records that say only that the run reached a step: an epoch done, an evaluation (its metadata numbers the
+#: training it judged). A step alone, the run's progress, where it is past the last; a ``throughput`` record that
+#: numbers none is of the last.
+REACHED_KEYS = frozenset(("epoch_stop", "eval_accuracy"))
 #: Metadata keys that number a step, in the order preferred.
 STEP_KEYS = ("step_num", "step", "iteration")
 
@@ -33,6 +38,7 @@ class MLPerfLines:
 
     def __init__(self) -> None:
         self._batch: int | None = None  # the run's global batch size, from its own record
+        self._reached: int | None = None  # the last step a record numbered
 
     def feed(self, text: str, ts: float) -> list[Payload] | None:
         at = text.find(MARK)
@@ -47,9 +53,14 @@ class MLPerfLines:
             return []
         meta = record.get("metadata")
         step = self._step(meta if isinstance(meta, dict) else {})
-        if key not in PROGRESS_KEYS or step is None:
+        if step is None and key == "throughput":
+            step = self._reached
+        if (key not in PROGRESS_KEYS and key not in REACHED_KEYS) or step is None:
             return []
+        reached, self._reached = self._reached, max(step, self._reached or 0)
         payload: Payload = {"global_step": step, "timestamp": ts}
+        if key in REACHED_KEYS:  # (an evaluation of an earlier checkpoint, after the run, reaches nothing)
+            return [payload] if reached is None or step > reached else []
         if key == "train_loss" and (loss := _number(value)) is not None:
             payload["loss"] = loss
         stats = value if isinstance(value, dict) else {"throughput": value} if key == "throughput" else {}

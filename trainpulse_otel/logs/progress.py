@@ -35,10 +35,12 @@ EVALUATING = re.compile(
     r"|\b(?:valid|val|test|dev)[ _/-]?(?:loss|ppl|perplexity|acc\w*|bleu|wer|cer|f1|auc|map|metrics?)\b",
     re.IGNORECASE,
 )
-#: What a line says when the run is over: a silence after it is the job's end, not a stall.
+#: What a line says when the run is over: a silence after it is the job's end, not a stall (MLPerf's ``run_stop``
+#: record too, though an evaluation of the run's checkpoints may be stamped after it).
 FINISHED = re.compile(
     r"done training|training (?:is )?(?:completed?|finished|done)|finished training|Trainer\.fit. stopped|"
-    r"train_runtime|\*\*\*\*\* train metrics|max_steps=\d+. reached|max_epochs=\d+. reached|exits successfully",
+    r"train_runtime|\*\*\*\*\* train metrics|max_steps=\d+. reached|max_epochs=\d+. reached|exits successfully"
+    r'|"key": "run_stop"',
     re.IGNORECASE,
 )
 #: The scheduler ending a job at its time limit (Slurm's ``CANCELLED AT … DUE TO TIME LIMIT``, PBS's walltime, LSF's

@@ -6,8 +6,7 @@ stream is scanned for failure lines (:mod:`.failures`), and a line neither knows
 line's arrival time when it has one (follow, OTLP), else its own time stamp, else its stream's last time advanced by
 the step times its reports give. Several ranks printing the same iteration (every rank of a torchtitan job,
 interleaved) give one report: a step already reported is not reported again. A launcher's label (:mod:`.labels`), a
-rank prefix, a collector's stamp and glog's prefix before a line are cut first (:mod:`.lines`). Pure: lines in,
-samples out.
+rank prefix, a collector's stamp and glog's prefix are cut first (:mod:`.lines`). Pure: lines in, samples out.
 """
 
 from __future__ import annotations
@@ -113,7 +112,7 @@ class LogReader:
         self.starts: dict[str | None, float] = {}
         self.stats = ReadStats()
         self._streams: dict[tuple[str | None, str | None, int | None], _Stream] = {}
-        self._reported: dict[int, float] = {}  # step -> when it was first reported, the newest steps
+        self._reported: dict[int, tuple[float, bool]] = {}  # step -> when first reported, and if measured
         #: Per file (node, source): the stream holding a line a terminal's wrap cut, for the file's next line.
         self._holders: dict[tuple[str | None, str | None], _Stream] = {}
         self._glog_offsets: dict[tuple[str | None, str | None], float] = {}  # per file with no dated line
@@ -307,7 +306,7 @@ class LogReader:
     def _report(self, payload: dict[str, Any], stream: _Stream) -> list[TrainingSample]:
         """A payload as a validated report: its own line's time, or — where its line says none — its stream's time
         advanced by its steps."""
-        step = payload.get("global_step")
+        step, measured = payload.get("global_step"), not _progress_only(payload)
         if not stream.said and (step is None or step != stream.last_step):  # another rank's copy: no time passes
             stream.ts += advance_s(payload, step, stream.last_step)
             stream.advanced = True
@@ -317,7 +316,7 @@ class LogReader:
         if isinstance(step, int) and stream.stamped:
             payload = with_stamped_step_time(payload, step, ts, stream.last_stamped)
             stream.last_stamped = (step, ts)
-        if isinstance(step, int) and not _nonfinite(payload) and self._repeats(step, ts):  # (a NaN is news)
+        if isinstance(step, int) and not _nonfinite(payload) and self._repeats(step, ts, measured):
             self.stats.repeated += 1  # another rank's copy of an iteration already reported
             return []
         sample = self._valid({**payload, "timestamp": ts})
@@ -360,13 +359,13 @@ class LogReader:
         if stream.rank is not None:
             s.ranks.add(stream.rank)
 
-    def _repeats(self, step: int, ts: float) -> bool:
+    def _repeats(self, step: int, ts: float, measured: bool) -> bool:
         """Whether ``step`` was reported already, within :data:`REPEAT_WINDOW_S` (a job restarted from a checkpoint
-        reports its steps again, later: those are new)."""
+        reports its steps again, later: those are new). A step alone (an epoch's end) keeps out no measured report."""
         first = self._reported.get(step)
-        if first is not None and abs(ts - first) <= REPEAT_WINDOW_S:
+        if first is not None and abs(ts - first[0]) <= REPEAT_WINDOW_S and (first[1] or not measured):
             return True
-        self._reported[step] = ts
+        self._reported[step] = (ts, measured)
         if len(self._reported) > MAX_REMEMBERED_STEPS:
             del self._reported[next(iter(self._reported))]
         return False
