@@ -2,7 +2,8 @@
 
 llm.c's log file, WaveGlow's bare ``step:\\tloss`` lines (a negative log-likelihood), Vowpal Wabbit's progressive
 validation table, R's reprex mark before LightGBM's cross-validation rounds, Ray's coloured actor label whose escape
-bytes a paste lost (its ``ip=`` the failing host), faulthandler's ``Fatal Python error: Aborted``.
+bytes a paste lost (its ``ip=`` the failing host), faulthandler's ``Fatal Python error: Aborted``; MLPerf's records
+that number progress without a loss, NCCL's SHARP fallback, Ascend's event wait timeout.
 """
 
 from __future__ import annotations
@@ -80,3 +81,28 @@ def test_ray_s_label_whose_escapes_a_paste_lost_is_cut_and_names_the_worker_s_ho
     assert first.kind == "process_failed" and first.details["signal"] == "SIGABRT" and first.hostname == "10.49.193.113"
     crashed = signals("verl_rank_crashed_worker-abort-illegal-memory.log", tmp_path)["rank_crashed"]
     assert crashed["hostname"] == "10.49.193.113"
+
+
+def test_mlperf_s_epoch_ends_and_evaluations_are_progress_and_its_run_stop_ends_the_watch(tmp_path):
+    # BERT's log prints no train_loss: its eval_accuracy records number the samples reached
+    bert = reports("mlperf_healthy_bert-h100-not-converged-aborted.log")
+    assert len(bert) == 18 and all(r.loss is None for r in bert)
+    assert [r.global_step for r in bert[:2]] == [150135, 299622]
+    # Stable Diffusion evaluates its checkpoints for hours after step 6000, then says run_stop: no stall
+    raised = signals("pytorch_healthy_mlperf-stable-diffusion-8xh100.log", tmp_path)
+    assert (
+        raised == {}
+        and max(r.global_step for r in reports("pytorch_healthy_mlperf-stable-diffusion-8xh100.log")) == 6000
+    )
+
+
+def test_nccl_falling_back_from_sharp_and_collnet_is_no_network_failure(tmp_path):
+    # ``NCCL WARN NET/IB :SHARP coll init error: Cannot create SHArP job(-11)`` on a healthy 128-rank MLPerf run
+    events = [e for e in read_excerpt("mlperf_healthy_rnnt-azure-16node-sharp-warn.log") if isinstance(e, LogEvent)]
+    assert events == [] and signals("mlperf_healthy_rnnt-azure-16node-sharp-warn.log", tmp_path) == {}
+
+
+def test_ascend_s_event_wait_timeout_during_task_execution_is_a_collective_timeout(tmp_path):
+    # MindSpore on 32 Ascend ranks: ``event wait timeout occurred during task execution, …, timeout=1980``
+    raised = signals("mindspore_collective_timeout_ascend-32rank-event-wait.log", tmp_path)
+    assert set(raised) == {"collective_timeout"}
