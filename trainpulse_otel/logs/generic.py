@@ -73,10 +73,10 @@ STEP_FRACTION = re.compile(
 BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
 #: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
 #: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) or in a banner (``=====
-#: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``) —: the lines of its batches (or its summary's) that
-#: follow name no epoch.
+#: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``), a script training several models naming the one
+#: (``SqueezeNet - Epoch 0/49``) —: the lines of its batches (or its summary's) that follow name no epoch.
 EPOCH_HEADER = re.compile(
-    r"^\s*(?:(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|[Ee]poch:\s+(\d+)"
+    r"^\s*(?:(?:[\w.-]+ - )?(?:Epoch|Epoche|Época|Époque|Epoka|Эпоха|エポック|에폭) ?(\d+)(?: ?/ ?\d+)?|[Ee]poch:\s+(\d+)"
     r"|[-=*#]{3,} ?(?i:epoch|step) (\d+)(?: ?/ ?\d+)? ?[-=*#]{3,})\s*$"
 )
 #: fairseq's progress before its ``num_updates``: ``| epoch 001  1000 / 331737 loss=9.57``, ``epoch 001:  100 / 1000``.

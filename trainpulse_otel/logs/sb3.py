@@ -7,9 +7,10 @@
     |    loss            | -0.0199  |
 
 A block's rows become one report when its closing rule (``-----``) or the next block's first section comes:
-``global_step`` the ``time/total_timesteps`` (the environment steps, SB3's own progress count), ``loss`` the
-``train/loss`` where the algorithm has one (PPO, DQN) — any ``train/…_loss`` gone non-finite makes it non-finite —,
-``learning_rate``, and ``samples_per_sec`` the ``time/fps``. Rows are claimed only once a section row
+``global_step`` the ``time/total_timesteps`` (the environment steps, SB3's own progress count), ``loss`` only
+where a ``train/…loss`` went non-finite (the algorithms' losses are RL objectives — PPO's value loss swings fivefold
+in a healthy run —: a level no spike is judged against, a NaN a numerical fault), ``learning_rate``, and
+``samples_per_sec`` the ``time/fps``. Rows are claimed only once a section row
 (``rollout/``, ``time/``, ``train/``, ``eval/``) opened the table, so another program's two-column table is not
 taken for one. Pure: one stream's lines in, its payloads out.
 """
@@ -67,9 +68,8 @@ class StableBaselinesLines:
         payload: Payload = {"global_step": int(step), "timestamp": self._began}
         losses = {key: _number(value) for key, value in rows.items() if key.startswith("train/") and "loss" in key}
         bad = next((v for v in losses.values() if v is not None and not math.isfinite(v)), None)
-        loss = bad if bad is not None else losses.get("train/loss")
-        if loss is not None:
-            payload["loss"] = loss
+        if bad is not None:  # (an RL objective: its level no spike's baseline, a NaN a numerical fault)
+            payload["loss"] = bad
         if (lr := _number(rows.get("train/learning_rate"))) is not None and math.isfinite(lr) and lr >= 0:
             payload["learning_rate"] = lr
         if (fps := _number(rows.get("time/fps"))) is not None and math.isfinite(fps) and fps > 0:
