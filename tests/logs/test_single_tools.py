@@ -106,3 +106,10 @@ def test_ascend_s_event_wait_timeout_during_task_execution_is_a_collective_timeo
     # MindSpore on 32 Ascend ranks: ``event wait timeout occurred during task execution, …, timeout=1980``
     raised = signals("mindspore_collective_timeout_ascend-32rank-event-wait.log", tmp_path)
     assert set(raised) == {"collective_timeout"}
+
+
+def test_a_model_s_name_before_its_epoch_header_numbers_the_epochs_and_the_next_model_starts_a_series(tmp_path):
+    # ``SqueezeNetBypass - Epoch 0/49`` then ``train Loss: 2.5084 Acc: 0.3273``; three models, each from epoch 0
+    read = reports("pytorch_healthy_squeezenet-train-log-zh.log")
+    assert [r.global_step for r in read[:2]] == [0, 1] and read[0].loss == 2.5084
+    assert "loss_spike" not in signals("pytorch_healthy_squeezenet-train-log-zh.log", tmp_path)
