@@ -1,6 +1,6 @@
 """Stable-Baselines3's logger tables: a block of section rows is one report at its total timesteps, with its
-learning rate and fps (its RL losses only where one is not finite); a two-column table no section opened is not taken for one. The log is
-the corpus's (its ``train`` split)."""
+learning rate and fps (its RL losses only where one is not finite); a two-column table no section opened is not
+taken for one. The logs are the corpus's (its ``train`` split)."""
 
 from __future__ import annotations
 

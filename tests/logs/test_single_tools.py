@@ -113,3 +113,9 @@ def test_a_model_s_name_before_its_epoch_header_numbers_the_epochs_and_the_next_
     read = reports("pytorch_healthy_squeezenet-train-log-zh.log")
     assert [r.global_step for r in read[:2]] == [0, 1] and read[0].loss == 2.5084
     assert "loss_spike" not in signals("pytorch_healthy_squeezenet-train-log-zh.log", tmp_path)
+
+
+def test_yolact_s_iteration_line_gives_its_iteration_and_total_loss():
+    # ``[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: 93 days, 12:50:16 || timer: 2.703``
+    read = reports("yolact_healthy_eta-93-days-then-map.log")
+    assert [(r.global_step, r.loss) for r in read[:2]] == [(1000, 6.209), (1010, 6.017)]

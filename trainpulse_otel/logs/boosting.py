@@ -16,7 +16,8 @@ import re
 
 from .keys import Payload
 
-#: XGBoost's and LightGBM's round: ``[50]`` (R's ``[50]:``) then tab-separated ``set-metric:value`` / ``set's metric: value``;
+#: XGBoost's and LightGBM's round: ``[50]`` (R's ``[50]:``) then tab-separated ``set-metric:value`` / ``set's metric:
+#: value``;
 #: XGBoost's command line puts its clock first (``[13:00:09] [0] train-ndcg@10:0.586  test-ndcg@10:0.545``).
 ROUND = re.compile(r"^\s*(?:\[\d\d:\d\d:\d\d\] )?\[(\d+)\]:?\s(?=\s*\S+(?:-|'s )\S+?: ?[-+.\d])")
 #: One data set's metric on such a line.

@@ -122,10 +122,12 @@ MISSING_RANKS = re.compile(r"\[missing ranks: ([\d, ]+)\]")
 FR_MISSING = re.compile(r"^\s*missing ranks: \{([\d, ]+)\}|\bMissing ranks are \{([\d, ]+)\}")
 #: Huawei HCCL on Ascend NPUs: ``EI0006: … Getting socket times out. Reason: Remote Rank did not send the data in
 #: time``, ``EI0002: … The wait execution of the Notify register times out``, and the device's own ``hccl fftsplus
-#: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``), the runtime's ``event wait
-#: timeout occurred during task execution, … timeout=1980`` (a stream waiting on its peers past ``HCCL_EXEC_TIMEOUT``).
+#: task timeout occurred during task execution, … timeout:30min(default)`` (under ``EI9999``), the runtime's
+#: ``event wait timeout occurred during task execution, … timeout=1980`` (a stream waiting on its peers past
+#: ``HCCL_EXEC_TIMEOUT``).
 HCCL_TIMEOUT = re.compile(
-    r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred|\b(?:event|notify) wait timeout occurred during task"
+    r"\bEI000[26]\b.*?\btimes? out|\bhccl (?:\w+ )?task timeout occurred"
+    r"|\b(?:event|notify) wait timeout occurred during task"
 )
 #: HCCL's transport between NPUs failed to come up: ``EI0009: … Transport init error. Reason: [Create][DestLink]…``.
 HCCL_TRANSPORT = re.compile(r"\b(?P<code>EI\d{4}):.*?\b(?P<error>Transport init error)")

@@ -12,7 +12,8 @@
 - Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
   0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
   DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5), makemore's
-  ``  10000/ 200000: 2.0576`` (step, total, loss) and WaveGlow's ``123892:\t-5.480178833`` (step, loss).
+  ``  10000/ 200000: 2.0576`` (step, total, loss), WaveGlow's ``123892:\t-5.480178833`` (step, loss) and YOLACT's
+  ``[ 10]    1000 || B: 2.486 | … | T: 6.209 || ETA: …`` (epoch, iteration, the losses and ``T`` their total).
 
 Pure: :func:`listener_values` reads one line.
 """
@@ -38,6 +39,9 @@ DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf)
 #: makemore's line: nothing but the step, its total and the loss; WaveGlow's, the step and the loss
 #: (``"{}:\t{:.9f}".format(iteration, loss)``: ``123892:\t-5.480178833``, a negative log-likelihood).
 STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)(?:/\s*(\d+))?:\s+([-+]?\d+\.\d+|nan|inf)\s*$")
+#: YOLACT's iteration line: ``[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: …``
+#: (the epoch, the iteration, each loss by its initial, ``T`` their total).
+YOLACT = re.compile(r"^\s*\[\s*\d+\]\s+(\d+) \|\|[^|]*(?:\|[^|]*)*?\bT: ([-+]?\d+\.\d+|nan|inf)\b")
 #: DeePMD-kit's display line.
 DEEPMD_BATCH = re.compile(r"\bbatch\s+(\d+) training time \d+(?:\.\d+)? s\b")
 #: An epoch's own line of its end, with its time or without: JAX's docs' ``Epoch 0 in 28.30 sec``, ``Epoch 3 finished
@@ -74,8 +78,11 @@ def listener_values(text: str) -> Payload | None:
 
 
 def bare_values(text: str) -> Payload | None:
-    """makemore's ``  10000/ 200000: 2.0576``, WaveGlow's ``123892:\t-5.48``, DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's
-    ``batch 1000 training time 14.99 s`` (lines that name neither a step nor a loss), or None."""
+    """makemore's ``  10000/ 200000: 2.0576``, WaveGlow's ``123892:\t-5.48``, YOLACT's ``[ 10]  1000 || … T: 6.2``,
+    DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's ``batch 1000 training time 14.99 s`` (lines that name
+    neither a step nor a loss), or None."""
+    if " || " in text and (yolact := YOLACT.match(text)) is not None:
+        return {"global_step": int(yolact[1]), "loss": float(yolact[2])}
     if " training time " in text and (deepmd := DEEPMD_BATCH.search(text)) is not None:
         return {"global_step": int(deepmd[1])}
     if "train " in text and (darts := DARTS_TRAIN.search(text)) is not None:

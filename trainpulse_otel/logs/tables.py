@@ -1,13 +1,14 @@
 """Iteration tables: a header line naming the columns, then one row of numbers per epoch or interval.
 
-Frameworks that print a table instead of ``key value`` pairs: fastai's (``epoch  train_loss  valid_loss  time``), Chainer's ``PrintReport`` (``epoch  main/loss
-validation/main/loss  elapsed_time``), spaCy's console logger (``E    #    LOSS TOK2VEC    LOSS TAGGER
-TAG_ACC``), Ultralytics YOLO (``Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances  Size``, each row
-``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total …``), Vowpal Wabbit's progressive validation. A header is a line
-of three or more word cells, two or more blanks apart, one of them a step or a loss; a row has a number (``1/20``,
-``1.19G``, ``86.20``) for every column; a tab-separated table's too (ChainerRL's ``scores.txt``: ``steps  episodes
-elapsed  mean … average_loss_policy``). A header naming neither (an evaluation's ``Class  Images  P  R``) closes
-the table before it. Pure: lines in, payloads out.
+Frameworks that print a table instead of ``key value`` pairs: fastai's (``epoch  train_loss  valid_loss  time``),
+Chainer's ``PrintReport`` (``epoch  main/loss  validation/main/loss  elapsed_time``), spaCy's console logger (``E
+#    LOSS TOK2VEC    LOSS TAGGER  TAG_ACC``), Ultralytics YOLO (``Epoch  GPU_mem  box_loss  cls_loss  dfl_loss
+Instances  Size``, each row ``1/20  1.19G  1.018  3.009  1.465  2  640: 100% …``), YOLOv5 (``… box  obj  cls  total
+…``), Vowpal Wabbit's progressive validation. A header is a line of three or more word cells, two or more blanks
+apart, one of them a step or a loss; a row has a number (``1/20``, ``1.19G``, ``86.20``) for every column; a
+tab-separated table's too (ChainerRL's ``scores.txt``: ``steps  episodes  elapsed  mean … average_loss_policy``). A
+header naming neither (an evaluation's ``Class  Images  P  R``) closes the table before it. Pure: lines in, payloads
+out.
 """
 
 from __future__ import annotations

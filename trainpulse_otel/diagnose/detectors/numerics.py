@@ -99,8 +99,8 @@ class Spike:
 def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
     """``loss`` against its series before it joins: a Spike when past median + max(``sigmas`` x sigma,
     ``min_rise`` x the median), once the series holds ``min_history`` losses; from ``short_history`` losses on,
-    with the floor ``short_min_rise`` x the median's size (a non-zero one) until then — or, from ``mid_history`` on, past
-    the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer losses is less sure)."""
+    with the floor ``short_min_rise`` x the median's size (a non-zero one) until then — or, from ``mid_history`` on,
+    past the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer losses is less sure)."""
     n = len(series)
     if n < t.min_history and (n < t.short_history or series.median() == 0):
         return None  # (a negative log-likelihood's median is judged by its size: WaveGlow's, a flow's)
@@ -148,8 +148,8 @@ class LossSpike(BaseDetector):
     finite losses (the job's, or a rank's own when ranks report theirs): a
     spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
     after at least 32 losses; from 2 losses until then, more than
-    ``max(6 x 1.4826 x MAD, |the median|)`` above a non-zero median (double a positive one). From 2 losses on, a loss over 4x
-    the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its rolling median far
+    ``max(6 x 1.4826 x MAD, |the median|)`` above a non-zero median (double a positive one). From 2 losses on, a
+    loss over 4x the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its rolling median far
     above where it stands). NaN and infinite values never enter the
     baseline (``nonfinite_loss`` judges them). The median and MAD are the
     robust twins of OLMo-core's mean + 6 sigma over 128 steps: a spike, or the
