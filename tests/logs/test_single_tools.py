@@ -8,6 +8,7 @@ that number progress without a loss, NCCL's SHARP fallback, Ascend's event wait 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from tests.logs.excerpts import TRAIN, read_excerpt
@@ -119,3 +120,13 @@ def test_yolact_s_iteration_line_gives_its_iteration_and_total_loss():
     # ``[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: 93 days, 12:50:16 || timer: 2.703``
     read = reports("yolact_healthy_eta-93-days-then-map.log")
     assert [(r.global_step, r.loss) for r in read[:2]] == [(1000, 6.209), (1010, 6.017)]
+
+
+def test_cyclegan_s_loss_terms_are_summed_a_nan_term_makes_the_sum_nan_and_a_jump_is_a_spike(tmp_path):
+    # ``(epoch: 1, iters: 100, time: 0.507, data: 0.091) D_A: 0.201 G_A: 0.297 cycle_A: 4.741 …``: no word says loss
+    healthy = reports("pix2pix-cyclegan_healthy_cyclegan-horse2zebra-loss-log-gan-term-names.log")
+    assert healthy[0].global_step == 100 and round(healthy[0].loss, 2) == 9.56
+    nan = reports("cyclegan_nonfinite_loss_horse2zebra-all-nan.log")
+    assert nan and all(math.isnan(r.loss) for r in nan)
+    assert "loss_spike" in signals("pytorch_loss_spike_cyclegan-epoch101-d-g-jump.log", tmp_path)  # 0.2 -> 61.8
+    assert signals("cyclegan_healthy_noisy-batch1-losses.log", tmp_path) == {}  # batch-size-1 noise: no spike

@@ -186,9 +186,11 @@ STORAGE_MARKS = ("Errno", "Input/output error", "No space left", "Stale file han
 #: OpenMPI's report of a rank it saw die, in its launcher's name (``mpirun``, ``mpiexec``, ``orterun``, PRRTE's
 #: ``prterun``): ``mpirun noticed that process rank 7 with PID 0 on node n3 exited on signal 9 (Killed).``
 MPIRUN_DEATH = re.compile(
-    r"(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (?P<rank>\d+) with PID \d+ on node (?P<host>\S+) "
+    r"(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (?P<rank>\d+) with PID \S+ on node (?P<host>\S+) "
     r"exited on signal (?P<num>\d+)"
 )
+#: A host a poster hid: ``HOSTNAME``, ``xxxxxxxx``, ``***``, ``<node>``.
+PLACEHOLDER = re.compile(r"^(?:HOSTNAME|[xX]{3,}|\*{3,}|<[^>]*>)$")
 
 
 def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
@@ -197,7 +199,7 @@ def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
     if match is None:
         return None
     details: dict[str, Any] = {"signal": signal_name(int(match["num"])), "error": text.strip()[:200]}
-    if match["host"] != "HOSTNAME":  # a poster's placeholder is no host
+    if PLACEHOLDER.match(match["host"]) is None:  # a poster's placeholder is no host
         details["host"] = match["host"]
     return details, int(match["rank"])
 

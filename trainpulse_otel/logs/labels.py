@@ -32,7 +32,7 @@ LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
-    r"|(?:[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
+    r"|(?P<pdsh>[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
     r"|[A-Za-z][\w.-]*[-_]\d+ +\| )"
 )
 #: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.
@@ -55,7 +55,7 @@ def _split(text: str) -> tuple[int | None, str | None, str]:
         text = text[3:]
     if (match := LABEL.match(text)) is not None:
         task = None if match["task"] is None else int(match["task"])
-        host = match["ip"] or match["ip2"] or match["ip3"]
+        host = match["ip"] or match["ip2"] or match["ip3"] or match["pdsh"]
         text = text[match.end() :]
     if text.endswith("cluster]") and (repeated := REPEATED.search(text)) is not None:
         text = text[: repeated.start()]
@@ -69,8 +69,8 @@ MPI_HOST = re.compile(r"^\s*\[\d+,(?:mpirank:)?\d+,([A-Za-z][\w.-]*)\]<std")
 
 def without_label(line: LogLine) -> tuple[int | None, LogLine]:
     """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and srun's task number; the
-    host Open MPI's tag or a Ray actor's ``ip=`` names is the line's ``host`` (pdsh's host is cut, not kept: its
-    label stands on every line of a multi-node runner's merged output, whose lines' own ranks say more)."""
+    host Open MPI's tag, a Ray actor's ``ip=`` or pdsh names is the line's ``host`` (its failures' subject; not its
+    ``node``: a multi-node runner's merged output is one file on one clock)."""
     if line.text[:1] == "[" and (tagged := MPI_HOST.match(line.text)) is not None:
         return None, replace(line, host=tagged[1])
     task, host, text = _split(line.text)

@@ -241,7 +241,7 @@ def named_rank(text: str) -> int | None:
 #: multi-node launcher added one (``compute-dy-p4d24xlarge-5: compute-dy-p4d24xlarge-5:3048:4991 [2] …``).
 NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] ")
 #: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
-UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>[A-Za-z][\w.-]*):\d+\s*:\d+:\d+\]")
+UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>(?=[\w.-]*[A-Za-z])[\w.-]+):\d+\s*:\d+:\d+\]")  # (a container's id too)
 
 
 def nccl_host(text: str) -> str | None:

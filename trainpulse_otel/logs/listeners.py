@@ -5,6 +5,8 @@
 - Deeplearning4j's ``ScoreIterationListener``: ``Score at iteration 100 is 1.39``; the score is the loss.
 - Ray Tune's result block: ``training_iteration: 5`` on a line of its own, the trial's progress.
 - Trax: ``Step    100: train CrossEntropyLossWithLogSoftmax |  9.85``, a metric a line; a loss is the loss.
+- pytorch-CycleGAN-and-pix2pix: ``(epoch: 1, iters: 100, time: 0.507, data: 0.091) D_A: 0.201 G_A: 0.297 …``, every
+  term a loss though none says so: the iteration in its epoch, and the terms' sum (the generators' and discriminators').
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
@@ -51,8 +53,12 @@ EPOCH_DONE = re.compile(
     rf"^\s*Epoch (\d+)(?:/\d+)?:? (?:(?:completed?|finished|done|ended)\b(?: in {_SECONDS})?|(?:took|in) {_SECONDS})",
     re.IGNORECASE,
 )
+#: pytorch-CycleGAN-and-pix2pix's ``print_current_losses``: ``(epoch: 1, iters: 100, time: 0.507, data: 0.091) D_A:
+#: 0.201 G_A: 0.297 cycle_A: 4.741 …`` (its own loss terms, by name only), and one term.
+GAN_LOSSES = re.compile(r"^\s*\((?i:epoch): (\d+), iters: (\d+), time: [\d.]+, data: [\d.]+\) ((?:\w+: \S+ ?)+)$")
+GAN_TERM = re.compile(r"(\w+): ([-+]?\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)\b")
 #: What such lines hold (the cheap test first).
-MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ")
+MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ", ", iters: ")
 
 
 def listener_values(text: str) -> Payload | None:
@@ -69,6 +75,9 @@ def listener_values(text: str) -> Payload | None:
         said: Payload = {"global_step": int(done[1])}
         took = done[2] or done[3]
         return said if took is None else {**said, "step_time_ms": float(took) * 1000.0}
+    if MARKS[5] in text and (gan := GAN_LOSSES.match(text)) is not None:
+        terms = [float(term[2]) for term in GAN_TERM.finditer(gan[3])]
+        return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
     if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
         said: Payload = {"global_step": int(trax[1])}
         if "Loss" in trax[2] or "loss" in trax[2]:

@@ -66,8 +66,9 @@ FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"UR_RESULT_ERROR_DEVICE_LOST|\bhipErrorLaunchFailure\b", "gpu"),
         (r"HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION|OutOfResources: out of resource", "crash"),
         (r"\bCUFFT_ALLOC_FAILED\b", "oom"),
-        # launchers and clusters naming the rank or replica that died: Composer's, Vertex AI's
+        # launchers and clusters naming the rank or replica that died: Composer's, Vertex AI's, horovodrun's
         ((r"\bRank (?P<rank>\d+) crashed with exit code|\bGlobal rank (?P<rank2>\d+) \(PID \d+\) exited with code [1-9-]"
+          r"|^Process (?P<rank3>\d+) exit with status code [1-9]"
          r"|The replica \w+ \d+ (?:ran out-of-memory and )?exited with a non-zero status"), "crash"),
         # the Kubernetes device plugin marking a GPU unhealthy (an XID it read)
         (r"XidCriticalError: Xid=(?P<xid>\d+)|'nvidia\.com/gpu' device marked unhealthy", "xid"),
@@ -105,7 +106,7 @@ MARKS = (
     "UR_RESULT_ERROR", "PI_ERROR_OUT_OF", "HSA_STATUS_ERROR", "Out of Memory!!!", "allocations_upon_oom",
     "in blocking wait", "Barrier timed out", "unhandled cuda error", "Collective ops is aborted",
     "NPU function error", "OutOfResources", "CUFFT_ALLOC", "mlx5_core", "Health issue observed", "Link DOWN",
-    "crashed with exit code", "exited with code", "exited with a non-zero status", "XidCriticalError",
+    "crashed with exit code", "exited with code", "exit with status code", "exited with a non-zero status", "XidCriticalError",
     "marked unhealthy", "has been open for", "out of section", "no train step completed", "has not been updated for",
     "Timeout (", "Interruption.", "made NO progress", "without progress", "Expired timer", "Timers expired",
     "failed to step", "TimeoutManager is stuck", "NOT ENDING WITH SIGNALS", "hanging for", "Failed to meet rendezvous",
@@ -134,6 +135,6 @@ def failure_said(text: str) -> tuple[str, dict[str, Any], int | None] | None:
             kind = failure_class(error, collective=True) or "crash"
         if kind == "xid":  # a fatal XID is the GPU's; a device marked unhealthy for no XID named, too
             kind, details = ("xid", {**details, "xid": int(said["xid"])}) if said.get("xid") else ("gpu", details)
-        rank = said.get("rank") or said.get("rank2")
+        rank = said.get("rank") or said.get("rank2") or said.get("rank3")
         return kind, details, None if rank is None else int(rank)
     return None
