@@ -130,3 +130,35 @@ def test_cyclegan_s_loss_terms_are_summed_a_nan_term_makes_the_sum_nan_and_a_jum
     assert nan and all(math.isnan(r.loss) for r in nan)
     assert "loss_spike" in signals("pytorch_loss_spike_cyclegan-epoch101-d-g-jump.log", tmp_path)  # 0.2 -> 61.8
     assert signals("cyclegan_healthy_noisy-batch1-losses.log", tmp_path) == {}  # batch-size-1 noise: no spike
+
+
+def test_a_step_before_its_train_loss_a_fraction_in_parentheses_and_flower_s_rounds_are_progress():
+    # Sonnet's VQ-VAE example: ``800 train loss: 0.153761 recon_error: 0.119 perplexity: 53.559 vqvae loss: 0.035``
+    assert [(r.global_step, r.loss) for r in reports("sonnet_healthy_vqvae-cifar10-10k-steps.log")[:1]] == [
+        (100, 0.523625)
+    ]
+    # DGL-KE: ``[proc 0][Train](2000/24000) average loss: 0.3779255014657974``
+    assert [r.global_step for r in reports("dgl-ke_healthy_transe-fb15k-single-gpu.log")][:2] == [1900, 2000]
+    # Flower's server: ``fit progress: (1, 1.2983922035577562, {'accuracy': 0.6792}, 8.57716525)``
+    assert [r.global_step for r in reports("flower_healthy_fedavg-5-rounds-mnist.log")] == [1, 2, 3, 4, 5]
+    # mockingbird's ``Step: 424k`` is no step 42 (a number a letter runs on from is none)
+    assert all(r.global_step != 42 for r in reports("mockingbird_rank_crashed_no-space-left-saving.log"))
+
+
+def test_launchers_name_the_dead_rank_and_its_host_where_the_lines_show_them():
+    # horovodrun: ``Process 0 exit with status code 137.``
+    [crash, *_] = [e for e in read_excerpt("horovod_rank_crashed_process0-exit-137.log") if isinstance(e, LogEvent)]
+    assert crash.kind == "process_failed" and crash.rank == 0
+    # mpirun with the PID and node hidden: ``… process rank 1 with PID xxxxxx on node xxxxxxxx exited on signal 9``
+    [died] = [e for e in read_excerpt("horovod_rank_crashed_mpirun-rank1-signal9.log") if isinstance(e, LogEvent)]
+    assert died.rank == 1 and "host" not in died.details
+    # pdsh's ``rdma-test-gpu-worker-1: …`` label before NCCL's unhandled CUDA error: that host
+    events = [
+        e for e in read_excerpt("llamafactory_rank_crashed_worker1-nccl-cuda-init-error.log") if isinstance(e, LogEvent)
+    ]
+    assert events and all(e.hostname == "rdma-test-gpu-worker-1" for e in events)
+    # UCX's ``[610867610e4b:2498 :0:2599] Caught signal 7 (Bus error …)``: a container's id as the host
+    [bus, *_] = [
+        e for e in read_excerpt("megatron-deepspeed_rank_crashed_bus-error-nccl-barrier.log") if isinstance(e, LogEvent)
+    ]
+    assert bus.details.get("host") == "610867610e4b"

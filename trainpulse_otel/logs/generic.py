@@ -43,7 +43,7 @@ from .listeners import bare_values, listener_values
 #: value: ``loss nan lr 0.1``), optionally quoted or bracketed (``[Loss] 5.2``), then ``:``,
 #: ``=`` or a blank, then a number (thousands separators, exponent, NaN and infinities; optionally quoted, or
 #: inside ``tensor(…)``, NumPy 2's ``np.float32(…)``, JAX's ``Array(…)`` / ``DeviceArray(…)``, TensorFlow's
-#: ``tf.Tensor(…)`` / ``<tf.Tensor: …, numpy=…>`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration). NaN as
+#: ``tf.Tensor(…)`` / ``<tf.Tensor: …, numpy=…>`` or a one-value array ``[8.135595]``) and its unit; a number a letter runs on from is none (``time 1d 06h``: a duration; ``Step: 423k``, not 42). NaN as
 #: consoles spell it too: PaddleOCR's ``{:x<6f}`` pads it to ``nanxxx``, MSVC's runtime writes ``-nan(ind)`` and,
 #: before 2015, ``1.#QNAN`` / ``-1.#IND`` / ``1.#INF``. Julia's ``@show loss(x, y) = param(0.0913291)`` (Flux's tracked
 #: number; ``87.79f0``, a Float32) and Hasktorch's ``Tensor Float []  28.61`` too.
@@ -53,7 +53,7 @@ PAIR = re.compile(
     r"(?:tensor\(|np\.float(?:16|32|64)\(|(?:Device)?Array\(|tf\.Tensor\(|<tf\.Tensor: shape=\(\), dtype=\w+, numpy="
     r"|param\(|Tensor (?:Float|Double) \[\]\s+|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
     r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eEf][-+]?\d+)?"
-    r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
+    r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))(?!\d)"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
     r"(?![A-Za-z]))?(?![A-Za-z])(?P<clock>:\d)?",
     re.IGNORECASE,
@@ -69,8 +69,9 @@ RATE = re.compile(
 STEP_FRACTION = re.compile(
     r"\b(?:iter(?:ation)?s?|steps?|it|batch|updates?)\b\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE
 )
-#: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm); a bar's ``100/1000 [``.
-BATCH_FRACTION = re.compile(r"\[\s*(\d+)\s*/\s*(\d+)\s*[\](]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
+#: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm), DGL-KE's ``(2000/24000)``;
+#: a bar's ``100/1000 [``.
+BATCH_FRACTION = re.compile(r"[\[(]\s*(\d+)\s*/\s*(\d+)\s*[\])(]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
 #: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
 #: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) or in a banner (``=====
 #: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``), a script training several models naming the one
@@ -89,8 +90,9 @@ EPOCH = re.compile(
 
 #: A line that begins with its step: in brackets (``[5000] model_loss inf / value_loss 5.0``, Dreamer), or bare
 #: before a ``|`` (``490 | loss 5.7543 | lr 4.9e-05 | 8060.78ms``, llama2.c), or with its total (``4/6 | Train loss:
-#: 0.239 | Eval accuracy: 0.846``, an epoch loop's line), or as llm.c's log file writes it (``s:100 trl:3.2810``).
-LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \||s:(\d+) )")
+#: 0.239 | Eval accuracy: 0.846``, an epoch loop's line), as llm.c's log file writes it (``s:100 trl:3.2810``), or
+#: bare before its training loss (Sonnet's VQ-VAE example: ``800 train loss: 0.153761 recon_error: 0.119``).
+LEADING_STEP = re.compile(r"^\s*(?:\[(\d+)\]\s|(\d+)(?:/\d+)? \||s:(\d+) |(\d+) (?=(?:train(?:ing)? )?loss\b))")
 #: PyTorch's tutorials' ``[epoch, batch]`` (``[1,  2000] loss: 2.197``): the batch counts within its epoch.
 EPOCH_BATCH = re.compile(r"^\s*\[\s*(\d+),\s*(\d+)\]\s")
 #: A line that begins with the training loss (``loss:0.0075, accuracy:0.997``, ``Train Loss: 0.0068, Train Acc: 35.4``)
@@ -272,7 +274,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
     if steps:
         return int(steps[0][1])
     if (match := LEADING_STEP.match(text)) is not None:
-        return int(match[1] or match[2] or match[3])
+        return int(match[1] or match[2] or match[3] or match[4])
     if (match := EPOCH_BATCH.match(text)) is not None:
         return int(match[2])  # (the stream's reader counts the epochs before it: :class:`GenericLines`)
     epoch_match = EPOCH.search(text)

@@ -6,7 +6,7 @@
   CatBoost's round (``87:     learn: 0.95``) are none.
 - Ray's actor prefix (``(RayTrainWorker pid=4321, ip=10.0.0.5) ``, ``(pid=4321) ``, ``(raylet, ip=10.0.0.5) ``)
   and the ``[repeated 7x across cluster]`` its log deduplication appends.
-- pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``10.0.0.5: ``; a host name
+- pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``rdma-gpu-worker-1: ``, ``10.0.0.5: ``; a host name
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
 - Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
 
@@ -32,7 +32,7 @@ LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
-    r"|(?P<pdsh>[A-Za-z][\w.]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
+    r"|(?P<pdsh>[A-Za-z][\w.-]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
     r"|[A-Za-z][\w.-]*[-_]\d+ +\| )"
 )
 #: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.

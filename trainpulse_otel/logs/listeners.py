@@ -7,6 +7,8 @@
 - Trax: ``Step    100: train CrossEntropyLossWithLogSoftmax |  9.85``, a metric a line; a loss is the loss.
 - pytorch-CycleGAN-and-pix2pix: ``(epoch: 1, iters: 100, time: 0.507, data: 0.091) D_A: 0.201 G_A: 0.297 …``, every
   term a loss though none says so: the iteration in its epoch, and the terms' sum (the generators' and discriminators').
+- Flower's server: ``fit progress: (1, 1.298, {'accuracy': 0.6792}, 8.577)`` after each federated round, the round
+  reached (the loss is the centralised evaluation's).
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
@@ -57,8 +59,19 @@ EPOCH_DONE = re.compile(
 #: 0.201 G_A: 0.297 cycle_A: 4.741 …`` (its own loss terms, by name only), and one term.
 GAN_LOSSES = re.compile(r"^\s*\((?i:epoch): (\d+), iters: (\d+), time: [\d.]+, data: [\d.]+\) ((?:\w+: \S+ ?)+)$")
 GAN_TERM = re.compile(r"(\w+): ([-+]?\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)\b")
+#: Flower's server after each federated round: ``fit progress: (1, 1.298, {'accuracy': 0.6792}, 8.577)`` (the round,
+#: the centralised evaluation's loss and metrics, the time): the round reached.
+FLOWER_ROUND = re.compile(r"\bfit progress: \((\d+), ")
 #: What such lines hold (the cheap test first).
-MARKS = ("| Batchsize: ", "Score at iteration ", "training_iteration: ", ", global step ", ": train ", ", iters: ")
+MARKS = (
+    "| Batchsize: ",
+    "Score at iteration ",
+    "training_iteration: ",
+    ", global step ",
+    ": train ",
+    ", iters: ",
+    "fit progress: (",
+)
 
 
 def listener_values(text: str) -> Payload | None:
@@ -78,6 +91,8 @@ def listener_values(text: str) -> Payload | None:
     if MARKS[5] in text and (gan := GAN_LOSSES.match(text)) is not None:
         terms = [float(term[2]) for term in GAN_TERM.finditer(gan[3])]
         return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
+    if MARKS[6] in text and (flower := FLOWER_ROUND.search(text)) is not None:
+        return {"global_step": int(flower[1])}
     if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
         said: Payload = {"global_step": int(trax[1])}
         if "Loss" in trax[2] or "loss" in trax[2]:
