@@ -162,3 +162,19 @@ def test_launchers_name_the_dead_rank_and_its_host_where_the_lines_show_them():
         e for e in read_excerpt("megatron-deepspeed_rank_crashed_bus-error-nccl-barrier.log") if isinstance(e, LogEvent)
     ]
     assert bus.details.get("host") == "610867610e4b"
+
+
+def test_yolov5_s_table_without_its_total_column_sums_box_obj_and_cls_and_a_nan_row_is_non_finite():
+    # ``Epoch  gpu_mem  box  obj  cls  labels  img_size`` then ``1/99  2.64G  nan  nan  nan  4  416: 100%|…``
+    [row] = reports("yolov5_nonfinite_loss_gpu-nan-from-epoch1.log")
+    assert row.global_step == 1 and math.isnan(row.loss)
+    [first, *_] = reports("yolov5_collective_timeout_val-bar-glued-broadcast-60s.log")
+    assert first.global_step == 0 and round(first.loss, 5) == 0.10777  # 0.06442 + 0.02946 + 0.01389
+
+
+def test_espnet_s_host_and_rank_prefix_is_cut_and_names_them():
+    line = (
+        "[node7:0/6] 2023-03-27 16:10:37,656 (trainer:663) WARNING: The grad norm is nan. Skipping updating the model."
+    )
+    task, cut = without_label(LogLine(line, "paste.log", 1))
+    assert task == 0 and cut.host == "node7" and cut.text.startswith("2023-03-27 16:10:37,656 (trainer:663)")

@@ -9,6 +9,8 @@
 - pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``rdma-gpu-worker-1: ``, ``10.0.0.5: ``; a host name
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
 - Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
+- ESPnet's distributed logger's host, rank and world size (``[node7:0/6] 2023-03-27 16:10:37,131 (trainer:663) …``):
+  the rank as srun's task is, the host as pdsh's is.
 
 A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) and R's reprex and knitr output mark
 (``#> ``) are cut first, as a label is.
@@ -27,13 +29,14 @@ from .lines import LogLine
 #: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste), WaveGlow's
 #: (``1234: -5.480178833``, a step and its loss printed to nine places).
 NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: |[-+]?\d+\.\d{6,}\s*$"
-#: srun's task number, Ray's actor, pdsh's host: one label, anchored at the line's start.
+#: srun's task number, Ray's actor, pdsh's host, ESPnet's host and rank: one label, anchored at the line's start.
 LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
     r"|(?P<pdsh>[A-Za-z][\w.-]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
-    r"|[A-Za-z][\w.-]*[-_]\d+ +\| )"
+    r"|[A-Za-z][\w.-]*[-_]\d+ +\| "
+    r"|\[(?P<espnet>[A-Za-z][\w.-]*):(?P<rank>\d+)/\d+\] )"
 )
 #: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.
 REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
@@ -54,8 +57,8 @@ def _split(text: str) -> tuple[int | None, str | None, str]:
     if text[:2] == "#>" and text[2:3] in (" ", ""):  # R's reprex and knitr output mark
         text = text[3:]
     if (match := LABEL.match(text)) is not None:
-        task = None if match["task"] is None else int(match["task"])
-        host = match["ip"] or match["ip2"] or match["ip3"] or match["pdsh"]
+        task = None if (said := match["task"] or match["rank"]) is None else int(said)
+        host = match["ip"] or match["ip2"] or match["ip3"] or match["pdsh"] or match["espnet"]
         text = text[match.end() :]
     if text.endswith("cluster]") and (repeated := REPEATED.search(text)) is not None:
         text = text[: repeated.start()]

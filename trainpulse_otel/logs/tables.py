@@ -35,6 +35,7 @@ HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$"
 ROW_CELL = re.compile(
     r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[KMGT]i?B?|%|/\d+)?:?$|^\d{1,2}:\d\d(?::\d\d)?$"
     r"|^\[\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]$"  # a one-value array, as NumPy prints it (ChainerRL)
+    r"|^[-+]?(?:nan|inf)$"  # a value gone non-finite
 )
 #: A header's cells and a row's, with where they stand.
 HEADER_WORD = re.compile(r"\S+(?: \S+)*")
@@ -48,6 +49,9 @@ EPOCH_COLUMNS = ("epoch", "e")
 #: the examples seen so far, the first of one example, two, four (zero until one is wrong): progress, not a level.
 VW_HEADER = "loss last counter weight label predict features"
 VW_COLUMNS = ("average_loss", "since_last", "step", "example_weight", "current_label", "current_predict", "features")
+#: YOLOv5's loss terms, its columns' names without ``loss`` (``Epoch  gpu_mem  box  obj  cls  labels  img_size``, its
+#: total column dropped in 2021): two of them make a table's losses.
+YOLO_TERMS = frozenset(("box", "obj", "cls", "seg"))
 #: A column that sums a table's losses where no column says ``loss`` (YOLOv5's ``box  obj  cls  total``).
 TOTAL_COLUMNS = ("total", "total_loss")
 
@@ -122,7 +126,10 @@ def table_header(text: str) -> Table | None:
         starts = tuple(cell.start() for cell in HEADER_WORD.finditer(text)) if "\t" not in text else ()
     if not any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in columns):
         return Table(())
-    if not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns):
+    if (
+        not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns)
+        and len(YOLO_TERMS.intersection(columns)) < 2
+    ):
         return Table(())
     return Table(columns, starts if len(starts) == len(columns) else (), delimiter)
 
@@ -140,6 +147,8 @@ def _delimited_cells(text: str, delimiter: str) -> list[str] | None:
 
 
 def _value(cell: str) -> float:
+    if cell.lstrip("+-") in ("nan", "inf"):
+        return float(cell)
     number = NUMBER.search(cell)
     return float(number[0]) if number else math.nan
 
@@ -168,4 +177,6 @@ def _loss(values: dict[str, float]) -> float | None:
         if name in values:
             return values[name]
     terms = [v for column, v in values.items() if _training_loss_column(column)]
+    if not terms and len(yolo := [v for column, v in values.items() if column in YOLO_TERMS]) >= 2:
+        terms = yolo
     return sum(terms) if terms else None
