@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-from .stamps import dated_stamp, month_day_clock
+from .stamps import STAMP_FIRST, dated_stamp, month_day_clock
 
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
@@ -123,7 +123,7 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
             when, text = _unix_time(match) if when is None else when, text[match.end() :]
             if text[:1] == " ":  # the blank that parts a stamp from its line (and CRI's stream tag) is no indent
                 text = text[tag.end() :] if (tag := CRI_TAG.match(text)) else text[1:]
-        elif when is None and (dated := dated_stamp(text)) is not None:  # another logger's form: the line kept whole
+        elif when is None and text[:1] in STAMP_FIRST and (dated := dated_stamp(text)) is not None:  # kept whole
             when = dated
             break
         else:

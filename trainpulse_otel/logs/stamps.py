@@ -40,6 +40,8 @@ DATED = (
 )
 #: What a line must begin with (after blanks) for :data:`DATED` to be tried: most lines are passed over by it.
 _FIRST = frozenset("0123456789[(IWEDCLMTFS")
+#: What a line may begin with for :func:`dated_stamp` to be called at all (a blank before the stamp too).
+STAMP_FIRST = _FIRST | frozenset(" \t")
 #: MMEngine's and detectron2's stamp without a year (``06/11 13:16:45 - mmengine - INFO -``, ``[04/05 01:30:24
 #: d2.utils.events]:``), DARTS' twelve-hour clock (``05/31 01:52:29 PM``).
 MONTH_DAY = re.compile(
