@@ -178,3 +178,12 @@ def test_espnet_s_host_and_rank_prefix_is_cut_and_names_them():
     )
     task, cut = without_label(LogLine(line, "paste.log", 1))
     assert task == 0 and cut.host == "node7" and cut.text.startswith("2023-03-27 16:10:37,656 (trainer:663)")
+
+
+def test_an_epoch_record_of_train_losses_and_their_test_twins_is_a_report_and_nolearn_s_table_is_read():
+    # DETR's log.txt: ``{"train_lr": 1e-04, …, "train_loss": 25.99…, …, "test_loss": …, "n_parameters": 41302368}``
+    read = reports("detr_healthy_detr-r50-log-json.log")
+    assert len(read) == 13 and round(read[0].loss, 2) == 26.0  # (an epoch a line: no step said, the order its axis)
+    # nolearn: ``Epoch  |  Train loss  |  Valid loss  |  Train / Val  |  Valid acc  |  Dur`` with ``nan`` cells
+    nan = reports("lasagne_nonfinite_loss_nolearn-nan-from-epoch1.log")
+    assert [r.global_step for r in nan[:2]] == [1, 2] and all(math.isnan(r.loss) for r in nan)

@@ -181,10 +181,12 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
 
 def _stepless_loss(text: str, pairs: list, training: list, losses: list, matches: list) -> float | None:
     """The training loss of a loop's own line that numbers no step (:data:`LEADING_LOSS`, or a loss beside its
-    learning rate), with no evaluation's loss on it; else None."""
-    if not training or len(training) != len(losses):
+    learning rate), with no evaluation's loss on it — but its twins on a record naming its learning rate (DETR's
+    ``log.txt``: ``{"train_lr": …, "train_loss": 25.99, …, "test_loss": 23.1, …}``); else None."""
+    rate = any(KEYS.get(key, ("",))[0] == "learning_rate" for key, _, _ in pairs)
+    if not training or (len(training) != len(losses) and not (rate and _twins_only(training, losses))):
         return None
-    if LEADING_LOSS.match(text) is None and not any(KEYS.get(key, ("",))[0] == "learning_rate" for key, _, _ in pairs):
+    if LEADING_LOSS.match(text) is None and not rate:
         return None
     loss = training_loss(training)
     return _own_loss(training, losses, matches) if loss is None else loss

@@ -106,7 +106,9 @@ KEYS: dict[str, tuple[str, float]] = {
         ),
         ("grad_norm", 1.0),
     ),
-    **dict.fromkeys(("lr", "learning_rate", "train/lr", "train/learning_rate", "actor/lr"), ("learning_rate", 1.0)),
+    **dict.fromkeys(
+        ("lr", "learning_rate", "train/lr", "train/learning_rate", "actor/lr", "train_lr"), ("learning_rate", 1.0)
+    ),
     **dict.fromkeys(("loss_scale", "scale"), ("loss_scale", 1.0)),
     **dict.fromkeys(
         ("tok/s", "tokens/s", "tokens_per_sec", "tokens_per_second", "tokens/sec", "wps", "perf/throughput"),

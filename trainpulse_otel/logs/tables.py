@@ -28,8 +28,8 @@ RULE = re.compile(r"[|│┃]")
 #: A CSV header: three or more names, commas and nothing else between them.
 CSV_HEADER = re.compile(r"^[A-Za-z][\w/.()@%-]*(?:,[A-Za-z][\w/.()@%-]*){2,}$")
 
-#: A header's cell: a name (letters first, or spaCy's ``#`` and ``E``), no number.
-HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*)?)$")
+#: A header's cell: a name (letters first, or spaCy's ``#`` and ``E``; nolearn's ratio ``Train / Val``), no number.
+HEADER_CELL = re.compile(r"^(?:#|[A-Za-z][\w/.()@%-]*(?: [A-Za-z][\w/.()-]*| / [A-Za-z][\w.()-]*)?)$")
 #: A row's cell: a number, with a unit suffix (``1.19G``, ``45%``) or its total (``1/20``), or a clock (fastai's ``time``
 #: column: ``00:07``).
 ROW_CELL = re.compile(
