@@ -148,9 +148,9 @@ class LossSpike(BaseDetector):
     finite losses (the job's, or a rank's own when ranks report theirs): a
     spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
     after at least 32 losses; from 2 losses until then, more than
-    ``max(6 x 1.4826 x MAD, |the median|)`` above a non-zero median (double a positive one). From 2 losses on, a
-    loss over 4x the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its rolling median far
-    above where it stands). NaN and infinite values never enter the
+    ``max(6 x 1.4826 x MAD, |the median|)`` above a non-zero median (double a positive one). From 2 losses on,
+    a loss over 4x the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its
+    rolling median far above where it stands). NaN and infinite values never enter the
     baseline (``nonfinite_loss`` judges them). The median and MAD are the
     robust twins of OLMo-core's mean + 6 sigma over 128 steps: a spike, or the
     one before it, does not widen the band it is judged by. A spike is a
