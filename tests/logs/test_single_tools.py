@@ -13,7 +13,9 @@ from pathlib import Path
 
 from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.config import Settings
+from trainpulse_otel.diagnose.detectors.numerics import RollingLosses
 from trainpulse_otel.logs import LogLine
+from trainpulse_otel.logs.generic import PAIR
 from trainpulse_otel.logs.labels import without_label
 from trainpulse_otel.logs.lines import without_escapes
 from trainpulse_otel.runtime import replay_logs
@@ -89,12 +91,19 @@ def test_mlperf_s_epoch_ends_and_evaluations_are_progress_and_its_run_stop_ends_
     bert = reports("mlperf_healthy_bert-h100-not-converged-aborted.log")
     assert len(bert) == 18 and all(r.loss is None for r in bert)
     assert [r.global_step for r in bert[:2]] == [150135, 299622]
-    # Stable Diffusion evaluates its checkpoints for hours after step 6000, then says run_stop: no stall
-    raised = signals("pytorch_healthy_mlperf-stable-diffusion-8xh100.log", tmp_path)
-    assert (
-        raised == {}
-        and max(r.global_step for r in reports("pytorch_healthy_mlperf-stable-diffusion-8xh100.log")) == 6000
+    # Stable Diffusion evaluates its checkpoints for hours after step 6000, then says run_stop: no stall — without
+    # the run_stop record, the same hours are one
+    name = "pytorch_healthy_mlperf-stable-diffusion-8xh100.log"
+    assert signals(name, tmp_path) == {} and max(r.global_step for r in reports(name)) == 6000
+    lines = (TRAIN / name).read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / "excerpt.log").write_text("\n".join(line for line in lines if '"run_stop"' not in line) + "\n")
+    stalled: set[str] = set()
+    replay_logs(
+        [str(cut / "excerpt.log")], Settings(), on_result=lambda s: stalled.update(x.name for x in s.diagnosis.signals)
     )
+    assert "training_stalled" in stalled
 
 
 def test_nccl_falling_back_from_sharp_and_collnet_is_no_network_failure(tmp_path):
@@ -141,8 +150,9 @@ def test_a_step_before_its_train_loss_a_fraction_in_parentheses_and_flower_s_rou
     assert [r.global_step for r in reports("dgl-ke_healthy_transe-fb15k-single-gpu.log")][:2] == [1900, 2000]
     # Flower's server: ``fit progress: (1, 1.2983922035577562, {'accuracy': 0.6792}, 8.57716525)``
     assert [r.global_step for r in reports("flower_healthy_fedavg-5-rounds-mnist.log")] == [1, 2, 3, 4, 5]
-    # mockingbird's ``Step: 424k`` is no step 42 (a number a letter runs on from is none)
-    assert all(r.global_step != 42 for r in reports("mockingbird_rank_crashed_no-space-left-saving.log"))
+    # mockingbird's ``Step: 424k`` is no step 42 (a number a letter runs on from is none): its ``at step 423500``
+    steps = [r.global_step for r in reports("mockingbird_rank_crashed_no-space-left-saving.log")]
+    assert steps[:2] == [423500, 424000] and 42 not in steps
 
 
 def test_launchers_name_the_dead_rank_and_its_host_where_the_lines_show_them():
@@ -187,3 +197,19 @@ def test_an_epoch_record_of_train_losses_and_their_test_twins_is_a_report_and_no
     # nolearn: ``Epoch  |  Train loss  |  Valid loss  |  Train / Val  |  Valid acc  |  Dur`` with ``nan`` cells
     nan = reports("lasagne_nonfinite_loss_nolearn-nan-from-epoch1.log")
     assert [r.global_step for r in nan[:2]] == [1, 2] and all(math.isnan(r.loss) for r in nan)
+
+
+def test_a_rank_s_bare_float_under_srun_is_no_waveglow_line_and_a_glued_line_s_number_is_whole():
+    task, cut = without_label(LogLine("3: 0.6931471805599453", "paste.log", 1))  # print(loss.item()) under srun -l
+    assert task == 3 and cut.text == "0.6931471805599453"
+    assert [m["num"] for m in PAIR.finditer("loss: 0.2445Epoch 1/1000")] == ["0.2445", "1"]  # a paste's glued line
+    assert [m["num"] for m in PAIR.finditer("loss: 0.5x, eta 1d 06h")] == []  # a letter runs on: no number
+
+
+def test_a_short_series_of_losses_about_zero_is_no_baseline_but_an_all_negative_one_is():
+    about_zero, negative = RollingLosses(), RollingLosses()
+    for value in (-0.01, -0.012, -0.009, 0.002):  # a policy-gradient objective changing sign
+        about_zero.add(value)
+    for value in (-5.4, -5.3, -5.5):  # a negative log-likelihood
+        negative.add(value)
+    assert not about_zero.leveled() and negative.leveled()

@@ -52,10 +52,10 @@ PAIR = re.compile(
     r"(?:\([\w./\- %]*\)[\w./\-]*)?){0,3}|[a-z]\w*\([\w, ]+\))(?:['\"]|\])?\s*(?:[:=]\s*|\s+)"
     r"(?:tensor\(|np\.float(?:16|32|64)\(|(?:Device)?Array\(|tf\.Tensor\(|<tf\.Tensor: shape=\(\), dtype=\w+, numpy="
     r"|param\(|Tensor (?:Float|Double) \[\]\s+|\[(?=[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\]))?['\"]?"
-    r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.?\d*|\.\d+)(?:[eEf][-+]?\d+)?"
-    r"|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))(?!\d)"
+    r"(?P<num>[-+]?1\.#(?:QNAN|IND|INF)\d*|[-+]?(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+(?!\d)(?:\.\d*(?!\d)|(?![.\d]))|\.\d+(?!\d))"
+    r"(?:[eEf][-+]?\d+(?!\d))?|[-+]?(?:nan|inf(?:inity)?)(?:x+\b|\(ind\)|\b))"
     r"['\"]?\s?(?:(?P<unit>ms/(?:step|it(?:er)?|batch)|s/(?:step|it(?:er)?|batch)|it/s|(?:tok(?:en)?s?|samples?)/s(?:ec)?|ms|secs?|s|%)"
-    r"(?![A-Za-z]))?(?![A-Za-z])(?P<clock>:\d)?",
+    r"(?![A-Za-z]))?(?-i:(?![a-z]))(?P<clock>:\d)?",  # (a capital after it begins the next line's text a paste glued on)
     re.IGNORECASE,
 )
 #: A rate after a number with no key of its own: ``1.23s/it``, ``4.5it/s``, ``4156 tok/s``, ``120 ms/step``, and,
@@ -69,9 +69,9 @@ RATE = re.compile(
 STEP_FRACTION = re.compile(
     r"\b(?:iter(?:ation)?s?|steps?|it|batch|updates?)\b\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE
 )
-#: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm), DGL-KE's ``(2000/24000)``;
-#: a bar's ``100/1000 [``.
-BATCH_FRACTION = re.compile(r"[\[(]\s*(\d+)\s*/\s*(\d+)\s*[\])(]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
+#: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm), DGL-KE's ``[Train](2000/24000)``
+#: (after a bracketed tag: prose's ``(45/50)`` is none); a bar's ``100/1000 [``.
+BATCH_FRACTION = re.compile(r"(?:\[|\]\()\s*(\d+)\s*/\s*(\d+)\s*[\])(]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
 #: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
 #: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) or in a banner (``=====
 #: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``), a script training several models naming the one

@@ -27,14 +27,14 @@ from .lines import LogLine
 
 #: What follows an iteration's number that is no label: Darknet's ``4259: `` (its loss and average: ``0.034688,
 #: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste), WaveGlow's
-#: (``1234: -5.480178833``, a step and its loss printed to nine places).
-NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: |[-+]?\d+\.\d{6,}\s*$"
+#: (``1234: -5.480178833``, a step and its loss printed to exactly nine places).
+NOT_A_TASK = r"[-+]?(?:\d+\.\d+|nan|inf), [-+]?(?:\d+\.\d+|nan|inf) avg|\s*learn: |[-+]?\d+\.\d{9}\s*$"
 #: srun's task number, Ray's actor, pdsh's host, ESPnet's host and rank: one label, anchored at the line's start.
 LABEL = re.compile(
     r"^(?:\s{0,4}(?P<task>\d{1,5}): (?!" + NOT_A_TASK + ")"
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
-    r"|(?P<pdsh>[A-Za-z][\w.-]*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
+    r"|(?P<pdsh>[A-Za-z][\w.]*(?:-[A-Za-z][\w.]*)*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
     r"|[A-Za-z][\w.-]*[-_]\d+ +\| "
     r"|\[(?P<espnet>[A-Za-z][\w.-]*):(?P<rank>\d+)/\d+\] )"
 )
@@ -44,7 +44,7 @@ REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 
 def split_label(text: str) -> tuple[int | None, str]:
     """``(task, rest)``: a launcher's label cut off ``text`` (:data:`LABEL`) and Ray's repeat count off its end;
-    ``task`` is srun's task number, None for any other label or none."""
+    ``task`` is the rank the label says (srun's task number, ESPnet's rank), None for any other label or none."""
     task, _, text = _split(text)
     return task, text
 
@@ -71,12 +71,12 @@ MPI_HOST = re.compile(r"^\s*\[\d+,(?:mpirank:)?\d+,([A-Za-z][\w.-]*)\]<std")
 
 
 def without_label(line: LogLine) -> tuple[int | None, LogLine]:
-    """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and srun's task number; the
+    """``(task, line)``: ``line`` without its launcher's label (:func:`split_label`), and the rank it says; the
     host Open MPI's tag, a Ray actor's ``ip=`` or pdsh names is the line's ``host`` (its failures' subject; not its
     ``node``: a multi-node runner's merged output is one file on one clock)."""
     if line.text[:1] == "[" and (tagged := MPI_HOST.match(line.text)) is not None:
         return None, replace(line, host=tagged[1])
     task, host, text = _split(line.text)
-    if host is not None:  # a Ray actor's host: its failures' subject
+    if host is not None:  # the host a label names (Ray's, pdsh's, ESPnet's): its failures' subject
         return task, replace(line, text=text, host=host)
     return task, line if text is line.text else replace(line, text=text)

@@ -73,7 +73,8 @@ class LogLine:
     there; ``node``: the host that wrote it (None: this daemon's); ``rank``: the rank its source says;
     ``ts``: when it was read or received (None for a replayed file: the line's own time stamp, else the step
     times its reports give, decide); ``host``: the host a launcher's label on the line named (Open MPI's tag, a
-    Ray actor's ``ip=``; its failures' subject where no ``node`` says one: the line's file is its source's still).
+    Ray actor's ``ip=``, pdsh's, ESPnet's; its failures' subject where no ``node`` says one: the line's file is its
+    source's still).
     """
 
     text: str

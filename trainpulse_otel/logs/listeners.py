@@ -40,9 +40,10 @@ LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch (\d+), global step (\d+): '[^']+' (?
 TRAX_METRIC = re.compile(r"^Step\s+(\d+): train\s+(\w+)\s+\|\s+([-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\s*$")
 #: DARTS's ``logging.info('train %03d %e %f %f', step, objs.avg, top1.avg, top5.avg)``.
 DARTS_TRAIN = re.compile(r"(?:^|\s)train (\d{3,}) ([-+]?\d\.\d+e[-+]\d+|nan|inf) \d+\.\d+ \d+\.\d+\s*$")
-#: makemore's line: nothing but the step, its total and the loss; WaveGlow's, the step and the loss
-#: (``"{}:\t{:.9f}".format(iteration, loss)``: ``123892:\t-5.480178833``, a negative log-likelihood).
-STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)(?:/\s*(\d+))?:\s+([-+]?\d+\.\d+|nan|inf)\s*$")
+#: makemore's line: nothing but the step, its total and the loss; WaveGlow's, the step and the loss to nine places
+#: (``"{}:\t{:.9f}".format(iteration, loss)``: ``123892:\t-5.480178833``, a negative log-likelihood; a rank's
+#: ``print(loss.item())`` under ``srun -l``, ``3: 0.6931471805599453``, is none).
+STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)(?:/\s*(\d+):\s+([-+]?\d+\.\d+|nan|inf)|:\s+([-+]?\d+\.\d{9}|nan|inf))\s*$")
 #: YOLACT's iteration line: ``[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: …``
 #: (the epoch, the iteration, each loss by its initial, ``T`` their total).
 YOLACT = re.compile(r"^\s*\[\s*\d+\]\s+(\d+) \|\|[^|]*(?:\|[^|]*)*?\bT: ([-+]?\d+\.\d+|nan|inf)\b")
@@ -115,4 +116,4 @@ def bare_values(text: str) -> Payload | None:
         return None
     if bare[2] is not None and int(bare[1]) > int(bare[2]):
         return None
-    return {"global_step": int(bare[1]), "loss": float(bare[3])}
+    return {"global_step": int(bare[1]), "loss": float(bare[3] or bare[4])}

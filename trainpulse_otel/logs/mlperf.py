@@ -24,8 +24,9 @@ MARK = ":::MLLOG "
 #: The records that report training progress.
 PROGRESS_KEYS = frozenset(("train_loss", "tracked_stats", "throughput"))
 #: The records that say only that the run reached a step: an epoch done, an evaluation (its metadata numbers the
-#: training it judged). A step alone, the run's progress, where it is past the last; a ``throughput`` record that
-#: numbers none is of the last.
+#: training it judged). A step alone, the run's progress, where it is past the last and the log prints no training
+#: record of its own step (whose units may differ: samples, steps); a ``throughput`` record numbering none is of the
+#: last.
 REACHED_KEYS = frozenset(("epoch_stop", "eval_accuracy"))
 #: Metadata keys that number a step, in the order preferred.
 STEP_KEYS = ("step_num", "step", "iteration")
@@ -39,6 +40,7 @@ class MLPerfLines:
     def __init__(self) -> None:
         self._batch: int | None = None  # the run's global batch size, from its own record
         self._reached: int | None = None  # the last step a record numbered
+        self._measured = False  # a training record numbered its own step (the reached ones' units may differ)
 
     def feed(self, text: str, ts: float) -> list[Payload] | None:
         at = text.find(MARK)
@@ -53,6 +55,7 @@ class MLPerfLines:
             return []
         meta = record.get("metadata")
         step = self._step(meta if isinstance(meta, dict) else {})
+        self._measured = self._measured or (key in PROGRESS_KEYS and step is not None)
         if step is None and key == "throughput":
             step = self._reached
         if (key not in PROGRESS_KEYS and key not in REACHED_KEYS) or step is None:
@@ -60,7 +63,7 @@ class MLPerfLines:
         reached, self._reached = self._reached, max(step, self._reached or 0)
         payload: Payload = {"global_step": step, "timestamp": ts}
         if key in REACHED_KEYS:  # (an evaluation of an earlier checkpoint, after the run, reaches nothing)
-            return [payload] if reached is None or step > reached else []
+            return [payload] if not self._measured and (reached is None or step > reached) else []
         if key == "train_loss" and (loss := _number(value)) is not None:
             payload["loss"] = loss
         stats = value if isinstance(value, dict) else {"throughput": value} if key == "throughput" else {}

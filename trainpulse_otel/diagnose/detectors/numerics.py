@@ -67,6 +67,11 @@ class RollingLosses:
     def median(self) -> float:
         return sorted_median(self._sorted)
 
+    def leveled(self) -> bool:
+        """Whether the losses stand at a level a short series is judged by: a positive median, or every loss
+        negative (a log-likelihood, judged by its size) — not an objective about zero."""
+        return bool(self._sorted) and (self.median() > 0 or self._sorted[-1] < 0)
+
     def recent_median(self, k: int) -> float:
         """The median of the last ``k`` losses: where the loss stands now."""
         order = self._order
@@ -99,11 +104,12 @@ class Spike:
 def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresholds) -> Spike | None:
     """``loss`` against its series before it joins: a Spike when past median + max(``sigmas`` x sigma,
     ``min_rise`` x the median), once the series holds ``min_history`` losses; from ``short_history`` losses on,
-    with the floor ``short_min_rise`` x the median's size (a non-zero one) until then — or, from ``mid_history`` on,
-    past the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer losses is less sure)."""
+    with the floor ``short_min_rise`` x the median's size (:meth:`RollingLosses.leveled`) until then — or, from
+    ``mid_history`` on, past the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer
+    losses is less sure)."""
     n = len(series)
-    if n < t.min_history and (n < t.short_history or series.median() == 0):
-        return None  # (a negative log-likelihood's median is judged by its size: WaveGlow's, a flow's)
+    if n < t.min_history and (n < t.short_history or not series.leveled()):
+        return None  # (a negative log-likelihood's is judged by its size: WaveGlow's; an RL objective about 0 is not)
     if (spike := _judge_by_level(series, point, loss, t)) is not None:
         return spike
     median = series.median()
@@ -148,7 +154,7 @@ class LossSpike(BaseDetector):
     finite losses (the job's, or a rank's own when ranks report theirs): a
     spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
     after at least 32 losses; from 2 losses until then, more than
-    ``max(6 x 1.4826 x MAD, |the median|)`` above a non-zero median (double a positive one). From 2 losses on,
+    ``max(6 x 1.4826 x MAD, |the median|)`` above a positive median (double it), or an all-negative one. From 2 losses on,
     a loss over 4x the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its
     rolling median far above where it stands). NaN and infinite values never enter the
     baseline (``nonfinite_loss`` judges them). The median and MAD are the
