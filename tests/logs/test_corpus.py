@@ -21,6 +21,7 @@ from trainpulse_otel.evaluation.log_corpus import (
     HEALTHY,
     CorpusError,
     evaluate_logs,
+    index_items,
     load_index,
     run_case,
 )
@@ -38,7 +39,7 @@ def split_of(source: str) -> str:
 def test_every_excerpt_is_listed_cited_labelled_and_on_its_source_s_side_of_the_split():
     entries = load_index(CORPUS)
     signals = set(discover().vocabulary.signal_names) | {HEALTHY}
-    index = json.loads((CORPUS / "index.json").read_text())["files"]
+    index = index_items(CORPUS)
     on_disk = {str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*.log")}
     assert on_disk == {e.file for e in entries}
     for entry, raw in zip(entries, index, strict=True):
@@ -64,7 +65,7 @@ def test_the_corpus_is_large_and_covers_every_class_of_the_contract():
         "loss_spike",
         "training_stalled",
     } <= set(labels)
-    frameworks = {item["framework"] for item in json.loads((CORPUS / "index.json").read_text())["files"]}
+    frameworks = {item["framework"] for item in index_items(CORPUS)}
     assert len(frameworks) >= 15
 
 
@@ -176,3 +177,16 @@ def test_the_class_given_is_the_first_failure_the_lines_show(name, given):
     classes = frozenset(e.label for e in load_index(CORPUS)) - {HEALTHY}
     case = run_case(CORPUS, entry, classes, Settings(), discover())
     assert case.given == given and (given != HEALTHY or case.reports > 0), (case.given, case.raised)
+
+
+def test_an_index_may_name_its_parts_and_a_bad_part_is_named(tmp_path):
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "crash.log").write_text("Traceback (most recent call last):\nValueError: bad\n")
+    entry = {"file": "train/crash.log", "class": "rank_crashed", "split": "train", "source": "o/r#1"}
+    (tmp_path / "index-train.json").write_text(json.dumps({"version": 1, "files": [entry]}))
+    (tmp_path / "index.json").write_text(json.dumps({"version": 1, "parts": ["index-train.json"]}))
+    assert [e.file for e in load_index(tmp_path)] == ["train/crash.log"] and index_items(tmp_path) == [entry]
+    for parts, words in ((["../x.json"], "a part is a file name beside it"), (["missing.json"], "cannot read")):
+        (tmp_path / "index.json").write_text(json.dumps({"version": 1, "parts": parts}))
+        with pytest.raises(CorpusError, match=words):
+            load_index(tmp_path)

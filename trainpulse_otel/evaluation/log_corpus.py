@@ -1,6 +1,8 @@
 """``trainpulse eval -logs DIR``: the log reader and the diagnosis scored on a labelled corpus of real logs.
 
-``DIR/index.json`` lists the excerpts (``{"version": 1, "files": [{"file", "class", "split", "subject"?, …}]}``):
+``DIR/index.json`` lists the excerpts (``{"version": 1, "files": [{"file", "class", "split", "subject"?, …}]}``),
+or names the parts that do (``"parts": ["index-train.json", …]``, each such an object, beside it — a corpus past one
+file's size):
 each a log with its class — a signal name, or ``healthy`` — and, where its lines show it, the rank, GPU, XID or
 host at fault. Each file is replayed as ``trainpulse replay FILE`` replays it (:func:`~..runtime.replay_logs`), and
 judged on:
@@ -151,22 +153,37 @@ class SplitReport:
 
 
 def load_index(root: Path) -> list[CorpusEntry]:
-    """The index's entries; :class:`CorpusError` naming what is wrong with it."""
-    path = root / INDEX
+    """The index's entries, its parts' in their order; :class:`CorpusError` naming what is wrong with it."""
+    return [_entry(root, where, item) for where, item in _items(root, INDEX)]
+
+
+def index_items(root: Path) -> list[Any]:
+    """The index's entries as written (a citation's ``source`` and ``note`` with them), its parts' in their order."""
+    return [item for _, item in _items(root, INDEX)]
+
+
+def _items(root: Path, name: str, part: bool = False) -> list[tuple[str, Any]]:
+    """``(where, entry)`` of the index file ``name`` and, for the index itself, of the parts it names."""
+    path = root / name
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CorpusError(f"cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise CorpusError(f"{path}: not JSON: {exc}") from None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise CorpusError(f"{path}: expected an object with a list 'files'")
-    return [_entry(root, i, item) for i, item in enumerate(files)]
+    files = data.get("files", []) if isinstance(data, dict) else None
+    parts = data.get("parts", []) if isinstance(data, dict) and not part else []
+    if not isinstance(files, list) or not isinstance(parts, list) or not (files or parts or "files" in data):
+        raise CorpusError(f"{path}: expected an object with a list 'files'" + ("" if part else " or 'parts'"))
+    out = [(f"{name} files[{i}]", item) for i, item in enumerate(files)]
+    for each in parts:
+        if not isinstance(each, str) or Path(each).is_absolute() or ".." in Path(each).parts:
+            raise CorpusError(f"{path}: a part is a file name beside it, not {each!r}")
+        out += _items(root, each, part=True)
+    return out
 
 
-def _entry(root: Path, i: int, item: Any) -> CorpusEntry:
-    where = f"{INDEX} files[{i}]"
+def _entry(root: Path, where: str, item: Any) -> CorpusEntry:
     if not isinstance(item, dict):
         raise CorpusError(f"{where}: expected an object")
     for key in ("file", "class"):
