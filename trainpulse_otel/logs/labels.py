@@ -50,7 +50,8 @@ def split_label(text: str) -> tuple[int | None, str]:
 
 
 def _split(text: str) -> tuple[int | None, str | None, str]:
-    """``(task, host, rest)``: :func:`split_label`'s, and the host a Ray actor's label names (its ``ip=``)."""
+    """``(task, host, rest)``: :func:`split_label`'s, and the host the label names (a Ray actor's ``ip=``, pdsh's,
+    ESPnet's)."""
     task = host = None
     while text[:1] == ">" and text[1:2] in (" ", ""):  # a Markdown quote's marker (``>>>`` is a prompt: kept)
         text = text[2:]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import datetime
 
-from .stamps import STAMP_FIRST, dated_stamp, month_day_clock
+from .stamps import MONTHS, STAMP_FIRST, dated_stamp, month_day_clock, utc_time
 
 #: ``[rank3]:`` (torchrun ``--tee`` with ``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE``), ``[default3]:`` (its older default); a
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
@@ -52,7 +52,6 @@ SYSLOG_PREFIX = re.compile(
     r"^(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}(?P<day>\d{1,2}) (?P<clock>\d{2}:\d{2}:\d{2})"
     r"(?:\.(?P<frac>\d{1,6}))? (?P<host>[\w.-]+) [\w./@:-]+(?:\[\d+\])?: "
 )
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 #: glog's prefix, as torch.distributed.elastic's logger and c10 write it unbracketed: ``E0228 00:35:58.954000 724855
 #: …/multiprocessing/api.py:732] ``. Cut, not read as a time: glog writes no year.
 GLOG_PREFIX = re.compile(r"^[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d{6,9} +\d+ [\w./-]+:\d+\] ?")
@@ -206,16 +205,7 @@ def _said_at(text: str) -> re.Match[str] | None:
 
 def _unix_time(match: re.Match[str]) -> float | None:
     said = match.groupdict()
-    frac = (said.get("frac") or "0")[:6].ljust(6, "0")
-    zone = said.get("zone") or "Z"
-    if zone != "Z" and ":" not in zone:
-        zone = f"{zone[:3]}:{zone[3:]}"
-    try:
-        clock = match["time"] if match["time"].count(":") == 2 else f"{match['time']}:00"
-        when = datetime.fromisoformat(f"{match['date']}T{clock}.{frac}{'+00:00' if zone == 'Z' else zone}")
-    except ValueError:
-        return None
-    return when.astimezone(timezone.utc).timestamp()
+    return utc_time(said["date"], said["time"], said.get("frac"), said.get("zone"))
 
 
 #: The rank a line names of itself: torchrun's ``[rank2]:`` prefix glued after a progress bar (``… 10.54s/it][rank2]:

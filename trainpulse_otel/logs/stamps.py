@@ -14,7 +14,9 @@ from datetime import datetime, timezone
 #: A bracket's or a launcher's mark before a stamp: ``[``, a Ray actor's ``(TaskRunner pid=42) ``.
 _LEAD = r"^\s*(?:\(\w+ pid=\d+[^)]*\)\s+)?"
 _CLOCK = r"(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<frac>\d{1,9}))?"
-_MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+#: The months as syslog and ``ctime`` name them.
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = "|".join(MONTHS)
 #: Stamps with a year, each as a logger writes it:
 #: ``%m/%d/%Y %H:%M:%S`` — the Hugging Face examples' and Accelerate's ``01/27/2026 02:27:10 - INFO - __main__ -``,
 #: SageMaker's built-in algorithms' ``[05/10/2024 23:09:47 INFO 1400…]``;
@@ -73,12 +75,22 @@ def month_day_clock(text: str) -> str | None:
     return f"{match['month']}-{match['day']}T{hour:02d}:{match['rest']}.{frac}"
 
 
-def _unix(match: re.Match[str]) -> float | None:
-    said = match.groupdict()
-    month = _MONTHS.split("|").index(said["name"]) + 1 if said.get("name") else int(said["month"])
-    frac = (said.get("frac") or "0")[:6].ljust(6, "0")
+def utc_time(date: str, clock: str, frac: str | None = None, zone: str | None = None) -> float | None:
+    """The unix time of ``date`` (``YYYY-MM-DD``) at ``clock`` (``HH:MM`` or ``HH:MM:SS``) and its fraction of a
+    second, in ``zone`` (``Z``, ``+05:30``, ``+0530``; UTC where it names none); None where there is no such time."""
+    frac = (frac or "0")[:6].ljust(6, "0")
+    zone = zone or "Z"
+    if zone != "Z" and ":" not in zone:
+        zone = f"{zone[:3]}:{zone[3:]}"
+    clock = clock if clock.count(":") == 2 else f"{clock}:00"
     try:
-        when = datetime.fromisoformat(f"{said['year']}-{month:02d}-{int(said['day']):02d}T{said['time']}.{frac}+00:00")
+        when = datetime.fromisoformat(f"{date}T{clock}.{frac}{'+00:00' if zone == 'Z' else zone}")
     except ValueError:
         return None
     return when.astimezone(timezone.utc).timestamp()
+
+
+def _unix(match: re.Match[str]) -> float | None:
+    said = match.groupdict()
+    month = MONTHS.index(said["name"]) + 1 if said.get("name") else int(said["month"])
+    return utc_time(f"{said['year']}-{month:02d}-{int(said['day']):02d}", said["time"], said.get("frac"))
