@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from tests.logs.excerpts import TRAIN, read_excerpt
+from tests.logs.excerpts import TRAIN, read_excerpt, reports
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.bars import progress_report
 from trainpulse_otel.logs.boosting import round_values
@@ -19,11 +19,6 @@ from trainpulse_otel.logs.keys import step_key
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tables import table_header
 from trainpulse_otel.samples import LogEvent, TrainingSample
-
-
-def reports(name: str) -> list[TrainingSample]:
-    return [r for r in read_excerpt(name) if isinstance(r, TrainingSample)]
-
 
 # (corpus file, what its first report says: the line's own numbers, in the contract's fields and units)
 FIRST_REPORTS = [

@@ -11,26 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.logs.excerpts import TRAIN
+from tests.logs.excerpts import excerpt_signals as signals
+from tests.logs.excerpts import replayed_signals
 from trainpulse_otel.config import Settings
 from trainpulse_otel.logs.bars import BarClock
 from trainpulse_otel.logs.lines import split_prefixes, yearless_clock, yearless_time
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
 from trainpulse_otel.runtime import replay_logs
-
-
-def signals(name: str, tmp_path: Path) -> dict[str, dict]:
-    """Every signal a replay of the excerpt raised (under a neutral name), with its evidence when raised."""
-    path = tmp_path / "excerpt.log"
-    path.write_bytes((TRAIN / name).read_bytes())
-    seen: dict[str, dict] = {}
-
-    def watch(step) -> None:
-        for s in step.diagnosis.signals:
-            seen.setdefault(s.name, dict(s.evidence))
-
-    replay_logs([str(path)], Settings(), on_result=watch)
-    return seen
 
 
 def test_a_silence_is_told_when_the_log_ends_in_it_not_before():
@@ -171,13 +158,7 @@ def test_megatron_s_datetime_line_is_its_time():
 def signals_of(text: str, tmp_path: Path) -> dict[str, dict]:
     path = tmp_path / "pasted.log"
     path.write_text(text + "\n")
-    seen: dict[str, dict] = {}
-    replay_logs(
-        [str(path)],
-        Settings(),
-        on_result=lambda step: [seen.setdefault(s.name, dict(s.evidence)) for s in step.diagnosis.signals],
-    )
-    return seen
+    return replayed_signals(path)
 
 
 @pytest.mark.parametrize(

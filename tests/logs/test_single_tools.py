@@ -9,35 +9,15 @@ that number progress without a loss, NCCL's SHARP fallback, Ascend's event wait 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from tests.logs.excerpts import TRAIN, read_excerpt
-from trainpulse_otel.config import Settings
+from tests.logs.excerpts import TRAIN, read_excerpt, replayed_signals, reports
+from tests.logs.excerpts import excerpt_signals as signals
 from trainpulse_otel.diagnose.detectors.numerics import RollingLosses
 from trainpulse_otel.logs import LogLine
 from trainpulse_otel.logs.generic import PAIR
 from trainpulse_otel.logs.labels import without_label
 from trainpulse_otel.logs.lines import without_escapes
-from trainpulse_otel.runtime import replay_logs
-from trainpulse_otel.samples import LogEvent, TrainingSample
-
-
-def reports(name: str) -> list[TrainingSample]:
-    return [r for r in read_excerpt(name) if isinstance(r, TrainingSample)]
-
-
-def signals(name: str, tmp_path: Path) -> dict[str, dict]:
-    """Every signal a replay of the excerpt raised, with its evidence and subject when first raised."""
-    path = tmp_path / "excerpt.log"
-    path.write_bytes((TRAIN / name).read_bytes())
-    seen: dict[str, dict] = {}
-
-    def watch(step) -> None:
-        for s in step.diagnosis.signals:
-            seen.setdefault(s.name, {**s.evidence, **s.subject})
-
-    replay_logs([str(path)], Settings(), on_result=watch)
-    return seen
+from trainpulse_otel.samples import LogEvent
 
 
 def test_llm_c_s_log_file_numbers_its_steps_and_train_losses_not_its_eval_losses():
@@ -99,11 +79,7 @@ def test_mlperf_s_epoch_ends_and_evaluations_are_progress_and_its_run_stop_ends_
     cut = tmp_path / "cut"
     cut.mkdir()
     (cut / "excerpt.log").write_text("\n".join(line for line in lines if '"run_stop"' not in line) + "\n")
-    stalled: set[str] = set()
-    replay_logs(
-        [str(cut / "excerpt.log")], Settings(), on_result=lambda s: stalled.update(x.name for x in s.diagnosis.signals)
-    )
-    assert "training_stalled" in stalled
+    assert "training_stalled" in replayed_signals(cut / "excerpt.log")
 
 
 def test_nccl_falling_back_from_sharp_and_collnet_is_no_network_failure(tmp_path):
