@@ -307,8 +307,8 @@ class LogReader:
         """A payload as a validated report: its own line's time, or — where its line says none — its stream's time
         advanced by its steps (in a stamped file, by the step time the line gives, else not)."""
         step, measured = payload.get("global_step"), not _progress_only(payload)
-        timed = not stream.timed or "step_time_ms" in payload  # (in a stamped file, only a step time its line says)
-        if not stream.said and timed and (step is None or step != stream.last_step):  # another rank's copy: no time
+        advances = not stream.timed or "step_time_ms" in payload  # (in a stamped file, a step time its line says)
+        if not stream.said and advances and (step is None or step != stream.last_step):  # another rank's copy: no time
             stream.ts += advance_s(payload, step, stream.last_step)
             stream.advanced = True
         if isinstance(step, int):
