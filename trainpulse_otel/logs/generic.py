@@ -37,6 +37,7 @@ from .keys import (
     step_ms,
     training_loss,
 )
+from .lines import NCCL_ORIGIN
 from .listeners import bare_values, listener_values
 
 #: ``key value`` pairs: a key of up to four words (letters, digits, ``_./()-``; no later word a ``nan``, which is a
@@ -246,6 +247,14 @@ def _epoch_summary(text: str, pairs: list[tuple[str, str, str]]) -> bool:
     if any(step_key(key) for key, _, _ in pairs) or EPOCH.search(text) is None:
         return False
     return not any(p.search(text) for p in (STEP_FRACTION, EPOCH_FRACTION, BATCH_FRACTION, LEADING_STEP))
+
+
+def library_chatter(text: str) -> bool:
+    """Whether ``text`` is a library's line that never reports progress: NCCL's INFO lines, its own prefix first (a
+    bar a terminal glued before the prefix is not one)."""
+    if " NCCL INFO " not in text or (match := NCCL_ORIGIN.match(text)) is None:
+        return False
+    return text.startswith("NCCL INFO ", match.end())
 
 
 def _may_hold(text: str) -> bool:

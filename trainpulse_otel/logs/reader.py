@@ -20,7 +20,7 @@ from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, Training
 from .bars import BarClock, glued_bar, progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
-from .generic import EPOCH_HEADER, EpochBatches, GenericLines, line_values
+from .generic import EPOCH_HEADER, EpochBatches, GenericLines, library_chatter, line_values
 from .labels import without_label
 from .lines import LogLine, rank_of_source, split_glog, split_prefixes, without_escapes, yearless_clock, yearless_time
 from .progress import ProgressClock
@@ -276,7 +276,7 @@ class LogReader:
         return self._any_format(stream, text)
 
     def _any_format(self, stream: _Stream, text: str) -> list[dict[str, Any]] | None:
-        if text[:1] in " -" and source_context(text):
+        if library_chatter(text) or (text[:1] in " -" and source_context(text)):
             return None  # code a traceback quotes (``# if loss is nan or inf …``) says nothing of this run
         if ("poch" in text or "tep" in text or "TEP" in text or not text.isascii()) and (
             header := EPOCH_HEADER.match(text)
