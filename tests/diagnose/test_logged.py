@@ -211,3 +211,16 @@ def test_a_worker_s_exit_the_lines_show_no_cause_of_beside_another_rank_s_oom_is
     assert "rank_failure" not in [c.cause for c in exit_1.root_causes]
     killed = diagnose(with_events(t, *((exited(-9, "SIGKILL"), oom) if t == 5 else ())) for t in range(10))
     assert "rank_failure" in [c.cause for c in killed.root_causes]
+
+
+def test_a_dead_worker_naming_only_its_host_is_the_cause_of_a_reset_a_rank_there_sees_after_it():
+    """Ray's dead actor names its node, no rank; a rank on that node then loses its store connection. One host
+    runs many processes: the reset is the death's consequence, as it is where neither line names a host."""
+    died = "ray.exceptions.ActorDiedError: The actor died unexpectedly"
+    dead = LogEvent(T0 + 4, PROCESS_FAILED, died, None, "node-1", source="job.log", line=40, details={})
+    said = "[rank7]: recvValue failed on SocketImpl: Connection reset by peer"
+    reset = LogEvent(T0 + 5, TRANSPORT_ERROR, said, 7, "node-1", source="job.log", line=75, details={"error": said})
+    d = diagnose(with_events(t, *({4: (dead,), 5: (reset,)}.get(t, ()))) for t in range(10))
+    assert d.root_causes[0].cause == "rank_failure"
+    assert d.root_causes[0].subject.get("hostname") == "node-1"
+    assert "network_failure" not in [c.cause for c in d.root_causes]

@@ -91,10 +91,11 @@ def _peer_gone(s: Signal) -> bool:
 def _elsewhere(s: Signal, crash: Signal) -> bool:
     """Whether a signal is of another process than a crash: another rank, or another host. A crash the launcher
     told by its local rank only (torchrun's agent line) is compared by that: on one node, the same numbers. A
-    crash that names neither (Ray's dead actor) is elsewhere when it was told first: the peer its death took."""
+    crash that names no rank (Ray's dead actor), and no host or the signal's own (a node runs many processes), is
+    elsewhere when it was told first: the peer its death took."""
     rank, host = s.subject.get("rank"), s.subject.get("hostname")
     other, other_host = crash.subject.get("rank", crash.evidence.get("local_rank")), crash.subject.get("hostname")
-    if other is None and other_host is None:
+    if other is None and other_host in (None, host):
         return told_before(crash, s)
     return (rank is not None and other is not None and rank != other) or (
         host is not None and other_host is not None and host != other_host
