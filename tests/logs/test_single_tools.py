@@ -16,7 +16,7 @@ from trainpulse_otel.diagnose.detectors.numerics import RollingLosses
 from trainpulse_otel.logs import LogLine
 from trainpulse_otel.logs.generic import PAIR
 from trainpulse_otel.logs.labels import without_label
-from trainpulse_otel.logs.lines import without_escapes
+from trainpulse_otel.logs.lines import nccl_host, without_escapes
 from trainpulse_otel.samples import LogEvent
 
 
@@ -148,6 +148,14 @@ def test_launchers_name_the_dead_rank_and_its_host_where_the_lines_show_them():
         e for e in read_excerpt("megatron-deepspeed_rank_crashed_bus-error-nccl-barrier.log") if isinstance(e, LogEvent)
     ]
     assert bus.details.get("host") == "610867610e4b"
+    # Open MPI's signal handler: ``[nelson-lab0:04968] Signal: Segmentation fault (11)``, its host known by its words
+    [segv] = [
+        e for e in read_excerpt("chainermn_rank_crashed-mpi-host-segfault-alltoall.log") if isinstance(e, LogEvent)
+    ]
+    assert segv.kind == "process_failed" and segv.details.get("host") == "nelson-lab0"
+    assert nccl_host("[nmyjs-202-75:40360:0] Caught signal 11 (Segmentation fault: …)") == "nmyjs-202-75"
+    assert nccl_host("[train.py:45] Signal: Segmentation fault (11)") is None  # a logger's file and line
+    assert nccl_host("[worker:12] Signal handler installed") is None  # no handler's words after it
 
 
 def test_yolov5_s_table_without_its_total_column_sums_box_obj_and_cls_and_a_nan_row_is_non_finite():

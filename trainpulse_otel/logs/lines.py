@@ -233,11 +233,18 @@ def named_rank(text: str) -> int | None:
 NCCL_ORIGIN = re.compile(r"^\s*(?:[\w.-]*\d[\w.-]*:\s+)?(?P<host>[A-Za-z][\w.-]*):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] ")
 #: UCX's (and OpenMPI's) prefix: ``[node-3:2121 :0:7025] Caught signal 7 (Bus error …)``, ``[ksgpu-v-051:51920:0:52950]``.
 UCX_ORIGIN = re.compile(r"^\s*\[(?P<host>(?=[\w.-]*[A-Za-z])[\w.-]+):\d+\s*:\d+:\d+\]")  # (a container's id too)
+#: Open MPI's signal handler's (and old UCX's) ``[host:pid]``, ``[host:pid:0]``, known by the words after it (a logger's
+#: ``[train.py:45]`` is no host): ``[nelson-lab0:04968] Signal: Segmentation fault (11)``, ``… *** Process received
+#: signal ***``, a backtrace frame ``[ 3] /usr/lib/libmpi.so…``, ``[node-3:40360:0] Caught signal 11 (…)``.
+SIGNAL_ORIGIN = re.compile(
+    r"^\s*\[(?![\w.-]*\.(?:py|cc|cpp|c|h|hpp|rs|go|jl):)(?P<host>(?=[\w.-]*[A-Za-z])[\w.-]+):\d+(?::\d+)?\] "
+    r"(?=\*\*\*|Signal(?: code)?:|Caught signal|Failing at|\[ ?\d+\])"
+)
 
 
 def nccl_host(text: str) -> str | None:
     """The host NCCL's (or UCX's) prefix names on ``text``, or None."""
-    match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text)
+    match = NCCL_ORIGIN.match(text) or UCX_ORIGIN.match(text) or SIGNAL_ORIGIN.match(text)
     return None if match is None else match["host"]
 
 
