@@ -505,6 +505,21 @@ def test_a_loop_that_prints_no_loss_reports_its_step_by_its_reward_or_accuracy()
     assert line_values("step 300 | train accuracy 0.91") == {"global_step": 300}
     assert line_values("step 300 | val accuracy 0.91") is None
     assert line_values("Step 300: saved the model with the best reward") is None
+    # brain.js's ``train`` log: ``iterations`` counts the steps, its training error is the progress
+    assert line_values("iterations: 10, training error: 0.05590719120980839") == {"global_step": 10}
+    assert line_values("iterations: 10, validation error: 0.05") is None
+
+
+def test_nccl_s_info_lines_are_no_report_but_a_bar_glued_before_one_is():
+    reader = LogReader()
+    chatter = "n124-137-109:312247:319408 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE"
+    assert reader.feed(LogLine(chatter, "job.log", 1)) == []
+    glued = (
+        "Steps:   0%|          | 1/500000 [12:44<14459:40:43, 104.11s/it, loss=0.36, lr=5e-6]"
+        "n124-137-109:312247:326969 [0] NCCL INFO misc/socket.cc:829 -> 3"
+    )
+    [bar] = [r for r in reader.feed(LogLine(glued, "job.log", 2)) + reader.flush() if isinstance(r, TrainingSample)]
+    assert bar.global_step == 1 and bar.loss == 0.36
 
 
 def test_the_run_s_step_beside_an_epoch_s_iteration_numbers_the_report():

@@ -104,9 +104,10 @@ LEADING_LOSS = re.compile(r"^\s*(?:(?:train(?:ing)?[ _])?loss(?:\([\w, ]+\))?\s*
 #: What a loop that prints no loss prints beside its step: an RL agent's reward or return, a classifier's accuracy,
 #: an evolution strategy's score (ML-Agents' ``Step: 10000. Time Elapsed: 20.5 s. Mean Reward: 1.2``, ``Episode 10
 #: Timestep 2000  Reward 12``, EvoJAX's ``Iter=10, #tests=128, score.avg=998.41``, trl's ``rewards/mean: 0.25``), a
-#: regression's error (``362/362 - mean: 3.54 - mean_absolute_error: 0.66`` under ``Epoch 1/5``).
+#: regression's error (``362/362 - mean: 3.54 - mean_absolute_error: 0.66`` under ``Epoch 1/5``), a network's training
+#: error (brain.js's ``iterations: 10, training error: 0.0559``).
 PROGRESS = re.compile(
-    r"(?:^|[_./])(?:rewards?|returns?|acc(?:uracy)?|score|mae|r?mse|(?:mean_)?(?:absolute|squared)_error)"
+    r"(?:^|[_./])(?:rewards?|returns?|acc(?:uracy)?|score|mae|r?mse|(?:mean_)?(?:absolute|squared)_error|error)"
     r"(?:[_./](?:avg|mean|best))?$"
 )
 #: The split a loss's name begins with (:func:`_twin`).

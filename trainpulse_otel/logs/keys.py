@@ -67,6 +67,7 @@ STEP_KEYS = frozenset(
         "iter",
         "iters",
         "iteration",
+        "iterations",  # brain.js: ``iterations: 10, training error: 0.0559``
         "it",
         "step",
         "steps",
@@ -209,7 +210,9 @@ def step_key(key: str) -> bool:
     if key in STEP_KEYS or key.endswith(("/global_step", "_num_updates", "_global_step")):
         return True
     last = key.rsplit("_", 1)[-1]
-    counted = last in ("step", "iter", "iteration") or (last == "steps" and TOTALS.isdisjoint(re.split(r"[_./]", key)))
+    counted = last in ("step", "iter", "iteration") or (
+        last in ("steps", "iterations") and TOTALS.isdisjoint(re.split(r"[_./]", key))
+    )
     return counted and EVALUATION.search(key) is None
 
 
