@@ -57,3 +57,26 @@ def test_a_ppo_run_replays_with_a_report_a_block_and_no_signal():
     blocks = sum(1 for line in PPO.read_text().splitlines() if "total_timesteps" in line)
     assert done.reader.stats.reports == blocks > 3
     assert done.result.diagnosis.signals == ()
+
+
+BASELINES = """----------------------------------
+| approxkl           | 0.00045888976 |
+| fps                | 228           |
+| n_updates          | 450           |
+| policy_loss        | {loss}        |
+| total_timesteps    | 57600         |
+| value_loss         | 401.4166      |
+----------------------------------"""
+
+
+def test_baselines_section_less_table_is_read_from_its_total_timesteps_row_then_from_its_rule():
+    """OpenAI Baselines' logger (Stable-Baselines 2's): the same table without sections, keys sorted. The first
+    table is known at its ``total_timesteps`` row (the rows above it, its fps, are lost: no report from it); every
+    later one from its rule."""
+    first, second = BASELINES.format(loss="-0.0001"), BASELINES.format(loss="nan").replace("57600", "57728")
+    out = _feed(first + "\n0\n" + second)
+    assert [r["global_step"] for r in out] == [57728]
+    assert out[0]["samples_per_sec"] == 228.0 and math.isnan(out[0]["loss"])
+    [finite] = _feed(first + "\n0\n" + first)
+    assert finite.keys() == {"global_step", "timestamp", "samples_per_sec"}  # a finite RL objective is no loss
+    assert StableBaselinesLines().feed("| value_loss | 401.4 |", 0.0) is None  # no total_timesteps: no claim
