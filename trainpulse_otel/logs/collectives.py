@@ -95,10 +95,12 @@ NET_FAILURE = re.compile(
     r"|does not loop back to start|Failed to initialize any NET plugin",
     re.IGNORECASE,
 )
-#: An optional collective offload failing to set up, which NCCL falls back from to its point-to-point network (SHARP's
-#: ``NET/IB :SHARP coll init error: Cannot create SHArP job(-11)``, ``Cannot initialize CollNet, using point-to-point
-#: network instead``): no failure.
-FALLBACK = re.compile(r"SHARP coll init|Cannot create SHArP|CollNet", re.IGNORECASE)
+#: An offload failing to set up, which NCCL falls back from to point-to-point (SHARP's ``Cannot create SHArP job(-11)``,
+#: ``Cannot initialize CollNet, using point-to-point network instead``), or an IB device its startup probe skips (``Call
+#: to ibv_open_device failed``, ``NET/IB : Unable to open device mlx5_an0``): no failure.
+FALLBACK = re.compile(
+    r"SHARP coll init|Cannot create SHArP|CollNet|ibv_open_device failed|Unable to open device", re.IGNORECASE
+)
 #: The transport a warning's words name (the first that matches), else NCCL's sockets.
 WARNED_TRANSPORTS = (("topology", ("loop back",)), ("IB", ("ibv", "/ib", "async event")),
                      ("OFI", ("ofi", "efa", "libfabric", " av")))  # fmt: skip
