@@ -841,3 +841,15 @@ def test_an_epoch_header_with_a_colon_numbers_the_iterations_counted_within_it()
     gcn = reports("pytorch_healthy_gcn-graph-classification.log")
     steps = [r.global_step for r in gcn]
     assert steps == sorted(steps) and len(set(steps)) == len(steps) > 14
+
+
+def test_pytorch_s_rnn_tutorials_progress_and_a_cross_entropy_are_read():
+    # the classifier's ``5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓``; the generator's and seq2seq's
+    assert line_values("5000 5% (0m 12s) 2.4177 Coelho / Portuguese ✓") == {"global_step": 5000, "loss": 2.4177}
+    assert line_values("0m 17s (5000 5%) 3.0839") == {"global_step": 5000, "loss": 3.0839}
+    assert line_values("1m 47s (- 25m 8s) (5000 6%) 2.8557") == {"global_step": 5000, "loss": 2.8557}
+    [*_, gone] = reports("pytorch_nonfinite_loss_char-rnn-classification-tutorial.log")
+    assert math.isnan(gone.loss)
+    # OpenUnReID's ``cross_entropy 3.257 (3.978)`` beside its other terms: a loss by its name
+    said = line_values("Epoch: [64][360/400]\tTime 0.188 (0.422)\tAcc@1 45.31% (82.93%)\tcross_entropy nan (nan)")
+    assert said is not None and math.isnan(said["loss"])

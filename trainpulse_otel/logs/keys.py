@@ -55,7 +55,7 @@ QUALIFIED_LOSS = re.compile(
     r"(?:(?:epoch|avg|average|mean|running|smoothed|ema|batch|step|iter|train|training|parameter|update|all)_)+loss"
 )
 #: Names that are a loss without saying ``loss``.
-LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll", "trl"))
+LOSS_NAMES = frozenset(("xent", "cost", "train_cost", "ce", "nll", "trl", "cross_entropy", "crossentropy"))
 
 #: A throughput in tokens, as a unit or at a key's end.
 TOKEN_RATES = ("tok/s", "toks/s", "tokens/s", "token/s", "tok/sec", "tokens/sec")

@@ -17,7 +17,10 @@
   0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
   DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5), makemore's
   ``  10000/ 200000: 2.0576`` (step, total, loss), WaveGlow's ``123892:\t-5.480178833`` (step, loss) and YOLACT's
-  ``[ 10]    1000 || B: 2.486 | … | T: 6.209 || ETA: …`` (epoch, iteration, the losses and ``T`` their total).
+  ``[ 10]    1000 || B: 2.486 | … | T: 6.209 || ETA: …`` (epoch, iteration, the losses and ``T`` their total), and
+  PyTorch's RNN tutorials (copied into countless notebooks): the classifier's ``5000 5% (0m 12s) 2.4177 Coelho /
+  Portuguese ✓``, the generator's and seq2seq's ``0m 17s (5000 5%) 3.0839``, ``1m 47s (- 25m 8s) (5000 6%) 2.8557``
+  (iteration, share done, time, loss).
 
 Pure: :func:`listener_values` reads one line.
 """
@@ -47,6 +50,9 @@ STEP_OF_TOTAL_LOSS = re.compile(r"^\s*(\d+)(?:/\s*(\d+):\s+([-+]?\d+\.\d+|nan|in
 #: YOLACT's iteration line: ``[ 10]    1000 || B: 2.486 | C: 2.181 | M: 1.478 | S: 0.064 | T: 6.209 || ETA: …``
 #: (the epoch, the iteration, each loss by its initial, ``T`` their total).
 YOLACT = re.compile(r"^\s*\[\s*\d+\]\s+(\d+) \|\|[^|]*(?:\|[^|]*)*?\bT: ([-+]?\d+\.\d+|nan|inf)\b")
+#: PyTorch's RNN tutorials' progress (the classifier's, then the generator's and seq2seq's): iteration and loss.
+TUTORIAL_CLASSIFIER = re.compile(r"^(\d+) \d+% \(\d+m \d+s\) ([-+]?\d+\.\d+|nan|inf) ")
+TUTORIAL_GENERATOR = re.compile(r"^\d+m \d+s (?:\(- ?-?\d+m \d+s\) )?\((\d+) \d+%\) ([-+]?\d+\.\d+|nan|inf)\s*$")
 #: DeePMD-kit's display line.
 DEEPMD_BATCH = re.compile(r"\bbatch\s+(\d+) training time \d+(?:\.\d+)? s\b")
 #: An epoch's own line of its end, with its time or without: JAX's docs' ``Epoch 0 in 28.30 sec``, ``Epoch 3 finished
@@ -104,14 +110,16 @@ def listener_values(text: str) -> Payload | None:
 
 def bare_values(text: str) -> Payload | None:
     """makemore's ``  10000/ 200000: 2.0576``, WaveGlow's ``123892:\t-5.48``, YOLACT's ``[ 10]  1000 || … T: 6.2``,
-    DARTS's ``train 050 2.102813e+00 20.64 72.67`` or DeePMD-kit's ``batch 1000 training time 14.99 s`` (lines that name
-    neither a step nor a loss), or None."""
+    DARTS's ``train 050 2.102813e+00 20.64 72.67``, DeePMD-kit's ``batch 1000 training time 14.99 s`` or PyTorch's RNN
+    tutorials' ``5000 5% (0m 12s) 2.4177 …`` (lines that name neither a step nor a loss), or None."""
     if " || " in text and (yolact := YOLACT.match(text)) is not None:
         return {"global_step": int(yolact[1]), "loss": float(yolact[2])}
     if " training time " in text and (deepmd := DEEPMD_BATCH.search(text)) is not None:
         return {"global_step": int(deepmd[1])}
     if "train " in text and (darts := DARTS_TRAIN.search(text)) is not None:
         return {"global_step": int(darts[1]), "loss": float(darts[2])}
+    if "%" in text and (tutorial := TUTORIAL_CLASSIFIER.match(text) or TUTORIAL_GENERATOR.match(text)) is not None:
+        return {"global_step": int(tutorial[1]), "loss": float(tutorial[2])}
     if ":" not in text or (bare := STEP_OF_TOTAL_LOSS.match(text)) is None:
         return None
     if bare[2] is not None and int(bare[1]) > int(bare[2]):
