@@ -240,3 +240,16 @@ def test_an_infinite_norm_before_any_finite_one_that_the_next_report_leaves_is_t
     late = Harness(NonfiniteLoss())
     late.feed([frame(0, grad_norm=0.71), frame(1, grad_norm=INF), frame(2, grad_norm=0.6)])
     assert late.active()[0].evidence["field"] == "grad_norm"
+
+
+def test_an_evaluation_s_progress_between_a_warm_up_overflow_and_the_next_report_says_nothing_of_it():
+    """MMEngine under AMP logs ``grad_norm: inf  loss: 2.3210`` at epoch 1's end, then ``Epoch(val) [1][4/4]`` (a
+    report of progress only), then epoch 2's finite norm: the warm-up's overflow, no fault. A tick with no report
+    at all after it still judges the infinity (the job's last word)."""
+    h = Harness(NonfiniteLoss())
+    h.feed([frame(0, 2.32, grad_norm=INF), job(1, training={"global_step": 4}), frame(2, 2.14, grad_norm=4.24)])
+    h.run(range(3, 40), lambda t: frame(t, 2.0, grad_norm=4.0))
+    assert h.raised() == []
+    last = Harness(NonfiniteLoss())
+    last.feed([frame(0, 2.32, grad_norm=INF), job(1, with_training=False)])
+    assert last.active()[0].evidence["field"] == "grad_norm"

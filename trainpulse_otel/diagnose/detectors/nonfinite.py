@@ -56,9 +56,9 @@ class NonfiniteLoss(BaseDetector):
     and then is the scaler working, a run of them means the gradients stay
     non-finite) and a loss scale that collapsed: below 1, at 1 after having
     been above it, or at 1 while steps are still skipped. An infinite norm
-    beside a finite loss is a skipped overflow where the next report says a
-    skip, or where no finite norm came before and the next report is finite
-    (the scaler's warm-up). It is reported
+    beside a finite loss is a skipped overflow where the next report of the
+    numerics says a skip, or where no finite norm came before and that report
+    is finite (the scaler's warm-up). It is reported
     for 30 s after the last such value (also on ticks without a new report:
     the job's last word was a non-finite value) and clears 60 s after that.
     Evidence: the first non-finite step, how many values were non-finite, the
@@ -130,7 +130,7 @@ class NonfiniteLoss(BaseDetector):
                 self._pending = point  # judged with the report after it: a scaler's skip makes it an overflow
             else:
                 self._judge(point)
-        if not tick.losses:
+        if not tick.losses and tick.report is None:  # (a report of progress only, an evaluation's, says no word)
             self._resolve(None)
         episode = self.episode
         if episode is None:
