@@ -224,3 +224,19 @@ def test_a_dead_worker_naming_only_its_host_is_the_cause_of_a_reset_a_rank_there
     assert d.root_causes[0].cause == "rank_failure"
     assert d.root_causes[0].subject.get("hostname") == "node-1"
     assert "network_failure" not in [c.cause for c in d.root_causes]
+
+
+def test_the_survivors_aborting_after_a_rank_s_oom_are_its_teardown():
+    """MLPerf's R-GAT (round 31, train): rank 7 runs out of GPU memory; the other seven abort (the shell's
+    ``Aborted (core dumped)``: SIGABRT) when their loaders give up waiting on it. The OOM is the cause, not seven
+    rank failures."""
+    said = "torch.OutOfMemoryError: CUDA out of memory. GPU 7 has a total capacity of 139.80 GiB"
+    oom = LogEvent(T0 + 4, CUDA_OOM, said, 7, gpu_index=7, source="job.log", line=90, details={})
+    line = "/workspace/gnn/run_and_time.sh: line 218: 47630 Aborted (core dumped) ${COMMAND[@]}"
+    abort = {"signal": "SIGABRT", "error": "Aborted"}
+    aborts = tuple(
+        LogEvent(T0 + 4, PROCESS_FAILED, line, r, source="job.log", line=100 + r, details=abort) for r in range(7)
+    )
+    d = diagnose(with_events(t, *((oom, *aborts) if t == 4 else ())) for t in range(10))
+    assert d.root_causes[0].cause == "gpu_memory_pressure" and d.root_causes[0].subject.get("rank") == 7
+    assert "rank_failure" not in [c.cause for c in d.root_causes]

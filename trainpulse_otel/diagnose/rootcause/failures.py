@@ -59,10 +59,11 @@ PEER_GONE = ("closed by", "reset by peer", "Broken pipe", "remote worker crash",
 
 
 def aborted(ev: Evidence) -> list[Signal]:
-    """The crashes that are an abort while a collective timed out or the transport failed: the watchdog's
-    teardown, or an exception raised by the collective that failed (``collective`` in its evidence) — a
-    consequence of the hang or the broken link."""
-    if not (ev.active(COLLECTIVE_TIMEOUT.name) or ev.active(NETWORK_ERROR.name)):
+    """The crashes that are an abort while a collective timed out, the transport failed or a rank ran out of GPU
+    memory: the watchdog's teardown (the survivors of a rank's OOM abort when their collectives or loaders give up
+    on it), or an exception raised by the collective that failed (``collective`` in its evidence) — a consequence
+    of the hang, the broken link or the OOM."""
+    if not any(ev.active(name) for name in (COLLECTIVE_TIMEOUT.name, NETWORK_ERROR.name, OUT_OF_MEMORY.name)):
         return []
     return [
         s
