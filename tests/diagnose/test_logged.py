@@ -240,3 +240,14 @@ def test_the_survivors_aborting_after_a_rank_s_oom_are_its_teardown():
     d = diagnose(with_events(t, *((oom, *aborts) if t == 4 else ())) for t in range(10))
     assert d.root_causes[0].cause == "gpu_memory_pressure" and d.root_causes[0].subject.get("rank") == 7
     assert "rank_failure" not in [c.cause for c in d.root_causes]
+
+
+def test_an_oom_names_the_host_its_rank_s_death_line_names():
+    """Horovod under mpirun (round 32, train): rank 1's ``CUDA_ERROR_OUT_OF_MEMORY`` names no host; mpirun's ``process
+    rank 1 with PID 0 on node aaron-argo-1 exited on signal 6`` does. The OOM's cause names rank 1 on that node."""
+    oom = LogEvent(T0 + 4, CUDA_OOM, "failed to allocate 2.96G from device: CUDA_ERROR_OUT_OF_MEMORY", 1, details={})
+    said = "mpirun noticed that process rank 1 with PID 0 on node aaron-argo-1 exited on signal 6 (Aborted)."
+    died = LogEvent(T0 + 4, PROCESS_FAILED, said, 1, details={"signal": "SIGABRT", "host": "aaron-argo-1"})
+    d = diagnose(with_events(t, *((oom, died) if t == 4 else ())) for t in range(10))
+    assert d.root_causes[0].cause == "gpu_memory_pressure"
+    assert d.root_causes[0].subject == {"rank": 1, "hostname": "aaron-argo-1"}

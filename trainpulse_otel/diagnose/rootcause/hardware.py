@@ -334,11 +334,17 @@ POWER = Rule(GPU_POWER_THROTTLING, power)
 
 
 def out_of_memory(ev: Evidence) -> list[Candidate]:
-    """CUDA ran out of memory on a rank: its crash, and the job stopping for it, are this cause's consequences."""
+    """CUDA ran out of memory on a rank: its crash, and the job stopping for it, are this cause's consequences. Where
+    the OOM's line names no host and the launcher's line of that rank's death does (mpirun's ``process rank 1 … on
+    node aaron-argo-1``), the cause names that host."""
     out = []
     for s in ev.active(OUT_OF_MEMORY.name):
         rank, host = s.subject.get("rank"), s.subject.get("hostname")
         crashed = of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank)
+        subject = dict(s.subject)
+        hosts = {c.evidence.get("host") for c in crashed} - {None}
+        if host is None and len(hosts) == 1:
+            subject["hostname"] = hosts.pop()
         stalled = ev.job_signal(TRAINING_STALLED.name)
         consequences = crashed + ev.active(COLLECTIVE_TIMEOUT.name) + ([stalled] if stalled is not None else [])
         summary = s.message + ("; the rank died and the job stopped with it" if consequences else "")
@@ -351,7 +357,7 @@ def out_of_memory(ev: Evidence) -> list[Candidate]:
             remedy,
             [s],
             consequences + (symptoms(ev) if consequences else []),
-            dict(s.subject),
+            subject,
         )
         out.append(candidate)
     return out
