@@ -853,3 +853,18 @@ def test_pytorch_s_rnn_tutorials_progress_and_a_cross_entropy_are_read():
     # OpenUnReID's ``cross_entropy 3.257 (3.978)`` beside its other terms: a loss by its name
     said = line_values("Epoch: [64][360/400]\tTime 0.188 (0.422)\tAcc@1 45.31% (82.93%)\tcross_entropy nan (nan)")
     assert said is not None and math.isnan(said["loss"])
+
+
+def test_a_loss_said_at_its_step_is_read_and_keras_s_checkpoint_leaving_inf_is_no_loss():
+    # TensorFlow's word2vec tutorial; a course's loop; an evaluation's is none
+    assert line_values("Average loss at step  2000 :  4.37") == {"global_step": 2000, "loss": 4.37}
+    assert line_values("Training loss at epoch 0 is 0.7040774178330915") == {
+        "global_step": 0,
+        "loss": 0.7040774178330915,
+    }
+    assert line_values("Validation loss at epoch 3: 0.5") is None
+    # Keras's ModelCheckpoint(verbose=1): the record's starting inf, not the run's loss
+    assert line_values("Epoch 1: val_loss improved from inf to 1.50455, saving model to checkpoint.ckpt") is None
+    # SCNet's summary: ``Grad`` is the gradient norm
+    said = line_values("Train Summary | Epoch 3 | Loss=0.1654 | Grad=inf")
+    assert said is not None and said["grad_norm"] == math.inf and said["loss"] == 0.1654

@@ -98,6 +98,7 @@ KEYS: dict[str, tuple[str, float]] = {
         (
             "grad_norm",
             "gnorm",
+            "grad",  # SCNet's ``Train Summary | Epoch 1 | Loss=0.2242 | Grad=9164.2812``
             "norm",
             "total_norm",
             "gradient_norm",
@@ -164,13 +165,14 @@ MAX_STEP_MS = 3_600_000.0
 
 
 #: A best value's record leaving its starting sentinel: ``Validation loss decreased (inf --> 1.221989).  Saving
-#: model ...`` (the checkpoint-on-improvement loop of PyTorch's course notebooks), ``Loss Decreased: inf => 1.22``.
-RECORD_START = re.compile(r"\b(?:inf|nan)\b\)?\s*(?:-+>|=+>|→)\s*\(?[-+]?\d", re.IGNORECASE)
+#: model ...`` (the checkpoint-on-improvement loop of PyTorch's course notebooks), ``Loss Decreased: inf => 1.22``,
+#: Keras's ``ModelCheckpoint``/``EarlyStopping`` (``Epoch 1: val_loss improved from inf to 1.50455, saving model to …``).
+RECORD_START = re.compile(r"\b(?:inf|nan)\b\)?\s*(?:-+>|=+>|→|to)\s*\(?[-+]?\d", re.IGNORECASE)
 
 
 def record_start(text: str) -> bool:
     """Whether a line tells a record leaving its sentinel (:data:`RECORD_START`): its ``inf`` is no loss of the run."""
-    return (">" in text or "→" in text) and RECORD_START.search(text) is not None
+    return (">" in text or "→" in text or " to " in text) and RECORD_START.search(text) is not None
 
 
 def field_key(key: str) -> str:

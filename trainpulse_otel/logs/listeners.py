@@ -11,6 +11,8 @@
   reached (the loss is the centralised evaluation's).
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
+- A loss said at its step: ``Average loss at step  2000 :  4.37`` (TensorFlow's word2vec tutorial), ``Training loss
+  at epoch 0 is 0.704``.
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
   step's), ``EPOCH 1 COMPLETED @ 10:07 PM``.
 - Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import re
 
-from .keys import Payload
+from .keys import EVALUATION, Payload
 
 #: The DDP tutorial's epoch line (and ``GPU:0 | Epoch: 3 | …`` as users adapt it).
 EPOCH_BATCHES = re.compile(r"\bEpoch:? (\d+) \| Batchsize: \d+ \| Steps: (\d+)")
@@ -69,6 +71,13 @@ GAN_TERM = re.compile(r"(\w+): ([-+]?\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)\b")
 #: Flower's server after each federated round: ``fit progress: (1, 1.298, {'accuracy': 0.6792}, 8.577)`` (the round,
 #: the centralised evaluation's loss and metrics, the time): the round reached.
 FLOWER_ROUND = re.compile(r"\bfit progress: \((\d+), ")
+#: A loss said at its step in a sentence: TensorFlow's word2vec tutorial's ``Average loss at step  2000 :  4.37``,
+#: ``Training loss at epoch 0 is 0.704``, ``Loss at step 100: 2.31`` (an evaluation's is none).
+LOSS_AT = re.compile(
+    r"\b(?P<what>(?:[A-Za-z][\w ]{0,30}?)?loss) at (?:global )?(?:step|iteration|iter|epoch|batch|update)\s+(?P<step>\d+)"
+    r"\s*(?:[:=,]\s*|is\s+|was\s+)(?P<num>[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\b",
+    re.IGNORECASE,
+)
 #: What such lines hold (the cheap test first).
 MARKS = (
     "| Batchsize: ",
@@ -100,6 +109,10 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
     if MARKS[6] in text and (flower := FLOWER_ROUND.search(text)) is not None:
         return {"global_step": int(flower[1])}
+    if "oss at " in text and (said := LOSS_AT.search(text)) is not None:
+        return (
+            None if EVALUATION.search(said["what"]) else {"global_step": int(said["step"]), "loss": float(said["num"])}
+        )
     if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
         said: Payload = {"global_step": int(trax[1])}
         if "Loss" in trax[2] or "loss" in trax[2]:
