@@ -15,14 +15,10 @@
   at epoch 0 is 0.704``.
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
   step's), ``EPOCH 1 COMPLETED @ 10:07 PM``.
-- Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s, testing time
-  0.01 s`` every ``disp_freq`` batches (the batch reached; its losses go to ``lcurve.out``, not the console),
-  DARTS's ``train 050 2.102813e+00 20.64 72.67`` (step in its epoch, loss, top-1, top-5), makemore's
-  ``  10000/ 200000: 2.0576`` (step, total, loss), WaveGlow's ``123892:\t-5.480178833`` (step, loss) and YOLACT's
-  ``[ 10]    1000 || B: 2.486 | … | T: 6.209 || ETA: …`` (epoch, iteration, the losses and ``T`` their total), and
-  PyTorch's RNN tutorials (copied into countless notebooks): the classifier's ``5000 5% (0m 12s) 2.4177 Coelho /
-  Portuguese ✓``, the generator's and seq2seq's ``0m 17s (5000 5%) 3.0839``, ``1m 47s (- 25m 8s) (5000 6%) 2.8557``
-  (iteration, share done, time, loss).
+- Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s``, DARTS's
+  ``train 050 2.102813e+00 20.64 72.67``, makemore's ``  10000/ 200000: 2.0576``, WaveGlow's ``123892:\t-5.480178833``,
+  YOLACT's ``[ 10]    1000 || B: 2.486 | … | T: 6.209 || …`` and PyTorch's RNN tutorials' ``5000 5% (0m 12s) 2.4177
+  …`` and ``0m 17s (5000 5%) 3.0839`` (each form's fields: docs/logs.md).
 
 Pure: :func:`listener_values` reads one line.
 """
