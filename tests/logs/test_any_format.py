@@ -868,3 +868,10 @@ def test_a_loss_said_at_its_step_is_read_and_keras_s_checkpoint_leaving_inf_is_n
     # SCNet's summary: ``Grad`` is the gradient norm
     said = line_values("Train Summary | Epoch 3 | Loss=0.1654 | Grad=inf")
     assert said is not None and said["grad_norm"] == math.inf and said["loss"] == 0.1654
+
+
+def test_horovod_s_synthetic_benchmark_iterations_are_progress_with_their_throughput():
+    # ``mpirun --timestamp-output``'s stamp, Open MPI's tag, then Horovod's benchmark line
+    assert line_values("Iter #3: 104.8 img/sec per GPU") == {"global_step": 3, "samples_per_sec": 104.8}
+    read = reports("horovod_healthy_tf2-8pod-roce-benchmark.log")
+    assert [r.global_step for r in read] == list(range(10)) and read[0].samples_per_sec == 108.0

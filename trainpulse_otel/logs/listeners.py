@@ -11,6 +11,7 @@
   reached (the loss is the centralised evaluation's).
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
+- Horovod's synthetic benchmarks: ``Iter #3: 104.8 img/sec per GPU`` (the iteration, one worker's throughput).
 - A loss said at its step: ``Average loss at step  2000 :  4.37`` (TensorFlow's word2vec tutorial), ``Training loss
   at epoch 0 is 0.704``.
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
@@ -74,6 +75,9 @@ LOSS_AT = re.compile(
     r"\s*(?:[:=,]\s*|is\s+|was\s+)(?P<num>[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)\b",
     re.IGNORECASE,
 )
+#: Horovod's synthetic benchmarks (``tensorflow2_synthetic_benchmark.py``, ``pytorch_synthetic_benchmark.py``, every
+#: install's first test): ``Iter #3: 104.8 img/sec per GPU`` — the iteration and one worker's throughput.
+HOROVOD_BENCHMARK = re.compile(r"\bIter #(\d+): (\d+(?:\.\d+)?) img/sec per (?:GPU|CPU|device)\b")
 #: What such lines hold (the cheap test first).
 MARKS = (
     "| Batchsize: ",
@@ -105,6 +109,8 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
     if MARKS[6] in text and (flower := FLOWER_ROUND.search(text)) is not None:
         return {"global_step": int(flower[1])}
+    if "img/sec per" in text and (bench := HOROVOD_BENCHMARK.search(text)) is not None:
+        return {"global_step": int(bench[1]), "samples_per_sec": float(bench[2])}
     if "oss at " in text and (said := LOSS_AT.search(text)) is not None:
         return (
             None if EVALUATION.search(said["what"]) else {"global_step": int(said["step"]), "loss": float(said["num"])}
