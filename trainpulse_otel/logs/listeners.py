@@ -78,36 +78,26 @@ LOSS_AT = re.compile(
 #: Horovod's synthetic benchmarks (``tensorflow2_synthetic_benchmark.py``, ``pytorch_synthetic_benchmark.py``, every
 #: install's first test): ``Iter #3: 104.8 img/sec per GPU`` — the iteration and one worker's throughput.
 HOROVOD_BENCHMARK = re.compile(r"\bIter #(\d+): (\d+(?:\.\d+)?) img/sec per (?:GPU|CPU|device)\b")
-#: What such lines hold (the cheap test first).
-MARKS = (
-    "| Batchsize: ",
-    "Score at iteration ",
-    "training_iteration: ",
-    ", global step ",
-    ": train ",
-    ", iters: ",
-    "fit progress: (",
-)
 
 
 def listener_values(text: str) -> Payload | None:
     """The report one of these libraries' lines gives (see the module docstring), or None."""
-    if MARKS[0] in text and (begun := EPOCH_BATCHES.search(text)) is not None:
+    if "| Batchsize: " in text and (begun := EPOCH_BATCHES.search(text)) is not None:
         return {"global_step": int(begun[1]) * int(begun[2])}
-    if MARKS[1] in text and (score := DL4J_SCORE.search(text)) is not None:
+    if "Score at iteration " in text and (score := DL4J_SCORE.search(text)) is not None:
         return {"global_step": int(score[1]), "loss": float(score[2].replace("Infinity", "inf"))}
-    if MARKS[2] in text and (tune := TUNE_ITERATION.match(text)) is not None:
+    if "training_iteration: " in text and (tune := TUNE_ITERATION.match(text)) is not None:
         return {"global_step": int(tune[1])}
-    if MARKS[3] in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
+    if ", global step " in text and (saved := LIGHTNING_CHECKPOINT.search(text)) is not None:
         return {"global_step": int(saved[2])}
     if ("poch" in text or "POCH" in text) and (done := EPOCH_DONE.match(text)) is not None:
         said: Payload = {"global_step": int(done[1])}
         took = done[2] or done[3]
         return said if took is None else {**said, "step_time_ms": float(took) * 1000.0}
-    if MARKS[5] in text and (gan := GAN_LOSSES.match(text)) is not None:
+    if ", iters: " in text and (gan := GAN_LOSSES.match(text)) is not None:
         terms = [float(term[2]) for term in GAN_TERM.finditer(gan[3])]
         return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
-    if MARKS[6] in text and (flower := FLOWER_ROUND.search(text)) is not None:
+    if "fit progress: (" in text and (flower := FLOWER_ROUND.search(text)) is not None:
         return {"global_step": int(flower[1])}
     if "img/sec per" in text and (bench := HOROVOD_BENCHMARK.search(text)) is not None:
         return {"global_step": int(bench[1]), "samples_per_sec": float(bench[2])}
@@ -115,7 +105,7 @@ def listener_values(text: str) -> Payload | None:
         return (
             None if EVALUATION.search(said["what"]) else {"global_step": int(said["step"]), "loss": float(said["num"])}
         )
-    if MARKS[4] in text and (trax := TRAX_METRIC.match(text)) is not None:
+    if ": train " in text and (trax := TRAX_METRIC.match(text)) is not None:
         said: Payload = {"global_step": int(trax[1])}
         if "Loss" in trax[2] or "loss" in trax[2]:
             said["loss"] = float(trax[3])
