@@ -34,7 +34,7 @@ from .echoes import ECHOES, WATCHDOG_ECHOES, WRAPPED, WRAPPED_MIN
 from .failure import Failure
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank, nccl_host, nccl_process, nccl_rank
-from .marks import any_of
+from .marks import Words
 from .oom import OOM_MARKS, cuda_oom
 from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
@@ -200,7 +200,7 @@ class FailureScanner:
             if " -> 2" in text and not self._told_transport():  # no warning said it
                 return self._transport(c.nccl_trace(text), text)  # an error code returned up its stack
             return self._retry(text) if "retrying" in text else None
-        if not _marked(text):  # no handler's words: the common case
+        if not _MARKED.said_in(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
                 return self._echo(text)
             if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
@@ -387,13 +387,9 @@ class FailureScanner:
     )
 
 
-#: Every handler's words: a line holding none is no failure line of one, tested at once (:func:`.marks.any_of`).
+#: Every handler's words: a line holding none is no failure line of one, tested once per shape (:class:`.marks.Words`).
 MARKS = tuple(dict.fromkeys(mark for marks, _ in FailureScanner._handlers for mark in marks))
-_MARKED = any_of(MARKS)
-
-
-def _marked(text: str) -> bool:
-    return _MARKED.search(text) is not None
+_MARKED = Words(MARKS)
 
 
 def _loaded(said: tuple[str, dict[str, Any]] | None) -> list[Failure] | None:
