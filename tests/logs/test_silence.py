@@ -73,6 +73,21 @@ def test_an_epoch_s_evaluation_its_metrics_name_is_a_pause_not_a_stall(tmp_path)
     assert clock.flush()["phase"] == "eval"
 
 
+def test_an_evaluation_s_counter_moving_is_no_silence_and_one_standing_still_is(tmp_path):
+    # FADNet (2019): 12 minutes of stamped ``Test: [N/547]`` lines between the epochs' iteration lines
+    assert "training_stalled" not in signals("pytorch_healthy_fadnet-dispnetc-4gpu.log", tmp_path)
+    clock = ProgressClock()
+    clock.progress(0.0, 10)
+    clock.progress(3.0, 20)
+    for i, ts in enumerate(range(20, 800, 20)):
+        clock.line(float(ts), f"INFO Test: [{i * 10}/547]\t Time 0.87\t EPE 4.6")
+    assert clock.progress(805.0, 21)["gap_s"] == 17.0  # the longest silence: before the first Test line
+    for ts in (820.0, 840.0, 1500.0):
+        clock.line(ts, "INFO Test: [30/547]\t Time 0.87\t EPE 4.6")  # the count stood still from 820 s
+    told = clock.flush()
+    assert told is not None and told["since"] == 805.0 and told["gap_s"] == 695.0
+
+
 def _replayed(lines: list[str], tmp_path: Path) -> dict[str, dict]:
     path = tmp_path / "console.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -3,8 +3,9 @@
 A hung job that no watchdog ends prints no error: its log just holds no new iteration while other stamped lines
 (a logger's, a health poll's, a save's, the user's ^C) keep the clock; a line that says the run is over ends it. :class:`ProgressClock` follows one stream:
 the own time and step of its last progress line, the job's pace (steps a second between progress lines), and
-what its lines since say it is doing (``checkpoint``: a save; ``eval``: an evaluation). The longest silence since
-the last progress is held until it is known for a stall: told when the stream ends still silent, or when progress
+what its lines since say it is doing (``checkpoint``: a save; ``eval``: an evaluation). Another pass's counter
+moving (an evaluation's ``Test: [20/547]``, ``[30/547]``) is no silence: one is measured from the later of the last
+progress and the last such move. The longest silence since the last progress is held until it is known for a stall: told when the stream ends still silent, or when progress
 resumes without the steps the pace would have made meanwhile (a silence the steps crossed at their pace is lines
 an excerpt left out, or a log that printed less, not a stall; the first interval between progress lines is the
 job's pace, not a silence). Told as the details of a ``progress_gap`` event;
@@ -24,6 +25,8 @@ MIN_GAP_S = 10.0
 INTERVALS = 16
 #: A silence that progress ends is no stall when the steps it skipped reach this share of what the pace would make.
 COVERED = 0.5
+#: A pass's count and its total (``Test: [20/547]``): the same total at a higher count is that pass moving.
+COUNTER = re.compile(r"(\d+)\s*/\s*(\d+)")
 #: What a line says the job is doing when it is not stepping.
 SAVING = re.compile(
     r"sav(?:e|ing)\b.{0,40}(?:checkpoint|model|state|param|weights)|checkpoint.{0,20}sav|save_checkpoint", re.IGNORECASE
@@ -51,7 +54,7 @@ TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|walltime \S+ exceeded limit|TERM_RUN
 class ProgressClock:
     """One stream's progress, by its lines' own time stamps (see the module docstring)."""
 
-    __slots__ = ("_ended", "_intervals", "_last", "_pace", "_pending", "_phase", "_step")
+    __slots__ = ("_counter", "_ended", "_intervals", "_last", "_moved", "_pace", "_pending", "_phase", "_step")
 
     def __init__(self) -> None:
         self._last: float | None = None  # own time of the last progress line
@@ -61,6 +64,8 @@ class ProgressClock:
         self._phase: str | None = None
         self._pending: dict[str, Any] | None = None  # the silence held since the last progress
         self._ended: float | None = None  # when a line said the run is over
+        self._counter: tuple[int, int] | None = None  # the last other pass's count and total since the last progress
+        self._moved: float | None = None  # own time that count last moved
 
     def progress(self, own_ts: float, step: int | None) -> dict[str, Any] | None:
         """A progress line written at ``own_ts`` (of ``step``, None where the lines number none): the silence it
@@ -73,6 +78,7 @@ class ProgressClock:
             if step is not None and self._step is not None and step > self._step and self._pending is None:
                 self._pace.append((step - self._step) / (own_ts - self._last))
         self._last, self._step, self._phase, self._pending, self._ended = own_ts, step, None, None, None
+        self._counter = self._moved = None
         return told
 
     def line(self, own_ts: float, text: str) -> None:
@@ -89,14 +95,25 @@ class ProgressClock:
             return
         if self._phase is None and (SAVING.search(text) or EVALUATING.search(text)):
             self._phase = "checkpoint" if SAVING.search(text) else "eval"
-        gap = own_ts - self._last
+        self._count(own_ts, text)
+        since = self._last if self._moved is None else self._moved
+        gap = own_ts - since
         if gap < MIN_GAP_S or (self._pending is not None and gap <= self._pending["gap_s"]):
             return
-        self._pending = self._gap(self._last, own_ts, text)
+        self._pending = self._gap(since, own_ts, text)
         if self._intervals:
             self._pending["interval_s"] = round(median(self._intervals), 3)
         if self._phase is not None:
             self._pending["phase"] = self._phase
+
+    def _count(self, own_ts: float, text: str) -> None:
+        """Another pass's counter: where it moved (same total, higher count), the job was not silent."""
+        if (counted := COUNTER.search(text)) is None:
+            return
+        count, total = int(counted[1]), int(counted[2])
+        if self._counter is not None and self._counter[1] == total and count > self._counter[0]:
+            self._moved = own_ts
+        self._counter = (count, total)
 
     def _gap(self, since: float, own_ts: float, text: str) -> dict[str, Any]:
         return {"since": since, "gap_s": round(own_ts - since, 3), "last_step": self._step, "line": text.strip()}
