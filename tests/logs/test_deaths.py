@@ -743,3 +743,22 @@ def test_rocm_s_allocation_failure_and_glog_s_signal_line_are_read_on_every_acce
     assert told_alone(
         "*** SIGSEGV (@0x8cb71200), see gl__________25#s15 received by PID 24736 (TID 24736) on cpu 25;"
     ) == [PROCESS_FAILED]
+
+
+def test_a_watchdog_line_a_paste_broke_after_its_colon_is_read_with_its_work():
+    """``[rank3] Watchdog caught collective operation timeout:`` then ``WorkNCCL(SeqNum=64214, OpType=ALLGATHER, …``
+    on a line of its own (NeMo-RL on GB200, the search tool's code index 62348282451: the corpus's train split)."""
+    (timeout,) = [e for e in events("nemo-rl_collective_timeout_gb200-grpo-dsv4-offload-refit-hang.log")
+                  if e.kind == WATCHDOG_TIMEOUT]  # fmt: skip
+    assert timeout.details["op"] == "ALLGATHER" and timeout.details["seq"] == 64214
+    assert told_alone("[rank3] Watchdog caught collective operation timeout:") == []  # alone, no work: no timeout
+
+
+def test_elastic_s_agent_failing_to_renew_its_rendezvous_is_a_warning_not_a_store_timeout():
+    """torchelastic's ``The node '…' has failed to send a keep-alive heartbeat to the rendezvous '2092' due to an
+    error of type RendezvousTimeoutError.`` after an MLPerf OpenFold run's ``run_stop`` (mlcommons/hpc_results_v3.0,
+    the corpus's train split); a rendezvous that timed out is still a store's timeout."""
+    assert not [e for e in events("mlperf_healthy_openfold-clemson-rendezvous-warnings.log")
+                if e.kind == WATCHDOG_TIMEOUT]  # fmt: skip
+    raised = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"
+    assert c.stalled_collective(raised) == {"backend": "c10d store", "op": "store wait"}

@@ -139,11 +139,11 @@ TIMEOUT_AT = re.compile(r"Timeout at (?:NCCL work: |collective: \w+, #)(\d+)")
 #: c10d's barrier that names who did not come: ``Rank 1 failed to pass monitoredBarrier in 1800000 ms``, ``Ranks 1, 3
 #: failed to pass monitoredBarrier in 30000 ms``.
 MONITORED_BARRIER = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier in (\d+) ms")
-#: c10d's store waited past its timeout for a peer: ``Timed out after 901 seconds waiting for clients``, ``got error:
-#: Socket Timeout``, ``Wait timeout for key``, 1.x's ``Timed out initializing process group in store based barrier``.
+#: c10d's store waited past its timeout for a peer: ``Timed out after 901 seconds waiting for clients``, ``Socket
+#: Timeout``, ``Wait timeout for key``, ``… in store based barrier`` (not elastic's ``… error of type …``: a warning).
 STORE_TIMEOUT = re.compile(
     r"Timed out after (\d+) seconds waiting for clients|got error: Socket Timeout|Socket Timeout|Wait timeout for key"
-    r"|RendezvousTimeoutError|in store based barrier"
+    r"|(?<!error of type )RendezvousTimeoutError|in store based barrier"
 )
 #: The watchdog's word that a work failed: ``failure detected by watchdog at work sequence id: 730 PG status: …``.
 WORK_SEQ = re.compile(r"at work sequence id: (\d+)")

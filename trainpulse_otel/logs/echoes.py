@@ -1,5 +1,6 @@
 """Lines around a failure that tell nothing new: the echoes NCCL and PyTorch print after a timeout, and the long
-failure lines a terminal's wrap cuts in two (held by the scanner and read again with their next line). Pure data."""
+failure lines a terminal's wrap cuts in two, or a paste breaks after its colon (held by the scanner and read again
+with their next line). Pure."""
 
 from __future__ import annotations
 
@@ -20,3 +21,9 @@ ECHOES = (
 WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN",
            "Execution of replica")  # fmt: skip
 WRAPPED_MIN = 60
+
+
+def cut_short(text: str) -> bool:
+    """Whether a line no form read begins a failure another line may end: long enough for a terminal's wrap, or
+    ending in the colon before its details (``Watchdog caught collective operation timeout:``, then ``WorkNCCL(…``)."""
+    return (len(text) >= WRAPPED_MIN or text.rstrip().endswith(":")) and any(mark in text for mark in WRAPPED)

@@ -30,7 +30,7 @@ from ..samples import (
 )
 from . import checkpoints, cpp, fatal, launcher, runtimes, stores, words
 from . import collectives as c
-from .echoes import ECHOES, WATCHDOG_ECHOES, WRAPPED, WRAPPED_MIN
+from .echoes import ECHOES, WATCHDOG_ECHOES, cut_short
 from .failure import Failure
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank, nccl_host, nccl_process, nccl_rank
@@ -188,7 +188,7 @@ class FailureScanner:
     @property
     def holding(self) -> bool:
         """Whether it holds a line the next line of its file may go on with: one a terminal's wrap cut
-        (:data:`WRAPPED`), or an error nobody read whose C++ trailer may follow (printed without the prefix)."""
+        (:func:`.echoes.cut_short`), or an error nobody read whose C++ trailer may follow (printed without the prefix)."""
         return self._cut is not None or self._error_line is not None
 
     def _one_line(self, text: str, join: bool = True) -> list[Failure] | None:
@@ -203,7 +203,7 @@ class FailureScanner:
         if not _MARKED.said_in(text):  # no handler's words: the common case
             if any(echo in text for echo in ECHOES):
                 return self._echo(text)
-            if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
+            if join and cut_short(text):
                 self._cut = text
                 return []
             return None
@@ -214,7 +214,7 @@ class FailureScanner:
                     return told
         if any(echo in text for echo in ECHOES):
             return self._echo(text)
-        if join and len(text) >= WRAPPED_MIN and any(mark in text for mark in WRAPPED):
+        if join and cut_short(text):
             self._cut = text
             return []
         return None
