@@ -875,3 +875,13 @@ def test_horovod_s_synthetic_benchmark_iterations_are_progress_with_their_throug
     assert line_values("Iter #3: 104.8 img/sec per GPU") == {"global_step": 3, "samples_per_sec": 104.8}
     read = reports("horovod_healthy_tf2-8pod-roce-benchmark.log")
     assert [r.global_step for r in read] == list(range(10)) and read[0].samples_per_sec == 108.0
+
+
+def test_tensorflow_s_step_counter_gives_the_step_s_time_and_the_throughput_without_a_step():
+    # StepCounterHook in Estimator and TPUEstimator logs: every log_step_count_steps, the rate over them
+    assert line_values("global_step/sec: 9.84722") == {"step_time_ms": pytest.approx(1000 / 9.84722)}
+    assert line_values("examples/sec: 315.111") == {"samples_per_sec": 315.111}
+    assert line_values("global_step/sec: 0") is None  # no step made: no step's time
+    read = reports("tf-estimator_healthy_bert-pretraining-step-rate.log")  # rates alone, no step line
+    assert len(read) == 12 and all(r.global_step is None for r in read)
+    assert read[0].step_time_ms == pytest.approx(1000 / 9.84722) and read[1].samples_per_sec == 315.111

@@ -113,7 +113,9 @@ PROGRESS = re.compile(
 #: The split a loss's name begins with (:func:`_twin`).
 TWIN_PREFIX = re.compile(r"^(?:train(?:ing)?|val(?:id(?:ation)?)?|eval(?:uation)?|test|dev)[_/]")
 #: Words a line of training progress holds one of (the cheap test first).
-MAY_HOLD = re.compile(r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|POCH|cost|pisode|eward|ccuracy|_error")
+MAY_HOLD = re.compile(
+    r"oss|OSS|step|Step|STEP|iter|Iter|kl|tick|Speed: |poch|POCH|cost|pisode|eward|ccuracy|_error|xamples/sec"
+)
 
 
 #: A loss beside its running average, the average non-finite (``siammask_loss: 6.079290 (nan)``, MetricLogger's and

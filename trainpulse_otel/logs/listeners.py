@@ -12,6 +12,8 @@
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
 - Horovod's synthetic benchmarks: ``Iter #3: 104.8 img/sec per GPU`` (the iteration, one worker's throughput).
+- TensorFlow's ``StepCounterHook`` (Estimator, TPUEstimator, ``MonitoredTrainingSession``): ``global_step/sec:
+  9.84722`` and ``examples/sec: 315.111``, the step's time and the throughput, naming no step.
 - A loss said at its step: ``Average loss at step  2000 :  4.37`` (TensorFlow's word2vec tutorial), ``Training loss
   at epoch 0 is 0.704``.
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
@@ -78,6 +80,9 @@ LOSS_AT = re.compile(
 #: Horovod's synthetic benchmarks (``tensorflow2_synthetic_benchmark.py``, ``pytorch_synthetic_benchmark.py``, every
 #: install's first test): ``Iter #3: 104.8 img/sec per GPU`` — the iteration and one worker's throughput.
 HOROVOD_BENCHMARK = re.compile(r"\bIter #(\d+): (\d+(?:\.\d+)?) img/sec per (?:GPU|CPU|device)\b")
+#: TensorFlow's ``StepCounterHook``: ``INFO:tensorflow:global_step/sec: 9.84722``, TPUEstimator's ``examples/sec:
+#: 315.111`` after it (every ``log_step_count_steps`` steps: the rate over them, the step not said).
+STEP_RATE = re.compile(r"\b(global_step|examples)/sec: (\d+(?:\.\d*)?(?:e[-+]?\d+)?)\s*$")
 
 
 def listener_values(text: str) -> Payload | None:
@@ -99,6 +104,11 @@ def listener_values(text: str) -> Payload | None:
         return {"global_step": int(gan[2]), "loss": sum(terms)} if terms else None  # (the sum: NaN with any term)
     if "fit progress: (" in text and (flower := FLOWER_ROUND.search(text)) is not None:
         return {"global_step": int(flower[1])}
+    if "/sec: " in text and (rate := STEP_RATE.search(text)) is not None:
+        value = float(rate[2])
+        if rate[1] == "examples":
+            return {"samples_per_sec": value}
+        return {"step_time_ms": 1000.0 / value} if value > 0 else None
     if "img/sec per" in text and (bench := HOROVOD_BENCHMARK.search(text)) is not None:
         return {"global_step": int(bench[1]), "samples_per_sec": float(bench[2])}
     if "oss at " in text and (said := LOSS_AT.search(text)) is not None:
