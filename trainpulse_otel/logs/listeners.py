@@ -11,11 +11,9 @@
   reached (the loss is the centralised evaluation's).
 - Lightning's ``ModelCheckpoint(verbose=True)``: ``Epoch 3, global step 400: 'val_loss' reached 0.157 …``, the
   step reached (the value is the validation's).
-- Horovod's synthetic benchmarks: ``Iter #3: 104.8 img/sec per GPU`` (the iteration, one worker's throughput).
-- TensorFlow's ``StepCounterHook`` (Estimator, TPUEstimator, ``MonitoredTrainingSession``): ``global_step/sec:
-  9.84722`` and ``examples/sec: 315.111``, the step's time and the throughput, naming no step.
-- A loss said at its step: ``Average loss at step  2000 :  4.37`` (TensorFlow's word2vec tutorial), ``Training loss
-  at epoch 0 is 0.704``.
+- Horovod's synthetic benchmarks: ``Iter #3: 104.8 img/sec per GPU``; TensorFlow's ``StepCounterHook`` (Estimators):
+  ``global_step/sec: 9.84722``, ``examples/sec: 315.111`` (the step's time, the throughput; no step named).
+- A loss said at its step: ``Average loss at step  2000 :  4.37``, ``Training loss at epoch 0 is 0.704``.
 - An epoch's own line of its end: JAX's docs' ``Epoch 0 in 28.30 sec`` (the epoch is the step, its time the
   step's), ``EPOCH 1 COMPLETED @ 10:07 PM``.
 - Lines that name nothing (:func:`bare_values`): DeePMD-kit's ``batch    1000 training time 14.99 s``, DARTS's
