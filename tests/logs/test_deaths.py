@@ -762,3 +762,19 @@ def test_elastic_s_agent_failing_to_renew_its_rendezvous_is_a_warning_not_a_stor
                 if e.kind == WATCHDOG_TIMEOUT]  # fmt: skip
     raised = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError"
     assert c.stalled_collective(raised) == {"backend": "c10d store", "op": "store wait"}
+
+
+def test_tensorflow_s_oom_takes_its_gpu_from_the_line_after_it_that_names_one():
+    """TF 1's ``OOM when allocating tensor with shape[…]`` names no device; its op's ``[[Node: … _device=
+    "/job:localhost/replica:0/task:0/gpu:0"`` or the allocator's ``Allocator (GPU_0_bfc)`` after it does (the
+    corpus's train split: a TF-slim run and a Keras ``model.fit``); told before the crash its traceback is."""
+    for name in ("tensorflow_out_of_memory_slim-resource-exhausted-gpu0.log",
+                 "keras_out_of_memory_bfc-allocator-oom-adam-mul-model-fit.log"):  # fmt: skip
+        told = events(name)
+        (oom,) = [e for e in told if e.kind == CUDA_OOM]
+        assert oom.gpu_index == 0 and "OOM when allocating" in oom.message and told[0] is oom
+    scanner = FailureScanner()
+    assert scanner.feed("Resource exhausted: OOM when allocating tensor with shape[123008,500]") == []
+    assert scanner.feed("some other line") is None and scanner.feed("and another") is None
+    (alone,) = scanner.feed("the third line after it") or []  # none named its GPU: told as it was
+    assert alone.kind == CUDA_OOM and alone.gpu_index is None

@@ -35,7 +35,7 @@ from .failure import Failure
 from .gpu_faults import GPU_MARKS, gpu_fault
 from .lines import named_rank, nccl_host, nccl_process, nccl_rank
 from .marks import Words
-from .oom import OOM_MARKS, cuda_oom
+from .oom import OOM_MARKS, UnplacedOom, cuda_oom
 from .sockets import SOCKET_MARKS, socket_failure
 from .tracebacks import Told, TorchrunReport, Tracebacks, collective_exception, exception_details, exception_words
 from .xid import xid_details
@@ -68,6 +68,7 @@ class FailureScanner:
         self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
         self._level: str | None = None  # the glog level of the line being read
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
+        self._unplaced = UnplacedOom()  # TensorFlow's OOM waiting for the line that names its GPU
 
     def feed(self, text: str, level: str | None = None) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
@@ -83,7 +84,7 @@ class FailureScanner:
                 return joined
         previous, self._previous = self._previous, text
         self._quiet += 1
-        out: list[Failure] = []
+        out: list[Failure] = self._unplaced.feed(text)
         claimed = self._reports(text, out)
         pending = self._remote
         # a torchrun table's lines quote a rank's error (its error_file): the rank's own lines told it
@@ -103,7 +104,7 @@ class FailureScanner:
         elif not claimed and not self._seen and not warned and (said := words.error_said(text, level)) is not None:
             self._guess, claimed = (*said, text, words.GUESS_LINES), True
         if out:
-            self._quiet = 0
+            self._quiet, out = 0, self._unplaced.release() + out  # (a held OOM came first)
         return out if claimed or out else None
 
     def _c10(self, previous: str, where: str) -> list[Failure]:
@@ -143,7 +144,8 @@ class FailureScanner:
         """What a stream that ended still holds: a traceback's exception, a torchrun entry, an NCCL error."""
         out = [f for t in self._tracebacks.flush(end=True) + self._report.flush() for f in self._crash(t)]
         guess, self._guess = self._guess, None
-        return out + self._remote_error() + ([] if guess is None else self._words(*guess[:3]))
+        held = self._unplaced.release()
+        return held + out + self._remote_error() + ([] if guess is None else self._words(*guess[:3]))
 
     def _reports(self, text: str, out: list[Failure]) -> bool:
         """The multi-line reports: torchrun's table (while one is open, every line is its), tracebacks."""
@@ -270,7 +272,8 @@ class FailureScanner:
             return None
         details, gpu = found
         key = ("oom", gpu, details.get("requested_bytes"), details.get("free_bytes"))
-        return self._once(key, Failure(CUDA_OOM, details, rank=named_rank(text), gpu_index=gpu))
+        told = self._once(key, Failure(CUDA_OOM, details, rank=named_rank(text), gpu_index=gpu))
+        return self._unplaced.hold(told, text)  # (TensorFlow's names its GPU on a line after it)
 
     def _transport(self, details: dict[str, Any] | None, text: str) -> list[Failure] | None:
         if details is None:

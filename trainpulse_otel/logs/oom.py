@@ -14,14 +14,16 @@
   ``OutOfMemoryError`` and the driver's and runtime's error names. The host's OOM killer (and Ray's node low on
   memory) is no allocation failure of the job's: :mod:`.fatal` tells it.
 
-Pure: :func:`cuda_oom` reads one line.
+Pure: :func:`cuda_oom` reads one line; :class:`UnplacedOom` holds TensorFlow's for the line after it naming its GPU.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
+from .failure import Failure
 from .lines import nccl_device
 
 SIZE = r"(\d+(?:\.\d+)?) (bytes|KiB|MiB|GiB|TiB|PiB)"
@@ -59,6 +61,9 @@ OTHER_GPU = re.compile(
     r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
     r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;|on device ordinal (\d+)"
 )
+#: Lines after TensorFlow's ``OOM when allocating tensor with shape[…]`` that names no device, within which its op's
+#: ``[[Node: … _device="/job:localhost/replica:0/task:0/gpu:0"`` or the allocator's ``Allocator (GPU_0_bfc)`` names it.
+DEVICE_LINES = 3
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.
@@ -115,5 +120,42 @@ def _other(text: str) -> tuple[dict[str, Any], int | None] | None:
     if (origin := nccl_device(text)) is not None:  # NCCL's own allocation: its prefix names the host and device
         details["host"] = origin[0]
         return details, origin[1]
+    return details, other_gpu(text)
+
+
+def other_gpu(text: str) -> int | None:
+    """The GPU a line names in another framework's words (:data:`OTHER_GPU`), or None."""
     gpu = OTHER_GPU.search(text)
-    return details, None if gpu is None else int(next(g for g in gpu.groups() if g is not None))
+    return None if gpu is None else int(next(g for g in gpu.groups() if g is not None))
+
+
+class UnplacedOom:
+    """TensorFlow's OOM line that names no device (``OOM when allocating tensor with shape[…]``), held for the
+    :data:`DEVICE_LINES` lines after it that may name its GPU; told when one does, after them, or when the scanner
+    tells another failure or ends (the OOM came first)."""
+
+    def __init__(self) -> None:
+        self._told: list[Failure] = []
+        self._left = 0
+
+    def hold(self, told: list[Failure], text: str) -> list[Failure]:
+        """``told``, the OOM ``text`` says, now; or ``[]`` while it waits for its GPU."""
+        if not told or "OOM when allocating" not in text or any(f.gpu_index is not None for f in told):
+            return told
+        self._told, self._left = [replace(f, text=text.strip()) for f in told], DEVICE_LINES
+        return []
+
+    def feed(self, text: str) -> list[Failure]:
+        """The held OOM with the GPU this line names, or as it is after its last line; ``[]`` while it waits."""
+        if not self._told:
+            return []
+        gpu, self._left = other_gpu(text), self._left - 1
+        if gpu is None and self._left > 0:
+            return []
+        told, self._told = self._told, []
+        return told if gpu is None else [replace(f, gpu_index=gpu) for f in told]
+
+    def release(self) -> list[Failure]:
+        """The held OOM as it is (``[]`` if none)."""
+        told, self._told = self._told, []
+        return told
