@@ -407,6 +407,18 @@ def test_pytorch_tutorial_epoch_batch_lines_count_their_batches_across_epochs():
     assert told == [(2000, 2.197), (4000, 1.874), (6000, 1.523), (8000, 1.47)]
 
 
+def test_pytorch_s_language_model_examples_count_an_epoch_s_batches_before_their_word():
+    """``| epoch   1 |   200/ 2983 batches | lr 20.0000 | ms/batch 11.77 | loss  9.09 | ppl  8835.03`` (pytorch/examples'
+    word_language_model, the nn.Transformer tutorial): each line a step, the epochs before it counted; an epoch's
+    loss jumping 5.2 -> 7.6 is read (nlpia2's GRU run, the corpus's train split)."""
+    said = line_values("| epoch   2 |   400/ 2983 batches | lr 20.0000 | ms/batch 11.85 | loss  5.65 | ppl   285.23")
+    assert said is not None and said["global_step"] == 2 * 2983 + 400 and said["loss"] == 5.65
+    told = [r for r in reports("pytorch_loss_spike_nlpia2-gru-wikitext2-epoch4.log") if r.loss is not None]
+    steps, losses = [r.global_step for r in told], [r.loss for r in told]
+    assert len(steps) == 70 and steps == sorted(steps) and losses[0] == 9.09  # (not argparse's ``Namespace(…)``)
+    assert [5.26, 5.52, 6.66, 7.55, 7.64] == losses[losses.index(7.64) - 4 : losses.index(7.64) + 1]
+
+
 @pytest.mark.parametrize(
     ("name", "first"),
     [

@@ -31,8 +31,8 @@ from .keys import (
     Payload,
     field_key,
     loss_like,
+    no_iteration,
     put_field,
-    record_start,
     step_key,
     step_ms,
     training_loss,
@@ -71,8 +71,10 @@ STEP_FRACTION = re.compile(
     r"\b(?:iter(?:ation)?s?|steps?|it|batch|updates?)\b\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)", re.IGNORECASE
 )
 #: A batch in its epoch: ``[ 10/500]``, ``[100/1251 (  8%)]`` (MetricLogger, mmcv, timm), DGL-KE's ``[Train](2000/24000)``
-#: (after a bracketed tag: prose's ``(45/50)`` is none); a bar's ``100/1000 [``.
-BATCH_FRACTION = re.compile(r"(?:\[|\]\()\s*(\d+)\s*/\s*(\d+)\s*[\])(]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)")
+#: (after a tag: prose's ``(45/50)`` is none), a bar's ``100/1000 [``, PyTorch's LM examples' ``  200/ 2983 batches``.
+BATCH_FRACTION = re.compile(
+    r"(?:\[|\]\()\s*(\d+)\s*/\s*(\d+)\s*[\])(]|(?:^|[\s|])(\d+)/(\d+) (?:\[|━)|(?:^|[\s|])(\d+)\s*/\s*(\d+) batches\b"
+)
 #: An epoch's header on a line of its own — Keras's ``Epoch 2/20`` (1.x's ``Epoch 2``), TensorFlow.js's ``Epoch 2 / 100``,
 #: nnU-Net's ``epoch:  6``, a loop's own in its language (``Эпоха 1/30``, ``Época 3``) or in a banner (``=====
 #: Epoch 3 =====``, trl's PPO example's ``------ STEP 0 ------``), a script training several models naming the one
@@ -143,8 +145,8 @@ def line_values(text: str, epoch: int | None = None, stepless: bool = True) -> P
     report even without a step, and even on an evaluation line: the model's numbers are gone."""
     if not _may_hold(text):
         return round_values(text) or bare_values(text)  # (a boosting round's line names neither, nor makemore's)
-    if record_start(text):
-        return None  # a best loss leaving its ``inf``: the record's news, not an iteration's
+    if no_iteration(text):
+        return None  # a best loss leaving its ``inf`` (the record's news), the settings echoed
     if (said := listener_values(text)) is not None:
         return said
     if "] Iteration:" in text and (said := round_values(text)) is not None:
@@ -294,7 +296,7 @@ def _step(text: str, pairs: list[tuple[str, str, str]], header: int | None = Non
     epoch_match = EPOCH.search(text)
     epoch = int(epoch_match[1]) if epoch_match else header
     if (match := BATCH_FRACTION.search(text)) is not None:
-        done, total = (int(match[1]), int(match[2])) if match[1] else (int(match[3]), int(match[4]))
+        done, total = next((int(match[i]), int(match[i + 1])) for i in (1, 3, 5) if match[i] is not None)
         if done <= total:
             return done + (epoch * total if epoch is not None else 0)
     return epoch

@@ -170,9 +170,19 @@ MAX_STEP_MS = 3_600_000.0
 RECORD_START = re.compile(r"\b(?:inf|nan)\b\)?\s*(?:-+>|=+>|→|to)\s*\(?[-+]?\d", re.IGNORECASE)
 
 
+#: A program's settings echoed as it starts: argparse's ``Namespace(lr=20, annealing_loss_improvement_pct=1.0, …)``.
+SETTINGS_ECHO = re.compile(r"^\s*Namespace\(\w+=")
+
+
 def record_start(text: str) -> bool:
     """Whether a line tells a record leaving its sentinel (:data:`RECORD_START`): its ``inf`` is no loss of the run."""
     return (">" in text or "→" in text or " to " in text) and RECORD_START.search(text) is not None
+
+
+def no_iteration(text: str) -> bool:
+    """Whether a line's numbers, however like an iteration's, are none: a record leaving its sentinel, or the
+    settings echoed (:data:`SETTINGS_ECHO`: a ``loss_weight=1.0`` there is no loss, an ``lr`` no learning rate)."""
+    return record_start(text) or ("Namespace(" in text and SETTINGS_ECHO.match(text) is not None)
 
 
 def field_key(key: str) -> str:
