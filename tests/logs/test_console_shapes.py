@@ -1,6 +1,7 @@
 """A launcher's label before every line changes no excerpt's diagnosis: a fifth of the corpus's ``train`` split
-replayed bare and behind srun's task label, a Ray actor's prefix, pdsh's host, Docker Compose's service and CRLF
-line ends (:mod:`trainpulse_otel.evaluation.shapes`; ``scripts/log-shapes`` runs every shape on every excerpt)."""
+replayed bare and behind srun's task label, a Ray actor's prefix, pdsh's host, Docker Compose's service,
+kubectl's pod, in a terminal's colours and with CRLF line ends (:mod:`trainpulse_otel.evaluation.shapes`;
+``scripts/log-shapes`` runs every shape on every excerpt)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The log reader's diagnosis of a corpus's excerpts, bare and in the shapes consoles give them.
 
 A user's log reaches TrainPulse in the shape its launcher, collector or terminal gave it: every line behind srun's
-task label or a Ray actor's prefix, a collector's stamp, a journald prefix, cut where a terminal wrapped it. A
+task label, a Ray actor's or kubectl's prefix, a collector's stamp, a journald prefix, coloured, cut where a terminal
+wrapped it. A
 shape is a function of an excerpt's lines (:data:`SHAPES`); :func:`shape_changes` replays each excerpt bare and in
 each shape (as ``trainpulse eval -logs`` replays it) and lists the excerpts whose given class the shape changed.
 A label says where a line came from, never what happened: a change there is the reader's fault. A shape that
@@ -36,6 +37,8 @@ SHAPES: Mapping[str, Shape] = {
     "Ray actor": _each(lambda n, text: f"(RayTrainWorker pid=4321, ip=10.0.0.5) {text}"),
     "pdsh": _each(lambda n, text: f"worker-5: {text}"),
     "Docker Compose": _each(lambda n, text: f"trainer-1  | {text}"),
+    "kubectl logs --prefix": _each(lambda n, text: f"[pod/trainer-worker-0/pytorch] {text}"),
+    "ANSI colour": _each(lambda n, text: f"\x1b[32m{text}\x1b[0m"),
     "CRLF": _each(lambda n, text: f"{text}\r"),
     "kubectl logs --timestamps": _each(lambda n, text: f"2024-05-01T10:00:00.{n:09d}Z {text}"),
     "journald": _each(lambda n, text: f"Dec  7 05:33:48 gpu-node-3 python[1234]: {text}"),
@@ -44,7 +47,8 @@ SHAPES: Mapping[str, Shape] = {
     "indented code block": _each(lambda n, text: f"    {text}"),
 }
 #: The shapes that only label a line (its words and times are the log's own).
-LABELS = ("srun --label", "Ray actor", "pdsh", "Docker Compose", "CRLF", "Markdown quote")
+LABELS = ("srun --label", "Ray actor", "pdsh", "Docker Compose", "kubectl logs --prefix", "ANSI colour", "CRLF")
+LABELS += ("Markdown quote",)
 
 
 @dataclass(frozen=True)

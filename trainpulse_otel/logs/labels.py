@@ -11,6 +11,7 @@
 - Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
 - ESPnet's distributed logger's host, rank and world size (``[node7:0/6] 2023-03-27 16:10:37,131 (trainer:663) …``):
   the rank as srun's task is, the host as pdsh's is.
+- ``kubectl logs --prefix``'s pod and container (``[pod/trainer-worker-0/pytorch] ``): the pod, a host as pdsh's is.
 
 A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) and R's reprex and knitr output mark
 (``#> ``) are cut first, as a label is.
@@ -36,7 +37,8 @@ LABEL = re.compile(
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
     r"|(?P<pdsh>[A-Za-z][\w.]*(?:-[A-Za-z][\w.]*)*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
     r"|[A-Za-z][\w.-]*[-_]\d+ +\| "
-    r"|\[(?P<espnet>[A-Za-z][\w.-]*):(?P<rank>\d+)/\d+\] )"
+    r"|\[(?P<espnet>[A-Za-z][\w.-]*):(?P<rank>\d+)/\d+\] "
+    r"|\[pod/(?P<pod>[\w.-]+)/[\w.-]+\] )"
 )
 #: Ray's deduplication, at a line's end: ``… [repeated 7x across cluster]``.
 REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
@@ -59,7 +61,7 @@ def _split(text: str) -> tuple[int | None, str | None, str]:
         text = text[3:]
     if (match := LABEL.match(text)) is not None:
         task = None if (said := match["task"] or match["rank"]) is None else int(said)
-        host = match["ip"] or match["ip2"] or match["ip3"] or match["pdsh"] or match["espnet"]
+        host = match["ip"] or match["ip2"] or match["ip3"] or match["pdsh"] or match["espnet"] or match["pod"]
         text = text[match.end() :]
     if text.endswith("cluster]") and (repeated := REPEATED.search(text)) is not None:
         text = text[: repeated.start()]

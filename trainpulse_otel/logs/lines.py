@@ -94,14 +94,19 @@ BARE_RAY_COLOUR = re.compile(r"^\[\d{1,2}m(\([^)]{1,120}\))\[0m")
 
 
 def without_escapes(line: LogLine) -> LogLine:
-    """``line`` without a terminal's control sequences (:data:`ESCAPES`, :data:`BARE_RAY_COLOUR`): a coloured
+    """``line`` without a terminal's control sequences (:func:`plain`)."""
+    text = plain(line.text)
+    return line if text is line.text else replace(line, text=text)
+
+
+def plain(text: str) -> str:
+    """``text`` without a terminal's control sequences (:data:`ESCAPES`, :data:`BARE_RAY_COLOUR`): a coloured
     logger's or a progress bar's, which would hide a stamp at the line's start or split a key from its value."""
-    text = line.text
     if text[:1] == "[" and (bare := BARE_RAY_COLOUR.match(text)) is not None:
         text = bare[1] + text[bare.end() :]
     elif "\x1b" not in text and "ESC[" not in text and "^[[" not in text:  # ESCAPE_MARKS, without a loop per line
-        return line
-    return replace(line, text=ESCAPES.sub("", text))
+        return text
+    return ESCAPES.sub("", text)
 
 
 def split_prefixes(text: str) -> tuple[int | None, float | None, str]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .labels import split_label
-from .lines import split_prefixes
+from .lines import plain, split_prefixes
 
 #: A report's time advances by its step time times the steps it stands for, at most this much (s): a bogus
 #: step time cannot throw a log without time stamps hours ahead.
@@ -25,7 +25,7 @@ UNTIMED_REPORT_S = 1.0
 def first_stamp(lines: Iterable[str]) -> float | None:
     """The time of the first line of ``lines`` that carries its own stamp, or None."""
     for text in lines:
-        when = split_prefixes(split_label(text)[1])[1]
+        when = split_prefixes(split_label(plain(text))[1])[1]
         if when is not None:
             return when
     return None
