@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.logs.excerpts import line_of, read_excerpt, told_alone
+from tests.logs.excerpts import TRAIN, line_of, read_excerpt, told_alone
 from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults, stores
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
@@ -778,3 +778,15 @@ def test_tensorflow_s_oom_takes_its_gpu_from_the_line_after_it_that_names_one():
     assert scanner.feed("some other line") is None and scanner.feed("and another") is None
     (alone,) = scanner.feed("the third line after it") or []  # none named its GPU: told as it was
     assert alone.kind == CUDA_OOM and alone.gpu_index is None
+
+
+def test_the_heartbeat_monitor_s_line_a_terminal_wrapped_inside_its_words_is_read_whole():
+    """``… ProcessGroupNCCL's wa`` / ``tchdog got stuck for 480 seconds …`` (the corpus's train split's GRPO heartbeat
+    excerpt wrapped at 120 columns): the line is held and read with its end."""
+    text = (TRAIN / "simpler1_collective_timeout_grpo-eval-then-heartbeat-480s.log").read_text(encoding="utf-8")
+    wrapped = [line[i : i + 120] for line in text.splitlines() for i in range(0, len(line) or 1, 120)]
+    assert any(line.endswith("ProcessGroupNCCL's wa") for line in wrapped)
+    reader = LogReader()
+    told = [e for n, line in enumerate(wrapped, 1) for e in reader.feed(LogLine(line, "excerpt.log", n))]
+    (stuck,) = [e for e in told + reader.flush() if isinstance(e, LogEvent) and e.kind == WATCHDOG_TIMEOUT]
+    assert stuck.details["timeout_ms"] == 480_000 and stuck.details["monitor"] == "heartbeat"

@@ -30,6 +30,8 @@ from trainpulse_otel.samples import PROGRESS_GAP, LogEvent, TrainingSample
         ("(WorkerDict pid=9) step:3 - loss:1.0 [repeated 7x across cluster]", None, "step:3 - loss:1.0"),
         ("worker-5: [2024-01-01 10:00:00,000] [INFO] x", None, "[2024-01-01 10:00:00,000] [INFO] x"),
         ("10.0.0.5: Killed", None, "Killed"),
+        ("trainer-1  | loss: 2.0", None, "loss: 2.0"),  # Docker Compose's service
+        ("[pod/trainer-worker-0/pytorch] Killed", None, "Killed"),  # kubectl logs --prefix
         ("> Killed", None, "Killed"),  # a log quoted in a reply
         ("> > 0: iteration 5", 0, "iteration 5"),
         (">", None, ""),
@@ -50,6 +52,7 @@ def test_a_launcher_s_label_is_cut_and_srun_s_task_kept(text, task, rest):
         "Epoch 1: loss 0.3",
         "frame #0: c10::Error",
         "10:17:00 x",
+        "E-01 | loss scale: 1.0 | grad norm: 0.214 |",  # a Megatron line a terminal wrapped inside a number
     ],
 )
 def test_a_line_s_own_words_are_no_label(text):

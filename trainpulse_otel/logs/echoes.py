@@ -19,7 +19,7 @@ ECHOES = (
 #: A terminal wraps a long line where its width ends, in mid-word: a line this long that begins a failure no form
 #: reads whole is held and read again with its file's next line (its continuation carries no prefix of its own).
 WRAPPED = ("Watchdog caught", "WorkNCCL(", "Got completion from peer", "out of memory", "CUDA error", "cudaMalloc", "NCCL WARN",
-           "Execution of replica")  # fmt: skip
+           "Execution of replica", "ProcessGroupNCCL's")  # fmt: skip
 WRAPPED_MIN = 60
 
 

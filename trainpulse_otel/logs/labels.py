@@ -8,7 +8,7 @@
   and the ``[repeated 7x across cluster]`` its log deduplication appends.
 - pdsh's host (DeepSpeed's and ColossalAI's multi-node runners): ``worker-5: ``, ``rdma-gpu-worker-1: ``, ``10.0.0.5: ``; a host name
   without a hyphen before its number (``node001``) is not told from a key (``step10:``), so it stays.
-- Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``).
+- Docker Compose's service (``trainer-1  | ``, ``trainer_1  | ``; not a wrapped number's exponent, ``E-01 | ``).
 - ESPnet's distributed logger's host, rank and world size (``[node7:0/6] 2023-03-27 16:10:37,131 (trainer:663) …``):
   the rank as srun's task is, the host as pdsh's is.
 - ``kubectl logs --prefix``'s pod and container (``[pod/trainer-worker-0/pytorch] ``): the pod, a host as pdsh's is.
@@ -36,7 +36,7 @@ LABEL = re.compile(
     r"|\((?:[\w.:-]+(?:, | ))?(?:pid=\d+(?:, ip=(?P<ip>[\d.]+))?|ip=(?P<ip2>[\d.]+))\) "
     r"|\(raylet(?:, ip=(?P<ip3>[\d.]+))?\) "
     r"|(?P<pdsh>[A-Za-z][\w.]*(?:-[A-Za-z][\w.]*)*-\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): "
-    r"|[A-Za-z][\w.-]*[-_]\d+ +\| "
+    r"|[A-Za-z][\w.-]+[-_]\d+ +\| "
     r"|\[(?P<espnet>[A-Za-z][\w.-]*):(?P<rank>\d+)/\d+\] "
     r"|\[pod/(?P<pod>[\w.-]+)/[\w.-]+\] )"
 )
