@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from tests.logs.excerpts import TRAIN, read_excerpt, reports
+from tests.logs.excerpts import TRAIN, line_of, read_excerpt, reports
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.bars import progress_report
 from trainpulse_otel.logs.boosting import round_values
@@ -128,6 +128,11 @@ def test_words_that_name_a_loss_or_a_gradient_non_finite_are_read():
     assert math.isnan(statement(line)["loss"])
     assert math.isnan(statement("Inf or NaN in the gradients of layer 3")["grad_norm"])
     assert statement("nan loss count: 0, inf loss check: on") is None
+    # a trainer's own NaN guard, said in its words: fairchem's ``Found nans while computing loss`` (the corpus's train
+    # split); ``NaN loss detected`` is its alarm, ``nan loss detection`` a setting
+    line = line_of("fairchem_nonfinite_loss_uma-finetune-nans.log", "Found nans")
+    assert math.isnan(statement(line)["loss"]) and math.isnan(statement("NaN loss detected at step 100")["loss"])
+    assert statement("nan loss detection: on") is None
 
 
 def test_keys_are_one_key_however_their_words_are_joined():

@@ -38,14 +38,14 @@ NOT_FINITE = re.compile(
 )
 #: icefall's scaler check: ``Grad scale is small: 1.2924697071141057e-26``, ``grad_scale is too small, exiting: …``.
 GRAD_SCALE = re.compile(r"[Gg]rad[ _]scale is (?:too )?small(?:, exiting)?:\s*(?P<scale>\d+\.?\d*(?:[eE][-+]?\d+)?)")
-#: ``found NaN in local grad norm``, ``found inf in gradients``.
-FOUND = re.compile(r"\bfound (?:nan|inf)\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
+#: ``found NaN in local grad norm``, ``found inf in gradients``, fairchem's ``Found nans while computing loss``.
+FOUND = re.compile(r"\bfound (?:nan|inf)s?\b[^.]{0,30}?\b(?P<what>grad(?:ient)?s?(?: norm)?|loss)", re.IGNORECASE)
 #: The value named before the numbers: ``Got NaN losses``, ``NaN loss detected``, ``Inf or NaN in loss``, ``nan values
 #: in gradients``, ``non-finite loss``, TensorFlow's ``Found Inf or NaN global norm`` (not a count or a check of them:
-#: ``nan loss count: 0``).
+#: ``nan loss count: 0``, ``nan loss detection: on``).
 VALUE_FIRST = re.compile(
     r"\b(?P<value>nan|inf(?:inite)?|non-finite)(?: (?:and/)?or (?:nan|inf(?:inite)?))?(?: values?)?(?: (?:in|of|for))?"
-    r"(?: the)? [`'\"]?(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?|global norm)\b(?![ _]*(?:count|check|scale|detect|guard|skip))",
+    r"(?: the)? [`'\"]?(?P<what>loss(?:es)?|grad(?:ient)?s?(?: norm)?|global norm)\b(?![ _]*(?:count|check|scale|detect(?!ed)|guard|skip))",
     re.IGNORECASE,
 )
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
