@@ -20,6 +20,8 @@ from .stamps import MONTHS, STAMP_FIRST, dated_stamp, month_day_clock, utc_time
 #: launcher's label before it is cut with it: pdsh's host (DeepSpeed's multi-node runner, ``worker-5: [rank22]:``),
 #: a Ray actor's (``(WorkerDict pid=231421) [rank1]:``, ``(WorkerDict pid=1230, ip=10.0.0.7) [rank15]:``), ``grep -n``'s
 #: line number (``1077:[default0]:``). A host label has a digit (``RuntimeError:`` is none).
+#: Open MPI's ``--timestamp-output`` glued to its ``--tag-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:``.
+MPI_STAMP = re.compile(r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}(?=\[\d+,)")
 #: Open MPI's ``--tag-output`` (mpirun, Horovod, SageMaker): ``[1,3]<stderr>:``, ``[1,mpirank:3,algo-1]<stdout>:``.
 RANK_PREFIX = re.compile(
     r"^\s*(?:[\w.-]*\d[\w.-]*:\s*|\(\w+ pid=\d+[^)]*\)\s+)?\[(?:rank|default)(\d+)\]:\s?"
@@ -130,7 +132,9 @@ def split_prefixes(text: str) -> tuple[int | None, float | None, str]:
                 text = text[tag.end() :] if (tag := CRI_TAG.match(text)) else text[1:]
         elif when is None and text[:1] in STAMP_FIRST and (dated := dated_stamp(text)) is not None:  # kept whole
             when = dated
-            break
+            if not maybe_rank or (glued := MPI_STAMP.match(text)) is None:
+                break
+            text = text[glued.end() :]  # mpirun's --timestamp-output before its --tag-output: both cut
         else:
             break
     return rank, when, text
