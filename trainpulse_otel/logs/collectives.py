@@ -22,7 +22,7 @@ WORK_FIELDS = {"SeqNum": "seq", "Timeout(ms)": "timeout_ms", "NumelIn": "numel_i
 #: The ``[Rank 3]`` of the watchdog's own message: the rank in the process group — of the first group whose work
 #: logged in the process, since PyTorch 2.2 keeps WorkNCCL's prefix in a function-local static; the ``[PG … Rank r]``
 #: prefix, where a line has one, is the group's own.
-WORK_RANK = re.compile(r"\[Rank (\d+)\]\s*(?:Watchdog caught|Work WorkNCCL)")
+WORK_RANK = re.compile(r"\[Rank (\d+)\]\s*(?:Watchdog caught|Caught collective|Work WorkNCCL)")
 #: A process group's log prefix, in each PyTorch's form: ``[PG 1 Rank 0]`` (2.3), ``[PG 0 (default_pg) Rank 7]``
 #: (2.4), ``[PG ID 0 PG GUID 0(default_pg) Rank 1]``, ``[PG ID 2 PG GUID 9 Rank 4]`` (2.5 on).
 PG_PREFIX = re.compile(

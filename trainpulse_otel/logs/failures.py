@@ -175,8 +175,8 @@ class FailureScanner:
         details = told.details if died_of is None else {**told.details, "collective": True}
         crash = Failure(PROCESS_FAILED, details, rank=told.rank, text=told.text)
         said = {"error": exception_words(details)[:200], "from_exception": True}
-        if died_of == "timeout" and not self._timed_out:
-            return [*self._timeout(said, ("exception", told.rank)), crash]
+        if died_of == "timeout" and not self._timed_out:  # (its words may be the watchdog's own: its work and rank)
+            return [*self._timeout({**(c.watchdog(said["error"]) or {}), **said}, ("exception", told.rank)), crash]
         if died_of == "link" and not self._told_transport():
             return [*self._once(("exception", told.rank), Failure(TRANSPORT_ERROR, said, rank=told.rank)), crash]
         if died_of is None and (oom := cuda_oom(said["error"])) is not None and self._oom_untold(told):
