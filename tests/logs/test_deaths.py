@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.logs.excerpts import TRAIN, line_of, read_excerpt, told_alone
-from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults, stores
+from trainpulse_otel.logs import LogLine, LogReader, fatal, gpu_faults, split_prefixes, stores
 from trainpulse_otel.logs import collectives as c
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.samples import (
@@ -517,7 +517,8 @@ def test_words_a_runtime_gives_its_failure_in_where_no_finer_form_reads_it():
         "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes).",
         "numba.cuda.cudadrv.driver.CudaAPIError: [2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY",
     ):
-        (oom,) = FailureScanner().feed(line)
+        scanner = FailureScanner()  # (Ascend's waits for its error block's device: told at the stream's end)
+        (oom,) = (scanner.feed(line) or []) + scanner.flush()
         assert oom.kind == CUDA_OOM, line
     assert (
         FailureScanner().feed("Out of memory: Killed process 4242 (python) total-vm:1024kB")[0].kind == PROCESS_FAILED
@@ -589,7 +590,8 @@ def test_round_twelve_wordings_grpc_tpu_ascend_marian_and_a_table_s_oom():
         "rtMalloc execute failed, reason=[driver error:out of memory][FUNC:FuncErrorReason]",
         "[2018-11-24 01:54:21] Error: out of memory - /home/u/marian-dev/src/tensors/gpu/device.cu:30",
     ):
-        (oom,) = FailureScanner().feed(line)
+        scanner = FailureScanner()  # (Ascend's waits for its error block's device: told at the stream's end)
+        (oom,) = (scanner.feed(line) or []) + scanner.flush()
         assert oom.kind == CUDA_OOM, line
     scanner = FailureScanner()
     table = [
@@ -790,3 +792,41 @@ def test_the_heartbeat_monitor_s_line_a_terminal_wrapped_inside_its_words_is_rea
     told = [e for n, line in enumerate(wrapped, 1) for e in reader.feed(LogLine(line, "excerpt.log", n))]
     (stuck,) = [e for e in told + reader.flush() if isinstance(e, LogEvent) and e.kind == WATCHDOG_TIMEOUT]
     assert stuck.details["timeout_ms"] == 480_000 and stuck.details["monitor"] == "heartbeat"
+
+
+def test_a_driver_call_failing_with_a_fatal_code_is_a_crash():
+    """PhysX (Omniverse Isaac Gym) ``SynchronizeStreams cuEventRecord failed with error 700``: CUDA's illegal address
+    by its number (the corpus's train split); a call failing with another code says nothing of a crash."""
+    told = events("omniisaacgymenvs_rank_crashed_physx-error-700.log")
+    assert told and told[0].kind == PROCESS_FAILED and "cuEventRecord failed with error 700" in told[0].details["error"]
+    assert told_alone("PhysX error: SynchronizeStreams cuEventRecord failed with error 700") == [PROCESS_FAILED]
+    assert told_alone("cuInit failed with error 100") == []  # no device: no crash of a running job
+
+
+def test_mpirun_s_timestamp_glued_to_its_tag_is_cut_and_the_host_named():
+    """``mpirun --timestamp-output --tag-output``: ``Fri Aug 11 12:31:45 2023[1,0]<stdout>:tomte401:1850301:1881341 [0]
+    … NCCL WARN Cuda failure 'invalid argument'`` (the corpus's train split): the stamp and the tag are cut, so NCCL's
+    prefix names the host and the tag the rank."""
+    rank, when, rest = split_prefixes(line_of("megatron_rank-crashed_nccl-cuda-invalid-argument-tomte401.log", "[1,3]"))
+    assert rank == 3 and when is not None and rest.startswith("tomte401:1850304:1881110 [3] ")
+    crashes = [e for e in events("megatron_rank-crashed_nccl-cuda-invalid-argument-tomte401.log")
+               if e.kind == PROCESS_FAILED]  # fmt: skip
+    assert {(e.rank, e.details["host"]) for e in crashes} == {(0, "tomte401"), (3, "tomte401")}
+
+
+def test_a_timeout_a_traceback_raises_keeps_the_rank_and_work_its_words_name():
+    """PyTorch 1.x's ``RuntimeError: [Rank 1] Caught collective operation timeout: WorkNCCL(SeqNum=1,
+    OpType=BROADCAST, …)`` ending a traceback (ultralytics/ultralytics#3688, the corpus's train split)."""
+    told = events("ultralytics_collective_timeout_ddp-setup-broadcast.log")
+    (timeout,) = [e for e in told if e.kind == WATCHDOG_TIMEOUT]
+    assert timeout.details["pg_rank"] == 1 and timeout.details["op"] == "BROADCAST" and timeout.details["seq"] == 1
+
+
+def test_ascend_s_oom_takes_its_device_from_its_error_block():
+    """``EL0004: Failed to allocate memory.`` / ``rtMalloc execute failed, reason=[driver error:out of memory]``,
+    then the block's ``device(chipId:7, …`` or ``device_id:0`` (the corpus's train split: LLaMA-Factory and Baichuan 2
+    on NPUs)."""
+    for name, gpu in (("llamafactory_out_of_memory_npu-ds3-offload-el0004.log", 7),
+                      ("deepspeed_out_of_memory_ascend-baichuan2-zero3-el0004-rtmalloc-driver-oom.log", 0)):  # fmt: skip
+        (oom,) = [e for e in events(name) if e.kind == CUDA_OOM]
+        assert oom.gpu_index == gpu, name

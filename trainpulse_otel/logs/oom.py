@@ -14,7 +14,7 @@
   ``OutOfMemoryError`` and the driver's and runtime's error names. The host's OOM killer (and Ray's node low on
   memory) is no allocation failure of the job's: :mod:`.fatal` tells it.
 
-Pure: :func:`cuda_oom` reads one line; :class:`UnplacedOom` holds TensorFlow's for the line after it naming its GPU.
+Pure: :func:`cuda_oom` reads one line; :class:`UnplacedOom` holds one for a line after it naming its GPU.
 """
 
 from __future__ import annotations
@@ -59,11 +59,13 @@ OOM_MARKS = ("out of memory", "Out of memory", "OOM when allocating", "ResourceE
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
     r"GPU #(\d+)|device:GPU:(\d+)|GPU_(\d+)_bfc|cuda:(\d+)|/gpu:(\d+)|GPU (\d+) has a total capac|on GPU (\d+)\b"
-    r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;|on device ordinal (\d+)"
+    r"|\((?:NPU|XPU|GPU) (\d+);|\bGPU=(\d+) ;|on device ordinal (\d+)|\bdevice_id[=:](\d+)|\bchipId:(\d+)"
 )
-#: Lines after TensorFlow's ``OOM when allocating tensor with shape[…]`` that names no device, within which its op's
-#: ``[[Node: … _device="/job:localhost/replica:0/task:0/gpu:0"`` or the allocator's ``Allocator (GPU_0_bfc)`` names it.
-DEVICE_LINES = 3
+#: OOM lines that name no device, and the lines after them within which one does: TensorFlow's ``OOM when allocating
+#: tensor with shape[…]`` (its op's ``[[Node: … _device="/job:localhost/replica:0/task:0/gpu:0"``, the allocator's
+#: ``Allocator (GPU_0_bfc)``); Ascend's ``EL0004: Failed to allocate memory.``, ``rtMalloc … out of memory`` (its
+#: error block's ``device(chipId:7``, ``device_id=7``).
+UNPLACED = (("OOM when allocating", 3), ("EL0004", 8), ("rtMalloc", 8))
 #: The GPU of a PyTorch message cut short after it: ``Tried to allocate 86.00 MiB (GPU 0;``.
 CUT_GPU = re.compile(r"\(GPU (\d+);")
 #: Lines about the host's memory, not the accelerator's.
@@ -130,9 +132,8 @@ def other_gpu(text: str) -> int | None:
 
 
 class UnplacedOom:
-    """TensorFlow's OOM line that names no device (``OOM when allocating tensor with shape[…]``), held for the
-    :data:`DEVICE_LINES` lines after it that may name its GPU; told when one does, after them, or when the scanner
-    tells another failure or ends (the OOM came first)."""
+    """An OOM line that names no device (:data:`UNPLACED`), held for the lines after it that may name its GPU; told
+    when one does, after them, or when the scanner tells another failure or ends (the OOM came first)."""
 
     def __init__(self) -> None:
         self._told: list[Failure] = []
@@ -140,9 +141,10 @@ class UnplacedOom:
 
     def hold(self, told: list[Failure], text: str) -> list[Failure]:
         """``told``, the OOM ``text`` says, now; or ``[]`` while it waits for its GPU."""
-        if not told or "OOM when allocating" not in text or any(f.gpu_index is not None for f in told):
+        lines = next((n for words, n in UNPLACED if words in text), 0)
+        if not told or not lines or any(f.gpu_index is not None for f in told):
             return told
-        self._told, self._left = [replace(f, text=text.strip()) for f in told], DEVICE_LINES
+        self._told, self._left = [replace(f, text=text.strip()) for f in told], lines
         return []
 
     def feed(self, text: str) -> list[Failure]:
