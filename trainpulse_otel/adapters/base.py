@@ -167,9 +167,10 @@ class Fields:
         self.notes.append(text)
 
     def apply(self, rules: Iterable[Rule]) -> None:
-        """Apply a rule table in priority order: the first present key wins a field."""
+        """Apply a rule table in priority order: the first present key wins a field (a table's rules for the keys
+        present only, where the table is a tuple: :func:`_present`)."""
         data, used, out = self.data, self.used, self.out
-        for rule in rules:
+        for rule in _present(rules, data) if isinstance(rules, tuple) else rules:
             if data.get(rule.key) is None or rule.key in used or rule.field in out:  # (``has`` and ``wants``, inline)
                 continue
             if rule.scale is None:
@@ -184,6 +185,28 @@ class Fields:
             self.out.setdefault("framework", framework)
         ignored = tuple(k for k in self.data if k not in self.used)
         return Translation(dict(self.out), dict(self.mapped), ignored, tuple(self.notes))
+
+
+#: Each rule table (a tuple, by its id) with its rules by key and their order: a payload holds a dozen of a table's
+#: sixty keys.
+_TABLES: dict[int, tuple[tuple[Rule, ...], dict[str, tuple[tuple[int, Rule], ...]]]] = {}
+MAX_TABLES = 64
+
+
+def _present(rules: tuple[Rule, ...], data: Mapping[str, Any]) -> list[Rule]:
+    """The rules of ``rules`` whose key ``data`` holds, in the table's order."""
+    table = _TABLES.get(id(rules))
+    if table is None or table[0] is not rules:
+        if len(_TABLES) >= MAX_TABLES:  # (tables are module constants: a caller building one per call is not held)
+            _TABLES.clear()
+        by_key: dict[str, list[tuple[int, Rule]]] = {}
+        for order, rule in enumerate(rules):
+            by_key.setdefault(rule.key, []).append((order, rule))
+        table = _TABLES[id(rules)] = (rules, {key: tuple(each) for key, each in by_key.items()})
+    index = table[1]
+    found = [each for key in data if key in index for each in index[key]]
+    found.sort(key=lambda each: each[0])
+    return [rule for _, rule in found]
 
 
 def unwrap(payload: Mapping[str, Any]) -> dict[str, Any]:
