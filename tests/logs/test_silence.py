@@ -88,6 +88,20 @@ def test_an_evaluation_s_counter_moving_is_no_silence_and_one_standing_still_is(
     assert told is not None and told["since"] == 805.0 and told["gap_s"] == 695.0
 
 
+def test_a_silence_a_collective_s_watchdog_ends_is_that_timeout_not_a_stall(tmp_path):
+    # InternNav (round 37): the last loss at 18:02, ten minutes of stamped "training processes running" lines, then
+    # rank 4's watchdog: ALLREDUCE timed out after 600000 ms — the hang was the collective's
+    raised = signals("huggingface_collective_timeout_internnav-allreduce-10min.log", tmp_path)
+    assert "collective_timeout" in raised and "training_stalled" not in raised
+    clock = ProgressClock()
+    clock.progress(0.0, 1)
+    clock.progress(5.0, 2)
+    clock.line(600.0, "There are 6 training processes running")
+    clock.caught(1200.0)
+    clock.line(1300.0, "a stamped line of the job's end")
+    assert clock.flush() is None
+
+
 def _replayed(lines: list[str], tmp_path: Path) -> dict[str, dict]:
     path = tmp_path / "console.log"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -106,6 +106,11 @@ class ProgressClock:
         if self._phase is not None:
             self._pending["phase"] = self._phase
 
+    def caught(self, own_ts: float) -> None:
+        """A watchdog's timeout ended the silence (at ``own_ts``): the hang was the collective's, told as that
+        timeout, not a stall; the lines after it are the job's end."""
+        self._pending, self._ended = None, own_ts
+
     def _count(self, own_ts: float, text: str) -> None:
         """Another pass's counter: where it moved (same total, higher count), the job was not silent."""
         if (counted := COUNTER.search(text)) is None:

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from ..samples import NEW_ATTEMPT, PROGRESS_GAP, LogEvent, SampleError, TrainingSample, parse_training
+from ..samples import NEW_ATTEMPT, PROGRESS_GAP, WATCHDOG_TIMEOUT, LogEvent, SampleError, TrainingSample, parse_training
 from .bars import BarClock, glued_bar, progress_report
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
@@ -56,26 +56,8 @@ class IterationParser(Protocol):
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
-    __slots__ = (
-        "advanced",
-        "bars",
-        "batches",
-        "clock",
-        "epoch",
-        "failures",
-        "fed",
-        "last",
-        "last_stamped",
-        "last_step",
-        "parser",
-        "quiet",
-        "rank",
-        "said",
-        "stamped",
-        "table",
-        "timed",
-        "ts",
-    )
+    __slots__ = ("advanced", "bars", "batches", "clock", "epoch", "failures", "fed", "last", "last_stamped",
+                 "last_step", "parser", "quiet", "rank", "said", "stamped", "table", "timed", "ts")  # fmt: skip
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
         self.parser, self.failures, self.rank, self.ts = parser, FailureScanner(), rank, ts
@@ -149,6 +131,9 @@ class LogReader:
         stream.last, stream.fed = line, True
         failures = stream.failures.feed(text, level)
         out: list[TrainingSample | LogEvent] = [self._event(f, line, rank, stream.ts) for f in failures or ()]
+        if failures and any(f.kind == WATCHDOG_TIMEOUT for f in failures):  # the file's silence was this collective's
+            for other in (each for key, each in self._streams.items() if key[:2] == file):
+                other.clock.caught(stream.ts)
         payloads = self._iterations(stream, text)
         if payloads is None and failures is None:
             self.stats.unknown += 1
