@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.diagnose.builders import T0, Harness, job
+from tests.logs.excerpts import read_excerpt
 from trainpulse_otel.collect import kmsg
 from trainpulse_otel.diagnose.detectors.logged import CollectiveTimeout
 from trainpulse_otel.logs import LogLine, LogReader, split_prefixes
@@ -313,6 +314,19 @@ def test_a_chained_traceback_is_told_once_by_its_last_exception():
         (CUDA_OOM, None),
         (PROCESS_FAILED, "torch.OutOfMemoryError"),
     ]
+
+
+def test_a_traceback_a_paste_indented_whole_ends_at_its_exception_left_of_its_frames():
+    # The same real traceback as a Markdown code block or a reply quotes it: every line four blanks in
+    lines = (FAILURES / "2025_fsdp_valueerror_then_oom_tracebacks.txt").read_text().splitlines()[:38]
+    scanner = FailureScanner()
+    told = [f for text in lines for f in scanner.feed("    " + split_prefixes(text)[2]) or ()] + scanner.flush()
+    assert [(f.kind, f.details.get("exception")) for f in told] == [(PROCESS_FAILED, "ValueError")]
+    # Lightning's paste (the corpus's train split): ``  RuntimeError: NCCL error … invalid usage`` left of its
+    # four-blank frames is the crash, told before the Broken pipe lines that follow it
+    kinds = [e.kind for e in read_excerpt("lightning_rank_crashed-ddp-gpus-subset-nccl-invalid-usage.log")
+             if isinstance(e, LogEvent)]  # fmt: skip
+    assert kinds[0] == PROCESS_FAILED and TRANSPORT_ERROR in kinds
 
 
 def test_a_spawned_child_s_traceback_replaces_its_parent_s_re_raise():

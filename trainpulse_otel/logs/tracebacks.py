@@ -120,6 +120,7 @@ class Tracebacks:
         self.where: dict[str, Any] = {}  # the current traceback's context
         self.fallback: Told | None = None  # a spawn parent's re-raise, until its child's traceback ends
         self.prefix = ""  # what stood before the current traceback's head (cut from its lines)
+        self.indent = 0  # the indent of its frames' ``File "…"`` lines (a paste may indent a whole traceback)
 
     def feed(self, text: str) -> tuple[bool, list[Told]]:
         """(whether ``text`` belongs to a traceback, the crashes it completed)."""
@@ -197,14 +198,18 @@ class Tracebacks:
         if not text.strip():
             return True, []
         if text[0] in " \t│╭╰|" or text.startswith('File "'):  # (a paste may lose the frames' indent)
+            indent = len(text) - len(text.lstrip(" "))
             if (frame := FRAME.search(text)) is not None:
-                self.frames += 1
+                self.frames, self.indent = self.frames + 1, indent
                 self.last = {
                     "file": frame["file"] or frame["rfile"],
                     "line": int(frame["line"] or frame["rline"]),
                     "function": frame["func"] or frame["rfunc"] or "",
                 }
-            return True, []
+                return True, []
+            if not (self.frames and indent < self.indent and exception_details(text.lstrip(" "))):
+                return True, []  # a frame's source, or its marker line
+            text = text.lstrip(" ")  # an indented paste's exception: left of its frames
         details = exception_details(text)
         if details is None:
             self.stray += 1
