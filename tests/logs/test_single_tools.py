@@ -203,3 +203,17 @@ def test_a_short_series_of_losses_about_zero_is_no_baseline_but_an_all_negative_
     for value in (-5.4, -5.3, -5.5):  # a negative log-likelihood
         negative.add(value)
     assert not about_zero.leveled() and negative.leveled()
+
+
+def test_an_objective_starting_at_exactly_zero_is_no_level_a_short_excerpt_s_rise_is_judged_from(tmp_path):
+    # TRL's GRPO (open-r1, the corpus's train split): 'loss': 0.0, then 0.0002, then 0.0045 — its KL term growing
+    # from 0, no spike; the same rise from a level is one
+    assert "loss_spike" not in signals("trl_healthy_open-r1-grpo-accuracy-reward.log", tmp_path)
+    for first, spike in ((0.0, False), (0.0001, True)):
+        path = tmp_path / f"from-{first}.log"
+        path.write_text("".join(f"{{'loss': {v}, 'epoch': {n / 10}}}\n" for n, v in enumerate((first, 0.0002, 0.0045))))
+        assert ("loss_spike" in replayed_signals(path)) is spike, first
+    grpo = RollingLosses()
+    for value in (0.0, 0.0002):
+        grpo.add(value)
+    assert grpo.holds_zero()

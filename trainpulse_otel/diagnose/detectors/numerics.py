@@ -10,7 +10,7 @@ rank's, and is judged against that series' own history.
 from __future__ import annotations
 
 import math
-from bisect import insort
+from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +72,12 @@ class RollingLosses:
         negative (a log-likelihood, judged by its size) — not an objective about zero."""
         return bool(self._sorted) and (self.median() > 0 or self._sorted[-1] < 0)
 
+    def holds_zero(self) -> bool:
+        """Whether a loss of exactly 0 is among them: an objective starting at zero (GRPO's, with its KL term at 0
+        and its advantages centred), not a level a rise is measured from."""
+        at = bisect_left(self._sorted, 0.0)
+        return at < len(self._sorted) and self._sorted[at] == 0.0
+
     def recent_median(self, k: int) -> float:
         """The median of the last ``k`` losses: where the loss stands now."""
         order = self._order
@@ -106,9 +112,10 @@ def judge_spike(series: RollingLosses, point: LossPoint, loss: float, t: Thresho
     ``min_rise`` x the median), once the series holds ``min_history`` losses; from ``short_history`` losses on,
     with the floor ``short_min_rise`` x the median's size (:meth:`RollingLosses.leveled`) until then — or, from
     ``mid_history`` on, past the first rule with its sigmas widened by √(``min_history`` / n) (the MAD of fewer
-    losses is less sure)."""
+    losses is less sure). A short series holding a loss of exactly 0 is not judged (:meth:`RollingLosses.holds_zero`).
+    """
     n = len(series)
-    if n < t.min_history and (n < t.short_history or not series.leveled()):
+    if n < t.min_history and (n < t.short_history or not series.leveled() or series.holds_zero()):
         return None  # (a negative log-likelihood's is judged by its size: WaveGlow's; an RL objective about 0 is not)
     if (spike := _judge_by_level(series, point, loss, t)) is not None:
         return spike
@@ -154,7 +161,8 @@ class LossSpike(BaseDetector):
     finite losses (the job's, or a rank's own when ranks report theirs): a
     spike is more than ``max(6 x 1.4826 x MAD, 10 % of the median)`` above it,
     after at least 32 losses; from 2 losses until then, more than
-    ``max(6 x 1.4826 x MAD, |the median|)`` above a positive median (double it), or an all-negative one. From 2 losses on,
+    ``max(6 x 1.4826 x MAD, |the median|)`` above a positive median (double it), or an all-negative one (not while
+    a loss of exactly 0 is among them: an objective starting at zero). From 2 losses on,
     a loss over 4x the median of the last 8 is a spike too (a loss falling over orders of magnitude keeps its
     rolling median far above where it stands). NaN and infinite values never enter the
     baseline (``nonfinite_loss`` judges them). The median and MAD are the
