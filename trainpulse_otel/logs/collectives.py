@@ -140,7 +140,7 @@ TIMEOUT_AT = re.compile(r"Timeout at (?:NCCL work: |collective: \w+, #)(\d+)")
 #: failed to pass monitoredBarrier in 30000 ms``.
 MONITORED_BARRIER = re.compile(r"Ranks? ([\d, ]+) failed to pass monitoredBarrier in (\d+) ms")
 #: c10d's store waited past its timeout for a peer: ``Timed out after 901 seconds waiting for clients``, ``Socket
-#: Timeout``, ``Wait timeout for key``, ``… in store based barrier`` (not elastic's ``… error of type …``: a warning).
+#: Timeout``, ``Wait timeout for key``, ``… in store based barrier`` (elastic's ``… error of type …``: a warning).
 STORE_TIMEOUT = re.compile(
     r"Timed out after (\d+) seconds waiting for clients|got error: Socket Timeout|Socket Timeout|Wait timeout for key"
     r"|(?<!error of type )RendezvousTimeoutError|in store based barrier"

@@ -25,5 +25,6 @@ WRAPPED_MIN = 60
 
 def cut_short(text: str) -> bool:
     """Whether a line no form read begins a failure another line may end: long enough for a terminal's wrap, or
-    ending in the colon before its details (``Watchdog caught collective operation timeout:``, then ``WorkNCCL(…``)."""
+    ending in the colon before its details (``Watchdog caught collective operation timeout:``, then
+    ``WorkNCCL(…``)."""
     return (len(text) >= WRAPPED_MIN or text.rstrip().endswith(":")) and any(mark in text for mark in WRAPPED)

@@ -68,7 +68,7 @@ class FailureScanner:
         self._guess: tuple[str, dict[str, Any], str, int] | None = None  # an error line's words, lines left to wait
         self._level: str | None = None  # the glog level of the line being read
         self._processes: dict[str, tuple[int, int]] = {}  # NCCL's ``host:pid`` -> (nranks, rank) its INFO lines said
-        self._unplaced = UnplacedOom()  # TensorFlow's OOM waiting for the line that names its GPU
+        self._unplaced = UnplacedOom()  # an OOM naming no GPU (TensorFlow's, Ascend's), until a line after names it
 
     def feed(self, text: str, level: str | None = None) -> list[Failure] | None:
         """The failures ``text`` completes (``[]``: a failure report's line that completes none), or None when
@@ -273,7 +273,7 @@ class FailureScanner:
         details, gpu = found
         key = ("oom", gpu, details.get("requested_bytes"), details.get("free_bytes"))
         told = self._once(key, Failure(CUDA_OOM, details, rank=named_rank(text), gpu_index=gpu))
-        return self._unplaced.hold(told, text)  # (TensorFlow's names its GPU on a line after it)
+        return self._unplaced.hold(told, text)  # (TensorFlow's and Ascend's name the GPU on a line after)
 
     def _transport(self, details: dict[str, Any] | None, text: str) -> list[Failure] | None:
         if details is None:

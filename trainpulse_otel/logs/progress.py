@@ -1,15 +1,16 @@
 """Time passing with no step, as a stream's own time stamps show it.
 
 A hung job that no watchdog ends prints no error: its log just holds no new iteration while other stamped lines
-(a logger's, a health poll's, a save's, the user's ^C) keep the clock; a line that says the run is over ends it. :class:`ProgressClock` follows one stream:
-the own time and step of its last progress line, the job's pace (steps a second between progress lines), and
-what its lines since say it is doing (``checkpoint``: a save; ``eval``: an evaluation). Another pass's counter
-moving (an evaluation's ``Test: [20/547]``, ``[30/547]``) is no silence: one is measured from the later of the last
-progress and the last such move. The longest silence since the last progress is held until it is known for a stall: told when the stream ends still silent, or when progress
-resumes without the steps the pace would have made meanwhile (a silence the steps crossed at their pace is lines
-an excerpt left out, or a log that printed less, not a stall; the first interval between progress lines is the
-job's pace, not a silence). Told as the details of a ``progress_gap`` event;
-the stall detector judges it. Pure: times in, facts out.
+(a logger's, a health poll's, a save's, the user's ^C) keep the clock; a line that says the run is over ends it.
+:class:`ProgressClock` follows one stream: the own time and step of its last progress line, the job's pace (steps a
+second between progress lines), and what its lines since say it is doing (``checkpoint``: a save; ``eval``: an
+evaluation). Another pass's counter moving (an evaluation's ``Test: [20/547]``, ``[30/547]``) is no silence: one is
+measured from the later of the last progress and the last such move; a collective's watchdog timing out ends the
+watch (the hang was that collective's). The longest silence since the last progress is held until it is known for a
+stall: told when the stream ends still silent, or when progress resumes without the steps the pace would have made
+meanwhile (a silence the steps crossed at their pace is lines an excerpt left out, or a log that printed less, not a
+stall; the first interval between progress lines is the job's pace, not a silence). Told as the details of a
+``progress_gap`` event; the stall detector judges it. Pure: times in, facts out.
 """
 
 from __future__ import annotations
