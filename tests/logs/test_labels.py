@@ -133,6 +133,21 @@ def test_journald_s_prefix_is_cut_and_its_yearless_clock_is_the_line_s_time():
     assert crash[0].kind == "process_failed" and crash[0].ts - reports[1].timestamp == 120.0
 
 
+def test_a_journal_s_host_is_the_host_of_its_failures():
+    """A kernel log pasted from ``journalctl -k`` or ``/var/log/syslog``: each line names the host that wrote it, the
+    host an XID's fault is on."""
+    line = "Aug 26 15:28:16 ailcm-ai1 kernel: [87474.8] NVRM: Xid (PCI:0000:17:00): 79, pid=1234, GPU has fallen off the bus."
+    (told,) = told_events(line)
+    assert (told.kind, told.hostname, told.details["xid"]) == ("driver_xid", "ailcm-ai1", 79)
+    assert without_label(LogLine(line, "kern.log", 1))[1].text == line  # the prefix is cut with its stamp, later
+
+
+def told_events(*lines: str) -> list[LogEvent]:
+    reader = LogReader()
+    told = [o for n, text in enumerate(lines, 1) for o in reader.feed(LogLine(text, "paste.log", n))]
+    return [o for o in told + reader.flush() if isinstance(o, LogEvent)]
+
+
 def test_open_mpi_s_tag_names_the_line_s_host_and_rank():
     """SageMaker's distributed jobs run under ``mpirun --tag-output``: ``[1,mpirank:14,algo-2]<stdout>:`` (the corpus's
     train split): rank 14 on host algo-2, where the file names no node."""

@@ -14,6 +14,7 @@ import pytest
 from tests.logs.excerpts import excerpt_signals as signals
 from tests.logs.excerpts import replayed_signals
 from trainpulse_otel.config import Settings
+from trainpulse_otel.diagnose.detectors.silence import told_message
 from trainpulse_otel.logs.bars import BarClock
 from trainpulse_otel.logs.lines import split_prefixes, yearless_clock, yearless_time
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
@@ -172,6 +173,38 @@ def test_a_run_over_then_silent_is_no_stall_unless_the_scheduler_ends_it():
         "line": "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2025-12-03T15:01:40 DUE TO TIME LIMIT ***",
         "phase": "exit",
     }
+
+
+def test_any_scheduler_cancellation_long_after_the_run_said_it_was_over_is_an_exit_hang(tmp_path):
+    """Slurm ends a step that is still running, whatever the reason its line gives — here cut before it (the train
+    split's Megatron excerpt: its last iteration, ``[after training is done]``, then ``*** STEP … ON`` 8 minutes
+    later)."""
+    clock = ProgressClock()
+    clock.progress(0.0, 50)
+    clock.line(1.0, "[after training is done] datetime: 2026-04-20 03:17:08")
+    clock.line(496.0, "error: *** STEP 1942963.1 ON")
+    assert clock.flush() == {
+        "since": 1.0,
+        "gap_s": 495.0,
+        "last_step": 50,
+        "line": "error: *** STEP 1942963.1 ON",
+        "phase": "exit",
+    }
+    told = signals("megatron_training_stalled_exit-hang-after-final-iteration.log", tmp_path)["training_stalled"]
+    assert told["phase"] == "exit" and told["stalled_s"] == 495.0
+    assert "the process did not exit" in told_message(told)
+
+
+def test_a_value_said_in_words_with_no_step_is_no_step_completing(tmp_path):
+    """ESPnet's ``loss (=nan) is not correct`` warnings, hours apart: a NaN, and no step the lines number — the
+    hours between them are no silence after progress."""
+    lines = [
+        "2019-06-13 02:30:01,545 (e2e_asr:302) WARNING: loss (=nan) is not correct",
+        "2019-06-13 03:52:24,416 (e2e_asr:302) WARNING: loss (=14484257.000000) is not correct",
+        "2019-06-13 05:06:23,975 (e2e_asr:302) WARNING: loss (=-186341) is not correct",
+    ]
+    seen = _replayed(lines, tmp_path)
+    assert "nonfinite_loss" in seen and "training_stalled" not in seen
 
 
 def test_processes_that_exit_successfully_end_the_run_not_a_silence(tmp_path):

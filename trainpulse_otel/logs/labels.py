@@ -12,6 +12,8 @@
 - ESPnet's distributed logger's host, rank and world size (``[node7:0/6] 2023-03-27 16:10:37,131 (trainer:663) …``):
   the rank as srun's task is, the host as pdsh's is.
 - ``kubectl logs --prefix``'s pod and container (``[pod/trainer-worker-0/pytorch] ``): the pod, a host as pdsh's is.
+- journald's and syslog's host (``Aug 26 15:28:16 gpu-node-3 kernel: …``): the line's host; the prefix is cut
+  with its stamp (:func:`.lines.split_prefixes`).
 
 A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) and R's reprex and knitr output mark
 (``#> ``) are cut first, as a label is.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from .lines import LogLine
+from .lines import SYSLOG_PREFIX, LogLine
 
 #: What follows an iteration's number that is no label: Darknet's ``4259: `` (its loss and average: ``0.034688,
 #: 0.045240 avg``), CatBoost's round (``87:     learn: 0.954``, its tab turned to blanks in a paste), WaveGlow's
@@ -79,6 +81,8 @@ def without_label(line: LogLine) -> tuple[int | None, LogLine]:
     ``node``: a multi-node runner's merged output is one file on one clock)."""
     if line.text[:1] == "[" and (tagged := MPI_HOST.match(line.text)) is not None:
         return None, replace(line, host=tagged[1])
+    if line.text[:1] in "JFMASOND" and (journal := SYSLOG_PREFIX.match(line.text)) is not None:
+        return None, replace(line, host=journal["host"])  # the journal's host (its prefix is cut with the stamp)
     task, host, text = _split(line.text)
     if host is not None:  # the host a label names (Ray's, pdsh's, ESPnet's): its failures' subject
         return task, replace(line, text=text, host=host)

@@ -47,9 +47,12 @@ FINISHED = re.compile(
     r'|"key": "run_stop"',
     re.IGNORECASE,
 )
-#: The scheduler ending a job at its time limit (Slurm's ``CANCELLED AT … DUE TO TIME LIMIT``, PBS's walltime, LSF's
-#: ``TERM_RUNLIMIT``): after a line that said the run is over, the job hung on its way out.
-TIME_LIMIT = re.compile(r"DUE TO TIME LIMIT|walltime \S+ exceeded limit|TERM_RUNLIMIT")
+#: The scheduler ending a job (Slurm's ``*** STEP 1942963.1 ON node CANCELLED AT …``, at its time limit, a user's
+#: ``scancel`` or cut before its reason; PBS's walltime, LSF's ``TERM_RUNLIMIT``): after a line that said the run is
+#: over, the job was still running — it hung on its way out.
+SCHEDULER_END = re.compile(
+    r"\*\*\* (?:JOB|STEP) [\w.+]+ ON\b|DUE TO TIME LIMIT|walltime \S+ exceeded limit|TERM_RUNLIMIT"
+)
 
 
 class ProgressClock:
@@ -84,9 +87,9 @@ class ProgressClock:
 
     def line(self, own_ts: float, text: str) -> None:
         """Any other stamped line: the silence since the last progress grows to it. After a line that said the run
-        is over, only the scheduler's time limit says something: the job did not exit (phase ``exit``)."""
+        is over, only the scheduler ending it says something: the job did not exit (phase ``exit``)."""
         if self._ended is not None:
-            if own_ts - self._ended >= MIN_GAP_S and TIME_LIMIT.search(text) is not None:
+            if own_ts - self._ended >= MIN_GAP_S and SCHEDULER_END.search(text) is not None:
                 self._pending = self._gap(self._ended, own_ts, text) | {"phase": "exit"}
             return
         if FINISHED.search(text) is not None:

@@ -1,7 +1,8 @@
 """The log reader: console lines in, in order; training reports and failure events out.
 
 Each source (a file, a node's stream) is read as its own stream: its framework's iteration parser
-(:mod:`.frameworks`; named, or the first that recognises a line) turns iteration lines into training reports, every
+(:mod:`.frameworks`; named, or the first that recognises a line; else any format's, :mod:`.generic`, and last a
+line that recurs with its counter climbing, :mod:`.counters`) turns iteration lines into training reports, every
 stream is scanned for failure lines (:mod:`.failures`), and a line neither knows is counted, never an error. Time: a
 line's arrival time when it has one (follow, OTLP), else its own time stamp, else its stream's last time advanced by
 the step times its reports give. Several ranks printing the same iteration (every rank of a torchtitan job,
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 from ..samples import NEW_ATTEMPT, PROGRESS_GAP, WATCHDOG_TIMEOUT, LogEvent, SampleError, TrainingSample, parse_training
 from .bars import BarClock, glued_bar, progress_report
+from .counters import ProgressCounters
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, EpochBatches, GenericLines, library_chatter, line_values
@@ -56,7 +58,7 @@ class IterationParser(Protocol):
 class _Stream:
     """One source's state: its framework parser, its failure scanner, its time."""
 
-    __slots__ = ("advanced", "bars", "batches", "clock", "epoch", "failures", "fed", "last", "last_stamped",
+    __slots__ = ("advanced", "bars", "batches", "clock", "counters", "epoch", "failures", "fed", "last", "last_stamped",
                  "last_step", "parser", "quiet", "rank", "said", "stamped", "table", "timed", "ts")  # fmt: skip
 
     def __init__(self, parser: IterationParser | None, rank: int | None, ts: float) -> None:
@@ -66,6 +68,7 @@ class _Stream:
         self.advanced = False  # reports moved its clock before any line said a time
         self.epoch: int | None = None  # the epoch its last header line named (Keras's ``Epoch 2/20``)
         self.batches = EpochBatches()
+        self.counters = ProgressCounters()  # the last resort: a line that recurs with a counter climbing
         self.table: Table | None = None  # the iteration table its last header line opened (:mod:`.tables`)
         self.last_step: int | None = None
         self.timed = False  # whether any of its lines said its time
@@ -135,6 +138,10 @@ class LogReader:
             for other in (each for key, each in self._streams.items() if key[:2] == file):
                 other.clock.caught(stream.ts)
         payloads = self._iterations(stream, text)
+        if payloads and not stream.counters.quiet and stream.counters.give_way():
+            stream.clock = ProgressClock()  # the counters' steps were a stand-in: the pace is the reader's own
+        elif payloads is None and failures is None and self.framework is None and not library_chatter(text):
+            payloads = None if (counted := stream.counters.step(text)) is None else [{"global_step": counted}]
         if payloads is None and failures is None:
             self.stats.unknown += 1
         if stream.failures.holding or getattr(stream.parser, "holding", False):
@@ -152,8 +159,9 @@ class LogReader:
     def _clock(
         self, stream: _Stream, line: LogLine, own_ts: float, text: str, reports: list[TrainingSample]
     ) -> list[LogEvent]:
-        """A stamped line moves its stream's progress clock; a silence it ends, not crossed by steps, is told."""
-        if not reports:
+        """A stamped line moves its stream's progress clock; a silence it ends, not crossed by steps, is told. A
+        value said in words with no step (``loss (=nan) is not correct``) is no step completing: a plain line."""
+        if not reports or (stream.parser is None and reports[-1].global_step is None):
             stream.clock.line(own_ts, text)
             return []
         gap = stream.clock.progress(own_ts, reports[-1].global_step)

@@ -22,10 +22,10 @@ from .checkpoints import checkpoint_said
 from .keys import record_start
 
 #: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``, a JSON line's
-#: ``"grad_norm": NaN,`` (a Trainer's ``trainer_state.json``): a loss or gradient norm named, up to three words, a verb
-#: or ``=``, then a non-finite value.
+#: ``"grad_norm": NaN,`` (a Trainer's ``trainer_state.json``), ESPnet's ``loss (=nan) is not correct``: a loss or
+#: gradient norm named, up to three words, a verb or ``=``, then a non-finite value.
 SAID = re.compile(
-    r"\b(?P<what>loss|grad(?:ient)?s?(?:[ _]norm)?)\b['\"]?(?:\s+[\w`'.]+){0,3}?\s*(?:is|are|was|were|became|becomes|=|:)\s*"
+    r"\b(?P<what>loss|grad(?:ient)?s?(?:[ _]norm)?)\b['\"]?(?:\s+[\w`'.]+){0,3}?\s*\(?(?:is|are|was|were|became|becomes|=|:)\s*"
     r"(?:infinite or |inf or )?(?P<value>nan|inf(?:inity|inite)?|infinite)\b",
     re.IGNORECASE,
 )

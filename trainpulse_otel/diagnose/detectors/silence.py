@@ -103,7 +103,12 @@ class Silences:
             self.worst["rank"] = event.rank
 
 
-DOING = {"checkpoint": " while saving", "eval": " while evaluating", "start": " since its progress bar began"}
+DOING = {
+    "checkpoint": " while saving",
+    "eval": " while evaluating",
+    "start": " since its progress bar began",
+    "exit": " after its lines said the run was over (the process did not exit)",
+}
 
 
 def told_message(told: dict[str, Any]) -> str:
