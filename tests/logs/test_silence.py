@@ -7,6 +7,7 @@ the corpus's ``train`` split show a save that never returned and a healthy run w
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,11 @@ from tests.logs.excerpts import excerpt_signals as signals
 from tests.logs.excerpts import replayed_signals
 from trainpulse_otel.config import Settings
 from trainpulse_otel.diagnose.detectors.silence import told_message
-from trainpulse_otel.logs.bars import BarClock
+from trainpulse_otel.logs.account import account
+from trainpulse_otel.logs.bars import BarClock, progress_report
 from trainpulse_otel.logs.lines import split_prefixes, yearless_clock, yearless_time
 from trainpulse_otel.logs.progress import MIN_GAP_S, ProgressClock
+from trainpulse_otel.logs.stats import ReadStats
 from trainpulse_otel.runtime import replay_logs
 
 
@@ -286,6 +289,36 @@ def test_a_new_bar_s_slow_start_is_judged_as_a_pause_not_a_stall(tmp_path):
     assert gap is not None and gap["phase"] == "start" and 40 < gap["gap_s"] < 45
     slow_start = [done, "     81/400      29.9G     0.7018:   0%|          | 1/351 [00:45<4:22:30, 45.00s/it]"]
     assert "training_stalled" not in _replayed(slow_start, tmp_path)
+
+
+def test_a_bar_that_never_stepped_holds_its_whole_clock_as_silence(tmp_path):
+    """tqdm draws a bar with no step yet as ``0/1000 [2:13:45<?, ?it/s]`` only when it closes (a ^C, a crash): two
+    hours since it began, no step. Judged as a pause is (a first step may compile); a bar that then steps on was slow,
+    not silent, and a draw under the pause's threshold is none."""
+    stuck = "Epoch 0:   0%|          | 0/1000 [2:13:45<?, ?it/s]"
+    clock = BarClock()
+    clock.feed("Epoch 0:   0%|          | 0/1000 [00:00<?, ?it/s]", 0.0)
+    clock.feed(stuck, 1.0)
+    assert clock.flush() == {"since": -8024.0, "gap_s": 8025.0, "last_step": 0, "phase": "start", "line": stuck}
+    assert "training_stalled" in _replayed([stuck], tmp_path)
+    stepped = [stuck.replace("2:13:45", "12:13"), "Epoch 0:   0%|          | 1/1000 [12:14<200:00:00, 734.00s/it]"]
+    assert "training_stalled" not in _replayed(stepped, tmp_path)
+    assert "training_stalled" not in _replayed([stuck.replace("2:13:45", "04:10")], tmp_path)
+
+
+def test_a_log_whose_silence_its_own_clock_told_does_not_say_stalls_went_unjudged(tmp_path):
+    path = tmp_path / "bar.log"
+    path.write_text("Epoch 0:   0%|          | 0/1000 [2:13:45<?, ?it/s]\n")
+    notes = " ".join(replay_logs([str(path)], Settings()).account.notes)
+    assert "the silence was told by the log's own clock" in notes and "stalls) had nothing" not in notes
+    bare = account(ReadStats(lines=3, reports=3, timed_by=Counter(line_order=3), kinds=Counter(progress_gap=1)), {})
+    assert not any("cannot be seen" in note for note in bare.notes)
+
+
+def test_of_a_terminal_s_carriage_returns_the_last_draw_is_the_bar():
+    joined = "  0%|          | 0/8 [00:00<?, ?it/s] 12%|█▎        | 1/8 [01:53<13:12, 113.21s/it]"
+    assert progress_report(joined) == {"global_step": 1, "step_time_ms": 113210.0}
+    assert progress_report("  0%|          | 0/8 [00:00<?, ?it/s]") is None  # no rate yet: no report
 
 
 def test_the_first_interval_a_step_ends_is_a_slow_step_not_a_silence():

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..samples import PROGRESS_GAP
 from .stats import ReadStats
 
 #: How each failure event kind reads in a sentence.
@@ -23,7 +24,7 @@ KIND_WORDS = {
     "process_failed": "crash",
     "driver_xid": "XID",
     "gpu_fault": "GPU fault",
-    "progress_gap": "silence (stamps, no step)",
+    "progress_gap": "silence (time passing, no step)",
 }
 #: How a report's time was known, in words.
 TIMED_WORDS = {"stamp": "their time stamps", "step_time": "the step times they print", "line_order": "line order"}
@@ -87,7 +88,12 @@ def account(stats: ReadStats, knobs: Mapping[str, float]) -> LogAccount:
 
 def _notes(s: ReadStats, knobs: Mapping[str, float]) -> list[str]:
     notes: list[str] = []
-    if s.reports == 0:
+    if s.reports == 0 and s.kinds.get(PROGRESS_GAP):
+        notes.append(
+            "No line read as a training iteration: loss and throughput had nothing to judge; the silence was told by "
+            "the log's own clock (a progress bar's elapsed time, a hang detector's words)."
+        )
+    elif s.reports == 0:
         notes.append(
             "No line read as a training iteration: the numeric signals (loss, throughput, stalls) had nothing to "
             "judge; a line that carries a step and a loss (any format) would be read."
@@ -121,6 +127,8 @@ def _time_notes(s: ReadStats) -> list[str]:
     if s.timed_by.get("stamp"):
         return []
     how = " and ".join(TIMED_WORDS[k] for k in ("step_time", "line_order") if s.timed_by.get(k))
+    if s.kinds.get(PROGRESS_GAP):
+        return [f"The lines carry no time stamps: time is taken from {how}; a silence was seen by the log's own clock."]
     return [
         (
             f"The lines carry no time stamps: time is taken from {how}, and a stall (time passing with no step) "

@@ -11,8 +11,9 @@ A bar keeps its own clock (its elapsed time): tqdm draws it again when it closes
 step (:class:`BarClock`, told as a ``progress_gap``'s details, judged by the stall detector) when the log ends in
 it; a bar that steps on after was paused (an evaluation, a save drew it again), and a finished bar drawn again is
 the next one of as many steps. So is the time an unfinished bar's own clock holds beyond its count at the pace the
-draw before it showed, where its steps averaged many times that pace (:data:`SLOW_BAR_MULTIPLE`). Pure: text in,
-facts out.
+draw before it showed, where its steps averaged many times that pace (:data:`SLOW_BAR_MULTIPLE`), and the whole
+clock of a bar that never stepped (``0/1000 [2:13:45<?, ?it/s]``: drawn again when it closed, hours after it began).
+Pure: text in, facts out.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .progress import MIN_GAP_S
 #: ``[elapsed<remaining, rate]`` (``[elapsed, rate]`` without a total), the rate in iterations.
 BAR = re.compile(
     r"(?P<desc>[^|]{0,80}?)\s*(?:\d{1,3}%\|[^|]{0,80}\|\s*(?P<n>\d+)/(?P<total>\d+)\s*\[(?P<elapsed>[\d:]+)<[\d:?]+"
-    r"|(?:^|\s)(?P<count>\d+)it \[(?P<elapsed2>[\d:]+)),\s*(?P<rate>\d+\.?\d*)\s?(?P<unit>it/s|s/it)"
+    r"|(?:^|\s)(?P<count>\d+)it \[(?P<elapsed2>[\d:]+)),\s*(?:(?P<rate>\d+\.?\d*)|\?)\s?(?P<unit>it/s|s/it)"
 )
 #: An unfinished bar whose steps averaged this many times the previous draw's step time (its shown rate) holds a
 #: silence: the time beyond its count at that pace (YOLOv8's ``9/351 [13:44:50<…, 5498.98s/it]`` after a bar at
@@ -35,7 +36,7 @@ SLOW_BAR_MULTIPLE = 10.0
 #: What a bar's description says when its iterations are not training steps.
 NOT_TRAINING = re.compile(
     r"down|upload|load|eval|valid|test|predict|infer|generat|map|token|filter|process|extract|sav|convert|"
-    r"shard|sampl|encod|decod|fetch|resolv|build|prepar|comput|calculat|writ|read|copy|index|shuffl|pack",
+    r"shard|sampl|encod|decod|fetch|resolv|build|prepar|comput|calculat|writ|read|copy|index|shuffl|pack|scan",
     re.IGNORECASE,
 )
 #: The epoch a bar's description names (``Epoch 3:``): its count restarts each epoch.
@@ -45,7 +46,7 @@ DESC_EPOCH = re.compile(r"\bepoch\s*\[?(\d+)", re.IGNORECASE)
 def progress_report(text: str) -> dict[str, Any] | None:
     """The report a line of progress without a loss gives (see the module docstring), or None."""
     bar = _bar(text)
-    if bar is None:
+    if bar is None or bar[3] is None:
         return None
     step, _, _, rate, unit, _ = bar
     return {"global_step": step, "step_time_ms": _step_s(rate, unit) * 1000.0}
@@ -57,7 +58,7 @@ class BarClock:
     __slots__ = ("_last", "_pending")
 
     def __init__(self) -> None:
-        self._last: tuple[int, float, float, str] | None = None  # step, elapsed s, step time s, description
+        self._last: tuple[int, float, float | None, str] | None = None  # step, elapsed s, step time s, description
         self._pending: dict[str, Any] | None = None  # the silence a bar drawn again showed, until it steps on
 
     def feed(self, text: str, ts: float) -> None:
@@ -66,7 +67,10 @@ class BarClock:
         if bar is None:
             return
         step, count, elapsed, rate, unit, desc = bar
-        last, self._last = self._last, (step, elapsed, _step_s(rate, unit), desc)
+        last, self._last = self._last, (step, elapsed, None if rate is None else _step_s(rate, unit), desc)
+        if rate is None and not count:  # a bar that never stepped: its whole clock is time with no step
+            self._pending = _unstarted(text, ts, elapsed, step)
+            return
         if last is None or desc != last[3] or step != last[0]:
             self._pending = None if last is None else self._slow(text, ts, (count, elapsed), last[2], step)
         elif elapsed - last[1] >= MIN_GAP_S and not _done(text):  # a finished bar again is the next of its size
@@ -75,12 +79,12 @@ class BarClock:
             self._pending["line"] = text.strip()
 
     @staticmethod
-    def _slow(text: str, ts: float, clock: tuple[int, float], pace_s: float, step: int) -> dict[str, Any] | None:
+    def _slow(text: str, ts: float, clock: tuple[int, float], pace_s: float | None, step: int) -> dict[str, Any] | None:
         """The silence an unfinished bar's own clock (``clock``: its count and elapsed seconds) holds: its steps took
         :data:`SLOW_BAR_MULTIPLE` times the pace the bar before showed, on average; the time beyond its count at that
         pace (None: no such silence)."""
         count, elapsed = clock
-        if not count or _done(text) or elapsed < SLOW_BAR_MULTIPLE * pace_s * count:
+        if not count or pace_s is None or _done(text) or elapsed < SLOW_BAR_MULTIPLE * pace_s * count:
             return None
         gap = elapsed - pace_s * count
         if gap < MIN_GAP_S:
@@ -100,24 +104,40 @@ class BarClock:
         return told
 
 
+def _unstarted(text: str, ts: float, elapsed: float, step: int) -> dict[str, Any] | None:
+    """The silence a bar that never stepped holds: its whole clock since it began (judged as a pause is: a first
+    step may compile), or None under :data:`MIN_GAP_S`."""
+    if elapsed < MIN_GAP_S:
+        return None
+    return {
+        "since": ts - elapsed,
+        "gap_s": round(elapsed, 3),
+        "last_step": step,
+        "phase": "start",
+        "line": text.strip(),
+    }
+
+
 def glued_bar(text: str) -> bool:
     """Whether a line holds a progress bar with a loss (``…2.39it/s, loss=nan, …]``) before a message glued on."""
     return "loss=" in text and ("it/s" in text or "s/it" in text)
 
 
-def _bar(text: str) -> tuple[int, int, float, float, str, str] | None:
-    """(step, the bar's own count, elapsed s, rate, unit, description) of a training bar's line, or None."""
+def _bar(text: str) -> tuple[int, int, float, float | None, str, str] | None:
+    """(step, the bar's own count, elapsed s, rate — None where it shows none yet —, unit, description) of a training
+    bar's line, or None."""
     if "%|" not in text and "it [" not in text:
         return None
-    match = BAR.search(text)
-    if match is None or NOT_TRAINING.search(match["desc"]) or float(match["rate"]) <= 0:
+    match = _last_match(BAR, text)  # a terminal's carriage returns keep every draw on one line: the last is now
+    rate = None if match is None or match["rate"] is None else float(match["rate"])
+    if match is None or NOT_TRAINING.search(match["desc"]) or rate == 0:
         return None
     if match["count"] is not None:
         return (
             int(match["count"]),
             int(match["count"]),
             _seconds(match["elapsed2"]),
-            float(match["rate"]),
+            rate,
             match["unit"],
             match["desc"].strip(),
         )
@@ -126,7 +146,15 @@ def _bar(text: str) -> tuple[int, int, float, float, str, str] | None:
         return None
     epoch = DESC_EPOCH.search(match["desc"])
     step = n + (int(epoch[1]) * total if epoch else 0)
-    return step, n, _seconds(match["elapsed"]), float(match["rate"]), match["unit"], match["desc"].strip()
+    return step, n, _seconds(match["elapsed"]), rate, match["unit"], match["desc"].strip()
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last of ``pattern``'s matches in ``text``, or None."""
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 (the loop keeps the last)
+        pass
+    return found
 
 
 def _done(text: str) -> bool:
