@@ -729,6 +729,25 @@ def test_a_ruled_table_and_a_csv_one_are_read_by_their_cells():
     assert table_header("Loading model, tokenizer, dataset") is None
 
 
+def test_a_ruled_header_on_two_lines_is_read_cell_under_cell():
+    """MATLAB's ``trainNetwork`` (the train split's three excerpts): ``Mini-batch`` over ``Loss``, ``Validation``
+    over ``Loss``; the iteration column is the step, the mini-batch loss the loss."""
+    top = table_header(
+        "|  Epoch  |  Iteration  |  Time Elapsed  |  Mini-batch  |  Validation  |  Mini-batch  |  Validation  |"
+    )
+    assert top is not None and not top.columns  # no loss named yet: not a table by itself
+    under = "|         |             |   (hh:mm:ss)   |   Accuracy   |   Accuracy   |     Loss     |     Loss     |"
+    table = table_header(under, top)
+    assert table is not None and table.row(
+        "|       2 |          10 |       00:00:08 |       25.00% |       33.33% |       1.6979 |       1.6221 |"
+    ) == {
+        "global_step": 10,
+        "loss": 1.6979,
+    }
+    assert table_header(under) is None  # a second line alone heads nothing
+    assert len(reports("matlab_healthy_yolo-meal-detector.log")) == 61
+
+
 def test_a_variable_s_name_for_the_epoch_numbers_its_line():
     """``num_epoch: 1, loss: 14.48055`` (OneFlow's L-BFGS PR, the corpus's train split)."""
     assert line_values("num_epoch: 2, loss: 6.732059") == {"global_step": 2, "loss": 6.732059}

@@ -228,6 +228,12 @@ ONE_LINERS = [
         PROCESS_FAILED,
         {"signal": "SIGKILL", "host": "10.95.143.76"},
     ),
+    (  # PyTorch 1.x's THC check, its words cut by the tool: the code says it (77, an illegal address)
+        "espnet_rank-crashed_transducer-illegal-memory-access.log",
+        "THCudaCheck FAIL",
+        PROCESS_FAILED,
+        {"cuda_error": "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCReduceAll.cuh line=327 error=77"},
+    ),
     (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",

@@ -10,18 +10,21 @@ from typing import Any
 import pytest
 
 from tests.diagnose.builders import T0, Harness, job
-from tests.logs.excerpts import read_excerpt
+from tests.logs.excerpts import TRAIN, read_excerpt
 from trainpulse_otel.collect import kmsg
+from trainpulse_otel.config import Settings
 from trainpulse_otel.diagnose.detectors.logged import CollectiveTimeout
 from trainpulse_otel.logs import LogLine, LogReader, split_prefixes
 from trainpulse_otel.logs import xid as logs_xid
 from trainpulse_otel.logs.failures import FailureScanner
 from trainpulse_otel.logs.lines import split_glog
+from trainpulse_otel.runtime import replay_logs
 from trainpulse_otel.samples import (
     CUDA_OOM,
     DRIVER_XID,
     GPU_FAULT,
     PROCESS_FAILED,
+    PROGRESS_GAP,
     TRANSPORT_ERROR,
     WATCHDOG_TIMEOUT,
     LogEvent,
@@ -221,7 +224,9 @@ EXPECTED: dict[str, list[tuple[str, int | None, dict[str, Any]]]] = {
         (PROCESS_FAILED, 6, {"exit_code": -6, "pid": 1246013, "signal": "SIGABRT", "local_rank": 6})
     ],
     "2025_agent_line_launcher_traceback_cut.txt": [  # no table came: the agent's own line, at the end
-        (PROCESS_FAILED, None, {"exit_code": 1, "pid": 33054, "local_rank": 3})
+        (PROCESS_FAILED, None, {"exit_code": 1, "pid": 33054, "local_rank": 3}),
+        # its bar drawn when the job closed, 22 s after it began, never stepping: a silence (too short for a stall)
+        (PROGRESS_GAP, None, {"gap_s": 22.0, "phase": "start", "last_step": 0}),
     ],
     "2025_launcher_traceback_then_report.txt": [  # the launcher's ChildFailedError is no crash of its own
         (PROCESS_FAILED, 0, {"exit_code": 1, "pid": 11377, "host": "192-222-55-138", "root_cause": True})
@@ -397,3 +402,19 @@ def test_one_xid_parser_serves_the_kernel_log_and_the_log_reader():
         "xid": 79, "pci": "0000:3b:00", "pid": 48213, "name": "python", "text": "GPU has fallen off the bus."
     }  # fmt: skip
     assert logs_xid.xid_details("nvidia-nvswitch1: SXid (PCI:0000:86:00.0): 20034, Fatal, Link 30") is None
+
+
+def test_every_rank_whose_watchdog_fired_is_in_the_timeout_s_evidence_as_its_lines_come():
+    """The train split's axolotl excerpt: rank 1's watchdog line glued after a bar (whose step time moves the
+    clock), then ranks 6, 5 and 7 a tick later. The signal keeps its first subject; its evidence names all four."""
+    last: dict[str, Any] = {}
+
+    def watch(step) -> None:
+        for s in step.diagnosis.signals:
+            if s.name == "collective_timeout":
+                last.update(subject=s.subject, ranks=s.evidence.get("ranks"))
+
+    replay_logs(
+        [str(TRAIN / "axolotl_collective_timeout_qwen-moe-allreduce-watchdog.log")], Settings(), on_result=watch
+    )
+    assert last == {"subject": {"ranks": (1,)}, "ranks": [1, 5, 6, 7]}

@@ -65,6 +65,8 @@ def test_error_words_say_the_class(line, kind):
         ),  # a traceback's source line, ``timeout`` an argument
         "UserWarning: NCCL timeout is set to 600 seconds",  # a warning
         "step 100 loss 2.31 lr 1e-4",
+        "CommandNotFoundError: Your shell has not been properly configured to use 'conda activate'.",  # the shell's
+        "CondaError: Run 'conda init' before 'conda activate'",
     ],
 )
 def test_lines_that_are_no_error_in_words(line):

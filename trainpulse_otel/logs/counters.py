@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from .generic import library_chatter
+
 #: Sightings of one shape in a row, a counter growing at each, before its lines are read as progress.
 SIGHTINGS = 3
 #: Shapes remembered per stream (a memory bound; past it, they are forgotten and learned again).
@@ -42,7 +44,7 @@ class ProgressCounters:
 
     def step(self, text: str) -> int | None:
         """The counter ``text`` advances, where it is a progress line of a known shape; else None."""
-        if self.quiet or (values := tuple(int(m[1]) for m in COUNTED.finditer(text))) == ():
+        if self.quiet or library_chatter(text) or (values := tuple(int(m[1]) for m in COUNTED.finditer(text))) == ():
             return None
         shape = NUMBER.sub("#", text.strip())
         seen = self._shapes.get(shape)

@@ -157,14 +157,17 @@ CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: file.cu:1861 code=77(<unknown>)``, the runtime's own words alone (``an illegal memory access was encountered``), and
 #: the driver API's names of the fatal ones (TensorFlow's ``could not synchronize on CUDA context: CUDA_ERROR_LAUNCH_FAILED``)
 #: or a driver call failing with a fatal code (PhysX's ``SynchronizeStreams cuEventRecord failed with error 700``: 700
-#: an illegal address, 702 a launch timeout, 714-719 the kernel's faults, 999 unknown).
+#: an illegal address, 702 a launch timeout, 714-719 the kernel's faults, 999 unknown), and PyTorch 0.4–1.x's THC
+#: check by its code, whatever words follow (``THCudaCheck FAIL file=…/THCReduceAll.cuh line=327 error=77 : an
+#: illegal memory access``; ``error=2`` is the allocator's: an out-of-memory event).
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
     r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|CUDA error \d+ '(?P<quoted>[^']+)'"
     r"|CUDA error at \S+ code=\d+\((?P<code>[^)]*)\)|(?P<bare>an illegal memory access was encountered|unspecified launch "
     r"failure|an illegal instruction was encountered|misaligned address)|(?P<driver>CUDA_ERROR_(?:LAUNCH_FAILED|ILLEGAL_"
     r"(?:ADDRESS|INSTRUCTION)|MISALIGNED_ADDRESS|UNKNOWN|LAUNCH_TIMEOUT|HARDWARE_STACK_ERROR|ASSERT))\b|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)"
-    r"|(?P<call>\bcu[A-Z]\w+ failed with error (?:70[0-2]|71[4-9]|999))\b",
+    r"|(?P<call>\bcu[A-Z]\w+ failed with error (?:70[0-2]|71[4-9]|999))\b"
+    r"|(?P<thc>THCudaCheck FAIL file=\S+ line=\d+ error=(?!2\b)\d+)",
     re.IGNORECASE,
 )
 #: What a line of a CUDA error holds (the scanner's cheap test before :func:`cuda_error`).
@@ -177,6 +180,7 @@ CUDA_MARKS += (
     "misaligned address",
     "CUDA_ERROR_",
     "failed with error ",
+    "THCudaCheck FAIL",
 )
 #: CUDA errors that are another failure's news: the allocator's (an out-of-memory event), the GPU's memory
 #: failing (a GPU fault: :mod:`.gpu_faults`).
@@ -345,7 +349,7 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "driver", "check", "call")
+    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "driver", "check", "call", "thc")
     message = next(m for m in match.group(*groups) if m)
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None

@@ -140,7 +140,7 @@ class LogReader:
         payloads = self._iterations(stream, text)
         if payloads and not stream.counters.quiet and stream.counters.give_way():
             stream.clock = ProgressClock()  # the counters' steps were a stand-in: the pace is the reader's own
-        elif payloads is None and failures is None and self.framework is None and not library_chatter(text):
+        elif payloads is None and failures is None and not stream.counters.quiet and self.framework is None:
             payloads = None if (counted := stream.counters.step(text)) is None else [{"global_step": counted}]
         if payloads is None and failures is None:
             self.stats.unknown += 1
@@ -290,9 +290,9 @@ class LogReader:
         if (said := statement(text)) is not None:
             return [{**said, "timestamp": stream.ts}]
         if ("  " in text or "\t" in text or "|" in text or "│" in text or "┃" in text or "," in text) and (
-            table := table_header(text)
+            table := table_header(text, stream.table)
         ) is not None:
-            stream.table = table if table.columns else None
+            stream.table = table if table.columns or table.names else None
             return []
         return None
 

@@ -64,6 +64,7 @@ class Table:
     starts: tuple[int, ...] = ()  # where each column's name starts on the header line
     delimiter: str = ""  # ``|`` for a table drawn with rules, ``,`` for CSV; blanks and tabs otherwise
     progress_only: bool = False  # its rows are steps, their losses no level to judge (Vowpal Wabbit's)
+    names: tuple[str, ...] = ()  # a ruled header's own cells, for a second header line to complete (MATLAB's)
 
     def row(self, text: str) -> Payload | None:
         """The payload a row gives (``global_step`` and ``loss``), or None when ``text`` is no row of it. A row with
@@ -110,28 +111,42 @@ class Table:
         return {"global_step": step} if self.progress_only else {"global_step": step, "loss": loss}
 
 
-def table_header(text: str) -> Table | None:
+def table_header(text: str, above: Table | None = None) -> Table | None:
     """The table ``text`` heads, or None when it heads none; a header without a step or loss column gives an
-    empty table (the one before it ends)."""
+    empty table (the one before it ends). ``above``: the table the line before headed, whose ruled header this
+    line may complete, cell under cell (MATLAB's ``trainNetwork``: ``|  Mini-batch  |`` over ``|     Loss     |``)."""
     if text[:4] == "loss" and " ".join(text.split()) == VW_HEADER:
         return Table(VW_COLUMNS, progress_only=True)
     delimiter = "|" if sum(text.count(rule) for rule in RULES) >= 2 else "," if CSV_HEADER.match(text) else ""
     cells = _delimited_cells(text, delimiter) if delimiter else [cell for cell in CELL_GAP.split(text.strip()) if cell]
-    if cells is None or len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
+    if cells is not None and above is not None and _continues(above, cells):
+        cells = [f"{name} {cell}".strip() for name, cell in zip(above.names, cells, strict=True)]
+    elif cells is None or len(cells) < 3 or not all(HEADER_CELL.match(cell) for cell in cells):
         return None
     columns = tuple(field_key(cell) for cell in cells)
     if delimiter:
         starts: tuple[int, ...] = ()
     else:
         starts = tuple(cell.start() for cell in HEADER_WORD.finditer(text)) if "\t" not in text else ()
+    names = tuple(cells) if delimiter == "|" else ()
     if not any(c in STEP_COLUMNS or c in EPOCH_COLUMNS for c in columns):
-        return Table(())
+        return Table((), names=names)
     if (
         not any(_training_loss_column(c) or c in TOTAL_COLUMNS for c in columns)
         and len(YOLO_TERMS.intersection(columns)) < 2
     ):
-        return Table(())
+        return Table((), names=names)
     return Table(columns, starts if len(starts) == len(columns) else (), delimiter)
+
+
+def _continues(above: Table, cells: list[str]) -> bool:
+    """Whether a ruled line's ``cells`` complete the header above it: as many, each blank or a name, some not
+    blank."""
+    return (
+        len(cells) == len(above.names)
+        and any(cells)
+        and all(not cell or HEADER_CELL.match(cell) or cell[:1] == "(" for cell in cells)
+    )
 
 
 def _delimited_cells(text: str, delimiter: str) -> list[str] | None:

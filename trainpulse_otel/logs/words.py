@@ -23,6 +23,12 @@ from .marks import any_of
 EXCEPTION = re.compile(
     r"(?:^|[\s:\]|>)-])(?P<name>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Fault))(?::\s?(?P<message>.*))?$"
 )
+#: conda's own exceptions, which a batch script's ``conda activate`` prints before (or instead of) the job: the
+#: shell's, not a process of the job dying (``CommandNotFoundError: Your shell has not been properly configured to
+#: use 'conda activate'.``, then the job runs in the base environment).
+SHELL_ERRORS = frozenset(
+    ("CommandNotFoundError", "EnvironmentLocationNotFound", "CondaEnvironmentError", "CondaError", "CondaValueError")
+)
 #: A logger's error level, or a message that begins by saying it is an error.
 LOGGED_ERROR = re.compile(r"\bERROR\b|\bFATAL\b|\bCRITICAL\b|(?:^|\] ?)[EF]\d{4} \d\d:\d\d|(?:^|[\s:\]|])Error:")
 #: A fatal signal named (Marian's ``[2019-02-26 00:12:43] Error: Segmentation fault``): the process's death.
@@ -79,6 +85,8 @@ def error_said(text: str, level: str | None = None) -> tuple[str, dict[str, Any]
     exception = EXCEPTION.search(text)
     if exception is None and ((not logged and LOGGED_ERROR.search(text) is None) or CODE.search(text) is not None):
         return None
+    if exception is not None and exception["name"] in SHELL_ERRORS:
+        return None  # the batch script's shell (conda's own commands), not the job: the script goes on
     words = text[exception.start("name") :] if exception is not None else text
     details: dict[str, Any] = {"error": words.strip()[:MAX_ERROR], "from_words": True}
     if exception is not None:

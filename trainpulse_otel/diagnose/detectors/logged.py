@@ -166,7 +166,8 @@ def _who(episode: Episode) -> str:
 class CollectiveTimeout(LoggedFailure):
     """``collective_timeout``: a watchdog's timeout, one episode for the job (every rank's lines together).
 
-    Subject: the ranks that reported it; evidence: the op, its sequence number, the timeout and how long it ran,
+    Subject: the ranks that first reported it; evidence: every rank whose watchdog fired (`ranks`), the op, its
+    sequence number, the timeout and how long it ran,
     and — where several ranks' lines disagree on the sequence number — the ranks behind (the lowest number: they
     never reached the collective the others wait in), and the ranks missing: those a Flight Recorder event names,
     else the job's ranks that reported nothing.
@@ -207,6 +208,8 @@ class CollectiveTimeout(LoggedFailure):
         training = tick.training if tick is not None else None
         known = {r.rank for r in training.ranks} if training is not None else set()
         reported = set(seqs) | {r for r in map(_watchdog_rank, episode.events) if r is not None}
+        if reported:  # every rank whose watchdog fired so far (the subject stays the first tick's)
+            details["ranks"] = sorted(reported)[:MAX_LISTED]
         if "missing_ranks" not in details and reported and known > reported:  # watchdogs that said nothing
             missing = sorted(known - reported)
             details["missing_ranks"], details["missing_count"] = missing[:MAX_LISTED], len(missing)
