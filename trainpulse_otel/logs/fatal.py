@@ -349,7 +349,20 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    groups = ("message", "nccl", "status", "assert", "legacy", "quoted", "code", "bare", "driver", "check", "call", "thc")
+    groups = (
+        "message",
+        "nccl",
+        "status",
+        "assert",
+        "legacy",
+        "quoted",
+        "code",
+        "bare",
+        "driver",
+        "check",
+        "call",
+        "thc",
+    )
     message = next(m for m in match.group(*groups) if m)
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None
