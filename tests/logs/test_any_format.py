@@ -443,6 +443,8 @@ def test_a_boosting_round_of_validation_sets_only_has_no_training_loss():
         "loss": 0.5,
     }
     assert round_values("[5000] model_loss inf / value_loss 5.0") is None  # Dreamer's, read as any format
+    # a validation metric whose name holds a loss word is still a round's (an XGBoost tutorial's output)
+    assert line_values("[3]\tvalidation_0-mlogloss:1.41254") == {"global_step": 3}
 
 
 def test_the_boosting_command_lines_rounds_are_steps_and_a_growing_metric_is_no_loss():

@@ -9,7 +9,7 @@ import pytest
 
 from tests.logs.excerpts import TRAIN
 from trainpulse_otel.logs import LogLine, LogReader
-from trainpulse_otel.logs.labels import split_label, without_label
+from trainpulse_otel.logs.labels import prompt_host, split_label, without_label
 from trainpulse_otel.logs.lines import split_glog, split_prefixes
 from trainpulse_otel.samples import PROGRESS_GAP, LogEvent, TrainingSample
 
@@ -140,6 +140,18 @@ def test_a_journal_s_host_is_the_host_of_its_failures():
     (told,) = told_events(line)
     assert (told.kind, told.hostname, told.details["xid"]) == ("driver_xid", "ailcm-ai1", 79)
     assert without_label(LogLine(line, "kern.log", 1))[1].text == line  # the prefix is cut with its stamp, later
+
+
+def test_a_shell_prompt_names_the_host_of_the_output_after_it():
+    """``root@node4:~# dmesg -T | grep NVRM`` (an Akash provider's node, round 41's train excerpt), then the XID."""
+    xid = "[Fri Aug  9 13:32:56 2024] NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1)."
+    (told,) = told_events("root@node4:~# dmesg -T |grep NVRM", xid)
+    assert (told.kind, told.hostname) == ("driver_xid", "node4")
+    assert prompt_host("(base) user@gpu-node-3:~/work$ python train.py") == "gpu-node-3"
+    assert prompt_host("user@hostname:~$ nvidia-smi") is None  # a poster's placeholder
+    assert prompt_host("email me at a@b.com: thanks") is None
+    (bare,) = told_events(xid)
+    assert bare.hostname is None
 
 
 def told_events(*lines: str) -> list[LogEvent]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 
-from .boosting import round_values
+from .boosting import ROUND, round_values
 from .keys import (
     EPISODE_KEYS,
     EVALUATION,
@@ -263,9 +263,9 @@ def library_chatter(text: str) -> bool:
 
 
 def _may_hold(text: str) -> bool:
-    """The cheap test every line not claimed by a framework passes first: a loss or a step named."""
+    """The cheap test a line no framework claimed passes first: a loss or a step named (no boosting round's line)."""
     return (
-        MAY_HOLD.search(text) is not None
+        (MAY_HOLD.search(text) is not None and (text[:1] != "[" or ROUND.match(text) is None))
         or (text[:1].isdigit() and " |" in text)  # llama2.c: no words
         or (text[:2] == "s:" and " trl:" in text)  # llm.c's log file
     )

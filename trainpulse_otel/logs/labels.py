@@ -15,6 +15,9 @@
 - journald's and syslog's host (``Aug 26 15:28:16 gpu-node-3 kernel: …``): the line's host; the prefix is cut
   with its stamp (:func:`.lines.split_prefixes`).
 
+A shell's prompt before the command a paste shows (``root@node4:~# dmesg -T | grep NVRM``) names the host the
+output after it came from (:func:`prompt_host`): the reader keeps it for the file's failures.
+
 A paste's Markdown quote (``> ``, nested ``> > ``: a log quoted in a reply) and R's reprex and knitr output mark
 (``#> ``) are cut first, as a label is.
 
@@ -87,3 +90,16 @@ def without_label(line: LogLine) -> tuple[int | None, LogLine]:
     if host is not None:  # the host a label names (Ray's, pdsh's, ESPnet's): its failures' subject
         return task, replace(line, text=text, host=host)
     return task, line if text is line.text else replace(line, text=text)
+
+
+#: A shell's prompt: ``root@node4:~# ``, ``(base) user@gpu-3:~/work$ `` (a conda environment before it).
+PROMPT = re.compile(r"^(?:\([\w.-]+\) )?[\w.-]+@(?P<host>[A-Za-z][\w.-]*):\S*[$#] ")
+#: A host a poster hid or never had (``user@hostname``, ``localhost``): no host.
+NO_HOST = frozenset(("hostname", "localhost", "host"))
+
+
+def prompt_host(text: str) -> str | None:
+    """The host a shell's prompt at the start of ``text`` names (:data:`PROMPT`), or None."""
+    if "@" not in text[:64] or (match := PROMPT.match(text)) is None or match["host"].lower() in NO_HOST:
+        return None
+    return match["host"]

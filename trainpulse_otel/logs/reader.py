@@ -23,7 +23,7 @@ from .counters import ProgressCounters
 from .failures import Failure, FailureScanner
 from .frameworks import FRAMEWORKS
 from .generic import EPOCH_HEADER, EpochBatches, GenericLines, library_chatter, line_values
-from .labels import without_label
+from .labels import prompt_host, without_label
 from .lines import LogLine, rank_of_source, split_glog, split_prefixes, without_escapes, yearless_clock, yearless_time
 from .progress import ProgressClock
 from .statements import statement
@@ -102,6 +102,7 @@ class LogReader:
         self._holders: dict[tuple[str | None, str | None], _Stream] = {}
         self._glog_offsets: dict[tuple[str | None, str | None], float] = {}  # per file with no dated line
         self._clocks: dict[tuple[str | None, str | None], float] = {}  # per file: the latest time of its lines
+        self._prompts: dict[tuple[str | None, str | None], str] = {}  # per file: the host its last shell prompt named
 
     @property
     def sources(self) -> set[str | None]:
@@ -112,6 +113,8 @@ class LogReader:
         """What ``line`` completes, in order: training reports (stamped with their time) and failure events."""
         self.stats.lines += 1
         task, line = without_label(without_escapes(line))
+        if (prompted := prompt_host(line.text)) is not None:  # the host the output after a shell's prompt came from
+            self._prompts[(line.node, line.source)] = prompted
         prefixed, own_ts, text = split_prefixes(line.text)
         prefixed = task if prefixed is None else prefixed
         level, text = split_glog(text)
@@ -374,7 +377,7 @@ class LogReader:
             kind=failure.kind,
             message=(failure.text or line.text).strip()[:2048],
             rank=failure.rank if failure.rank is not None else rank,
-            hostname=line.node or line.host,
+            hostname=line.node or line.host or self._prompts.get((line.node, line.source)),
             gpu_index=failure.gpu_index,
             source=line.source,
             line=line.number,
