@@ -234,6 +234,13 @@ ONE_LINERS = [
         PROCESS_FAILED,
         {"cuda_error": "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCReduceAll.cuh line=327 error=77"},
     ),
+    (  # the shell's word glued after a bar the terminal never ended (MLX's mobilenet, round 42)
+        "mlx_rank_crashed_mobilenet-train-segfault.log",
+        "9it [00:04,  2.30it/s]zsh: segmentation fault",
+        PROCESS_FAILED,
+        {"signal": "SIGSEGV"},
+    ),
+    ("pytorch_rank_crashed_simsg-host-oom-killed.log", "13.82it/s]Killed", PROCESS_FAILED, {"signal": "SIGKILL"}),
     (
         "deepspeed_out_of_memory_chat-step1-lora-backward-cublas-alloc-failed.log",
         "CUBLAS_STATUS_ALLOC_FAILED",

@@ -212,10 +212,29 @@ def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
     return details, int(match["rank"])
 
 
+#: A tqdm bar's end (its rate, then its postfix): what a terminal printed next, when the bar ended no line, is glued
+#: after it (``9it [00:04,  2.30it/s]zsh: segmentation fault  python3 train.py``, ``… 13.82it/s]Killed``).
+BAR_END = re.compile(r"(?:it/s|s/it)(?:, [^\]\n]*)?\]")
+
+
 def death(text: str) -> dict[str, Any] | None:
     """A line that says a process died: of a signal (:func:`fatal_signal`, zsh's job report), glibc's abort on a
     corrupted heap, ROCm's memory fault, a glog FATAL, the launcher before torchrun or horovodrun naming the dead
-    worker, or Ray's word that an actor's or task's process is gone."""
+    worker, or Ray's word that an actor's or task's process is gone — at its start, or glued after a bar's end."""
+    if (glued := _after_bar(text)) and (found := _death(glued)) is not None:
+        return found
+    return _death(text)
+
+
+def _after_bar(text: str) -> str:
+    """What a terminal glued after a bar's end on ``text`` (``""`` where no bar ends on it)."""
+    if "]" not in text or ("it/s" not in text and "s/it" not in text):
+        return ""
+    ends = list(BAR_END.finditer(text))
+    return text[ends[-1].end() :].strip() if ends else ""
+
+
+def _death(text: str) -> dict[str, Any] | None:
     if (found := fatal_signal(text)) is not None:
         return found
     if (match := GLIBC_ABORT.search(text)) is not None:
