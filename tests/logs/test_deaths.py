@@ -468,7 +468,10 @@ def test_a_collective_s_exception_names_its_timeout_or_lost_link_where_no_line_d
     assert [f.kind for f in told] == [TRANSPORT_ERROR, PROCESS_FAILED]
     assert [f.kind for f in crash("ValueError", "shapes (3,) and (4,) not aligned")] == [PROCESS_FAILED]
     assert collective_exception({"exception": "TimeoutError", "error": "math verification took too long"}) is None
-    assert collective_exception({"exception": "RuntimeError", "error": "NCCL error: invalid usage"}) == "collective"
+    assert collective_exception({"exception": "RuntimeError", "error": "NCCL error: internal error"}) == "collective"
+    # NCCL refusing the program's use of it, or a CUDA call failing under it: the process's own failure
+    assert collective_exception({"exception": "RuntimeError", "error": "NCCL error: invalid usage"}) is None
+    assert collective_exception({"exception": "DistBackendError", "error": "NCCL error: unhandled cuda error"}) is None
 
 
 def test_round_nine_wordings_of_timeouts_transport_and_deaths():

@@ -12,6 +12,7 @@ import pytest
 from tests.logs.excerpts import TRAIN, line_of, read_excerpt
 from trainpulse_otel.logs import LogLine, LogReader
 from trainpulse_otel.logs.failures import FailureScanner
+from trainpulse_otel.logs.fatal import death
 from trainpulse_otel.logs.statements import statement
 from trainpulse_otel.logs.tracebacks import exception_details
 from trainpulse_otel.samples import CUDA_OOM, GPU_FAULT, PROCESS_FAILED, TRANSPORT_ERROR, WATCHDOG_TIMEOUT, LogEvent
@@ -116,3 +117,35 @@ def test_a_logger_s_error_that_names_a_fatal_signal_is_the_process_s_death():
         if isinstance(e, LogEvent)
     ]
     assert told and told[0].kind == PROCESS_FAILED and "Segmentation fault" in told[0].details["error"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Step at 4 with Perplexity: nan",  # a fine-tune's evaluation (DeepSpeed's random-LTD example, round 43)
+        (  # a PPO policy's outputs gone NaN (a ManiSkill run, round 43): only NaN fails Real()
+            "ValueError: Expected parameter loc (Tensor of shape (3200, 7)) of distribution Normal(loc: torch.Size([3200, "
+            "7]), scale: torch.Size([3200, 7])) to satisfy the constraint Real(), but found invalid values:"
+        ),
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",  # sampling NaN logits
+    ],
+)
+def test_a_model_s_numbers_gone_nan_said_in_a_sentence_or_an_exception_are_a_nan_loss(line):
+    said = statement(line)
+    assert said is not None and math.isnan(said["loss"])
+
+
+def test_a_perplexity_overflowing_and_pytorch_1_s_startup_thc_warning_are_no_failure():
+    """exp(loss) overflows float32 past a loss of ~88: an infinite perplexity is a finite loss. PyTorch 1.0 printed
+    ``THCudaCheck FAIL file=…/THCGeneral.cpp line=663 error=11 : invalid argument`` at startup on newer GPUs, then
+    trained (pytorch/pytorch#15797); a kernel's fault by its code is a crash."""
+    assert statement("| epoch 001 | valid on 'valid' subset | loss 91.2 | ppl inf") is None
+    startup = "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=663 error=11 : invalid argument"
+    assert FailureScanner().feed(startup) is None
+    assert FailureScanner().feed(startup.replace("error=11 : invalid argument", "error=59 : device-side assert"))
+
+
+def test_a_shell_in_another_language_names_the_signal_it_reports():
+    line = "train.sh: řádek 27: 18322 Neúspěšně ukončen (SIGABRT)        (core dumped [obraz paměti uložen]) marian"
+    assert death(line)["signal"] == "SIGABRT"
+    assert death("Running the (SIGTERM) handler test") is None  # no core dumped: no report

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.logs.excerpts import TRAIN, read_excerpt, replayed_signals, reports
 from tests.logs.excerpts import excerpt_signals as signals
+from trainpulse_otel.config import Settings
 from trainpulse_otel.diagnose.detectors.numerics import RollingLosses
 from trainpulse_otel.logs import LogLine
 from trainpulse_otel.logs.generic import PAIR
 from trainpulse_otel.logs.labels import without_label
 from trainpulse_otel.logs.lines import nccl_host, without_escapes
+from trainpulse_otel.runtime import replay_logs
 from trainpulse_otel.samples import LogEvent
 
 
@@ -217,3 +221,23 @@ def test_an_objective_starting_at_exactly_zero_is_no_level_a_short_excerpt_s_ris
     for value in (0.0, 0.0002):
         grpo.add(value)
     assert grpo.holds_zero()
+
+
+@pytest.mark.parametrize(
+    ("name", "cause"),
+    [
+        # NCCL's own Cuda failure (an IPC handle's invalid argument), then its proxy closing connections: the GPU's
+        ("megatron_rank-crashed_nccl-cuda-invalid-argument-tomte401.log", "rank_failure"),
+        # a host's illegal memory access; the other host's socket reset by it (pasted before it)
+        ("nccl-tests_rank-crashed_illegal-memory-access-conn-reset.log", "rank_failure"),
+        # the program's ncclInvalidUsage, then the other ranks' bootstrap sockets broken
+        ("lightning_rank_crashed-ddp-gpus-subset-nccl-invalid-usage.log", "rank_failure"),
+        # an InfiniBand completion error first, then an illegal memory access: the link's fault stays first
+        ("nccltests_network_error_2019-gdr-ib-error12-both-hosts.log", "network_failure"),
+    ],
+)
+def test_a_crash_of_its_own_before_a_transport_error_of_its_process_is_the_cause(name, cause, tmp_path):
+    path = tmp_path / "excerpt.log"
+    path.write_bytes((TRAIN / name).read_bytes())
+    diagnosis = replay_logs([str(path)], Settings()).result.diagnosis
+    assert diagnosis.root_causes[0].cause == cause, diagnosis.to_dict()["root_causes"]

@@ -28,6 +28,9 @@ SIGNAL_WORDS = (
     ("Illegal instruction", "SIGILL"),
     ("Floating point exception", "SIGFPE"),
 )
+#: A shell's job report in another language naming the signal (Czech bash: ``18322 Neúspěšně ukončen (SIGABRT)
+#: (core dumped [obraz paměti uložen]) $marian_home/marian …``).
+NAMED_SIGNAL = re.compile(r"\((SIG[A-Z]{2,})\)")
 #: ``Caught signal 7 (Bus error: nonexistent physical address)`` (UCX, OpenMPI), ``*** SIGSEGV (@0x0) received
 #: by PID`` (glog), absl's ``*** SIGBUS received at time=…``, ``received signal SIGSEGV`` (gdb), ``Signal (11) received``.
 CAUGHT = re.compile(
@@ -159,7 +162,9 @@ CUDA_HOST = re.compile(r"\bhostname=([\w.-]+)")
 #: or a driver call failing with a fatal code (PhysX's ``SynchronizeStreams cuEventRecord failed with error 700``: 700
 #: an illegal address, 702 a launch timeout, 714-719 the kernel's faults, 999 unknown), and PyTorch 0.4–1.x's THC
 #: check by its code, whatever words follow (``THCudaCheck FAIL file=…/THCReduceAll.cuh line=327 error=77 : an
-#: illegal memory access``; ``error=2`` is the allocator's: an out-of-memory event).
+#: illegal memory access``): the kernel's faults in either numbering (4/719 launch failure, 6/702 timeout, 59/710
+#: assert, 73-77/700 bad instruction or address, 30/999 unknown); not ``error=2`` (an out-of-memory event) nor 1.0's
+#: harmless ``THCGeneral.cpp … error=11 : invalid argument`` at startup on newer GPUs, after which training runs.
 CUDA_ERROR = re.compile(
     r"CUDA error: (?P<message>[^.\n]+)|Cuda failure (?:\d+ )?'(?P<nccl>[^']+)'|(?P<status>CU(?:BLAS|DNN)_STATUS_\w+|cudaError\w+)"
     r"|(?P<assert>device-side assert triggered)|!!!! (?P<legacy>kernel execution error)|CUDA error \d+ '(?P<quoted>[^']+)'"
@@ -167,7 +172,7 @@ CUDA_ERROR = re.compile(
     r"failure|an illegal instruction was encountered|misaligned address)|(?P<driver>CUDA_ERROR_(?:LAUNCH_FAILED|ILLEGAL_"
     r"(?:ADDRESS|INSTRUCTION)|MISALIGNED_ADDRESS|UNKNOWN|LAUNCH_TIMEOUT|HARDWARE_STACK_ERROR|ASSERT))\b|== cudaSuccess \(?(?:\d+ vs\. 0\)\s*)?(?P<check>[a-z][a-z ]+?)(?=F\d{4} |$)"
     r"|(?P<call>\bcu[A-Z]\w+ failed with error (?:70[0-2]|71[4-9]|999))\b"
-    r"|(?P<thc>THCudaCheck FAIL file=\S+ line=\d+ error=(?!2\b)\d+)",
+    r"|(?P<thc>THCudaCheck FAIL file=\S+ line=\d+ error=(?:[46]|30|59|7[3-7]|70[0-2]|71\d|999)\b)",
     re.IGNORECASE,
 )
 #: What a line of a CUDA error holds (the scanner's cheap test before :func:`cuda_error`).
@@ -284,6 +289,8 @@ def fatal_signal(text: str) -> dict[str, Any] | None:
     for words, name in SIGNAL_WORDS:
         if words in text and ("core dumped" in text or "核心已转储" in text or "Fatal Python error" in text):
             return {"signal": name, "error": stripped[:200]}
+    if "core dumped" in text and (named := NAMED_SIGNAL.search(text)) is not None:  # a shell in another language
+        return {"signal": named[1], "error": stripped[:200]}
     return None
 
 

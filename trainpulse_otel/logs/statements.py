@@ -22,13 +22,17 @@ from .checkpoints import checkpoint_said
 from .keys import record_start
 
 #: ``loss = NaN``, ``Loss is Infinity``, ``Loss became infinite or NaN``, ``grad norm is nan``, a JSON line's
-#: ``"grad_norm": NaN,`` (a Trainer's ``trainer_state.json``), ESPnet's ``loss (=nan) is not correct``: a loss or
-#: gradient norm named, up to three words, a verb or ``=``, then a non-finite value.
+#: ``"grad_norm": NaN,`` (a Trainer's ``trainer_state.json``), ESPnet's ``loss (=nan) is not correct``, a loop's
+#: ``Step at 4 with Perplexity: nan`` (the exponent of a loss gone NaN; an infinite one is a finite loss over ~88,
+#: exp's overflow: :data:`PERPLEXITY`): a loss, its perplexity or a gradient norm named, up to three words, a verb or
+#: ``=``, then a non-finite value.
 SAID = re.compile(
-    r"\b(?P<what>loss|grad(?:ient)?s?(?:[ _]norm)?)\b['\"]?(?:\s+[\w`'.]+){0,3}?\s*\(?(?:is|are|was|were|became|becomes|=|:)\s*"
+    r"\b(?P<what>loss|perplexity|ppl|grad(?:ient)?s?(?:[ _]norm)?)\b['\"]?(?:\s+[\w`'.]+){0,3}?\s*\(?(?:is|are|was|were|became|becomes|=|:)\s*"
     r"(?:infinite or |inf or )?(?P<value>nan|inf(?:inity|inite)?|infinite)\b",
     re.IGNORECASE,
 )
+#: A loss's exponent: infinite while the loss is finite (float32's exp overflows past ~88), NaN only with it.
+PERPLEXITY = ("perplexity", "ppl")
 #: ``Loss is not finite``, SpeechBrain's ``Parameter is not finite``, torch's ``clip_grad_norm_`` error ``The total norm
 #: of order 2.0 for gradients from `parameters` is non-finite``: the numbers named, then "not finite" in words.
 NOT_FINITE = re.compile(
@@ -51,12 +55,16 @@ VALUE_FIRST = re.compile(
 #: fairseq's NaN detector: ``Inf detected in output of decoder.layers.21``; autograd's anomaly mode: ``Function
 #: 'LogSoftmaxBackward' returned nan values in its 0th output.``; ``clip_grad_norm_``'s warning (PyTorch 1.9+, its
 #: ``error_if_nonfinite`` off): ``Non-finite norm encountered in torch.nn.utils.clip_grad_norm_; continuing anyway``;
-#: TensorFlow 1's summary op on a tensor gone NaN: ``Invalid argument: Nan in summary histogram for: FeatureExtractor/…``.
+#: TensorFlow 1's summary op on a tensor gone NaN: ``Invalid argument: Nan in summary histogram for: FeatureExtractor/…``;
+#: ``torch.distributions`` refusing a NaN parameter (``… to satisfy the constraint Real(), but found invalid values:``:
+#: only NaN fails Real(), a policy's outputs gone NaN) and ``torch.multinomial`` sampling from NaN probabilities
+#: (``probability tensor contains either `inf`, `nan` or element < 0``).
 DETECTED = re.compile(
     r"\b(?:NaN|Inf) detected in (?:output|the loss|grad)|\bFunction '\w+' returned nan values in its \d+\w* output"
     r"|(?<!no )\b(?:NaN|Inf) (?:detected \(attempt|persisted)|\bDetected (?:NaN|Inf)(?: or (?:NaN|Inf))? in (?:w?grad|loss)"
     r"|\bcontains? (?:NaN|Inf)\b|\bThere are NAN or INF\b|\bInvalid loss, terminating training"
-    r"|\bNon-finite norm encountered in torch\.nn\.utils\.clip_grad_norm_|\bNan in summary histogram for\b",
+    r"|\bNon-finite norm encountered in torch\.nn\.utils\.clip_grad_norm_|\bNan in summary histogram for\b"
+    r"|\bconstraint Real\(\), but found invalid values|\bprobability tensor contains either `?inf`?, `?nan`? or element",
     re.IGNORECASE,
 )
 #: A tensor printed with a non-finite value beside a loss's name: ``'loss_cls': tensor(nan, device='cuda:0'``; or a
@@ -127,6 +135,7 @@ def _hinted(text: str) -> bool:
         or "verflow" in text
         or "Invalid loss" in text
         or "Nan in summary" in text
+        or "invalid values" in text
         or "the checkpoint" in text
         or "Checkpoint Save" in text
         or "rad_scale is" in text
@@ -135,8 +144,10 @@ def _hinted(text: str) -> bool:
 
 
 def _nonfinite(text: str) -> dict[str, Any] | None:
-    if (match := SAID.search(text)) is not None:
-        field = "loss" if match["what"].lower() == "loss" else "grad_norm"
+    if (match := SAID.search(text)) is not None and not (
+        match["what"].lower() in PERPLEXITY and match["value"][0] in "iI"
+    ):
+        field = "grad_norm" if match["what"].lower().startswith("grad") else "loss"
         return {field: math.inf if match["value"].lower().startswith("inf") else math.nan}
     if (match := FOUND.search(text) or VALUE_FIRST.search(text)) is not None:
         return {"loss" if match["what"].lower().startswith("loss") else "grad_norm": math.nan}

@@ -70,6 +70,11 @@ COLLECTIVE_FAILURE = re.compile(
     r"NCCL|Hccl|HCCL|gloo|ProcessGroup|[Cc]ommunicator|Connection (?:closed|reset) by|Broken pipe|c10d|[Cc]ollective"
     r"|[Bb]arrier|Dist(?:Backend|Store|Network)Error"
 )
+#: NCCL's results that are no collective's failure but the caller's or the GPU's: ``invalid usage``
+#: (``ncclInvalidUsage``: the program's), ``invalid argument``, ``unhandled cuda error`` (a CUDA call failed under it).
+OWN_FAULT = re.compile(
+    r"invalid usage|invalid argument|unhandled cuda error|ncclInvalid(?:Usage|Argument)|ncclUnhandledCuda"
+)
 #: Such an exception saying it timed out, or that its connection failed, in any wording.
 TIMED_OUT = re.compile(r"[Tt]ime[sd]? ?out|DEADLINE_EXCEEDED|[Dd]eadline ?[Ee]xceeded")
 LINK_FAILED = re.compile(
@@ -88,6 +93,8 @@ def collective_exception(details: dict[str, Any]) -> str | None:
     words = exception_words(details)
     if COLLECTIVE_FAILURE.search(words) is None and "distributed_c10d" not in str(details.get("file", "")):
         return None
+    if OWN_FAULT.search(words) is not None:
+        return None  # NCCL refusing the caller's use of it, or the GPU failing under it: the process's own failure
     if TIMED_OUT.search(words) is not None:
         return "timeout"
     return "link" if LINK_FAILED.search(words) is not None else "collective"

@@ -53,6 +53,9 @@ REMEDY_RANK = (
 
 #: How torchrun reports a process the watchdog aborted: killed by SIGABRT (exit code -6; 134 from a shell).
 ABORT_SIGNAL, ABORT_EXIT_CODES = "SIGABRT", (-6, 134)
+#: What a transport error says when the link itself failed (an InfiniBand or EFA completion with an error status, a
+#: port down): a fault of its own, whatever crashed after it.
+LINK_OWN = ("completion with error", "IBV_WC_", "NET/IB", "NET/OFI", "Link DOWN", "port error")
 #: What a transport error says when its peer went away (a process died, its sockets closed): the words of a
 #: consequence of a crash elsewhere, not of a link failing.
 PEER_GONE = ("closed by", "reset by peer", "Broken pipe", "remote worker crash", "remote process exited")
@@ -76,12 +79,27 @@ def aborted(ev: Evidence) -> list[Signal]:
 
 def orphaned(ev: Evidence) -> list[Signal]:
     """Transport errors that say their peer went away while a rank elsewhere died of its own error: that death
-    closed their connections (gloo: "typically caused by a remote worker crashing"). They are its consequence."""
-    gone = [s for s in ev.active(NETWORK_ERROR.name) if _peer_gone(s)]
+    closed their connections (gloo: "typically caused by a remote worker crashing"); and those of a process that
+    died of its own error first (:func:`_crashed_first`). They are its consequence."""
+    dying = [s for s in ev.active(NETWORK_ERROR.name) if _crashed_first(ev, s)]
+    gone = [s for s in ev.active(NETWORK_ERROR.name) if _peer_gone(s) and s not in dying]
     if not gone:
-        return []
+        return dying
     own = [s for s in ev.active(RANK_CRASHED.name) if not s.evidence.get("collective") and s not in caused(ev)]
-    return [s for s in gone if any(_elsewhere(s, crash) for crash in own)]
+    return [s for s in gone if any(_elsewhere(s, crash) for crash in own)] + dying
+
+
+def _crashed_first(ev: Evidence, network: Signal) -> bool:
+    """Whether the process a transport error is of died of its own error first: a crash of its host and rank (both
+    unknown alike) that its log told before it, or that is a CUDA error (the GPU's fault) beside a transport error
+    that is no link's own (a socket closing, NCCL's proxy giving up: :data:`LINK_OWN` says which are) — the
+    transport then failed because the process was dying, not the other way round."""
+    host, rank = network.subject.get("hostname"), network.subject.get("rank")
+    crashes = [
+        c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if not c.evidence.get("collective")
+    ]
+    link = any(w in f"{network.evidence.get('error', '')} {network.evidence.get('line', '')}" for w in LINK_OWN)
+    return any(told_before(c, network) or (c.evidence.get("cuda_error") and not link) for c in crashes)
 
 
 def _peer_gone(s: Signal) -> bool:
@@ -105,11 +123,13 @@ def _elsewhere(s: Signal, crash: Signal) -> bool:
 
 def caused(ev: Evidence) -> list[Signal]:
     """The crashes another failure the job logged explains: :func:`aborted`, a rank's crash beside its own
-    out-of-memory or transport error line (those causes name the crash as their consequence), every crash on
+    out-of-memory or transport error line (those causes name the crash as their consequence; not a crash that came
+    first, :func:`_crashed_first`), every crash on
     a host whose GPU is failing (:func:`crashed_by_gpu`), and a worker's exit the lines show no cause of beside an
     out-of-memory (:func:`_exited_unseen`)."""
     out = aborted(ev)
-    for failure in ev.active(OUT_OF_MEMORY.name) + ev.active(NETWORK_ERROR.name):
+    transport = [n for n in ev.active(NETWORK_ERROR.name) if not _crashed_first(ev, n)]
+    for failure in ev.active(OUT_OF_MEMORY.name) + transport:
         host, rank = failure.subject.get("hostname"), failure.subject.get("rank")
         out += [c for c in of_host_and_rank(ev.active(RANK_CRASHED.name), host, rank) if c not in out]
     out += [c for c in crashed_by_gpu(ev) if c not in out]
