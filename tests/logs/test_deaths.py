@@ -846,3 +846,13 @@ def test_ascend_s_oom_takes_its_device_from_its_error_block():
                       ("deepspeed_out_of_memory_ascend-baichuan2-zero3-el0004-rtmalloc-driver-oom.log", 0)):  # fmt: skip
         (oom,) = [e for e in events(name) if e.kind == CUDA_OOM]
         assert oom.gpu_index == gpu, name
+
+
+def test_intel_s_level_zero_running_out_is_an_oom_of_the_rank_that_says_it():
+    """An Aurora torchtitan run (ezpz's docs, round 45): ``[rank7]: RuntimeError: level_zero backend failed with
+    error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)`` after step 18; Unified Runtime's device-memory error alike."""
+    (told,) = [e for e in events("torchtitan_out_of_memory_aurora-ur-out-of-resources.log") if e.kind == CUDA_OOM]
+    assert told.rank == 7
+    assert told_alone(
+        "RuntimeError: level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"
+    ) == [CUDA_OOM]

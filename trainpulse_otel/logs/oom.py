@@ -47,14 +47,14 @@ OTHER_OOM = re.compile(
     r"allocat)|Resource exhausted: .{0,40}?(?:memory|allocat)|[Oo]ut of memory (?:to allocate|allocating) [\d,]+ bytes|"
     r"RESOURCE_EXHAUSTED:.*memory|RESOURCE_EXHAUSTED: Failed to allocate|Out of memory error on GPU|[Mm]emory isn't enough|"
     r"\b(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED\b|\bOutOfMemoryError\b|\bCUDA_ERROR_OUT_OF_MEMORY\b|cudaErrorMemoryAllocation|"
-    r"\bHIP_ERROR_OutOfMemory\b|"
+    r"\bHIP_ERROR_OutOfMemory\b|\bUR_RESULT_ERROR_OUT_OF_(?:DEVICE_MEMORY|RESOURCES)\b|"
     r"\b(?:GPU|[Dd]evice)\b.{0,60}?\bout of memory\b|GPU memory is overflow|\[METAL\].{0,80}?Insufficient Memory|MODULE:(?:SYNHELPER|PT_DEVMEM)\b.{0,40}?Allocation\b.{0,60}?failed"
 )
 #: The words one of which an OOM line of any form holds (the failure scanner's cheap test before the regexes).
 OOM_MARKS = ("out of memory", "Out of memory", "OOM when allocating", "ResourceExhausted", "RESOURCE_EXHAUSTED", "Resource exhausted",
              "emory isn't enough", "_STATUS_ALLOC_FAILED", " Allocation ", "Insufficient Memory",
              "OutOfMemoryError", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "EL0004", "memory is overflow",
-             "HIP_ERROR_OutOfMemory")  # fmt: skip
+             "HIP_ERROR_OutOfMemory", "UR_RESULT_ERROR_OUT_OF_")  # fmt: skip
 #: The GPU an OOM line names in another framework's words: ``on GPU #2``, ``device:GPU:0``, ``GPU_0_bfc``, ``cuda:3``,
 #: ROCm's ``GPU 0 has a total capacity``, Paddle's ``Out of memory error on GPU 0``, Ascend's ``(NPU 2; 60.97 GiB``.
 OTHER_GPU = re.compile(
