@@ -13,7 +13,7 @@ it; a bar that steps on after was paused (an evaluation, a save drew it again), 
 the next one of as many steps. So is the time an unfinished bar's own clock holds beyond its count at the pace the
 draw before it showed, where its steps averaged many times that pace (:data:`SLOW_BAR_MULTIPLE`), and the whole
 clock of a bar that never stepped (``0/1000 [2:13:45<?, ?it/s]``: drawn again when it closed, hours after it began).
-Pure: text in, facts out.
+What a terminal glued after a bar's end is another line's (:func:`after_bar`). Pure: text in, facts out.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class BarClock:
         step, count, elapsed, rate, unit, desc = bar
         last, self._last = self._last, (step, elapsed, None if rate is None else _step_s(rate, unit), desc)
         if rate is None and not count:  # a bar that never stepped: its whole clock is time with no step
-            self._pending = _unstarted(text, ts, elapsed, step)
+            self._pending = _start_silence(text, ts, elapsed, step)
             return
         if last is None or desc != last[3] or step != last[0]:
             self._pending = None if last is None else self._slow(text, ts, (count, elapsed), last[2], step)
@@ -86,17 +86,7 @@ class BarClock:
         count, elapsed = clock
         if not count or pace_s is None or _done(text) or elapsed < SLOW_BAR_MULTIPLE * pace_s * count:
             return None
-        gap = elapsed - pace_s * count
-        if gap < MIN_GAP_S:
-            return None
-        return {
-            "since": ts - gap,
-            "gap_s": round(gap, 3),
-            "last_step": step,
-            "interval_s": pace_s,
-            "phase": "start",  # its clock holds its start (data-loader workers, a compile): judged as a pause is
-            "line": text.strip(),
-        }
+        return _start_silence(text, ts, elapsed - pace_s * count, step, pace_s)
 
     def flush(self) -> dict[str, Any] | None:
         """The silence the stream ended in (its bar drawn again, never stepping on), or None."""
@@ -104,18 +94,29 @@ class BarClock:
         return told
 
 
-def _unstarted(text: str, ts: float, elapsed: float, step: int) -> dict[str, Any] | None:
-    """The silence a bar that never stepped holds: its whole clock since it began (judged as a pause is: a first
-    step may compile), or None under :data:`MIN_GAP_S`."""
-    if elapsed < MIN_GAP_S:
+def _start_silence(text: str, ts: float, gap_s: float, step: int, pace_s: float | None = None) -> dict[str, Any] | None:
+    """A silence a bar's own clock holds (``gap_s`` up to its draw at ``ts``), phase ``start``: its clock holds its
+    start (data-loader workers, a compile), so it is judged as a pause is; ``pace_s`` the step time the bar before
+    showed, where one did. None under :data:`MIN_GAP_S`."""
+    if gap_s < MIN_GAP_S:
         return None
-    return {
-        "since": ts - elapsed,
-        "gap_s": round(elapsed, 3),
-        "last_step": step,
-        "phase": "start",
-        "line": text.strip(),
-    }
+    told: dict[str, Any] = {"since": ts - gap_s, "gap_s": round(gap_s, 3), "last_step": step, "phase": "start"}
+    if pace_s is not None:
+        told["interval_s"] = pace_s
+    return told | {"line": text.strip()}
+
+
+#: A tqdm bar's end (its rate, then its postfix): what a terminal printed next, when the bar ended no line, is glued
+#: after it (``9it [00:04,  2.30it/s]zsh: segmentation fault  python3 train.py``, ``… 13.82it/s]Killed``).
+BAR_END = re.compile(r"(?:it/s|s/it)(?:, [^\]\n]*)?\]")
+
+
+def after_bar(text: str) -> str:
+    """What a terminal glued after the last bar's end on ``text`` (``""`` where no bar ends on it)."""
+    if "]" not in text or ("it/s" not in text and "s/it" not in text):
+        return ""
+    end = _last_match(BAR_END, text)
+    return "" if end is None else text[end.end() :].strip()
 
 
 def glued_bar(text: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .bars import after_bar
 from .tracebacks import signal_name
 
 #: A shell's or a handler's words for a fatal signal: the signal they name.
@@ -217,26 +218,13 @@ def mpirun_death(text: str) -> tuple[dict[str, Any], int] | None:
     return details, int(match["rank"])
 
 
-#: A tqdm bar's end (its rate, then its postfix): what a terminal printed next, when the bar ended no line, is glued
-#: after it (``9it [00:04,  2.30it/s]zsh: segmentation fault  python3 train.py``, ``… 13.82it/s]Killed``).
-BAR_END = re.compile(r"(?:it/s|s/it)(?:, [^\]\n]*)?\]")
-
-
 def death(text: str) -> dict[str, Any] | None:
     """A line that says a process died: of a signal (:func:`fatal_signal`, zsh's job report), glibc's abort on a
     corrupted heap, ROCm's memory fault, a glog FATAL, the launcher before torchrun or horovodrun naming the dead
     worker, or Ray's word that an actor's or task's process is gone — at its start, or glued after a bar's end."""
-    if (glued := _after_bar(text)) and (found := _death(glued)) is not None:
+    if (glued := after_bar(text)) and (found := _death(glued)) is not None:
         return found
     return _death(text)
-
-
-def _after_bar(text: str) -> str:
-    """What a terminal glued after a bar's end on ``text`` (``""`` where no bar ends on it)."""
-    if "]" not in text or ("it/s" not in text and "s/it" not in text):
-        return ""
-    ends = list(BAR_END.finditer(text))
-    return text[ends[-1].end() :].strip() if ends else ""
 
 
 def _death(text: str) -> dict[str, Any] | None:
@@ -375,21 +363,7 @@ def cuda_error(text: str) -> dict[str, Any] | None:
     """A CUDA error that kills the process: ``error`` its words (``CUDA error: unspecified launch failure``)."""
     if (match := CUDA_ERROR.search(text)) is None:
         return None
-    groups = (
-        "message",
-        "nccl",
-        "status",
-        "assert",
-        "legacy",
-        "quoted",
-        "code",
-        "bare",
-        "driver",
-        "check",
-        "call",
-        "thc",
-    )
-    message = next(m for m in match.group(*groups) if m)
+    message = next(m for m in match.group(*CUDA_ERROR.groupindex) if m)  # the one alternative that matched
     if any(words.lower() in message.lower() for words in NOT_A_CRASH):
         return None
     details: dict[str, Any] = {"error": f"CUDA error: {message.strip()}"[:200], "cuda_error": message.strip()[:120]}
